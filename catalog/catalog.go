@@ -1,0 +1,280 @@
+// Package catalog is toolshelf's vocabulary: the tools it knows about, as
+// immutable snapshots.
+//
+// An [Entry] is one upstream tool as received, with its raw JSON kept so
+// that no field is lost, and a qualified name (mcp__<server>__<tool>) that
+// is unique in its catalog and always valid for the Anthropic Messages API.
+// A [Catalog] is an immutable, ordered snapshot of entries with a version
+// key; search engines, token counts and deferral plans are built from one
+// snapshot and cached by its version.
+//
+// The package is pure: it does no network or process I/O.
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"iter"
+	"slices"
+	"strings"
+)
+
+// Server describes an upstream server whose tools are in a catalog.
+type Server struct {
+	// Name is the server's name as configured.
+	Name string `json:"name"`
+	// Title and Version are from the server's initialize result.
+	Title   string `json:"title,omitempty"`
+	Version string `json:"version,omitempty"`
+	// ProtocolVersion is the MCP revision negotiated with the server.
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Instructions is the server's instructions from initialize.
+	Instructions string `json:"instructions,omitempty"`
+	// Description is a description of the server from elsewhere, such as
+	// a registry or dataset.
+	Description string `json:"description,omitempty"`
+}
+
+// Catalog is an immutable snapshot of tools, ordered by qualified name.
+// It is safe for concurrent use. The entries it returns must not be
+// modified.
+type Catalog struct {
+	entries []Entry
+	byName  map[string]int
+	servers []Server
+	version string
+}
+
+// New returns a catalog of the given entries and server descriptions.
+//
+// New assigns every entry its qualified name. Names that would exceed
+// MaxNameLen are shortened with a stable hash; names that collide (because
+// sanitising or shortening made two tools look alike) are disambiguated the
+// same way, so two different tools never share a name. A tool listed twice
+// by the same server is kept once, first occurrence first. Server
+// descriptions are optional; the entries' own Server fields are what count.
+func New(entries []Entry, servers []Server) *Catalog {
+	c := &Catalog{byName: make(map[string]int, len(entries))}
+
+	type key struct{ server, tool string }
+	seen := make(map[key]bool, len(entries))
+	clean := make([]bool, 0, len(entries))
+	for _, e := range entries {
+		k := key{e.Server, e.Tool}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		var ok bool
+		e.Name, ok = qualify(e.Server, e.Tool)
+		e.Shortened = e.Name != fullName(e.Server, e.Tool)
+		c.entries = append(c.entries, e)
+		clean = append(clean, ok)
+	}
+	disambiguate(c.entries, clean)
+
+	slices.SortFunc(c.entries, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	for i := range c.entries {
+		c.byName[c.entries[i].Name] = i
+	}
+	c.servers = slices.Clone(servers)
+	slices.SortFunc(c.servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	c.version = c.computeVersion()
+	return c
+}
+
+// disambiguate renames entries whose qualified names collide. Among the
+// colliding entries, one whose name needed no sanitising keeps it when it is
+// the only such entry; all others get a hash suffix. The hash grows until
+// the name is unique.
+func disambiguate(entries []Entry, clean []bool) {
+	groups := make(map[string][]int, len(entries))
+	for i := range entries {
+		groups[entries[i].Name] = append(groups[entries[i].Name], i)
+	}
+	taken := make(map[string]bool, len(entries))
+	for name := range groups {
+		taken[name] = true
+	}
+	for _, idx := range groups {
+		if len(idx) < 2 {
+			continue
+		}
+		keeper := -1
+		for _, i := range idx {
+			if clean[i] {
+				if keeper >= 0 {
+					keeper = -1 // two clean names collide: neither keeps it
+					break
+				}
+				keeper = i
+			}
+		}
+		for _, i := range idx {
+			if i == keeper {
+				continue
+			}
+			e := &entries[i]
+			for n := 6; ; n += 2 {
+				name := shorten(e.Server, e.Tool, n)
+				if !taken[name] {
+					e.Name, e.Shortened = name, true
+					taken[name] = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// computeVersion hashes the names and content of every entry in order.
+func (c *Catalog) computeVersion() string {
+	h := sha256.New()
+	var n [8]byte
+	write := func(s string) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write([]byte(s))
+	}
+	for i := range c.entries {
+		e := &c.entries[i]
+		write(e.Name)
+		write(e.Server)
+		write(string(e.Raw))
+		write(e.ID)
+		flags := ""
+		if e.AlwaysLoad {
+			flags += "a"
+		}
+		if e.Unverified {
+			flags += "u"
+		}
+		write(flags)
+	}
+	for _, s := range c.servers {
+		write(s.Name)
+		write(s.Instructions)
+		write(s.Description)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Version is a key that changes whenever the catalog's names or content
+// change. Caches of anything derived from a catalog are keyed by it.
+func (c *Catalog) Version() string { return c.version }
+
+// NameKey is the sorted, comma-joined list of qualified names: the key that
+// token counts are cached by, since they depend only on which tools are sent.
+func (c *Catalog) NameKey() string { return strings.Join(c.Names(), ",") }
+
+// Len returns the number of entries.
+func (c *Catalog) Len() int { return len(c.entries) }
+
+// Entry returns the i'th entry in name order.
+func (c *Catalog) Entry(i int) *Entry { return &c.entries[i] }
+
+// All returns the entries in name order.
+func (c *Catalog) All() iter.Seq[*Entry] {
+	return func(yield func(*Entry) bool) {
+		for i := range c.entries {
+			if !yield(&c.entries[i]) {
+				return
+			}
+		}
+	}
+}
+
+// Names returns the qualified names in order.
+func (c *Catalog) Names() []string {
+	names := make([]string, len(c.entries))
+	for i := range c.entries {
+		names[i] = c.entries[i].Name
+	}
+	return names
+}
+
+// Lookup returns the entry with the given qualified name.
+func (c *Catalog) Lookup(name string) (*Entry, bool) {
+	i, ok := c.byName[name]
+	if !ok {
+		return nil, false
+	}
+	return &c.entries[i], true
+}
+
+// Index returns the position of the named entry in name order, or -1.
+func (c *Catalog) Index(name string) int {
+	if i, ok := c.byName[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// Find resolves a name the way a model writes it: an exact qualified name
+// first, then a unique case-insensitive qualified name, then a tool's name
+// as its server gave it when only one server has a tool of that name.
+func (c *Catalog) Find(name string) (*Entry, bool) {
+	if e, ok := c.Lookup(name); ok {
+		return e, true
+	}
+	var found *Entry
+	for i := range c.entries {
+		if strings.EqualFold(c.entries[i].Name, name) {
+			if found != nil {
+				return nil, false
+			}
+			found = &c.entries[i]
+		}
+	}
+	if found != nil {
+		return found, true
+	}
+	for i := range c.entries {
+		if c.entries[i].Tool == name {
+			if found != nil {
+				return nil, false
+			}
+			found = &c.entries[i]
+		}
+	}
+	return found, found != nil
+}
+
+// Servers returns the descriptions of the catalog's servers, by name.
+func (c *Catalog) Servers() []Server { return c.servers }
+
+// Server returns the description of the named server.
+func (c *Catalog) Server(name string) (Server, bool) {
+	i, ok := slices.BinarySearchFunc(c.servers, name, func(s Server, n string) int { return strings.Compare(s.Name, n) })
+	if !ok {
+		return Server{}, false
+	}
+	return c.servers[i], true
+}
+
+// ServerNames returns the distinct servers of the catalog's entries, sorted.
+func (c *Catalog) ServerNames() []string {
+	var names []string
+	for i := range c.entries {
+		if s := c.entries[i].Server; s != "" {
+			names = append(names, s)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
+}
+
+// Filter returns a catalog of the entries for which keep returns true,
+// with the same names (names are not reassigned) and servers.
+func (c *Catalog) Filter(keep func(*Entry) bool) *Catalog {
+	out := &Catalog{byName: make(map[string]int), servers: c.servers}
+	for i := range c.entries {
+		if keep(&c.entries[i]) {
+			out.byName[c.entries[i].Name] = len(out.entries)
+			out.entries = append(out.entries, c.entries[i])
+		}
+	}
+	out.version = out.computeVersion()
+	return out
+}

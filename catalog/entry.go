@@ -1,0 +1,147 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Meta keys that Claude Code and the Anthropic tooling read from a tool's
+// _meta object.
+const (
+	MetaAlwaysLoad = "anthropic/alwaysLoad"
+	MetaSearchHint = "anthropic/searchHint"
+)
+
+// Entry is one tool in a catalog.
+//
+// An Entry is created by [ParseTool] from the JSON object an upstream
+// server returned in tools/list; [New] assigns its qualified Name.
+type Entry struct {
+	// Name is the qualified name, unique within its catalog and valid as a
+	// Messages API tool name: mcp__<server>__<tool> for an MCP tool.
+	Name string
+	// Server is the upstream server's name as configured. It is empty for
+	// tools that do not come from an MCP server (an agent's own tools).
+	Server string
+	// Tool is the tool's name as the server gave it.
+	Tool string
+	// Title is the tool's display title, from "title" or annotations.title.
+	Title string
+	// Description is the tool's description as received.
+	Description string
+	// InputSchema is the tool's input JSON Schema as received. Normalised
+	// copies for re-exposure are made by the packages that re-expose.
+	InputSchema json.RawMessage
+	// Params are the top-level properties of InputSchema, sorted by name.
+	Params []Param
+	// Raw is the whole tool object as received, so that fields toolshelf
+	// does not model (outputSchema, annotations, execution, _meta, ...)
+	// survive a round trip.
+	Raw json.RawMessage
+	// SearchHint is a curated capability phrase from
+	// _meta["anthropic/searchHint"].
+	SearchHint string
+	// AlwaysLoad is set by _meta["anthropic/alwaysLoad"] or by the server's
+	// configuration: the tool is never deferred.
+	AlwaysLoad bool
+	// ID identifies the tool outside toolshelf, such as a dataset's tool id.
+	// It is optional and not interpreted.
+	ID string
+	// Shortened reports that Name had to be cut to fit MaxNameLen, or was
+	// given a hash suffix to stay distinct from another tool's name.
+	Shortened bool
+	// Unverified marks a tool that is known by configuration only (a
+	// server's autoApprove list) and has not been listed by the server.
+	Unverified bool
+}
+
+// IsMCP reports whether the tool comes from an MCP server.
+func (e *Entry) IsMCP() bool { return e.Server != "" }
+
+// toolJSON is the part of an MCP tool object that toolshelf reads.
+type toolJSON struct {
+	Name        string          `json:"name"`
+	Title       string          `json:"title"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations *struct {
+		Title string `json:"title"`
+	} `json:"annotations"`
+	Meta map[string]json.RawMessage `json:"_meta"`
+}
+
+// ParseTool builds an Entry from one tool object of a tools/list result.
+// The object is kept verbatim in Entry.Raw. The Name is left for [New].
+func ParseTool(server string, raw json.RawMessage) (Entry, error) {
+	var t toolJSON
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return Entry{}, fmt.Errorf("tool is not a JSON object: %v", err)
+	}
+	if t.Name == "" {
+		return Entry{}, errors.New(`tool has no "name"`)
+	}
+	// Compact so that a catalog's version does not depend on whitespace;
+	// every field and every escape is kept.
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return Entry{}, fmt.Errorf("tool is not valid JSON: %v", err)
+	}
+	e := Entry{
+		Server:      server,
+		Tool:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
+		Raw:         compact.Bytes(),
+	}
+	e.Params = parseParams(t.InputSchema)
+	if e.Title == "" && t.Annotations != nil {
+		e.Title = t.Annotations.Title
+	}
+	if v, ok := t.Meta[MetaAlwaysLoad]; ok {
+		var b bool
+		if json.Unmarshal(v, &b) == nil {
+			e.AlwaysLoad = b
+		}
+	}
+	if v, ok := t.Meta[MetaSearchHint]; ok {
+		var s string
+		if json.Unmarshal(v, &s) == nil {
+			e.SearchHint = s
+		}
+	}
+	return e, nil
+}
+
+// Param is one top-level property of a tool's input schema.
+type Param struct {
+	Name        string
+	Description string
+}
+
+// parseParams returns the top-level properties of an input schema,
+// sorted by name. A schema that is not an object with properties has none.
+func parseParams(schema json.RawMessage) []Param {
+	if len(schema) == 0 {
+		return nil
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
+		return nil
+	}
+	ps := make([]Param, 0, len(s.Properties))
+	for name, raw := range s.Properties {
+		var p struct {
+			Description string `json:"description"`
+		}
+		_ = json.Unmarshal(raw, &p) // a property that is not an object still has a name
+		ps = append(ps, Param{Name: name, Description: p.Description})
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
+	return ps
+}

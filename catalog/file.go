@@ -1,0 +1,143 @@
+package catalog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// A LineError reports malformed input at a line of a file. Callers that
+// know the file's name print it as name:line: message.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+// lineAt returns the 1-based line of a byte offset in data.
+func lineAt(data []byte, offset int64) int {
+	if offset > int64(len(data)) {
+		offset = int64(len(data))
+	}
+	return bytes.Count(data[:offset], []byte("\n")) + 1
+}
+
+// jsonError turns a decoding error into a LineError where the JSON package
+// reports an offset.
+func jsonError(data []byte, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return &LineError{Line: lineAt(data, syn.Offset), Err: err}
+	case errors.As(err, &typ):
+		return &LineError{Line: lineAt(data, typ.Offset), Err: fmt.Errorf("%s has the wrong type: want %v, got a JSON %s", fieldName(typ.Field), typ.Type, typ.Value)}
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return &LineError{Line: lineAt(data, int64(len(data))), Err: errors.New("unexpected end of JSON input")}
+	}
+	return err
+}
+
+func fieldName(f string) string {
+	if f == "" {
+		return "value"
+	}
+	return fmt.Sprintf("%q", f)
+}
+
+// fileJSON is the catalog file format: every server with its tools exactly
+// as tools/list returned them.
+type fileJSON struct {
+	Servers []serverJSON `json:"servers"`
+}
+
+type serverJSON struct {
+	Server
+	Tools []json.RawMessage `json:"tools"`
+}
+
+// Decode reads a catalog file:
+//
+//	{"servers": [{"name": "github", "protocolVersion": "...", "instructions": "...",
+//	              "tools": [<tool objects as tools/list returned them>]}]}
+//
+// Errors carry the line they were found at ([LineError]).
+func Decode(r io.Reader) (*Catalog, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f fileJSON
+	if err := dec.Decode(&f); err != nil {
+		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			at := bytes.Index(data, []byte(field))
+			if at < 0 {
+				at = int(dec.InputOffset())
+			}
+			return nil, &LineError{Line: lineAt(data, int64(at)), Err: fmt.Errorf("%s (a catalog file has \"servers\", each with \"name\" and \"tools\")", strings.TrimPrefix(err.Error(), "json: "))}
+		}
+		return nil, jsonError(data, err)
+	}
+	if dec.More() {
+		return nil, &LineError{Line: lineAt(data, dec.InputOffset()), Err: errors.New("data after the catalog object")}
+	}
+	if f.Servers == nil {
+		return nil, &LineError{Line: 1, Err: errors.New(`no "servers" array`)}
+	}
+	var entries []Entry
+	servers := make([]Server, 0, len(f.Servers))
+	for i, s := range f.Servers {
+		if s.Name == "" {
+			return nil, fmt.Errorf("server %d has no name", i+1)
+		}
+		servers = append(servers, s.Server)
+		for j, raw := range s.Tools {
+			e, err := ParseTool(s.Name, raw)
+			if err != nil {
+				line := lineAt(data, int64(bytes.Index(data, raw)))
+				return nil, &LineError{Line: line, Err: fmt.Errorf("server %q, tool %d: %v", s.Name, j+1, err)}
+			}
+			entries = append(entries, e)
+		}
+	}
+	return New(entries, servers), nil
+}
+
+// Encode writes the catalog in the format Decode reads. Tools are written
+// as received, grouped by server in server order, each server's tools in
+// qualified-name order. Tools without a server are not written.
+func (c *Catalog) Encode(w io.Writer) error {
+	var f fileJSON
+	idx := make(map[string]int)
+	for _, s := range c.servers {
+		idx[s.Name] = len(f.Servers)
+		f.Servers = append(f.Servers, serverJSON{Server: s, Tools: []json.RawMessage{}})
+	}
+	for i := range c.entries {
+		e := &c.entries[i]
+		if e.Server == "" || e.Unverified {
+			continue
+		}
+		j, ok := idx[e.Server]
+		if !ok {
+			j = len(f.Servers)
+			idx[e.Server] = j
+			f.Servers = append(f.Servers, serverJSON{Server: Server{Name: e.Server}})
+		}
+		f.Servers[j].Tools = append(f.Servers[j].Tools, e.Raw)
+	}
+	if f.Servers == nil {
+		f.Servers = []serverJSON{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(f)
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/evaluate"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+func init() {
+	register(&command{
+		name:    "eval",
+		summary: "measure retrieval quality on a labelled dataset",
+		usage:   "--dataset DIR [--engine bm25|keyword|regex] [--limit K] [--json]",
+		help: `
+Searches every query of a labelled dataset and reports, over all queries
+and for each value of their level, category and subset fields:
+
+  recall@k     covered groups / groups, k = 1, 5, 10 (a group of
+               interchangeable tools is covered when one is in the top k)
+  complete@10  1 when every group is covered in the top 10
+  mrr@10       1 / rank of the first hit that covers a group
+  ndcg@10      a hit gains 1 when it covers a group not yet covered; the
+               ideal is min(groups, 10)
+  abstain      queries no tool fits, and how many got no hits
+
+plus the time to build the index and per-query latency (p50, p99).
+
+A dataset folder holds tools.jsonl and queries.jsonl, and optionally
+servers.jsonl; see ../shared/datasets/*/README.md for the format.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			dataset := fs.String("dataset", "", "dataset `DIR` with tools.jsonl and queries.jsonl")
+			engine := fs.String("engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
+			limit := fs.Int("limit", evaluate.DefaultLimit, "results retrieved per query (`K`)")
+			asJSON := fs.Bool("json", false, "print the report as one JSON object")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected argument %q", args[0])
+				}
+				if *dataset == "" {
+					return usagef("--dataset is required")
+				}
+				if err := checkPositive(fs, "limit", *limit); err != nil {
+					return err
+				}
+				return runEval(ctx, e, *dataset, *engine, *limit, *asJSON)
+			}
+		},
+	})
+}
+
+func runEval(ctx context.Context, e *env, dir, engine string, limit int, asJSON bool) error {
+	if _, err := search.New(engine, catalog.New(nil, nil)); err != nil {
+		return badInput(err)
+	}
+	ds, err := loadDataset(dir)
+	if err != nil {
+		return err
+	}
+	r, err := evaluate.Run(ctx, ds, engine, func(c *catalog.Catalog) (search.Engine, error) { return search.New(engine, c) }, &evaluate.Options{Limit: limit})
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	writeReport(e.stdout, r)
+	return nil
+}
+
+func writeReport(w io.Writer, r *evaluate.Report) {
+	fmt.Fprintf(w, "dataset %s, engine %s: %d tools, index built in %.1f ms, query latency p50 %.0f µs, p99 %.0f µs\n",
+		r.Dataset, r.Engine, r.Tools, r.IndexMS, r.Latency.P50, r.Latency.P99)
+	if r.Errors > 0 {
+		fmt.Fprintf(w, "%d queries were rejected by the engine and count as no hits\n", r.Errors)
+	}
+	fmt.Fprintln(w)
+	labels := make([]string, 0, len(r.Subsets))
+	for l := range r.Subsets {
+		if l != "all" {
+			labels = append(labels, l)
+		}
+	}
+	sort.Strings(labels)
+	labels = append([]string{"all"}, labels...)
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "subset\tqueries\trecall@1\trecall@5\trecall@10\tcomplete@10\tmrr@10\tndcg@10\tabstained\t")
+	for _, l := range labels {
+		m := r.Subsets[l]
+		abstain := "-"
+		if m.Abstain != nil {
+			abstain = fmt.Sprintf("%d/%d", m.Abstain.NoHits, m.Abstain.Queries)
+		}
+		if m.Queries == 0 {
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t-\t%s\t\n", l, abstain)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t\n",
+			l, m.Queries, m.Recall1, m.Recall5, m.Recall10, m.Complete10, m.MRR10, m.NDCG10, abstain)
+	}
+	tw.Flush()
+}

@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// realCatalog is the catalog of the real npm servers used by the search
+// package's tests.
+var realCatalog = filepath.Join("..", "..", "search", "testdata", "servers.json")
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+func TestCLI(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // substring of stdout
+		stderr string // substring of stderr
+	}{
+		{"no args", nil, 2, "", "Usage:"},
+		{"help", []string{"help"}, 0, "Commands:", ""},
+		{"help search", []string{"help", "search"}, 0, "--explain", ""},
+		{"search -h", []string{"search", "-h"}, 0, "Usage: toolshelf search", ""},
+		{"unknown command", []string{"serch"}, 2, "", `did you mean "search"`},
+		{"unknown flag", []string{"search", "--bogus", "x"}, 2, "", "flag provided but not defined: -bogus"},
+
+		{"search", []string{"search", "--catalog", realCatalog, "create", "a", "pull", "request"}, 0, "mcp__github__create_pull_request", ""},
+		{"flags after query", []string{"search", "send", "slack", "message", "--catalog", realCatalog, "--limit", "1"}, 0, "mcp__slack__slack_post_message", ""},
+		{"keyword engine", []string{"search", "--catalog", realCatalog, "--engine", "keyword", "+slack", "send"}, 0, "mcp__slack__", ""},
+		{"regex engine", []string{"search", "--catalog", realCatalog, "--engine", "regex", "screenshot"}, 0, "screenshot", ""},
+		{"select", []string{"search", "--catalog", realCatalog, "select:mcp__github__create_issue"}, 0, "mcp__github__create_issue", ""},
+		{"no match", []string{"search", "--catalog", realCatalog, "zzyzx"}, 0, "No matching tools.", ""},
+		{"dataset folder as catalog", []string{"search", "--catalog", "testdata/tiny", "email"}, 0, "mcp__mail__send_email", ""},
+		{"explain", []string{"search", "--catalog", realCatalog, "--explain", "--limit", "1", "sentry issue"}, 0, "name, tool", ""},
+
+		{"no query", []string{"search", "--catalog", realCatalog}, 2, "", "no query"},
+		{"symbols only", []string{"search", "--catalog", realCatalog, "?!"}, 2, "", "Query must contain at least one letter or number."},
+		{"zero limit", []string{"search", "--catalog", realCatalog, "--limit", "0", "x"}, 2, "", "--limit must be a positive integer, got 0"},
+		{"negative limit", []string{"search", "--catalog", realCatalog, "--limit", "-2", "x"}, 2, "", "--limit must be a positive integer, got -2"},
+		{"bad regex", []string{"search", "--catalog", realCatalog, "--engine", "regex", "(x"}, 2, "", `invalid pattern "(x": missing closing )`},
+		{"long regex", []string{"search", "--catalog", realCatalog, "--engine", "regex", strings.Repeat("x", 201)}, 2, "", "the limit is 200"},
+		{"bad engine", []string{"search", "--catalog", realCatalog, "--engine", "vector", "x"}, 2, "", `unknown engine "vector"`},
+		{"no catalog", []string{"search", "x"}, 2, "", "no catalog"},
+		{"missing catalog", []string{"search", "--catalog", "testdata/nope.json", "x"}, 2, "", "testdata/nope.json: no such file"},
+		{"malformed catalog", []string{"search", "--catalog", "testdata/bad-catalog.json", "x"}, 2, "", "testdata/bad-catalog.json:4: invalid character"},
+
+		{"eval", []string{"eval", "--dataset", "testdata/tiny"}, 0, "level=2", ""},
+		{"eval no dataset", []string{"eval"}, 2, "", "--dataset is required"},
+		{"eval missing dataset", []string{"eval", "--dataset", "testdata/nope"}, 2, "", "no such file"},
+		{"eval bad dataset", []string{"eval", "--dataset", "testdata/bad-dataset"}, 2, "", "testdata/bad-dataset/queries.jsonl:2: relevant tool \"mail::nope\" is not in tools.jsonl"},
+		{"eval bad engine", []string{"eval", "--dataset", "testdata/tiny", "--engine", "x"}, 2, "", `unknown engine "x"`},
+		{"eval zero limit", []string{"eval", "--dataset", "testdata/tiny", "--limit", "0"}, 2, "", "--limit must be a positive integer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, tt.args...)
+			if r.code != tt.code {
+				t.Errorf("exit code = %d, want %d\nstdout: %s\nstderr: %s", r.code, tt.code, r.stdout, r.stderr)
+			}
+			if !strings.Contains(r.stdout, tt.stdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tt.stdout, r.stdout)
+			}
+			if !strings.Contains(r.stderr, tt.stderr) {
+				t.Errorf("stderr does not contain %q:\n%s", tt.stderr, r.stderr)
+			}
+			if tt.code == 2 && tt.stderr != "" && strings.Contains(r.stderr, "goroutine") {
+				t.Errorf("stderr has a stack trace:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestSearchJSON(t *testing.T) {
+	r := runCLI(t, "search", "--catalog", realCatalog, "--json", "--limit", "2", "create issue")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var out struct {
+		Query  string
+		Engine string
+		Tools  int
+		Hits   []struct {
+			Name, Server, Tool, Description string
+			Score                           float64
+			Matches                         []struct {
+				Term   string
+				Fields []string
+				Score  float64
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, r.stdout)
+	}
+	if out.Query != "create issue" || out.Engine != "bm25" || out.Tools < 500 || len(out.Hits) != 2 {
+		t.Fatalf("output = %+v", out)
+	}
+	h := out.Hits[0]
+	if !strings.HasSuffix(h.Name, "__create_issue") || h.Score <= 0 || len(h.Matches) != 2 || h.Matches[0].Term != "create" || len(h.Matches[0].Fields) == 0 {
+		t.Errorf("first hit = %+v", h)
+	}
+}
+
+func TestEvalJSON(t *testing.T) {
+	r := runCLI(t, "eval", "--dataset", "testdata/tiny", "--json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, r.stdout)
+	}
+	if diff := cmp.Diff([]string{"dataset", "engine", "index_ms", "latency_us", "subsets", "tools"}, slices.Sorted(maps.Keys(out))); diff != "" {
+		t.Errorf("top-level keys (-want +got):\n%s", diff)
+	}
+	var subsets map[string]map[string]any
+	if err := json.Unmarshal(out["subsets"], &subsets); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"all", "level=1", "level=2", "level=5", "category=multi"} {
+		if subsets[s] == nil {
+			t.Errorf("subset %q missing: %s", s, out["subsets"])
+		}
+	}
+	all := subsets["all"]
+	for _, k := range []string{"queries", "recall@1", "recall@5", "recall@10", "complete@10", "mrr@10", "ndcg@10", "abstain"} {
+		if _, ok := all[k]; !ok {
+			t.Errorf("subset all has no %q: %v", k, all)
+		}
+	}
+	if all["queries"].(float64) != 3 || all["recall@10"].(float64) != 1 {
+		t.Errorf("subset all = %v", all)
+	}
+}
+
+// TestHelpGolden keeps the help texts under review: a change shows up as a
+// diff of testdata/help.golden (refresh with -update).
+func TestHelpGolden(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(runCLI(t, "help").stdout)
+	for _, name := range []string{"eval", "search"} {
+		b.WriteString("\n--- " + name + "\n")
+		b.WriteString(runCLI(t, "help", name).stdout)
+	}
+	golden := filepath.Join("testdata", "help.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), b.String()); diff != "" {
+		t.Errorf("help text changed (-want +got); rerun with -update if intended:\n%s", diff)
+	}
+}
+
+func TestParseFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+		json bool
+	}{
+		{[]string{"a", "b"}, []string{"a", "b"}, false},
+		{[]string{"a", "--json", "b"}, []string{"a", "b"}, true},
+		{[]string{"--json", "a"}, []string{"a"}, true},
+		{[]string{"a", "--", "--json"}, []string{"a", "--json"}, false},
+	}
+	for _, tt := range tests {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		j := fs.Bool("json", false, "")
+		got, err := parseFlags(fs, tt.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cmp.Equal(tt.want, got) || *j != tt.json {
+			t.Errorf("parseFlags(%q) = %q json=%v, want %q json=%v", tt.args, got, *j, tt.want, tt.json)
+		}
+	}
+}

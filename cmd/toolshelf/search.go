@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"unicode/utf8"
+
+	"github.com/toolshelf/toolshelf/search"
+)
+
+func init() {
+	register(&command{
+		name:    "search",
+		summary: "find tools by what they do",
+		usage:   "[--catalog FILE] [--engine bm25|keyword|regex] [--limit N] [--json] [--explain] QUERY...",
+		help: `
+Searches a catalog of MCP tools and prints the best matches, best first:
+qualified name, server, score and a one-line description.
+
+The query grammar (bm25 and keyword engines):
+  create pull request         words, ranked by the engine
+  +github issue               a word with + is required in every result
+  mcp__github                 a query starting with mcp__ lists the tools
+                              whose names start with it
+  select:NAME,NAME            fetch tools by exact name
+The regex engine reads the query as a case-insensitive regular expression
+(RE2 syntax, at most 200 characters).
+
+--catalog takes a catalog file (as 'toolshelf catalog export' writes it) or
+a dataset folder with tools.jsonl.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			catalogPath := fs.String("catalog", "", "catalog `FILE` to search")
+			engine := fs.String("engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
+			limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, 5 otherwise)")
+			asJSON := fs.Bool("json", false, "print the hits as JSON")
+			explain := fs.Bool("explain", false, "show what each query term matched")
+			return func(ctx context.Context, e *env, args []string) error {
+				if err := checkPositive(fs, "limit", *limit); err != nil {
+					return err
+				}
+				return runSearch(ctx, e, searchOptions{*catalogPath, *engine, *limit, *asJSON, *explain}, args)
+			}
+		},
+	})
+}
+
+type searchOptions struct {
+	catalog string
+	engine  string
+	limit   int
+	json    bool
+	explain bool
+}
+
+func runSearch(ctx context.Context, e *env, o searchOptions, args []string) error {
+	query := strings.Join(args, " ")
+	if strings.TrimSpace(query) == "" {
+		return usagef("no query: give the words to search for, as in: toolshelf search create a pull request")
+	}
+	if o.catalog == "" {
+		return usagef("no catalog: pass --catalog FILE (a file written by 'toolshelf catalog export', or a dataset folder)")
+	}
+	cat, err := loadCatalogFile(o.catalog)
+	if err != nil {
+		return err
+	}
+	eng, err := search.New(o.engine, cat)
+	if err != nil {
+		return badInput(err)
+	}
+	hits, err := eng.Search(ctx, query, o.limit)
+	if err != nil {
+		return badInput(err)
+	}
+	if o.json {
+		return writeHitsJSON(e.stdout, query, o.engine, cat.Len(), hits)
+	}
+	writeHits(e.stdout, hits, o.explain)
+	return nil
+}
+
+func writeHits(w io.Writer, hits []search.Hit, explain bool) {
+	if len(hits) == 0 {
+		fmt.Fprintln(w, "No matching tools.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for i, h := range hits {
+		server := h.Entry.Server
+		if server == "" {
+			server = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%.2f\t%s\n", i+1, h.Entry.Name, server, h.Score, oneLine(h.Entry.Description, 100))
+		if explain {
+			for _, m := range h.Matches {
+				fmt.Fprintf(tw, "\t  %s\t%s\t%+.2f\t\n", m.Term, strings.Join(m.Fields, ", "), m.Score)
+			}
+		}
+	}
+	tw.Flush()
+}
+
+// oneLine returns the first line of s, cut to n characters.
+func oneLine(s string, n int) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n-1])) + "…"
+}
+
+type hitJSON struct {
+	Name        string         `json:"name"`
+	Server      string         `json:"server,omitempty"`
+	Tool        string         `json:"tool"`
+	Score       float64        `json:"score"`
+	Description string         `json:"description"`
+	Matches     []search.Match `json:"matches"`
+}
+
+func writeHitsJSON(w io.Writer, query, engine string, tools int, hits []search.Hit) error {
+	out := struct {
+		Query  string    `json:"query"`
+		Engine string    `json:"engine"`
+		Tools  int       `json:"tools"`
+		Hits   []hitJSON `json:"hits"`
+	}{query, engine, tools, []hitJSON{}}
+	for _, h := range hits {
+		out.Hits = append(out.Hits, hitJSON{
+			Name: h.Entry.Name, Server: h.Entry.Server, Tool: h.Entry.Tool,
+			Score: h.Score, Description: h.Entry.Description, Matches: h.Matches,
+		})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(out)
+}

@@ -1,0 +1,210 @@
+package evaluate
+
+import (
+	"context"
+	"errors"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+// DefaultLimit is how many results each query retrieves unless told
+// otherwise: enough for the @10 metrics.
+const DefaultLimit = 10
+
+// Report is the result of evaluating one engine on one dataset.
+type Report struct {
+	Dataset string `json:"dataset"`
+	Engine  string `json:"engine"`
+	Tools   int    `json:"tools"`
+	// IndexMS is the time to build the engine, in milliseconds.
+	IndexMS float64 `json:"index_ms"`
+	Latency Latency `json:"latency_us"`
+	// Errors counts queries the engine rejected; they count as no hits.
+	Errors int `json:"errors,omitempty"`
+	// Subsets maps "all", and "level=2", "category=x" and so on, to the
+	// metrics over the queries with that label.
+	Subsets map[string]*Metrics `json:"subsets"`
+}
+
+// Latency holds per-query search latency percentiles in microseconds.
+type Latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// Metrics are averages over the queries that have relevant groups.
+type Metrics struct {
+	Queries    int     `json:"queries"`
+	Recall1    float64 `json:"recall@1"`
+	Recall5    float64 `json:"recall@5"`
+	Recall10   float64 `json:"recall@10"`
+	Complete10 float64 `json:"complete@10"`
+	MRR10      float64 `json:"mrr@10"`
+	NDCG10     float64 `json:"ndcg@10"`
+	// Abstain counts the queries that no tool fits, and how many of them
+	// got no hits at all (the right answer).
+	Abstain *Abstain `json:"abstain,omitempty"`
+}
+
+// Abstain reports the queries without relevant tools.
+type Abstain struct {
+	Queries int `json:"queries"`
+	NoHits  int `json:"no_hits"`
+}
+
+// Options configure Run. A nil *Options means the defaults.
+type Options struct {
+	// Limit is how many results each query retrieves. If zero, DefaultLimit.
+	Limit int
+}
+
+// Run builds an engine over the dataset's catalog with build, searches
+// every query and reports the metrics. engine names the engine in the
+// report.
+func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Catalog) (search.Engine, error), opts *Options) (*Report, error) {
+	limit := DefaultLimit
+	if opts != nil && opts.Limit != 0 {
+		limit = opts.Limit
+	}
+	if limit < 0 {
+		return nil, errors.New("limit must be a positive integer")
+	}
+	start := time.Now()
+	e, err := build(ds.Catalog)
+	if err != nil {
+		return nil, err
+	}
+	r := &Report{
+		Dataset: ds.Name,
+		Engine:  engine,
+		Tools:   ds.Catalog.Len(),
+		IndexMS: round(float64(time.Since(start).Microseconds())/1000, 3),
+		Subsets: map[string]*Metrics{},
+	}
+	sums := map[string]*Metrics{}
+	latencies := make([]time.Duration, 0, len(ds.Queries))
+	for _, q := range ds.Queries {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		t := time.Now()
+		hits, err := e.Search(ctx, q.Text, limit)
+		latencies = append(latencies, time.Since(t))
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			r.Errors++
+			hits = nil
+		}
+		ids := make([]string, len(hits))
+		for i, h := range hits {
+			ids[i] = h.Entry.ID
+		}
+		s := Score(q.Groups, ids)
+		for _, label := range append([]string{"all"}, q.Labels...) {
+			m := sums[label]
+			if m == nil {
+				m = &Metrics{}
+				sums[label] = m
+			}
+			if len(q.Groups) == 0 {
+				if m.Abstain == nil {
+					m.Abstain = &Abstain{}
+				}
+				m.Abstain.Queries++
+				if len(hits) == 0 {
+					m.Abstain.NoHits++
+				}
+				continue
+			}
+			m.Queries++
+			m.Recall1 += s.Recall1
+			m.Recall5 += s.Recall5
+			m.Recall10 += s.Recall10
+			m.Complete10 += s.Complete10
+			m.MRR10 += s.MRR10
+			m.NDCG10 += s.NDCG10
+		}
+	}
+	for label, m := range sums {
+		if n := float64(m.Queries); n > 0 {
+			for _, v := range []*float64{&m.Recall1, &m.Recall5, &m.Recall10, &m.Complete10, &m.MRR10, &m.NDCG10} {
+				*v = round(*v/n, 4)
+			}
+		}
+		r.Subsets[label] = m
+	}
+	r.Latency = percentiles(latencies)
+	return r, nil
+}
+
+// Score computes the metrics of one query from its relevant groups and the
+// ids of the hits, best first. A group is covered at rank k when one of its
+// tools is among the first k hits.
+func Score(groups [][]string, ids []string) Metrics {
+	if len(groups) == 0 {
+		return Metrics{}
+	}
+	covered := make([]bool, len(groups))
+	coveredAt := func(k int) float64 {
+		n := 0
+		for g := range groups {
+			for _, id := range ids[:min(k, len(ids))] {
+				if slices.Contains(groups[g], id) {
+					n++
+					break
+				}
+			}
+		}
+		return float64(n) / float64(len(groups))
+	}
+	m := Metrics{Recall1: coveredAt(1), Recall5: coveredAt(5), Recall10: coveredAt(10)}
+	if m.Recall10 == 1 {
+		m.Complete10 = 1
+	}
+	var dcg float64
+	for rank, id := range ids[:min(10, len(ids))] {
+		gain := false
+		for g := range groups {
+			if !covered[g] && slices.Contains(groups[g], id) {
+				covered[g] = true
+				gain = true
+			}
+		}
+		if gain {
+			if m.MRR10 == 0 {
+				m.MRR10 = 1 / float64(rank+1)
+			}
+			dcg += 1 / math.Log2(float64(rank+2))
+		}
+	}
+	var ideal float64
+	for i := range min(len(groups), 10) {
+		ideal += 1 / math.Log2(float64(i+2))
+	}
+	m.NDCG10 = dcg / ideal
+	return m
+}
+
+func percentiles(ds []time.Duration) Latency {
+	if len(ds) == 0 {
+		return Latency{}
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	at := func(p float64) float64 {
+		i := int(math.Ceil(p*float64(len(ds)))) - 1
+		return round(float64(ds[max(i, 0)].Nanoseconds())/1000, 1)
+	}
+	return Latency{P50: at(0.50), P99: at(0.99)}
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}

@@ -1,0 +1,197 @@
+// Package search finds tools in a catalog snapshot.
+//
+// An [Engine] is built once from a [catalog.Catalog] and is immutable, so
+// one engine serves any number of concurrent searches; a new catalog
+// snapshot gets a new engine. Three engines share the query grammar of
+// [ParseQuery]:
+//
+//   - [Keyword], the name-part scorer Claude Code's tool search uses
+//     (select:, +required terms, the mcp__ prefix fast path);
+//   - [BM25], BM25+ over weighted fields, as oh-my-pi's search_tool_bm25;
+//   - [Regex], a case-insensitive regular expression over names,
+//     descriptions and parameters, as the Messages API's regex tool search.
+//
+// Every hit carries its score and the fields each query term matched, so
+// that a ranking can be explained.
+//
+// The package is pure: it does no network or process I/O.
+package search
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// Engine searches one catalog snapshot. Implementations are immutable and
+// safe for concurrent use.
+type Engine interface {
+	// Search returns at most limit hits for query, best first. A limit of
+	// zero means the engine's default; a negative limit is an error.
+	Search(ctx context.Context, query string, limit int) ([]Hit, error)
+}
+
+// Hit is one search result.
+type Hit struct {
+	Entry *catalog.Entry
+	// Score is the engine's relevance score; only its order is meaningful.
+	Score float64
+	// Matches explains the score: what each query term matched.
+	Matches []Match
+}
+
+// Match records where one query term matched and what it contributed.
+type Match struct {
+	Term   string   `json:"term"`
+	Fields []string `json:"fields"`
+	Score  float64  `json:"score"`
+}
+
+// Field names used in matches.
+const (
+	FieldName        = "name"        // the qualified name
+	FieldTitle       = "title"       // the tool's display title
+	FieldTool        = "tool"        // the tool's own name
+	FieldServer      = "server"      // the server's name
+	FieldDescription = "description" // the tool's description
+	FieldHint        = "hint"        // _meta["anthropic/searchHint"]
+	FieldParams      = "params"      // input schema property names
+	FieldParamDescs  = "param_descriptions"
+	FieldSelect      = "select" // named by a select: query
+)
+
+// Default result counts.
+const (
+	DefaultKeywordLimit = 5
+	DefaultBM25Limit    = 8
+	DefaultRegexLimit   = 5
+)
+
+// Kinds lists the engine kinds New accepts.
+var Kinds = []string{"bm25", "keyword", "regex"}
+
+// New builds an engine of the given kind over c.
+func New(kind string, c *catalog.Catalog) (Engine, error) {
+	switch kind {
+	case "bm25":
+		return NewBM25(c), nil
+	case "keyword":
+		return NewKeyword(c), nil
+	case "regex":
+		return NewRegex(c), nil
+	}
+	return nil, fmt.Errorf("unknown engine %q (want one of %s)", kind, strings.Join(Kinds, ", "))
+}
+
+// checkLimit applies an engine's default limit and rejects negative ones.
+func checkLimit(limit, def int) (int, error) {
+	switch {
+	case limit < 0:
+		return 0, fmt.Errorf("limit must be a positive integer, got %d", limit)
+	case limit == 0:
+		return def, nil
+	}
+	return limit, nil
+}
+
+// selectHits resolves the names of a select: query against c, in the
+// order given, each at most once. Names that are not found are skipped.
+func selectHits(c *catalog.Catalog, names []string, limit int) []Hit {
+	var hits []Hit
+	for _, n := range names {
+		e, ok := c.Find(n)
+		if !ok || slices.ContainsFunc(hits, func(h Hit) bool { return h.Entry == e }) {
+			continue
+		}
+		hits = append(hits, Hit{Entry: e, Score: 1, Matches: []Match{{Term: n, Fields: []string{FieldSelect}, Score: 1}}})
+		if len(hits) == limit {
+			break
+		}
+	}
+	return hits
+}
+
+// prefixHits returns the entries whose qualified names start with prefix
+// (compared without regard to case), in name order.
+func prefixHits(c *catalog.Catalog, prefix string, limit int) []Hit {
+	var hits []Hit
+	for e := range c.All() {
+		if len(e.Name) >= len(prefix) && strings.EqualFold(e.Name[:len(prefix)], prefix) {
+			hits = append(hits, Hit{Entry: e, Score: 1, Matches: []Match{{Term: prefix, Fields: []string{FieldName}, Score: 1}}})
+			if len(hits) == limit {
+				break
+			}
+		}
+	}
+	return hits
+}
+
+// better orders hits by descending score, then by name.
+func better(a, b *Hit) bool {
+	if a.Score != b.Score {
+		return a.Score > b.Score
+	}
+	return a.Entry.Name < b.Entry.Name
+}
+
+// sortHits sorts hits best first.
+func sortHits(hits []Hit) {
+	sort.Slice(hits, func(i, j int) bool { return better(&hits[i], &hits[j]) })
+}
+
+// topK keeps the best limit hits of a stream, without sorting all of them.
+type topK struct {
+	limit int
+	heap  []Hit // a min-heap by better: heap[0] is the worst kept
+}
+
+func (t *topK) push(h Hit) {
+	if len(t.heap) < t.limit {
+		t.heap = append(t.heap, h)
+		t.up(len(t.heap) - 1)
+		return
+	}
+	if !better(&h, &t.heap[0]) {
+		return
+	}
+	t.heap[0] = h
+	t.down(0)
+}
+
+func (t *topK) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !better(&t.heap[p], &t.heap[i]) {
+			return
+		}
+		t.heap[p], t.heap[i] = t.heap[i], t.heap[p]
+		i = p
+	}
+}
+
+func (t *topK) down(i int) {
+	n := len(t.heap)
+	for {
+		worst := i
+		for _, c := range [2]int{2*i + 1, 2*i + 2} {
+			if c < n && better(&t.heap[worst], &t.heap[c]) {
+				worst = c
+			}
+		}
+		if worst == i {
+			return
+		}
+		t.heap[i], t.heap[worst] = t.heap[worst], t.heap[i]
+		i = worst
+	}
+}
+
+// sorted returns the kept hits, best first.
+func (t *topK) sorted() []Hit {
+	sortHits(t.heap)
+	return t.heap
+}

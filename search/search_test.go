@@ -1,0 +1,408 @@
+package search
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// tinyCatalog builds a catalog from (server, name, description) triples.
+func tinyCatalog(t testing.TB, tools ...[3]string) *catalog.Catalog {
+	t.Helper()
+	var entries []catalog.Entry
+	for _, tl := range tools {
+		raw, _ := json.Marshal(map[string]any{"name": tl[1], "description": tl[2], "inputSchema": map[string]any{"type": "object"}})
+		e, err := catalog.ParseTool(tl[0], raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	return catalog.New(entries, nil)
+}
+
+// realCatalog loads testdata/servers.json: the tools/list results of the
+// pinned npm MCP servers of testdata/servers, run as examples/servers.json
+// runs them (515 tools from 20 servers).
+func realCatalog(t testing.TB) *catalog.Catalog {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", "servers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := catalog.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type scored struct {
+	Name  string
+	Score float64
+}
+
+func scores(hits []Hit) []scored {
+	var out []scored
+	for _, h := range hits {
+		out = append(out, scored{h.Entry.Name, h.Score})
+	}
+	return out
+}
+
+// The worked example of Claude Code's keyword scoring.
+func TestKeywordSeedExample(t *testing.T) {
+	c := tinyCatalog(t,
+		[3]string{"slack", "send_message", ""},
+		[3]string{"slack", "list_channels", ""},
+		[3]string{"github", "create_issue", ""},
+		[3]string{"email", "send_email", ""},
+	)
+	hits, err := NewKeyword(c).Search(context.Background(), "slack send", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []scored{
+		{"mcp__slack__send_message", 24},
+		{"mcp__email__send_email", 12},
+		{"mcp__slack__list_channels", 12},
+	}
+	if diff := cmp.Diff(want, scores(hits)); diff != "" {
+		t.Errorf("scores (-want +got):\n%s", diff)
+	}
+}
+
+func TestKeywordScoring(t *testing.T) {
+	c := tinyCatalog(t,
+		[3]string{"fs", "read_file", "Read a file from disk."},
+		[3]string{"fs", "list_dir", "List a directory that already exists; reads nothing."},
+		[3]string{"db", "spreadsheet_rows", "Rows of a spreadsheet."},
+		[3]string{"", "Reader", "A built-in tool."},
+		[3]string{"", "NotebookEdit", "Edit a notebook cell."},
+		[3]string{"github", "create_pull_request", "Create a pull request."},
+		[3]string{"gitlab", "create_merge_request", "Open a merge request on GitLab."},
+	)
+	k := NewKeyword(c)
+	tests := []struct {
+		query string
+		want  []scored
+	}{
+		// "read" is a part of read_file (+12, +2 description), inside a part
+		// of Reader (+5, built-in) and of spreadsheet (+6); "already" and
+		// "reads" are not the word "read".
+		{"read", []scored{{"mcp__fs__read_file", 14}, {"mcp__db__spreadsheet_rows", 6}, {"Reader", 5}}},
+		// +required: only tools mentioning github survive, ranked by the rest.
+		{"+github request", []scored{{"mcp__github__create_pull_request", 12 + 12 + 2}}},
+		{"+gitlab create", []scored{{"mcp__gitlab__create_merge_request", 12 + 12 + 2}}},
+		// The full-name fallback: "bookedit" spans two name parts.
+		{"bookedit", []scored{{"NotebookEdit", 3}}},
+		{"zebra", nil},
+		{"mcp__fs", []scored{{"mcp__fs__list_dir", 1}, {"mcp__fs__read_file", 1}}},
+		{"select:mcp__fs__list_dir,Reader,unknown,Reader", []scored{{"mcp__fs__list_dir", 1}, {"Reader", 1}}},
+		{"mcp__github__create_pull_request", []scored{{"mcp__github__create_pull_request", 1}}},
+	}
+	for _, tt := range tests {
+		hits, err := k.Search(context.Background(), tt.query, 0)
+		if err != nil {
+			t.Errorf("Search(%q): %v", tt.query, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, scores(hits)); diff != "" {
+			t.Errorf("Search(%q) (-want +got):\n%s", tt.query, diff)
+		}
+	}
+}
+
+func TestContainsWord(t *testing.T) {
+	tests := []struct {
+		text, term string
+		want       bool
+	}{
+		{"read a file", "read", true},
+		{"already threaded spreadsheet", "read", false},
+		{"reads", "read", false},
+		{"(read)", "read", true},
+		{"create_issue", "issue", false}, // _ is a word character, as in \b
+		{"pre-read", "read", true},
+		{"bread read", "read", true},
+		{"café read", "read", true},
+		{"re", "read", false},
+		{"", "read", false},
+	}
+	for _, tt := range tests {
+		if got := containsWord(tt.text, tt.term); got != tt.want {
+			t.Errorf("containsWord(%q, %q) = %v, want %v", tt.text, tt.term, got, tt.want)
+		}
+		re := regexp.MustCompile(`\b` + regexp.QuoteMeta(tt.term) + `\b`)
+		if re.MatchString(tt.text) != tt.want {
+			t.Errorf("test case disagrees with \\b%s\\b on %q", tt.term, tt.text)
+		}
+	}
+}
+
+func TestKeywordHint(t *testing.T) {
+	raw := `{"name":"query","description":"Run it.","_meta":{"anthropic/searchHint":"sql database"}}`
+	e, err := catalog.ParseTool("db", json.RawMessage(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := catalog.New([]catalog.Entry{e}, nil)
+	hits, err := NewKeyword(c).Search(context.Background(), "sql", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Hit{{Entry: c.Entry(0), Score: 4, Matches: []Match{{Term: "sql", Fields: []string{FieldHint}, Score: 4}}}}
+	if diff := cmp.Diff(want, hits); diff != "" {
+		t.Errorf("hint search (-want +got):\n%s", diff)
+	}
+}
+
+func TestBM25Ranking(t *testing.T) {
+	c := tinyCatalog(t,
+		[3]string{"a", "send_email", "Send an email message."},
+		[3]string{"b", "post_message", "Post a message to a channel."},
+		[3]string{"c", "archive", "Archive old email."},
+		[3]string{"d", "weather", "Current weather."},
+	)
+	x := NewBM25(c)
+	hits, err := x.Search(context.Background(), "email", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range hits {
+		names = append(names, h.Entry.Name)
+	}
+	// In the name beats in the description only; weather has no "email".
+	if diff := cmp.Diff([]string{"mcp__a__send_email", "mcp__c__archive"}, names); diff != "" {
+		t.Errorf("ranking (-want +got):\n%s", diff)
+	}
+	if got := hits[0].Matches; len(got) != 1 || !cmp.Equal(got[0].Fields, []string{FieldName, FieldTool, FieldDescription}) {
+		t.Errorf("matches of send_email = %+v, want email in name, tool and description", got)
+	}
+
+	// +required filters.
+	hits, _ = x.Search(context.Background(), "+channel message", 0)
+	if len(hits) != 1 || hits[0].Entry.Name != "mcp__b__post_message" {
+		t.Errorf("+channel message = %v, want only post_message", scores(hits))
+	}
+
+	// A query is a set of terms: repeats, stop words and plurals change
+	// nothing.
+	once, _ := x.Search(context.Background(), "weather", 0)
+	for _, q := range []string{"weather weather", "the weather, please", "weathers"} {
+		got, _ := x.Search(context.Background(), q, 0)
+		if !cmp.Equal(scores(once), scores(got)) {
+			t.Errorf("Search(%q) = %v, want %v as for \"weather\"", q, scores(got), scores(once))
+		}
+	}
+	// A query of stop words only still searches.
+	if hits, _ := x.Search(context.Background(), "an", 0); len(hits) != 1 || hits[0].Entry.Name != "mcp__a__send_email" {
+		t.Errorf("stop-word-only query found %v, want send_email, the tool with \"an\"", scores(hits))
+	}
+}
+
+func TestFoldPlural(t *testing.T) {
+	for in, want := range map[string]string{
+		"issues": "issue", "entries": "entry", "branches": "branch", "boxes": "box", "classes": "class",
+		"files": "file", "access": "access", "status": "status", "analysis": "analysis", "gas": "gas",
+		"list": "list", "repos": "repo",
+	} {
+		if got := foldPlural(in); got != want {
+			t.Errorf("foldPlural(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestRegex(t *testing.T) {
+	raw := `{"name":"get_forecast","description":"Weather forecast.","inputSchema":{"type":"object","properties":{"city":{"type":"string","description":"The CITY to look up"}}}}`
+	e, _ := catalog.ParseTool("wx", json.RawMessage(raw))
+	c := catalog.New([]catalog.Entry{e}, nil)
+	x := NewRegex(c)
+	tests := []struct {
+		pattern string
+		fields  []string
+		err     string
+	}{
+		{pattern: "forecast", fields: []string{FieldName, FieldDescription}},
+		{pattern: "^city$", fields: []string{FieldParams}},
+		{pattern: "city to", fields: []string{FieldParamDescs}},
+		{pattern: "weather|rain", fields: []string{FieldDescription}},
+		{pattern: "snow"},
+		{pattern: "(unclosed", err: `invalid pattern "(unclosed": missing closing )`},
+		{pattern: strings.Repeat("a", 201), err: "the limit is 200"},
+		{pattern: "  ", err: "pattern is empty"},
+	}
+	for _, tt := range tests {
+		hits, err := x.Search(context.Background(), tt.pattern, 0)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("Search(%q) error = %v, want %q", tt.pattern, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Search(%q): %v", tt.pattern, err)
+			continue
+		}
+		var got []string
+		if len(hits) > 0 {
+			got = hits[0].Matches[0].Fields
+		}
+		if diff := cmp.Diff(tt.fields, got); diff != "" {
+			t.Errorf("Search(%q) fields (-want +got):\n%s", tt.pattern, diff)
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	c := tinyCatalog(t, [3]string{"s", "t", "d"})
+	for _, kind := range Kinds {
+		e, err := New(kind, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Search(context.Background(), "t", -1); err == nil || !strings.Contains(err.Error(), "positive integer") {
+			t.Errorf("%s: negative limit error = %v", kind, err)
+		}
+		if _, err := e.Search(context.Background(), "", 0); err == nil {
+			t.Errorf("%s: empty query succeeded", kind)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if _, err := e.Search(ctx, "t", 0); err == nil {
+			t.Errorf("%s: search with a cancelled context succeeded", kind)
+		}
+	}
+	for _, kind := range []string{"bm25", "keyword"} {
+		e, _ := New(kind, c)
+		if _, err := e.Search(context.Background(), "?!", 0); err != ErrNoLetters {
+			t.Errorf("%s: symbol-only query error = %v, want %v", kind, err, ErrNoLetters)
+		}
+	}
+	if _, err := New("vector", c); err == nil || !strings.Contains(err.Error(), "bm25, keyword, regex") {
+		t.Errorf("New(vector) error = %v", err)
+	}
+}
+
+func TestEmptyCatalog(t *testing.T) {
+	c := catalog.New(nil, nil)
+	for _, kind := range Kinds {
+		e, _ := New(kind, c)
+		hits, err := e.Search(context.Background(), "anything", 0)
+		if err != nil || len(hits) != 0 {
+			t.Errorf("%s on an empty catalog = %v, %v; want no hits", kind, hits, err)
+		}
+	}
+}
+
+func TestLimits(t *testing.T) {
+	c := realCatalog(t)
+	for _, tt := range []struct {
+		kind string
+		def  int
+	}{{"keyword", 5}, {"bm25", 8}, {"regex", 5}} {
+		e, _ := New(tt.kind, c)
+		hits, err := e.Search(context.Background(), "create", 0)
+		if err != nil || len(hits) != tt.def {
+			t.Errorf("%s: default limit gave %d hits (%v), want %d", tt.kind, len(hits), err, tt.def)
+		}
+		hits, _ = e.Search(context.Background(), "create", 2)
+		if len(hits) != 2 {
+			t.Errorf("%s: limit 2 gave %d hits", tt.kind, len(hits))
+		}
+	}
+}
+
+// TestConcurrentSearch runs searches on shared engines from many
+// goroutines; with -race it checks that engines are safe to share.
+func TestConcurrentSearch(t *testing.T) {
+	c := realCatalog(t)
+	queries := []string{"create issue", "+github pull request", "list files", "select:mcp__github__create_issue", "mcp__slack"}
+	for _, kind := range Kinds {
+		e, _ := New(kind, c)
+		want := map[string][]scored{}
+		for _, q := range queries {
+			hits, _ := e.Search(context.Background(), q, 0)
+			want[q] = scores(hits)
+		}
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 50 {
+					q := queries[(g+i)%len(queries)]
+					hits, _ := e.Search(context.Background(), q, 0)
+					if !cmp.Equal(want[q], scores(hits)) {
+						t.Errorf("%s: concurrent Search(%q) differs", kind, q)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// TestGolden records each engine's top results for a set of realistic
+// queries over the real servers' tools. Review a changed golden file the
+// way you would review a ranking change.
+func TestGolden(t *testing.T) {
+	c := realCatalog(t)
+	data, err := os.ReadFile(filepath.Join("testdata", "queries.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var queries []string
+	for _, l := range strings.Split(string(data), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			queries = append(queries, l)
+		}
+	}
+	for _, kind := range Kinds {
+		t.Run(kind, func(t *testing.T) {
+			e, _ := New(kind, c)
+			var b strings.Builder
+			for _, q := range queries {
+				fmt.Fprintf(&b, "## %s\n", q)
+				hits, err := e.Search(context.Background(), q, 5)
+				if err != nil {
+					fmt.Fprintf(&b, "error: %v\n", err)
+				}
+				for _, h := range hits {
+					fmt.Fprintf(&b, "%8.3f %s\n", h.Score, h.Entry.Name)
+					for _, m := range h.Matches {
+						fmt.Fprintf(&b, "         %s: %s (%.3f)\n", m.Term, strings.Join(m.Fields, ","), m.Score)
+					}
+				}
+			}
+			golden := filepath.Join("testdata", kind+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./search -update to create it)", err)
+			}
+			if diff := cmp.Diff(string(want), b.String()); diff != "" {
+				t.Errorf("%s rankings changed (-want +got); rerun with -update if intended:\n%s", kind, diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package search
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestTokenize(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  --  ", nil},
+		{"mcp__github__create_issue", []string{"mcp", "github", "create", "issue"}},
+		{"NotebookEdit", []string{"notebook", "edit"}},
+		{"MCPTool", []string{"mcp", "tool"}},
+		{"parseHTTPResponse", []string{"parse", "http", "response"}},
+		{"API-post-search", []string{"api", "post", "search"}},
+		{"v2Beta", []string{"v2", "beta"}},
+		{"get_s3_object", []string{"get", "s3", "object"}},
+		{"base64Encode", []string{"base64", "encode"}},
+		{"EC2Instance", []string{"ec2", "instance"}},
+		{"Café naïve", []string{"cafe", "naive"}},
+		{"ﬁle", []string{"file"}}, // NFKD splits the ligature
+		{"Read the file, please!", []string{"read", "the", "file", "please"}},
+		{"日本語のツール", []string{"日本語のツール"}},
+		{"İstanbul", []string{"istanbul"}},
+	}
+	for _, tt := range tests {
+		if diff := cmp.Diff(tt.want, Tokenize(tt.in)); diff != "" {
+			t.Errorf("Tokenize(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func FuzzTokenize(f *testing.F) {
+	for _, s := range []string{"mcp__github__create_issue", "MCPTool", "Café", "a1B2c3", "\xff\xfe", "ǅungla", "ﬀ"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		toks := Tokenize(s)
+		for _, tok := range toks {
+			if tok == "" {
+				t.Fatalf("Tokenize(%q) has an empty token: %q", s, toks)
+			}
+			for _, r := range tok {
+				if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+					t.Fatalf("Tokenize(%q) = %q: token %q has %q", s, toks, tok, r)
+				}
+			}
+			if tok != strings.ToLower(tok) && strings.ToLower(tok) == strings.ToLower(strings.ToLower(tok)) {
+				t.Fatalf("Tokenize(%q): token %q is not lower case", s, tok)
+			}
+		}
+		// Tokenising is idempotent on its own output.
+		again := Tokenize(strings.Join(toks, " "))
+		if len(again) < len(toks) {
+			t.Fatalf("Tokenize(join(Tokenize(%q))) = %q, lost tokens of %q", s, again, toks)
+		}
+	})
+}
+
+func TestParseQuery(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Query
+		wantErr string
+	}{
+		{in: "slack send", want: Query{Text: "slack send", Terms: []Term{{"slack", false}, {"send", false}}}},
+		{in: "  +slack  send ", want: Query{Text: "+slack  send", Terms: []Term{{"slack", true}, {"send", false}}}},
+		{in: "+pull-request", want: Query{Text: "+pull-request", Terms: []Term{{"pull", true}, {"request", true}}}},
+		{in: "select:a, b ,,c", want: Query{Text: "select:a, b ,,c", Select: []string{"a", "b", "c"}}},
+		{in: "SELECT:Read", want: Query{Text: "SELECT:Read", Select: []string{"Read"}}},
+		{in: "mcp__github", want: Query{Text: "mcp__github", Prefix: "mcp__github", Terms: []Term{{"mcp", false}, {"github", false}}}},
+		{in: "MCP__GitHub create", want: Query{Text: "MCP__GitHub create", Prefix: "mcp__github", Terms: []Term{{"mcp", false}, {"git", false}, {"hub", false}, {"create", false}}}},
+		{in: "+", want: Query{Text: "+"}, wantErr: ErrNoLetters.Error()},
+		{in: "   ", want: Query{}, wantErr: "query is empty"},
+		{in: "!!! ??? --", want: Query{Text: "!!! ??? --"}, wantErr: "Query must contain at least one letter or number."},
+		{in: "select:, ,", want: Query{Text: "select:, ,"}, wantErr: "select: needs at least one tool name"},
+	}
+	for _, tt := range tests {
+		got, err := ParseQuery(tt.in)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("ParseQuery(%q) error = %v, want %q", tt.in, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseQuery(%q): %v", tt.in, err)
+			continue
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("ParseQuery(%q) (-want +got):\n%s", tt.in, diff)
+		}
+	}
+}
+
+func FuzzParseQuery(f *testing.F) {
+	for _, s := range []string{"slack send", "+github pull request", "select:a,b", "mcp__x", "", "+", "select:"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q, err := ParseQuery(s)
+		if err != nil {
+			return
+		}
+		if q.Select == nil && len(q.Terms) == 0 {
+			t.Fatalf("ParseQuery(%q) succeeded with nothing to search: %+v", s, q)
+		}
+		for _, n := range q.Select {
+			if n == "" || n != strings.TrimSpace(n) {
+				t.Fatalf("ParseQuery(%q): select name %q is blank or untrimmed", s, n)
+			}
+		}
+		if q.Select == nil && !hasLetterOrDigit(s) {
+			t.Fatalf("ParseQuery(%q) accepted a query without letters or digits", s)
+		}
+	})
+}
