@@ -150,6 +150,9 @@ func (c *Catalog) computeVersion() string {
 		if e.Unverified {
 			flags += "u"
 		}
+		if e.Stale {
+			flags += "s"
+		}
 		write(flags)
 	}
 	for _, s := range c.servers {

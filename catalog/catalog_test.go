@@ -196,3 +196,24 @@ func TestLineError(t *testing.T) {
 		t.Errorf("LineError = %q", err)
 	}
 }
+
+func TestNormalizeSchema(t *testing.T) {
+	tests := []struct {
+		in, want string
+		changed  bool
+	}{
+		{`{"type":"object","properties":{"a":{"type":"string"}}}`, `{"type":"object","properties":{"a":{"type":"string"}}}`, false},
+		{`{"$schema":"http://json-schema.org/draft-07/schema#"}`, `{"$schema":"http://json-schema.org/draft-07/schema#","properties":{},"type":"object"}`, true},
+		{`{"type":["object","null"],"properties":{"x":{}}}`, `{"properties":{"x":{}},"type":"object"}`, true},
+		{``, `{"type":"object"}`, true},
+		{`null`, `{"type":"object"}`, true},
+		{`[1]`, `{"type":"object"}`, true},
+		{`{"$defs":{"a":{"type":"string"}},"properties":{"p":{"$ref":"#/$defs/a"}}}`, `{"$defs":{"a":{"type":"string"}},"properties":{"p":{"$ref":"#/$defs/a"}},"type":"object"}`, true},
+	}
+	for _, tt := range tests {
+		got, changed := NormalizeSchema(json.RawMessage(tt.in))
+		if string(got) != tt.want || changed != tt.changed {
+			t.Errorf("NormalizeSchema(%s) = %s, %v; want %s, %v", tt.in, got, changed, tt.want, tt.changed)
+		}
+	}
+}

@@ -53,9 +53,13 @@ type Entry struct {
 	// Shortened reports that Name had to be cut to fit MaxNameLen, or was
 	// given a hash suffix to stay distinct from another tool's name.
 	Shortened bool
-	// Unverified marks a tool that is known by configuration only (a
-	// server's autoApprove list) and has not been listed by the server.
+	// Unverified marks a tool that the server has not listed over MCP: it
+	// was found in the server's output or named by its configuration
+	// (autoApprove). Such a tool is searchable but not callable.
 	Unverified bool
+	// Stale marks a tool from a cached tool list that the server has not
+	// confirmed since toolshelf started.
+	Stale bool
 }
 
 // IsMCP reports whether the tool comes from an MCP server.

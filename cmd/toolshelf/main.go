@@ -20,6 +20,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/toolshelf/toolshelf/internal/fuzzy"
 )
 
 func main() {
@@ -189,37 +191,14 @@ func printCommandUsage(w io.Writer, c *command, fs *flag.FlagSet) {
 
 // suggest returns a hint naming the closest command to a mistyped one.
 func suggest(name string) string {
-	best, bestDist := "", 3
+	names := make([]string, 0, len(commands))
 	for n := range commands {
-		if d := editDistance(name, n); d < bestDist {
-			best, bestDist = n, d
-		}
+		names = append(names, n)
 	}
-	if best == "" {
-		return ""
+	if c := fuzzy.Closest(name, names, 1, 2); len(c) > 0 {
+		return fmt.Sprintf(" (did you mean %q?)", c[0])
 	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	return ""
 }
 
 // checkPositive rejects a numeric flag that was given a value below 1; an

@@ -1,0 +1,140 @@
+// Package mcptest provides MCP servers for tests: servers built from real
+// tools/list output (testdata catalog files), and a scriptable stdio server
+// that a test binary runs as a real subprocess of itself to play a
+// well-behaved, crashing, hanging or noisy upstream.
+package mcptest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// NewServer returns a server that lists the given tools, each a tool object
+// as tools/list returns it, and answers every call with an echo (see
+// [Echo]). Schemas are passed through as received, after giving a schema
+// without "type":"object" one, which the go-sdk requires.
+//
+// A few tool names behave specially, so that tests can script faults:
+// "add_tool" adds a tool named by its "name" argument (the server sends
+// notifications/tools/list_changed), "remove_tool" removes one, "wait"
+// blocks until the call is cancelled and then writes "cancelled" to the
+// file named by its "marker" argument, and "crash" exits the process
+// with status 3.
+func NewServer(name string, tools []json.RawMessage, opts *mcp.ServerOptions) (*mcp.Server, error) {
+	if opts == nil {
+		opts = &mcp.ServerOptions{}
+	}
+	if opts.Capabilities == nil {
+		opts.Capabilities = &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "test"}, opts)
+	for _, raw := range tools {
+		var t mcp.Tool
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, fmt.Errorf("tool %s: %v", raw, err)
+		}
+		var schema map[string]any
+		_ = json.Unmarshal(mustField(raw, "inputSchema"), &schema)
+		if schema == nil {
+			schema = map[string]any{}
+		}
+		if schema["type"] != "object" {
+			schema["type"] = "object"
+		}
+		t.InputSchema = schema
+		AddTool(s, &t)
+	}
+	return s, nil
+}
+
+func mustField(raw json.RawMessage, key string) json.RawMessage {
+	var m map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &m)
+	return m[key]
+}
+
+// AddTool adds t to s with the echo handler and the special behaviours
+// described at [NewServer].
+func AddTool(s *mcp.Server, t *mcp.Tool) {
+	if t.InputSchema == nil {
+		t.InputSchema = map[string]any{"type": "object"}
+	}
+	s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var args map[string]any
+		_ = json.Unmarshal(req.Params.Arguments, &args)
+		str := func(k string) string { v, _ := args[k].(string); return v }
+		switch t.Name {
+		case "crash":
+			os.Exit(3)
+		case "add_tool":
+			AddTool(s, &mcp.Tool{Name: str("name"), Description: "Added at run time: " + str("name")})
+		case "remove_tool":
+			s.RemoveTools(str("name"))
+		case "wait":
+			<-ctx.Done()
+			if m := str("marker"); m != "" {
+				_ = os.WriteFile(m, []byte("cancelled"), 0o644)
+			}
+			return nil, ctx.Err()
+		case "fail":
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed as asked"}}}, nil
+		}
+		return Echo(t.Name, req.Params.Arguments), nil
+	})
+}
+
+// Echo is the result of calling an echo tool: one text block holding
+// {"tool": name, "arguments": args}, and the same object as structured
+// content.
+func Echo(name string, args json.RawMessage) *mcp.CallToolResult {
+	if len(args) == 0 {
+		args = json.RawMessage(`{}`)
+	}
+	text := fmt.Sprintf(`{"tool":%q,"arguments":%s}`, name, args)
+	var structured any
+	_ = json.Unmarshal([]byte(text), &structured)
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}
+}
+
+// SimpleTools returns minimal tool objects with the given names.
+func SimpleTools(names ...string) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(names))
+	for _, n := range names {
+		b, _ := json.Marshal(map[string]any{
+			"name":        n,
+			"description": "Test tool " + strings.ReplaceAll(n, "_", " ") + ".",
+			"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}},
+		})
+		out = append(out, b)
+	}
+	return out
+}
+
+// ServerTools reads one server's tools from a catalog file (the format of
+// toolshelf's catalog export), as raw tool objects.
+func ServerTools(file, server string) ([]json.RawMessage, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var f struct {
+		Servers []struct {
+			Name  string            `json:"name"`
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, err
+	}
+	for _, s := range f.Servers {
+		if s.Name == server {
+			return s.Tools, nil
+		}
+	}
+	return nil, fmt.Errorf("%s: no server %q", file, server)
+}

@@ -1,0 +1,101 @@
+package mcptest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The subprocess server is the test binary itself, run again with
+// ModeEnv set. A package's TestMain calls [MaybeServe] first, so that a
+// test can start real stdio servers (with real pipes, exits and signals)
+// without building anything.
+
+// Environment variables that script the subprocess server.
+const (
+	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, hang, exit, functions
+	ToolsEnv  = "MCPTEST_TOOLS"  // comma-separated tool names
+	PageEnv   = "MCPTEST_PAGE"   // tools/list page size
+	BannerEnv = "MCPTEST_BANNER" // lines printed on stdout before serving
+	PIDEnv    = "MCPTEST_PIDFILE"
+)
+
+// Command returns the command and environment that start the subprocess
+// server in the given mode with the given tools. extra adds environment
+// entries (KEY=VALUE).
+func Command(mode string, tools []string, extra ...string) (command string, env []string) {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	env = append([]string{ModeEnv + "=" + mode, ToolsEnv + "=" + strings.Join(tools, ",")}, extra...)
+	return exe, env
+}
+
+// MaybeServe runs the subprocess server and exits when ModeEnv is set;
+// otherwise it returns at once. Call it first in TestMain.
+func MaybeServe() {
+	mode, ok := os.LookupEnv(ModeEnv)
+	if !ok {
+		return
+	}
+	if f := os.Getenv(PIDEnv); f != "" {
+		_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
+	}
+	os.Exit(serve(mode))
+}
+
+func serve(mode string) int {
+	var names []string
+	if t := os.Getenv(ToolsEnv); t != "" {
+		names = strings.Split(t, ",")
+	}
+	switch mode {
+	case "raw":
+		return serveRaw()
+	case "exit":
+		fmt.Fprintln(os.Stderr, "fatal: API token is not valid")
+		return 1
+	case "hang":
+		fmt.Fprintln(os.Stderr, "connecting to the backend...")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		time.Sleep(time.Hour) // ignores stdin EOF, as some real servers do
+		return 0
+	case "functions":
+		// Prints its tools in the OpenAI functions shape instead of
+		// answering JSON-RPC.
+		fmt.Print(`{"functions":[`)
+		for i, n := range names {
+			if i > 0 {
+				fmt.Print(",")
+			}
+			fmt.Printf(`{"name":%q,"description":"Listed in the functions shape: %s","parameters":{"type":"object","properties":{"q":{"type":"string"}}}}`, n, n)
+		}
+		fmt.Println(`]}`)
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		time.Sleep(time.Hour)
+		return 0
+	}
+	for _, line := range strings.Split(os.Getenv(BannerEnv), "\n") {
+		if line != "" {
+			fmt.Println(line)
+		}
+	}
+	page, _ := strconv.Atoi(os.Getenv(PageEnv))
+	s, err := NewServer("mcptest", SimpleTools(names...), &mcp.ServerOptions{PageSize: page, Instructions: "A scripted test server."})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}

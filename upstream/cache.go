@@ -1,0 +1,89 @@
+package upstream
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// DefaultCacheDir is where tool lists are cached unless Options says
+// otherwise: toolshelf/tools under the user's cache folder.
+func DefaultCacheDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "toolshelf", "tools")
+}
+
+// cacheFile is what is cached for one server: its last good tool list.
+type cacheFile struct {
+	Server catalog.Server    `json:"server"`
+	Saved  time.Time         `json:"saved"`
+	Tools  []json.RawMessage `json:"tools"`
+}
+
+// cacheKey identifies a server by how it is reached, not by its name or
+// environment: the same command and arguments serve the same tools, and
+// the environment holds secrets that must not shape a file name.
+func cacheKey(cfg *ServerConfig) string {
+	h := sha256.New()
+	for _, s := range append([]string{cfg.transport(), cfg.Command, cfg.URL, cfg.Cwd}, cfg.Args...) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:24]
+}
+
+// loadCache returns the cached tool list of a server, if there is one.
+func loadCache(dir string, cfg *ServerConfig) (*cacheFile, bool) {
+	if dir == "" || cfg.transport() == "in-process" {
+		return nil, false
+	}
+	data, err := os.ReadFile(filepath.Join(dir, cacheKey(cfg)+".json"))
+	if err != nil {
+		return nil, false
+	}
+	var f cacheFile
+	if json.Unmarshal(data, &f) != nil || f.Tools == nil {
+		return nil, false
+	}
+	return &f, true
+}
+
+// saveCache writes a server's tool list atomically: to a temporary file in
+// the same folder, then renamed over the old one, so that a reader never
+// sees half a file.
+func saveCache(dir string, cfg *ServerConfig, info catalog.Server, tools []json.RawMessage) error {
+	if dir == "" || cfg.transport() == "in-process" {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	data, err := json.Marshal(cacheFile{Server: info, Saved: time.Now().UTC(), Tools: tools})
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, ".tools-*")
+	if err != nil {
+		return err
+	}
+	_, werr := tmp.Write(data)
+	cerr := tmp.Close()
+	if werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), filepath.Join(dir, cacheKey(cfg)+".json"))
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+	}
+	return werr
+}

@@ -1,0 +1,374 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/fuzzy"
+)
+
+// DefaultTimeout is how long a server has to start, initialize and list
+// its tools before it is given up on (and, if it is a process, killed).
+const DefaultTimeout = 10 * time.Second
+
+// ServerConfig configures one upstream MCP server.
+type ServerConfig struct {
+	// Name is the server's name: the key in "mcpServers". It becomes the
+	// server part of the qualified names of its tools.
+	Name string
+
+	// Type is "stdio", "http" (streamable HTTP) or "sse" (the legacy
+	// HTTP+SSE transport). If empty, "stdio" when Command is set and "http"
+	// when URL is set.
+	Type string
+
+	// Command, Args, Env and Cwd start a stdio server. Env is added to
+	// toolshelf's own environment. A relative Cwd is relative to the
+	// configuration file's folder.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+
+	// URL and Headers reach a remote server.
+	URL     string
+	Headers map[string]string
+
+	// Disabled servers are not started.
+	Disabled bool
+	// AlwaysLoad marks tools that are never deferred: all of the server's
+	// tools when AlwaysLoadAll is set, else the tools named here.
+	AlwaysLoadAll bool
+	AlwaysLoad    []string
+	// Timeout bounds start-up, initialize and tools/list. If zero,
+	// DefaultTimeout.
+	Timeout time.Duration
+	// AutoApprove names tools the user approved ahead of time. When the
+	// server cannot list its tools, these are listed as known but
+	// unverified.
+	AutoApprove []string
+	// Allow and Deny filter the server's tools by name, with path.Match
+	// patterns ("create_*"). A tool is kept when it matches some Allow
+	// pattern (or Allow is empty) and no Deny pattern.
+	Allow []string
+	Deny  []string
+
+	// Dial, when set, is used instead of Command or URL to reach the
+	// server: for in-process servers. It is called for every connection
+	// attempt, so a restart gets a fresh transport.
+	Dial func(ctx context.Context) (mcp.Transport, error)
+
+	// err is a problem that stops this server but not the others, such as
+	// an environment variable that is not set.
+	err error
+}
+
+// transport returns the effective transport type.
+func (c *ServerConfig) transport() string {
+	switch {
+	case c.Type != "":
+		return c.Type
+	case c.Dial != nil:
+		return "in-process"
+	case c.URL != "":
+		return "http"
+	}
+	return "stdio"
+}
+
+// timeout returns the effective per-server deadline.
+func (c *ServerConfig) timeout() time.Duration {
+	if c.Timeout > 0 {
+		return c.Timeout
+	}
+	return DefaultTimeout
+}
+
+// keeps reports whether the tool passes the server's Allow and Deny
+// patterns.
+func (c *ServerConfig) keeps(tool string) bool {
+	match := func(patterns []string) bool {
+		for _, p := range patterns {
+			if ok, _ := path.Match(p, tool); ok {
+				return true
+			}
+		}
+		return false
+	}
+	return (len(c.Allow) == 0 || match(c.Allow)) && !match(c.Deny)
+}
+
+// alwaysLoads reports whether the configuration marks the tool alwaysLoad.
+func (c *ServerConfig) alwaysLoads(tool string) bool {
+	return c.AlwaysLoadAll || slices.Contains(c.AlwaysLoad, tool)
+}
+
+// serverJSON is one entry of "mcpServers", as users write it.
+type serverJSON struct {
+	Type        string            `json:"type"`
+	Command     string            `json:"command"`
+	Args        []string          `json:"args"`
+	Env         map[string]string `json:"env"`
+	Cwd         string            `json:"cwd"`
+	URL         string            `json:"url"`
+	Headers     map[string]string `json:"headers"`
+	Disabled    bool              `json:"disabled"`
+	AlwaysLoad  json.RawMessage   `json:"alwaysLoad"`
+	Timeout     json.RawMessage   `json:"timeout"`
+	AutoApprove []string          `json:"autoApprove"`
+	Tools       *struct {
+		Allow []string `json:"allow"`
+		Deny  []string `json:"deny"`
+	} `json:"tools"`
+}
+
+// serverKeys are the keys a server entry may have.
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "alwaysLoad", "timeout", "autoApprove", "tools"}
+
+// ConfigError reports a problem in a configuration file.
+type ConfigError struct {
+	File string
+	Line int // 0 when not known
+	Msg  string
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.File != "" && e.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
+	case e.File != "":
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return e.Msg
+}
+
+// LoadConfig reads a configuration file in the "mcpServers" shape that
+// Claude Desktop, Claude Code (.mcp.json) and Cursor use:
+//
+//	{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+//	                           "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}"}},
+//	                "remote": {"type": "http", "url": "https://example.com/mcp",
+//	                           "headers": {"Authorization": "Bearer ${TOKEN}"}}}}
+//
+// Strings may use ${VAR} and ${VAR:-default}, expanded from getenv (or the
+// process environment when getenv is nil). Servers are returned sorted by
+// name, disabled ones included.
+func LoadConfig(file string, getenv func(string) string) ([]ServerConfig, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(data, file, getenv)
+}
+
+// ParseConfig parses configuration data; file names it in errors and
+// anchors relative paths (the current folder when empty).
+func ParseConfig(data []byte, file string, getenv func(string) string) ([]ServerConfig, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	cerr := func(offset int, format string, args ...any) error {
+		e := &ConfigError{File: file, Msg: fmt.Sprintf(format, args...)}
+		if offset >= 0 {
+			e.Line = bytes.Count(data[:min(offset, len(data))], []byte("\n")) + 1
+		}
+		return e
+	}
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return nil, cerr(int(syn.Offset), "invalid JSON: %v", err)
+		}
+		return nil, cerr(-1, "invalid JSON: %v", err)
+	}
+	servers, ok := top["mcpServers"]
+	if !ok {
+		keys := slices.Sorted(maps.Keys(top))
+		hint := ""
+		if slices.Contains(keys, "servers") {
+			hint = ` (a VS Code mcp.json? convert it with: toolshelf import vscode --from ` + file + `)`
+		}
+		return nil, cerr(-1, `no "mcpServers" object%s`, hint)
+	}
+	for k := range top {
+		if k != "mcpServers" {
+			return nil, cerr(keyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\")", k, didYouMean(k, []string{"mcpServers"}))
+		}
+	}
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(servers, &entries); err != nil {
+		return nil, cerr(keyOffset(data, 0, "mcpServers"), `"mcpServers" must be an object of servers by name`)
+	}
+	dir := filepath.Dir(file)
+	if file == "" {
+		dir = "."
+	}
+	var out []ServerConfig
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		raw := entries[name]
+		at := keyOffset(data, 0, name)
+		var keys map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &keys); err != nil {
+			return nil, cerr(at, "server %q must be an object", name)
+		}
+		for k := range keys {
+			if !slices.Contains(serverKeys, k) {
+				return nil, cerr(keyOffset(data, max(at, 0), k), "server %q: unknown key %q%s", name, k, didYouMean(k, serverKeys))
+			}
+		}
+		var j serverJSON
+		if err := json.Unmarshal(raw, &j); err != nil {
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) {
+				return nil, cerr(keyOffset(data, max(at, 0), strings.Split(typ.Field, ".")[0]), "server %q: %q has the wrong type: want %v, got a JSON %s", name, typ.Field, typ.Type, typ.Value)
+			}
+			return nil, cerr(at, "server %q: %v", name, err)
+		}
+		sc, err := j.config(name, dir, getenv)
+		if err != nil {
+			return nil, cerr(at, "server %q: %v", name, err)
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// config validates an entry and builds its ServerConfig.
+func (j *serverJSON) config(name, dir string, getenv func(string) string) (ServerConfig, error) {
+	if name == "" {
+		return ServerConfig{}, errors.New("a server needs a name")
+	}
+	sc := ServerConfig{
+		Name: name, Type: j.Type, Disabled: j.Disabled, AutoApprove: j.AutoApprove,
+	}
+	switch j.Type {
+	case "", "stdio", "http", "sse":
+	case "streamable-http", "streamableHttp":
+		sc.Type = "http"
+	default:
+		return sc, fmt.Errorf("unknown type %q (want stdio, http or sse)", j.Type)
+	}
+	switch {
+	case j.Command == "" && j.URL == "":
+		return sc, errors.New(`needs "command" (a stdio server) or "url" (a remote server)`)
+	case j.Command != "" && j.URL != "":
+		return sc, errors.New(`has both "command" and "url"; a server is one or the other`)
+	case j.Command != "" && (sc.Type == "http" || sc.Type == "sse"):
+		return sc, fmt.Errorf(`type %q needs "url", not "command"`, sc.Type)
+	case j.URL != "" && sc.Type == "stdio":
+		return sc, errors.New(`type "stdio" needs "command", not "url"`)
+	}
+	if len(j.AlwaysLoad) > 0 {
+		var all bool
+		if json.Unmarshal(j.AlwaysLoad, &all) == nil {
+			sc.AlwaysLoadAll = all
+		} else if json.Unmarshal(j.AlwaysLoad, &sc.AlwaysLoad) != nil {
+			return sc, errors.New(`"alwaysLoad" must be true, false or a list of tool names`)
+		}
+	}
+	if len(j.Timeout) > 0 {
+		d, err := parseTimeout(j.Timeout)
+		if err != nil {
+			return sc, err
+		}
+		sc.Timeout = d
+	}
+	if j.Tools != nil {
+		sc.Allow, sc.Deny = j.Tools.Allow, j.Tools.Deny
+		for _, p := range append(slices.Clone(sc.Allow), sc.Deny...) {
+			if _, err := path.Match(p, ""); err != nil {
+				return sc, fmt.Errorf("tools pattern %q is malformed", p)
+			}
+		}
+	}
+
+	// Expand ${VAR} everywhere. A variable that is not set stops this
+	// server only, with a message that names the variable and where it
+	// is used, never its value.
+	x := expander{getenv: getenv}
+	sc.Command = x.expand(j.Command, "command")
+	sc.URL = x.expand(j.URL, "url")
+	sc.Cwd = x.expand(j.Cwd, "cwd")
+	for i, a := range j.Args {
+		sc.Args = append(sc.Args, x.expand(a, fmt.Sprintf("args[%d]", i)))
+	}
+	if j.Env != nil {
+		sc.Env = make(map[string]string, len(j.Env))
+		for _, k := range slices.Sorted(maps.Keys(j.Env)) {
+			sc.Env[k] = x.expand(j.Env[k], "env."+k)
+		}
+	}
+	if j.Headers != nil {
+		sc.Headers = make(map[string]string, len(j.Headers))
+		for _, k := range slices.Sorted(maps.Keys(j.Headers)) {
+			sc.Headers[k] = x.expand(j.Headers[k], "headers."+k)
+		}
+	}
+	sc.err = x.err
+	if sc.Command != "" && sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) {
+		sc.Cwd = filepath.Join(dir, sc.Cwd)
+	}
+	if sc.Command != "" && sc.Cwd == "" {
+		sc.Cwd = dir
+	}
+	return sc, nil
+}
+
+// parseTimeout accepts seconds as a number, or a Go duration string.
+func parseTimeout(raw json.RawMessage) (time.Duration, error) {
+	var secs float64
+	if json.Unmarshal(raw, &secs) == nil {
+		if secs <= 0 {
+			return 0, fmt.Errorf(`"timeout" must be positive, got %v`, secs)
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return 0, fmt.Errorf(`"timeout" %q is not a positive duration such as "30s"`, s)
+		}
+		return d, nil
+	}
+	return 0, errors.New(`"timeout" must be seconds (a number) or a duration such as "30s"`)
+}
+
+// keyOffset returns the offset of the JSON key `"key":` at or after from,
+// or -1.
+func keyOffset(data []byte, from int, key string) int {
+	q, _ := json.Marshal(key)
+	for i := from; i < len(data); {
+		j := bytes.Index(data[i:], q)
+		if j < 0 {
+			return -1
+		}
+		j += i
+		rest := bytes.TrimLeft(data[j+len(q):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			return j
+		}
+		i = j + 1
+	}
+	return -1
+}
+
+// didYouMean suggests the closest of known to key.
+func didYouMean(key string, known []string) string {
+	if c := fuzzy.Closest(key, known, 1, 1+len(key)/3); len(c) > 0 {
+		return fmt.Sprintf(" (did you mean %q?)", c[0])
+	}
+	return ""
+}

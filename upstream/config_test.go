@@ -1,0 +1,130 @@
+package upstream
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestParseConfig(t *testing.T) {
+	env := map[string]string{"GITHUB_TOKEN": "ghp_secret", "HOME": "/home/u"}
+	getenv := func(k string) string { return env[k] }
+	data := `{
+  "mcpServers": {
+    "github": {
+      "command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"],
+      "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}", "LOG": "${LOG_LEVEL:-info}"},
+      "alwaysLoad": ["create_issue"], "timeout": 30, "autoApprove": ["list_issues"],
+      "tools": {"allow": ["*_issue*"], "deny": ["delete_*"]}
+    },
+    "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}, "alwaysLoad": true, "timeout": "1m30s"},
+    "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse", "disabled": true},
+    "local": {"command": "./server", "cwd": "sub"}
+  }
+}`
+	got, err := ParseConfig([]byte(data), "/etc/toolshelf/servers.json", getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []ServerConfig{
+		{Name: "github", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"}, Cwd: "/etc/toolshelf",
+			Env:        map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_secret", "LOG": "info"},
+			AlwaysLoad: []string{"create_issue"}, Timeout: 30 * time.Second, AutoApprove: []string{"list_issues"},
+			Allow: []string{"*_issue*"}, Deny: []string{"delete_*"}},
+		{Name: "legacy", Type: "sse", URL: "http://127.0.0.1:9/sse", Disabled: true},
+		{Name: "local", Command: "./server", Cwd: "/etc/toolshelf/sub"},
+		{Name: "remote", Type: "http", URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ghp_secret"},
+			AlwaysLoadAll: true, Timeout: 90 * time.Second},
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(ServerConfig{}), cmpopts.IgnoreFields(ServerConfig{}, "Dial")); diff != "" {
+		t.Errorf("ParseConfig (-want +got):\n%s", diff)
+	}
+	gh := got[0]
+	if !gh.keeps("create_issue") || gh.keeps("delete_issue") || gh.keeps("search_code") {
+		t.Error("allow/deny patterns misapplied")
+	}
+	if !gh.alwaysLoads("create_issue") || gh.alwaysLoads("list_issues") || !got[3].alwaysLoads("anything") {
+		t.Error("alwaysLoad misapplied")
+	}
+}
+
+func TestParseConfigErrors(t *testing.T) {
+	tests := []struct {
+		name, data, want string
+	}{
+		{"syntax", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}", "servers.json:3: invalid JSON"},
+		{"no servers", `{"servers": {}}`, `servers.json: no "mcpServers" object (a VS Code mcp.json? convert it with: toolshelf import vscode --from servers.json)`},
+		{"unknown top key", "{\"mcpServers\": {},\n \"mcpServer\": {}}", `servers.json:2: unknown key "mcpServer" (did you mean "mcpServers"?)`},
+		{"unknown server key", "{\"mcpServers\": {\"a\": {\n\"command\": \"x\",\n\"arg\": []}}}", `servers.json:3: server "a": unknown key "arg" (did you mean "args"?)`},
+		{"wrong type", `{"mcpServers": {"a": {"command": "x", "args": "one"}}}`, `server "a": "args" has the wrong type`},
+		{"neither", `{"mcpServers": {"a": {"env": {}}}}`, `server "a": needs "command" (a stdio server) or "url" (a remote server)`},
+		{"both", `{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}`, `has both "command" and "url"`},
+		{"bad type", `{"mcpServers": {"a": {"type": "websocket", "url": "ws://h"}}}`, `unknown type "websocket" (want stdio, http or sse)`},
+		{"bad timeout", `{"mcpServers": {"a": {"command": "x", "timeout": "soon"}}}`, `"timeout" "soon" is not a positive duration`},
+		{"negative timeout", `{"mcpServers": {"a": {"command": "x", "timeout": -1}}}`, `"timeout" must be positive`},
+		{"bad alwaysLoad", `{"mcpServers": {"a": {"command": "x", "alwaysLoad": "yes"}}}`, `"alwaysLoad" must be true, false or a list of tool names`},
+		{"bad pattern", `{"mcpServers": {"a": {"command": "x", "tools": {"allow": ["[a"]}}}}`, `tools pattern "[a" is malformed`},
+		{"server not object", `{"mcpServers": {"a": 3}}`, `server "a" must be an object`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseConfig([]byte(tt.data), "servers.json", func(string) string { return "" })
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// An unset variable stops only its server, and no error text carries a
+// secret's value.
+func TestParseConfigUnsetVariable(t *testing.T) {
+	data := `{"mcpServers": {
+		"a": {"command": "x", "env": {"TOKEN": "${MISSING_TOKEN}"}},
+		"b": {"command": "y", "args": ["--key=${PRESENT}"]}}}`
+	cfgs, err := ParseConfig([]byte(data), "c.json", func(k string) string {
+		if k == "PRESENT" {
+			return "s3cr3t-value"
+		}
+		return ""
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfgs[0].err == nil || !strings.Contains(cfgs[0].err.Error(), "MISSING_TOKEN is not set (used in env.TOKEN") {
+		t.Errorf("a: err = %v", cfgs[0].err)
+	}
+	if cfgs[1].err != nil || cfgs[1].Args[0] != "--key=s3cr3t-value" {
+		t.Errorf("b: %+v", cfgs[1])
+	}
+	// Starting a missing command names the command, not its arguments.
+	_, err = startProcess(&ServerConfig{Name: "b", Command: "toolshelf-missing-cmd", Args: []string{"--key=s3cr3t-value"}}, nil)
+	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("start error = %v", err)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	env := map[string]string{"A": "1", "EMPTY": ""}
+	x := expander{getenv: func(k string) string { return env[k] }}
+	for in, want := range map[string]string{
+		"${A}":            "1",
+		"x${A}y${A}":      "x1y1",
+		"${B:-def}":       "def",
+		"${EMPTY:-d}":     "d",
+		"${A:-d}":         "1",
+		"$A ${ not a var": "$A ${ not a var",
+		"${1A}":           "${1A}",
+		"plain":           "plain",
+	} {
+		if got := x.expand(in, "test"); got != want {
+			t.Errorf("expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if x.err != nil {
+		t.Errorf("unexpected error %v", x.err)
+	}
+}

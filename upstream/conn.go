@@ -1,0 +1,270 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// ClientName is how toolshelf introduces itself to upstream servers.
+const ClientName = "toolshelf"
+
+// stopGrace is how long a stdio server has to exit after its stdin is
+// closed before it is sent SIGTERM. Some real servers (server-everything)
+// ignore stdin EOF; waiting long for them only slows shutdown.
+const stopGrace = 500 * time.Millisecond
+
+// conn is one live session with an upstream server.
+type conn struct {
+	session *mcp.ClientSession
+	cancel  context.CancelFunc // ends the connection's lifetime context
+	proc    *process // nil unless the server is a process toolshelf started
+	info    catalog.Server
+}
+
+// dial connects to the server and initializes a session, within ctx's
+// deadline. onChange is called when the server sends
+// notifications/tools/list_changed. The returned conn is never nil, even
+// with an error, so that the caller can read what a failed process
+// printed; the caller closes it.
+func dial(ctx context.Context, cfg *ServerConfig, onChange func(), logger *slog.Logger) (*conn, error) {
+	life, cancel := context.WithCancel(context.Background())
+	c := &conn{cancel: cancel}
+	var t mcp.Transport
+	switch cfg.transport() {
+	case "in-process":
+		var err error
+		if t, err = cfg.Dial(ctx); err != nil {
+			return c, err
+		}
+	case "stdio":
+		p, err := startProcess(cfg, logger)
+		if err != nil {
+			return c, err
+		}
+		c.proc = p
+		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxFrame}
+	case "http":
+		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers), MaxRetries: -1}
+	case "sse":
+		t = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers)}
+	default:
+		return c, fmt.Errorf("unknown transport %q", cfg.transport())
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
+		// No roots: toolshelf has none to offer, and the go-sdk's default
+		// roots capability makes some servers add tools of their own.
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			onChange()
+		},
+	})
+	session, err := client.Connect(ctx, tapTransport{lifetimeTransport{t, life}}, nil)
+	if err != nil {
+		return c, c.explain(err)
+	}
+	c.session = session
+	c.info = catalog.Server{Name: cfg.Name}
+	if r := session.InitializeResult(); r != nil {
+		c.info.ProtocolVersion = r.ProtocolVersion
+		c.info.Instructions = r.Instructions
+		if r.ServerInfo != nil {
+			c.info.Title = r.ServerInfo.Title
+			if c.info.Title == "" {
+				c.info.Title = r.ServerInfo.Name
+			}
+			c.info.Version = r.ServerInfo.Version
+		}
+	}
+	return c, nil
+}
+
+// Version is toolshelf's version as reported to upstream servers.
+var Version = "dev"
+
+// maxPages bounds tools/list pagination against a server whose cursors
+// never end.
+const maxPages = 1000
+
+// listTools returns every tool the server lists, across all pages, as the
+// raw JSON objects the server sent. fromFunctions reports that the server
+// answered with an OpenAI-style "functions" array instead of "tools".
+func (c *conn) listTools(ctx context.Context) (tools []json.RawMessage, fromFunctions bool, err error) {
+	seen := make(map[string]bool)
+	cursor := ""
+	for range maxPages {
+		cp := new(capture)
+		res, err := c.session.ListTools(withCapture(ctx, cp), &mcp.ListToolsParams{Cursor: cursor})
+		if err != nil {
+			return nil, false, c.explain(fmt.Errorf("tools/list: %w", err))
+		}
+		page, functions := parseListResult(cp.result())
+		switch {
+		case page != nil:
+			fromFunctions = fromFunctions || functions
+		default:
+			// Served from the SDK's cache (protocol 2026-07-28), so no
+			// bytes were captured: fall back to the decoded tools.
+			for _, t := range res.Tools {
+				b, err := json.Marshal(t)
+				if err != nil {
+					return nil, false, err
+				}
+				page = append(page, b)
+			}
+		}
+		tools = append(tools, page...)
+		if res.NextCursor == "" || seen[res.NextCursor] {
+			return tools, fromFunctions, nil
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+	return nil, false, fmt.Errorf("tools/list: more than %d pages", maxPages)
+}
+
+// parseListResult reads the tool objects of a raw tools/list result. A
+// result without "tools" but with an OpenAI-style "functions" array is
+// read from that (fromFunctions). It returns nil when raw holds neither.
+func parseListResult(raw json.RawMessage) (tools []json.RawMessage, fromFunctions bool) {
+	if len(raw) == 0 {
+		return nil, false
+	}
+	var r struct {
+		Tools     []json.RawMessage `json:"tools"`
+		Functions []json.RawMessage `json:"functions"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return nil, false
+	}
+	if r.Tools != nil {
+		return r.Tools, false
+	}
+	if r.Functions != nil {
+		return functionTools(r.Functions), true
+	}
+	return []json.RawMessage{}, false
+}
+
+// call forwards a tools/call. Cancelling ctx sends notifications/cancelled
+// to the server.
+func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	params := &mcp.CallToolParams{Name: tool}
+	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
+		params.Arguments = args
+	}
+	res, err := c.session.CallTool(ctx, params)
+	if err != nil {
+		return nil, c.explain(err)
+	}
+	return res, nil
+}
+
+// wait returns when the session has ended.
+func (c *conn) wait() error {
+	if c.session == nil {
+		return nil
+	}
+	return c.session.Wait()
+}
+
+// close ends the session and stops the process, if any.
+func (c *conn) close() {
+	if c.session != nil {
+		_ = c.session.Close()
+	}
+	c.cancel()
+	if c.proc != nil {
+		c.proc.stop(stopGrace)
+	}
+}
+
+// output returns what a stdio server printed outside JSON-RPC: stray
+// stdout lines, then stderr.
+func (c *conn) output() []byte {
+	if c.proc == nil {
+		return nil
+	}
+	return append(c.proc.output.Bytes(), c.proc.stderr.Bytes()...)
+}
+
+// lifetimeTransport connects with the connection's lifetime context
+// instead of the dial deadline: the SSE transport ties its event stream to
+// the context Connect gets, so a deadline there would end the stream as
+// soon as dialing finished. The deadline still bounds the wait.
+type lifetimeTransport struct {
+	mcp.Transport
+	life context.Context
+}
+
+func (t lifetimeTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	type result struct {
+		c   mcp.Connection
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		c, err := t.Transport.Connect(t.life)
+		ch <- result{c, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-ch; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// explain adds what a stdio server printed on stderr to an error, since
+// that is usually where the real cause is ("invalid token", a stack
+// trace). For a process that has exited, its exit status is added too.
+func (c *conn) explain(err error) error {
+	if c.proc == nil {
+		return err
+	}
+	// A process whose stdout just closed is usually exiting; give it a
+	// moment so that the error can say how it ended.
+	select {
+	case <-c.proc.done:
+		return fmt.Errorf("%w (server %s)", err, c.proc.exitReason())
+	case <-time.After(100 * time.Millisecond):
+	}
+	if tail := c.proc.stderr.Tail(512); tail != "" {
+		return fmt.Errorf("%w (stderr: %s)", err, tail)
+	}
+	return err
+}
+
+// headerClient returns an HTTP client that adds the configured headers to
+// every request, or nil (the default client) when there are none.
+func headerClient(headers map[string]string) *http.Client {
+	if len(headers) == 0 {
+		return nil
+	}
+	return &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
+}
+
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(req)
+}

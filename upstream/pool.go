@@ -1,0 +1,539 @@
+// Package upstream connects toolshelf to the user's MCP servers.
+//
+// A [Pool] starts every configured server in parallel (stdio processes,
+// streamable HTTP or legacy SSE endpoints), lists all pages of each
+// server's tools, and publishes one immutable [catalog.Catalog] snapshot
+// of all of them. It keeps that snapshot current: a server's
+// notifications/tools/list_changed makes it list again, a crashed server
+// is restarted with exponential backoff, and the last good tool list of
+// every server is cached on disk so that tools are searchable before the
+// servers have started. Calls are forwarded to the owning server.
+//
+// Servers misbehave in practice, and the pool tolerates it: banners on
+// stdout, schemas without "type":"object", fields the SDK does not model
+// (the raw tools/list bytes are kept), servers that hang (killed at their
+// deadline, with what they printed kept for the error), and servers that
+// do not answer tools/list at all (see the discovery fallbacks in
+// fallback.go). Nothing one server does stops the others.
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// State is where a server is in its life.
+type State string
+
+const (
+	StateConnecting State = "connecting" // first start, initialize, tools/list
+	StateReady      State = "ready"      // connected; its tools are live
+	StateFailed     State = "failed"     // could not connect; retried with backoff unless its configuration is at fault
+	StateRestarting State = "restarting" // the connection was lost; reconnecting
+	StateDisabled   State = "disabled"   // "disabled": true in the configuration
+)
+
+// Where a server's current tools came from.
+const (
+	SourceLive        = "live"        // tools/list on the current connection
+	SourceCache       = "cache"       // the disk cache; not yet confirmed
+	SourceOutput      = "output"      // tool definitions the server printed
+	SourceAutoApprove = "autoApprove" // the configuration's autoApprove names
+)
+
+// Status reports one server's state.
+type Status struct {
+	Name      string `json:"name"`
+	Transport string `json:"transport"`
+	State     State  `json:"state"`
+	// Error says why the server failed or was restarted.
+	Error string `json:"error,omitempty"`
+	// Tools is the number of tools in the catalog from this server, and
+	// Source where they came from.
+	Tools           int    `json:"tools"`
+	Source          string `json:"source,omitempty"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	// Restarts counts reconnections after the first attempt.
+	Restarts int `json:"restarts"`
+	// ConnectTime is how long the last successful connect and listing took.
+	ConnectTime time.Duration `json:"connectTime,omitempty"`
+}
+
+// Options configures a Pool. The zero value is usable.
+type Options struct {
+	// Logger receives state changes and server misbehaviour. Nil is silent.
+	Logger *slog.Logger
+	// CacheDir holds the last good tool list of each server. Empty
+	// disables the disk cache; [DefaultCacheDir] is the usual choice.
+	CacheDir string
+	// OnChange is called with every new catalog snapshot, one call at a
+	// time, in order. It must not block for long.
+	OnChange func(*catalog.Catalog)
+	// RestartDelay is the wait before the first reconnection; it doubles
+	// with every failure up to MaxRestartDelay. Defaults: 1s and 1m.
+	RestartDelay    time.Duration
+	MaxRestartDelay time.Duration
+}
+
+// Pool is a set of upstream servers and the catalog of their tools.
+// Its methods are safe for concurrent use.
+type Pool struct {
+	opts    Options
+	logger  *slog.Logger
+	servers []*server // sorted by name
+	byName  map[string]*server
+
+	snap  atomic.Pointer[catalog.Catalog]
+	pubMu sync.Mutex // serialises publish and OnChange
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+	startOnce sync.Once
+}
+
+// NewPool returns a pool of the given servers; nothing is started until
+// [Pool.Start]. Cached tool lists are loaded at once, so the pool's first
+// catalog already holds the tools of every server seen before.
+func NewPool(configs []ServerConfig, opts *Options) *Pool {
+	p := &Pool{byName: make(map[string]*server)}
+	if opts != nil {
+		p.opts = *opts
+	}
+	if p.opts.RestartDelay <= 0 {
+		p.opts.RestartDelay = time.Second
+	}
+	if p.opts.MaxRestartDelay <= 0 {
+		p.opts.MaxRestartDelay = time.Minute
+	}
+	p.logger = p.opts.Logger
+	if p.logger == nil {
+		p.logger = slog.New(slog.DiscardHandler)
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	for _, cfg := range configs {
+		s := &server{
+			cfg:     cfg,
+			pool:    p,
+			logger:  p.logger.With("server", cfg.Name),
+			relist:  make(chan struct{}, 1),
+			settled: make(chan struct{}),
+			ready:   make(chan struct{}),
+			state:   StateConnecting,
+		}
+		if cfg.Disabled {
+			s.state = StateDisabled
+			close(s.settled)
+		} else if f, ok := loadCache(p.opts.CacheDir, &cfg); ok {
+			s.setTools(f.Server, f.Tools, SourceCache)
+		}
+		p.servers = append(p.servers, s)
+		p.byName[cfg.Name] = s
+	}
+	p.publish()
+	return p
+}
+
+// Start connects to every enabled server in parallel and returns at once.
+// Use [Pool.Wait] to wait for the first attempts to end.
+func (p *Pool) Start() {
+	p.startOnce.Do(func() {
+		for _, s := range p.servers {
+			if s.cfg.Disabled {
+				continue
+			}
+			p.wg.Add(1)
+			go func() {
+				defer p.wg.Done()
+				s.run(p.ctx)
+			}()
+		}
+	})
+}
+
+// Wait blocks until every server has either connected or failed once, or
+// ctx is done.
+func (p *Pool) Wait(ctx context.Context) error {
+	for _, s := range p.servers {
+		select {
+		case <-s.settled:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// Close disconnects every server, stops every process it started and
+// waits for them to exit.
+func (p *Pool) Close() error {
+	p.startOnce.Do(func() {}) // a pool closed before Start never starts
+	p.cancel()
+	p.wg.Wait()
+	return nil
+}
+
+// Catalog returns the current snapshot of every server's tools.
+func (p *Pool) Catalog() *catalog.Catalog { return p.snap.Load() }
+
+// Status returns the state of every server, sorted by name.
+func (p *Pool) Status() []Status {
+	out := make([]Status, 0, len(p.servers))
+	for _, s := range p.servers {
+		out = append(out, s.status())
+	}
+	return out
+}
+
+// Pending returns the names of the servers still connecting or
+// reconnecting: their tools may yet appear.
+func (p *Pool) Pending() []string {
+	var names []string
+	for _, s := range p.servers {
+		s.mu.Lock()
+		if s.state == StateConnecting || s.state == StateRestarting {
+			names = append(names, s.cfg.Name)
+		}
+		s.mu.Unlock()
+	}
+	return names
+}
+
+// Errors returned by Call, for callers that word them for a model.
+var (
+	ErrUnknownTool = errors.New("unknown tool")
+	ErrUnverified  = errors.New("tool has not been listed by its server")
+)
+
+// Call calls a tool by its qualified name with the given JSON arguments
+// (an object, or empty for none) and returns the server's result as it
+// came. A server that is connecting or restarting is waited for, up to its
+// timeout. Cancelling ctx cancels the call on the server.
+func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	e, ok := p.Catalog().Lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	if e.Unverified {
+		return nil, fmt.Errorf("%w: %s is known only from %s's configuration or output", ErrUnverified, name, e.Server)
+	}
+	s := p.byName[e.Server]
+	if s == nil {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	}
+	c, err := s.waitReady(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.call(ctx, e.Tool, args)
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %w", e.Server, err)
+	}
+	return res, nil
+}
+
+// publish builds a new catalog from every server's tools and, if it
+// differs from the current one, stores it and calls OnChange.
+func (p *Pool) publish() {
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	var all []catalog.Entry
+	var infos []catalog.Server
+	for _, s := range p.servers {
+		s.mu.Lock()
+		all = append(all, s.entries...)
+		if s.state != StateDisabled {
+			infos = append(infos, s.info)
+		}
+		s.mu.Unlock()
+	}
+	c := catalog.New(all, infos)
+	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {
+		return
+	}
+	p.snap.Store(c)
+	if p.opts.OnChange != nil {
+		p.opts.OnChange(c)
+	}
+}
+
+// server is one upstream server and its supervisor's state.
+type server struct {
+	cfg     ServerConfig
+	pool    *Pool
+	logger  *slog.Logger
+	relist  chan struct{} // list_changed received; buffered 1
+	settled chan struct{} // closed when the first attempt has ended
+
+	mu          sync.Mutex
+	state       State
+	err         string
+	conn        *conn
+	ready       chan struct{} // closed while state is ready
+	entries     []catalog.Entry
+	info        catalog.Server
+	source      string
+	restarts    int
+	connectTime time.Duration
+}
+
+func (s *server) status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Status{
+		Name: s.cfg.Name, Transport: s.cfg.transport(), State: s.state, Error: s.err,
+		Tools: len(s.entries), Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
+		Restarts: s.restarts, ConnectTime: s.connectTime,
+	}
+}
+
+// run is the server's supervisor: connect, serve until the connection is
+// lost, wait, reconnect; until ctx is done.
+func (s *server) run(ctx context.Context) {
+	defer s.settle()
+	if s.cfg.err != nil {
+		// The configuration is at fault (an unset variable); retrying
+		// cannot help.
+		s.fail(s.cfg.err, nil, false)
+		return
+	}
+	delay := s.pool.opts.RestartDelay
+	for {
+		start := time.Now()
+		c, err := s.connect(ctx)
+		if ctx.Err() != nil {
+			if c != nil {
+				c.close()
+			}
+			return
+		}
+		if err == nil {
+			s.logger.Info("server ready", "tools", s.status().Tools, "protocol", c.info.ProtocolVersion, "took", time.Since(start).Round(time.Millisecond))
+			s.settle()
+			err = s.serve(ctx, c)
+			c.close()
+			if ctx.Err() != nil {
+				return
+			}
+			if time.Since(start) > 2*s.pool.opts.MaxRestartDelay {
+				delay = s.pool.opts.RestartDelay // it was up a long time: start over
+			}
+			s.lost(err)
+		}
+		s.settle() // the first attempt has ended either way
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, s.pool.opts.MaxRestartDelay)
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+	}
+}
+
+func (s *server) settle() {
+	select {
+	case <-s.settled:
+	default:
+		close(s.settled)
+	}
+}
+
+// connect dials the server and lists its tools within the server's
+// timeout. On failure it records the error and applies the discovery
+// fallbacks; on success the server is ready.
+func (s *server) connect(ctx context.Context) (*conn, error) {
+	start := time.Now()
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+	defer cancel()
+	c, err := dial(dctx, &s.cfg, s.signalRelist, s.logger)
+	var tools []json.RawMessage
+	var fromFunctions bool
+	if err == nil {
+		tools, fromFunctions, err = c.listTools(dctx)
+	}
+	if err != nil {
+		if dctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within %v; stopped it%s", s.cfg.timeout(), stderrNote(c))
+		}
+		out := c.output()
+		c.close()
+		if ctx.Err() == nil {
+			s.fail(err, out, true)
+		}
+		return nil, err
+	}
+	if fromFunctions {
+		s.logger.Warn(`tools/list answered with "functions" instead of "tools"; read them anyway`)
+	}
+	s.mu.Lock()
+	s.conn = c
+	s.state = StateReady
+	s.err = ""
+	s.connectTime = time.Since(start)
+	close(s.ready)
+	s.mu.Unlock()
+	s.setTools(c.info, tools, SourceLive)
+	s.pool.publish()
+	if err := saveCache(s.pool.opts.CacheDir, &s.cfg, c.info, tools); err != nil {
+		s.logger.Warn("could not cache the tool list", "error", err)
+	}
+	return c, nil
+}
+
+func stderrNote(c *conn) string {
+	if c == nil || c.proc == nil {
+		return ""
+	}
+	if tail := c.proc.stderr.Tail(512); tail != "" {
+		return "; stderr: " + tail
+	}
+	return ""
+}
+
+// serve keeps a connected server's tools current until the connection
+// ends or ctx is done.
+func (s *server) serve(ctx context.Context, c *conn) error {
+	ended := make(chan error, 1)
+	go func() { ended <- c.wait() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-ended:
+			if err == nil {
+				err = errors.New("connection closed")
+			}
+			return c.explain(err)
+		case <-s.relist:
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+			tools, _, err := c.listTools(lctx)
+			cancel()
+			if err != nil {
+				s.logger.Warn("tools/list after list_changed failed; keeping the previous list", "error", err)
+				continue
+			}
+			s.setTools(c.info, tools, SourceLive)
+			s.logger.Info("tool list changed", "tools", s.status().Tools)
+			s.pool.publish()
+			if err := saveCache(s.pool.opts.CacheDir, &s.cfg, c.info, tools); err != nil {
+				s.logger.Warn("could not cache the tool list", "error", err)
+			}
+		}
+	}
+}
+
+func (s *server) signalRelist() {
+	select {
+	case s.relist <- struct{}{}:
+	default:
+	}
+}
+
+// setTools replaces the server's tools.
+func (s *server) setTools(info catalog.Server, raws []json.RawMessage, source string) {
+	info.Name = s.cfg.Name
+	es, bad := entries(&s.cfg, raws, source == SourceOutput || source == SourceAutoApprove)
+	for _, err := range bad {
+		s.logger.Warn("skipped a tool the server listed", "error", err)
+	}
+	for i := range es {
+		es[i].Stale = source == SourceCache
+	}
+	s.mu.Lock()
+	s.entries, s.info, s.source = es, info, source
+	s.mu.Unlock()
+}
+
+// fail records a failed attempt. Tools already known (from the cache or
+// an earlier connection) are kept; otherwise the discovery fallbacks are
+// tried on what the server printed, then on the autoApprove names.
+func (s *server) fail(err error, output []byte, retry bool) {
+	s.logger.Warn("server failed", "error", err, "retrying", retry)
+	s.mu.Lock()
+	s.state, s.err = StateFailed, err.Error()
+	have := len(s.entries) > 0 && (s.source == SourceLive || s.source == SourceCache)
+	s.mu.Unlock()
+	if !have {
+		if tools := outputTools(output); len(tools) > 0 {
+			s.logger.Warn("using tool definitions the server printed instead of answering tools/list", "tools", len(tools))
+			s.setTools(catalog.Server{}, tools, SourceOutput)
+		} else if len(s.cfg.AutoApprove) > 0 {
+			s.setTools(catalog.Server{}, approvedTools(s.cfg.AutoApprove), SourceAutoApprove)
+		}
+	}
+	s.markStale()
+	s.pool.publish()
+}
+
+// lost records the end of a ready connection.
+func (s *server) lost(err error) {
+	s.logger.Warn("connection lost; restarting", "error", err)
+	s.mu.Lock()
+	s.state, s.err, s.conn = StateRestarting, err.Error(), nil
+	s.ready = make(chan struct{})
+	s.mu.Unlock()
+	s.markStale()
+	s.pool.publish()
+}
+
+// markStale flags live tools as unconfirmed while the server is away.
+func (s *server) markStale() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.source != SourceLive {
+		return
+	}
+	s.source = SourceCache
+	es := make([]catalog.Entry, len(s.entries))
+	for i, e := range s.entries {
+		e.Stale = true
+		es[i] = e
+	}
+	s.entries = es
+}
+
+// waitReady returns the server's connection, waiting up to the server's
+// timeout while it connects or restarts.
+func (s *server) waitReady(ctx context.Context) (*conn, error) {
+	timer := time.NewTimer(s.cfg.timeout())
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		state, c, ready, reason := s.state, s.conn, s.ready, s.err
+		s.mu.Unlock()
+		switch state {
+		case StateReady:
+			return c, nil
+		case StateDisabled:
+			return nil, fmt.Errorf("server %s is disabled", s.cfg.Name)
+		case StateFailed:
+			return nil, fmt.Errorf("server %s is not available: %s", s.cfg.Name, reason)
+		}
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer.C:
+			return nil, fmt.Errorf("server %s is still %s after %v%s", s.cfg.Name, state, s.cfg.timeout(), reasonNote(reason))
+		}
+	}
+}
+
+func reasonNote(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
+}

@@ -1,0 +1,511 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
+	os.Exit(m.Run())
+}
+
+// fake returns the configuration of a subprocess test server.
+func fake(name, mode string, tools []string, extra ...string) ServerConfig {
+	cmd, env := mcptest.Command(mode, tools, extra...)
+	cfg := ServerConfig{Name: name, Command: cmd, Env: map[string]string{}, Timeout: 5 * time.Second}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		cfg.Env[k] = v
+	}
+	return cfg
+}
+
+// startPool starts a pool, waits for every first attempt, and closes it
+// when the test ends.
+func startPool(t *testing.T, cfgs []ServerConfig, opts *Options) *Pool {
+	t.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.RestartDelay == 0 {
+		opts.RestartDelay = 20 * time.Millisecond
+	}
+	p := NewPool(cfgs, opts)
+	t.Cleanup(func() { p.Close() })
+	p.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Wait(ctx); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	return p
+}
+
+func statusOf(p *Pool, name string) Status {
+	for _, s := range p.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return Status{}
+}
+
+func toolNames(c *catalog.Catalog, server string) []string {
+	var names []string
+	for e := range c.All() {
+		if e.Server == server {
+			names = append(names, e.Tool)
+		}
+	}
+	return names
+}
+
+// eventually polls cond until it holds or five seconds pass.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func textOf(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("result has %d content blocks, want 1", len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("content is %T, want text", res.Content[0])
+	}
+	return tc.Text
+}
+
+func TestPoolListsAndCalls(t *testing.T) {
+	cfgs := []ServerConfig{
+		fake("alpha", "serve", []string{"create_issue", "list_issues"}),
+		fake("paged", "serve", []string{"a1", "a2", "a3", "a4", "a5"}, mcptest.PageEnv+"=2"),
+		fake("noisy", "serve", []string{"echo"}, mcptest.BannerEnv+"=No X display available. Running in headless mode.\nstarting up"),
+	}
+	cfgs[0].AlwaysLoad = []string{"list_issues"}
+	p := startPool(t, cfgs, nil)
+
+	c := p.Catalog()
+	for server, want := range map[string][]string{
+		"alpha": {"create_issue", "list_issues"},
+		"paged": {"a1", "a2", "a3", "a4", "a5"},
+		"noisy": {"echo"},
+	} {
+		if diff := cmp.Diff(want, toolNames(c, server)); diff != "" {
+			t.Errorf("%s tools (-want +got):\n%s", server, diff)
+		}
+		if st := statusOf(p, server); st.State != StateReady || st.Source != SourceLive {
+			t.Errorf("%s: state %s source %s (%s), want ready/live", server, st.State, st.Source, st.Error)
+		}
+	}
+	if e, _ := c.Lookup("mcp__alpha__list_issues"); e == nil || !e.AlwaysLoad {
+		t.Errorf("alwaysLoad from the configuration was not applied: %+v", e)
+	}
+	if got := p.Pending(); len(got) != 0 {
+		t.Errorf("Pending = %v, want none", got)
+	}
+	if srv, _ := c.Server("alpha"); srv.Instructions != "A scripted test server." || srv.ProtocolVersion == "" {
+		t.Errorf("server info = %+v", srv)
+	}
+
+	res, err := p.Call(context.Background(), "mcp__noisy__echo", json.RawMessage(`{"text":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := textOf(t, res), `{"tool":"echo","arguments":{"text":"hi"}}`; got != want {
+		t.Errorf("call result %s, want %s", got, want)
+	}
+	if _, err := p.Call(context.Background(), "mcp__alpha__nope", nil); !errors.Is(err, ErrUnknownTool) {
+		t.Errorf("unknown tool: err = %v, want ErrUnknownTool", err)
+	}
+}
+
+// A server on protocol 2024-11-05 that sends fields the go-sdk does not
+// model: they must survive in the catalog's raw JSON.
+func TestPoolKeepsRawTools(t *testing.T) {
+	p := startPool(t, []ServerConfig{fake("raw", "raw", nil)}, nil)
+	if st := statusOf(p, "raw"); st.State != StateReady || st.ProtocolVersion != "2024-11-05" {
+		t.Fatalf("status = %+v", st)
+	}
+	e, ok := p.Catalog().Lookup("mcp__raw__create_issue")
+	if !ok {
+		t.Fatal("create_issue missing")
+	}
+	for _, field := range []string{`"execution":{"taskSupport":"optional"}`, `"outputSchema"`, `"annotations":{"readOnlyHint":false}`, `"$schema"`} {
+		if !strings.Contains(string(e.Raw), field) {
+			t.Errorf("raw tool lost %s: %s", field, e.Raw)
+		}
+	}
+	q, _ := p.Catalog().Lookup("mcp__raw__query")
+	if q == nil || !q.AlwaysLoad || !strings.Contains(string(q.Raw), `"vendor/x":1`) || !strings.Contains(string(q.Raw), `"$ref":"#/$defs/q"`) {
+		t.Errorf("query tool = %+v", q)
+	}
+	res, err := p.Call(context.Background(), "mcp__raw__query", json.RawMessage(`{"sql":"select 1"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := textOf(t, res); !strings.Contains(got, `"sql":"select 1"`) {
+		t.Errorf("call result %s", got)
+	}
+}
+
+func TestPoolFaults(t *testing.T) {
+	refused := refusedURL(t)
+	hang := fake("hang", "hang", nil)
+	hang.Timeout = 500 * time.Millisecond
+	approved := fake("approved", "exit", nil)
+	approved.AutoApprove = []string{"send_message"}
+	cfgs := []ServerConfig{
+		fake("good", "serve", []string{"ping_me"}),
+		fake("exits", "exit", nil),
+		hang,
+		{Name: "missing", Command: "toolshelf-no-such-command-xyz"},
+		{Name: "refused", URL: refused, Timeout: 2 * time.Second},
+		fake("printer", "functions", []string{"search_docs", "fetch_doc"}),
+		approved,
+		{Name: "unset", Command: "x", err: errors.New("environment variable TOKEN is not set")},
+	}
+	cfgs[5].Timeout = 500 * time.Millisecond
+	p := startPool(t, cfgs, &Options{RestartDelay: time.Hour})
+
+	if st := statusOf(p, "good"); st.State != StateReady {
+		t.Fatalf("good server: %+v", st)
+	}
+	want := map[string]string{
+		"exits":   "API token is not valid",
+		"hang":    "no answer within 500ms; stopped it; stderr: connecting to the backend...",
+		"missing": `command "toolshelf-no-such-command-xyz" not found`,
+		"refused": "",
+		"unset":   "TOKEN is not set",
+	}
+	for name, msg := range want {
+		st := statusOf(p, name)
+		if st.State != StateFailed || !strings.Contains(st.Error, msg) {
+			t.Errorf("%s: state %s error %q, want failed with %q", name, st.State, st.Error, msg)
+		}
+	}
+
+	// Fallbacks: tools the server printed, then autoApprove names.
+	c := p.Catalog()
+	if diff := cmp.Diff([]string{"fetch_doc", "search_docs"}, toolNames(c, "printer")); diff != "" {
+		t.Errorf("printer tools (-want +got):\n%s", diff)
+	}
+	if st := statusOf(p, "printer"); st.Source != SourceOutput {
+		t.Errorf("printer source = %q", st.Source)
+	}
+	e, _ := c.Lookup("mcp__printer__search_docs")
+	if e == nil || !e.Unverified || e.Description != "Listed in the functions shape: search_docs" || len(e.Params) != 1 {
+		t.Errorf("printed tool = %+v", e)
+	}
+	if _, err := p.Call(context.Background(), "mcp__printer__search_docs", nil); !errors.Is(err, ErrUnverified) {
+		t.Errorf("call to an unverified tool: %v", err)
+	}
+	if diff := cmp.Diff([]string{"send_message"}, toolNames(c, "approved")); diff != "" {
+		t.Errorf("approved tools (-want +got):\n%s", diff)
+	}
+	if st := statusOf(p, "approved"); st.Source != SourceAutoApprove {
+		t.Errorf("approved source = %q", st.Source)
+	}
+	if _, err := p.Call(context.Background(), "mcp__good__ping_me", nil); err != nil {
+		t.Errorf("the good server stopped working: %v", err)
+	}
+}
+
+// refusedURL returns a loopback URL where nothing listens.
+func refusedURL(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	return "http://" + addr + "/mcp"
+}
+
+func TestPoolRestartsCrashedServer(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	cfg := fake("crashy", "serve", []string{"crash", "echo"}, mcptest.PIDEnv+"="+pidFile)
+	var mu sync.Mutex
+	var snapshots []*catalog.Catalog
+	p := startPool(t, []ServerConfig{cfg}, &Options{OnChange: func(c *catalog.Catalog) {
+		mu.Lock()
+		snapshots = append(snapshots, c)
+		mu.Unlock()
+	}})
+	firstPID := readPID(t, pidFile)
+
+	if _, err := p.Call(context.Background(), "mcp__crashy__crash", nil); err == nil {
+		t.Fatal("call to a crashing tool succeeded")
+	}
+	eventually(t, "a restart", func() bool {
+		st := statusOf(p, "crashy")
+		return st.Restarts >= 1 && st.State == StateReady
+	})
+	if pid := readPID(t, pidFile); pid == firstPID {
+		t.Errorf("no new process after the crash (pid %d)", pid)
+	}
+	res, err := p.Call(context.Background(), "mcp__crashy__echo", json.RawMessage(`{"text":"again"}`))
+	if err != nil {
+		t.Fatalf("call after restart: %v", err)
+	}
+	if !strings.Contains(textOf(t, res), "again") {
+		t.Errorf("result %v", textOf(t, res))
+	}
+	// While the server was away its tools stayed searchable, marked stale.
+	mu.Lock()
+	defer mu.Unlock()
+	sawStale := false
+	for _, c := range snapshots {
+		if e, ok := c.Lookup("mcp__crashy__echo"); ok && e.Stale {
+			sawStale = true
+		}
+	}
+	if !sawStale {
+		t.Error("no snapshot marked the crashed server's tools stale")
+	}
+}
+
+// Killing the process from outside is a crash too.
+func TestPoolRestartsKilledProcess(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	p := startPool(t, []ServerConfig{fake("victim", "serve", []string{"echo"}, mcptest.PIDEnv+"="+pidFile)}, nil)
+	pid := readPID(t, pidFile)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "a restart after SIGKILL", func() bool {
+		st := statusOf(p, "victim")
+		return st.Restarts >= 1 && st.State == StateReady
+	})
+	if _, err := p.Call(context.Background(), "mcp__victim__echo", nil); err != nil {
+		t.Fatalf("call after restart: %v", err)
+	}
+}
+
+func readPID(t *testing.T, file string) int {
+	t.Helper()
+	var pid int
+	eventually(t, "the pid file", func() bool {
+		b, err := os.ReadFile(file)
+		pid, _ = strconv.Atoi(string(b))
+		return err == nil && pid > 0
+	})
+	return pid
+}
+
+func TestPoolListChanged(t *testing.T) {
+	changed := make(chan *catalog.Catalog, 10)
+	p := startPool(t, []ServerConfig{fake("dyn", "serve", []string{"add_tool", "remove_tool", "old_tool"})},
+		&Options{OnChange: func(c *catalog.Catalog) { changed <- c }})
+	for len(changed) > 0 {
+		<-changed
+	}
+	before := p.Catalog().Version()
+	if _, err := p.Call(context.Background(), "mcp__dyn__add_tool", json.RawMessage(`{"name":"new_tool"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Call(context.Background(), "mcp__dyn__remove_tool", json.RawMessage(`{"name":"old_tool"}`)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the new snapshot", func() bool {
+		names := toolNames(p.Catalog(), "dyn")
+		return slices.Contains(names, "new_tool") && !slices.Contains(names, "old_tool")
+	})
+	if p.Catalog().Version() == before {
+		t.Error("version did not change")
+	}
+	select {
+	case c := <-changed:
+		if c.Version() == before {
+			t.Error("OnChange got the old snapshot")
+		}
+	default:
+		t.Error("OnChange was not called")
+	}
+	if _, err := p.Call(context.Background(), "mcp__dyn__new_tool", nil); err != nil {
+		t.Errorf("calling the added tool: %v", err)
+	}
+}
+
+func TestPoolCancelsCalls(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "marker")
+	p := startPool(t, []ServerConfig{fake("slow", "serve", []string{"wait"})}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Call(ctx, "mcp__slow__wait", json.RawMessage(`{"marker":`+strconv.Quote(marker)+`}`))
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	eventually(t, "the server to see the cancellation", func() bool {
+		b, _ := os.ReadFile(marker)
+		return string(b) == "cancelled"
+	})
+}
+
+func TestPoolDiskCache(t *testing.T) {
+	dir := t.TempDir()
+	// The cache key is the command, arguments and folder, not the
+	// environment: the second pool runs the same command, which now hangs.
+	good := fake("svc", "serve", []string{"one", "two"})
+	p := startPool(t, []ServerConfig{good}, &Options{CacheDir: dir})
+	p.Close()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) != 1 {
+		t.Fatalf("cache files: %v", files)
+	}
+
+	hung := good
+	hung.Env = map[string]string{mcptest.ModeEnv: "hang"}
+	hung.Timeout = 3 * time.Second
+	p2 := NewPool([]ServerConfig{hung}, &Options{CacheDir: dir})
+	defer p2.Close()
+	// Before Start, the cached tools are already searchable, and stale.
+	c := p2.Catalog()
+	if diff := cmp.Diff([]string{"one", "two"}, toolNames(c, "svc")); diff != "" {
+		t.Fatalf("cached tools (-want +got):\n%s", diff)
+	}
+	if e, _ := c.Lookup("mcp__svc__one"); !e.Stale {
+		t.Error("cached tool not marked stale")
+	}
+	p2.Start()
+	if got := p2.Pending(); !slices.Equal(got, []string{"svc"}) {
+		t.Errorf("Pending = %v, want [svc]", got)
+	}
+	if st := statusOf(p2, "svc"); st.Source != SourceCache {
+		t.Errorf("source = %q", st.Source)
+	}
+}
+
+func TestPoolCloseLeavesNothing(t *testing.T) {
+	before := runtime.NumGoroutine()
+	dir := t.TempDir()
+	var cfgs []ServerConfig
+	for i := range 4 {
+		mode := "serve"
+		if i == 3 {
+			mode = "hang" // ignores stdin EOF; needs signals
+		}
+		cfgs = append(cfgs, fake("s"+strconv.Itoa(i), mode, []string{"t"}, mcptest.PIDEnv+"="+filepath.Join(dir, strconv.Itoa(i))))
+	}
+	p := NewPool(cfgs, nil)
+	p.Start()
+	var pids []int
+	for i := range cfgs {
+		pids = append(pids, readPID(t, filepath.Join(dir, strconv.Itoa(i))))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, s := range p.servers[:3] {
+		select {
+		case <-s.settled:
+		case <-ctx.Done():
+			t.Fatal("servers did not connect")
+		}
+	}
+	p.Close()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("process %d is still there after Close (kill 0: %v)", pid, err)
+		}
+	}
+	eventually(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= before })
+}
+
+// Remote servers over streamable HTTP and legacy SSE, on loopback, with
+// configured headers.
+func TestPoolRemote(t *testing.T) {
+	srv, err := mcptest.NewServer("remote", mcptest.SimpleTools("lookup"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") != "Bearer sekrit" {
+				http.Error(w, "unauthorized", http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	streamable := httptest.NewServer(auth(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+	t.Cleanup(streamable.Close) // after the pool's cleanup, which comes later
+	sse := httptest.NewServer(auth(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+	t.Cleanup(sse.Close)
+	hdr := map[string]string{"Authorization": "Bearer sekrit"}
+	p := startPool(t, []ServerConfig{
+		{Name: "http", Type: "http", URL: streamable.URL, Headers: hdr},
+		{Name: "sse", Type: "sse", URL: sse.URL, Headers: hdr},
+		{Name: "noauth", Type: "http", URL: streamable.URL, Timeout: 2 * time.Second},
+	}, &Options{RestartDelay: time.Hour})
+	for _, name := range []string{"http", "sse"} {
+		if st := statusOf(p, name); st.State != StateReady || st.Tools != 1 {
+			t.Errorf("%s: %+v", name, st)
+		}
+		res, err := p.Call(context.Background(), "mcp__"+name+"__lookup", json.RawMessage(`{"text":"x"}`))
+		if err != nil {
+			t.Errorf("%s call: %v", name, err)
+			continue
+		}
+		if !strings.Contains(textOf(t, res), `"text":"x"`) {
+			t.Errorf("%s result %s", name, textOf(t, res))
+		}
+	}
+	if st := statusOf(p, "noauth"); st.State != StateFailed || strings.Contains(st.Error, "sekrit") {
+		t.Errorf("noauth: %+v", st)
+	}
+}
+
+func TestPoolInProcessAndDisabled(t *testing.T) {
+	srv, err := mcptest.NewServer("mem", mcptest.SimpleTools("a", "b"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(ctx, st)
+		return ct, nil
+	}
+	p := startPool(t, []ServerConfig{
+		{Name: "mem", Dial: dial, Deny: []string{"b"}},
+		{Name: "off", Command: "never-run", Disabled: true},
+	}, nil)
+	if diff := cmp.Diff([]string{"a"}, toolNames(p.Catalog(), "mem")); diff != "" {
+		t.Errorf("deny pattern not applied (-want +got):\n%s", diff)
+	}
+	if st := statusOf(p, "off"); st.State != StateDisabled {
+		t.Errorf("off: %+v", st)
+	}
+}

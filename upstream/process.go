@@ -1,0 +1,225 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxFrame bounds one line of a server's stdout. The largest real tools/list
+// page seen (Azure, 235 tools) is under 1 MB.
+const maxFrame = 64 << 20
+
+// process is a running stdio server.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stdout io.ReadCloser // the JSON-RPC lines of the server's stdout
+	stderr *tailBuffer   // the end of what the server printed on stderr
+	output *tailBuffer   // stdout lines that were not JSON-RPC
+	done   chan struct{} // closed when the process has exited
+	err    error         // the exit status; read after done is closed
+}
+
+// startProcess starts a stdio server. Its stdout is split: JSON-RPC lines
+// go to p.stdout, anything else (banners, logs that belong on stderr) to
+// p.output and the log, so that one stray line does not break the session.
+func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Dir = cfg.Cwd
+	cmd.Env = os.Environ()
+	for _, k := range sortedKeys(cfg.Env) {
+		cmd.Env = append(cmd.Env, k+"="+cfg.Env[k])
+	}
+	setProcessGroup(cmd)
+	p := &process{
+		cmd:    cmd,
+		stderr: newTailBuffer(16 << 10),
+		output: newTailBuffer(256 << 10),
+		done:   make(chan struct{}),
+	}
+	cmd.Stderr = p.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, startError(cfg.Command, err)
+	}
+	p.stdin = stdin
+	pr, pw := io.Pipe()
+	p.stdout = pr
+	go func() {
+		filterStdout(stdout, pw, p.output, logger)
+		// Wait only after stdout is drained: Wait closes the pipe.
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// startError explains a failure to start a command without repeating its
+// arguments, which may carry secrets.
+func startError(command string, err error) error {
+	switch {
+	case errors.Is(err, exec.ErrNotFound):
+		return fmt.Errorf("command %q not found on PATH", command)
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("command %q does not exist", command)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("command %q is not executable", command)
+	}
+	return fmt.Errorf("starting %q: %v", command, err)
+}
+
+// filterStdout copies the JSON-RPC lines of r to w and the rest to other,
+// logging the first few. It closes w when r ends.
+func filterStdout(r io.Reader, w *io.PipeWriter, other *tailBuffer, logger *slog.Logger) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	logged := 0
+	var line []byte
+	var err error
+	for {
+		line, err = readLine(br, line[:0])
+		if len(line) > 0 {
+			if isJSONRPC(line) {
+				if _, werr := w.Write(line); werr != nil {
+					break // the session is gone; stop copying
+				}
+			} else {
+				other.Write(line)
+				if logger != nil && logged < 5 {
+					logged++
+					logger.Warn("skipped a line on stdout that is not JSON-RPC", "line", truncate(string(bytes.TrimSpace(line)), 200))
+				}
+			}
+		}
+		if err != nil {
+			break
+		}
+	}
+	if err != nil && err != io.EOF {
+		w.CloseWithError(err)
+	} else {
+		w.Close()
+	}
+	io.Copy(io.Discard, r) // let the process finish writing
+}
+
+// readLine appends the next line of br, with its newline, to buf.
+func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		buf = append(buf, chunk...)
+		if len(buf) > maxFrame {
+			return nil, fmt.Errorf("a line on stdout is longer than %d bytes", maxFrame)
+		}
+		if err != bufio.ErrBufferFull {
+			return buf, err
+		}
+	}
+}
+
+// isJSONRPC reports whether a stdout line is a JSON-RPC message (or batch).
+func isJSONRPC(line []byte) bool {
+	t := bytes.TrimSpace(line)
+	return len(t) > 0 && (t[0] == '{' || t[0] == '[') && bytes.Contains(t, []byte(`"jsonrpc"`))
+}
+
+// stop ends the process: it closes stdin, which well-behaved servers take
+// as the signal to exit, then after grace sends SIGTERM to the process
+// group, and SIGKILL a little later. It returns when the process has exited.
+func (p *process) stop(grace time.Duration) {
+	p.stdin.Close()
+	p.stdout.Close()
+	select {
+	case <-p.done:
+		return
+	case <-time.After(grace):
+	}
+	signalGroup(p.cmd, false)
+	select {
+	case <-p.done:
+		return
+	case <-time.After(2 * time.Second):
+	}
+	signalGroup(p.cmd, true)
+	<-p.done
+}
+
+// exitReason describes how the process ended, with the end of its stderr.
+func (p *process) exitReason() string {
+	reason := "exited"
+	if p.err != nil {
+		reason = p.err.Error()
+	}
+	if tail := p.stderr.Tail(512); tail != "" {
+		reason += "; stderr: " + tail
+	}
+	return reason
+}
+
+// tailBuffer keeps the last max bytes written to it. It is safe for
+// concurrent use.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func newTailBuffer(max int) *tailBuffer { return &tailBuffer{max: max} }
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+// Bytes returns a copy of the contents.
+func (b *tailBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf)
+}
+
+// Tail returns up to the last n bytes, trimmed, on one line.
+func (b *tailBuffer) Tail(n int) string {
+	data := b.Bytes()
+	if len(data) > n {
+		data = data[len(data)-n:]
+	}
+	return strings.Join(strings.Fields(string(data)), " ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

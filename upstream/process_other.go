@@ -1,0 +1,15 @@
+//go:build !unix
+
+package upstream
+
+import "os/exec"
+
+func setProcessGroup(*exec.Cmd) {}
+
+// signalGroup kills the process; without process groups, children it
+// started may outlive it.
+func signalGroup(cmd *exec.Cmd, kill bool) {
+	if cmd.Process != nil {
+		_ = cmd.Process.Kill()
+	}
+}
