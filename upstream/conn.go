@@ -25,7 +25,7 @@ const stopGrace = 500 * time.Millisecond
 type conn struct {
 	session *mcp.ClientSession
 	cancel  context.CancelFunc // ends the connection's lifetime context
-	proc    *process // nil unless the server is a process toolshelf started
+	proc    *process           // nil unless the server is a process toolshelf started
 	info    catalog.Server
 }
 
