@@ -35,3 +35,30 @@ func NormalizeSchema(schema json.RawMessage) (out json.RawMessage, changed bool)
 	}
 	return bytes.TrimSpace(buf.Bytes()), true
 }
+
+// Definition returns the tool as the Messages API takes it: compact JSON
+// {"name", "description", "input_schema"} with the qualified name and the
+// normalised schema. This is what a request sends, so it is also what
+// token counts measure.
+func (e *Entry) Definition() json.RawMessage {
+	schema, _ := NormalizeSchema(e.InputSchema)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		InputSchema json.RawMessage `json:"input_schema"`
+	}{e.Name, e.Description, compactJSON(schema)})
+	return bytes.TrimSpace(buf.Bytes())
+}
+
+// compactJSON removes insignificant whitespace; invalid JSON is returned
+// as is.
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return raw
+	}
+	return buf.Bytes()
+}
