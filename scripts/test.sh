@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# -race where concurrency matters: engines and catalogs are shared across
+# The real MCP servers the integration tests start, pinned by the lockfile.
+# Puppeteer's browser download is skipped: listing its tools needs none.
+(cd testdata/servers && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+
+# -race everywhere: the pool, engines and catalogs are shared across
 # goroutines by design.
 go test -race ./...

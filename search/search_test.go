@@ -33,12 +33,12 @@ func tinyCatalog(t testing.TB, tools ...[3]string) *catalog.Catalog {
 	return catalog.New(entries, nil)
 }
 
-// realCatalog loads testdata/servers.json: the tools/list results of the
+// realCatalog loads the built-in catalog: the tools/list results of the
 // pinned npm MCP servers of testdata/servers, run as examples/servers.json
 // runs them (515 tools from 20 servers).
 func realCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "servers.json"))
+	f, err := os.Open(filepath.Join("..", "internal", "builtin", "catalog.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

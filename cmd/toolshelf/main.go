@@ -195,7 +195,13 @@ func suggest(name string) string {
 	for n := range commands {
 		names = append(names, n)
 	}
-	if c := fuzzy.Closest(name, names, 1, 2); len(c) > 0 {
+	return didYouMean(name, names)
+}
+
+// didYouMean returns a hint naming the closest of known to a mistyped
+// word, or "".
+func didYouMean(word string, known []string) string {
+	if c := fuzzy.Closest(word, known, 1, 2); len(c) > 0 {
 		return fmt.Sprintf(" (did you mean %q?)", c[0])
 	}
 	return ""

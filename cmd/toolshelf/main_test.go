@@ -13,13 +13,14 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // realCatalog is the catalog of the real npm servers used by the search
 // package's tests.
-var realCatalog = filepath.Join("..", "..", "search", "testdata", "servers.json")
+var realCatalog = filepath.Join("..", "..", "internal", "builtin", "catalog.json")
 
 type result struct {
 	code           int
@@ -64,7 +65,7 @@ func TestCLI(t *testing.T) {
 		{"bad regex", []string{"search", "--catalog", realCatalog, "--engine", "regex", "(x"}, 2, "", `invalid pattern "(x": missing closing )`},
 		{"long regex", []string{"search", "--catalog", realCatalog, "--engine", "regex", strings.Repeat("x", 201)}, 2, "", "the limit is 200"},
 		{"bad engine", []string{"search", "--catalog", realCatalog, "--engine", "vector", "x"}, 2, "", `unknown engine "vector"`},
-		{"no catalog", []string{"search", "x"}, 2, "", "no catalog"},
+		{"built-in catalog", []string{"search", "create", "a", "pull", "request"}, 0, "1  mcp__github__create_pull_request", "using the built-in catalog (515 tools of 20 servers)"},
 		{"missing catalog", []string{"search", "--catalog", "testdata/nope.json", "x"}, 2, "", "testdata/nope.json: no such file"},
 		{"malformed catalog", []string{"search", "--catalog", "testdata/bad-catalog.json", "x"}, 2, "", "testdata/bad-catalog.json:4: invalid character"},
 
@@ -203,4 +204,19 @@ func TestParseFlags(t *testing.T) {
 			t.Errorf("parseFlags(%q) = %q json=%v, want %q json=%v", tt.args, got, *j, tt.want, tt.json)
 		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
+	// Keep the user's configuration and cache out of the tests.
+	dir, err := os.MkdirTemp("", "toolshelf-cli-test")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	os.Unsetenv(envConfig)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }

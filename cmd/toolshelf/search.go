@@ -17,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "search",
 		summary: "find tools by what they do",
-		usage:   "[--catalog FILE] [--engine bm25|keyword|regex] [--limit N] [--json] [--explain] QUERY...",
+		usage:   "[--catalog FILE | --config FILE] [--engine bm25|keyword|regex] [--limit N] [--json] [--explain] QUERY...",
 		help: `
 Searches a catalog of MCP tools and prints the best matches, best first:
 qualified name, server, score and a one-line description.
@@ -32,9 +32,13 @@ The regex engine reads the query as a case-insensitive regular expression
 (RE2 syntax, at most 200 characters).
 
 --catalog takes a catalog file (as 'toolshelf catalog export' writes it) or
-a dataset folder with tools.jsonl.`,
+a dataset folder with tools.jsonl. Without it, the configured servers are
+searched (connected first).
+
+` + configHelp,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			catalogPath := fs.String("catalog", "", "catalog `FILE` to search")
+			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
 			engine := fs.String("engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
 			limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, 5 otherwise)")
 			asJSON := fs.Bool("json", false, "print the hits as JSON")
@@ -43,7 +47,7 @@ a dataset folder with tools.jsonl.`,
 				if err := checkPositive(fs, "limit", *limit); err != nil {
 					return err
 				}
-				return runSearch(ctx, e, searchOptions{*catalogPath, *engine, *limit, *asJSON, *explain}, args)
+				return runSearch(ctx, e, searchOptions{*catalogPath, *config, *engine, *limit, *asJSON, *explain}, args)
 			}
 		},
 	})
@@ -51,6 +55,7 @@ a dataset folder with tools.jsonl.`,
 
 type searchOptions struct {
 	catalog string
+	config  string
 	engine  string
 	limit   int
 	json    bool
@@ -62,13 +67,12 @@ func runSearch(ctx context.Context, e *env, o searchOptions, args []string) erro
 	if strings.TrimSpace(query) == "" {
 		return usagef("no query: give the words to search for, as in: toolshelf search create a pull request")
 	}
-	if o.catalog == "" {
-		return usagef("no catalog: pass --catalog FILE (a file written by 'toolshelf catalog export', or a dataset folder)")
-	}
-	cat, err := loadCatalogFile(o.catalog)
+	src, err := openCatalog(ctx, e, o.catalog, o.config)
 	if err != nil {
 		return err
 	}
+	defer src.close()
+	cat := src.cat
 	eng, err := search.New(o.engine, cat)
 	if err != nil {
 		return badInput(err)

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+func init() {
+	register(&command{
+		name:    "list",
+		summary: "connect to the configured servers and list their tools",
+		usage:   "[--config FILE] [--json]",
+		help: `
+Connects to every configured MCP server in parallel and prints, for each
+server, its state, tool count, protocol version and what its tool
+definitions cost (characters, and tokens estimated offline: cl100k times
+1.23), then its tools.
+
+` + configHelp + `
+
+Exit status is 1 when a server failed; the others are listed anyway.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+			asJSON := fs.Bool("json", false, "print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected arguments: %v", args)
+				}
+				src, err := openCatalog(ctx, e, "", *config)
+				if err != nil {
+					return err
+				}
+				defer src.close()
+				rep, err := newListReport(ctx, src)
+				if err != nil {
+					return err
+				}
+				if *asJSON {
+					err = writeJSON(e.stdout, rep)
+				} else {
+					rep.write(e.stdout)
+				}
+				if err == nil {
+					err = rep.failure()
+				}
+				return err
+			}
+		},
+	})
+}
+
+// listReport is the output of toolshelf list. Its JSON form is stable.
+type listReport struct {
+	Source  string       `json:"source"`
+	Servers []serverList `json:"servers"`
+	Tools   int          `json:"tools"`
+	Chars   int          `json:"chars"`
+	Tokens  int          `json:"tokens"`
+}
+
+type serverList struct {
+	upstream.Status
+	Chars   int        `json:"chars"`
+	Tokens  int        `json:"tokens"`
+	Entries []toolCost `json:"toolList"`
+}
+
+type toolCost struct {
+	Name        string `json:"name"`
+	Tool        string `json:"tool"`
+	Description string `json:"description"`
+	Chars       int    `json:"chars"`
+	Tokens      int    `json:"tokens"`
+	AlwaysLoad  bool   `json:"alwaysLoad,omitempty"`
+	Unverified  bool   `json:"unverified,omitempty"`
+	Stale       bool   `json:"stale,omitempty"`
+	Shortened   bool   `json:"shortened,omitempty"`
+}
+
+// costOf measures one tool's definition as a request would send it.
+func costOf(ctx context.Context, e *catalog.Entry) (toolCost, error) {
+	def := e.Definition()
+	tokens, err := policy.Tokenizer{}.CountTokens(ctx, []json.RawMessage{def})
+	return toolCost{
+		Name: e.Name, Tool: e.Tool, Description: e.Description,
+		Chars: policy.Chars([]json.RawMessage{def}), Tokens: tokens,
+		AlwaysLoad: e.AlwaysLoad, Unverified: e.Unverified, Stale: e.Stale, Shortened: e.Shortened,
+	}, err
+}
+
+func newListReport(ctx context.Context, src *catalogSource) (*listReport, error) {
+	rep := &listReport{Source: src.name}
+	status := src.status
+	if status == nil { // a catalog without servers to connect to
+		for _, name := range src.cat.ServerNames() {
+			info, _ := src.cat.Server(name)
+			status = append(status, upstream.Status{Name: name, State: "catalog", ProtocolVersion: info.ProtocolVersion})
+		}
+	}
+	idx := make(map[string]int)
+	for _, st := range status {
+		idx[st.Name] = len(rep.Servers)
+		rep.Servers = append(rep.Servers, serverList{Status: st, Entries: []toolCost{}})
+	}
+	for e := range src.cat.All() {
+		i, ok := idx[e.Server]
+		if !ok {
+			continue
+		}
+		tc, err := costOf(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		s := &rep.Servers[i]
+		s.Entries = append(s.Entries, tc)
+		s.Chars += tc.Chars
+		s.Tokens += tc.Tokens
+		rep.Tools++
+		rep.Chars += tc.Chars
+		rep.Tokens += tc.Tokens
+	}
+	for i := range rep.Servers {
+		rep.Servers[i].Tools = len(rep.Servers[i].Entries)
+	}
+	return rep, nil
+}
+
+// failure reports the servers that failed, as the command's error.
+func (r *listReport) failure() error {
+	var failed []string
+	for _, s := range r.Servers {
+		if s.State == upstream.StateFailed {
+			failed = append(failed, s.Name)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d of %d servers failed: %v", len(failed), len(r.Servers), failed)
+}
+
+func (r *listReport) write(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tPROTOCOL\tCHARS\tTOKENS\t")
+	for _, s := range r.Servers {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", s.Name, s.State, s.Tools, orDash(s.ProtocolVersion), policy.Thousands(s.Chars), policy.Thousands(s.Tokens))
+	}
+	fmt.Fprintf(tw, "total\t\t%d\t\t%s\t%s\t\n", r.Tools, policy.Thousands(r.Chars), policy.Thousands(r.Tokens))
+	tw.Flush()
+	for _, s := range r.Servers {
+		fmt.Fprintf(w, "\n%s (%s", s.Name, s.State)
+		if s.Source != "" && s.Source != upstream.SourceLive {
+			fmt.Fprintf(w, ", tools from %s", s.Source)
+		}
+		if s.Restarts > 0 {
+			fmt.Fprintf(w, ", %d restarts", s.Restarts)
+		}
+		fmt.Fprintln(w, ")")
+		if s.Error != "" {
+			fmt.Fprintf(w, "  error: %s\n", s.Error)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, t := range s.Entries {
+			fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", t.Name, policy.Thousands(t.Tokens), flags(t), oneLine(t.Description, 80))
+		}
+		tw.Flush()
+	}
+}
+
+func flags(t toolCost) string {
+	s := ""
+	if t.AlwaysLoad {
+		s += "[alwaysLoad] "
+	}
+	if t.Unverified {
+		s += "[unverified] "
+	}
+	if t.Stale {
+		s += "[stale] "
+	}
+	return s
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// The configuration file is found in this order: --config, the
+// TOOLSHELF_CONFIG variable, then toolshelf/servers.json in the user's
+// configuration folder. Without one, commands use the built-in catalog.
+const envConfig = "TOOLSHELF_CONFIG"
+
+const configHelp = `Servers come from --config FILE, else the file named by $TOOLSHELF_CONFIG,
+else toolshelf/servers.json in the user's configuration folder (see
+'toolshelf import' to make one from a client's settings). With none of
+these, the built-in catalog is used: the tools of twenty real npm MCP
+servers.`
+
+// configPath resolves the configuration file; "" means none.
+func configPath(e *env, flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	if p := e.getenv(envConfig); p != "" {
+		return p
+	}
+	if dir, err := os.UserConfigDir(); err == nil {
+		p := filepath.Join(dir, "toolshelf", "servers.json")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// loadServers reads a configuration file; its problems are usage errors.
+func loadServers(e *env, path string) ([]upstream.ServerConfig, error) {
+	cfgs, err := upstream.LoadConfig(path, e.getenv)
+	if err != nil {
+		var ce *upstream.ConfigError
+		if errors.As(err, &ce) {
+			return nil, badInput(err)
+		}
+		return nil, usagef("config: %v", err)
+	}
+	return cfgs, nil
+}
+
+// connectOptions shape how a command connects to servers.
+type connectOptions struct {
+	useCache bool // seed from and write to the disk cache
+	logger   *slog.Logger
+}
+
+// connect starts a pool of the configured servers and waits until every
+// server has connected or failed once, showing progress on stderr when it
+// is a terminal. The caller closes the pool.
+func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*upstream.Pool, error) {
+	opts := &upstream.Options{Logger: o.logger}
+	if o.useCache {
+		opts.CacheDir = upstream.DefaultCacheDir()
+	}
+	p := upstream.NewPool(cfgs, opts)
+	p.Start()
+	done := make(chan error, 1)
+	go func() { done <- p.Wait(ctx) }()
+	progress := isTerminal(e.stderr)
+	tick := time.NewTicker(150 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if progress {
+				fmt.Fprint(e.stderr, "\r\033[K")
+			}
+			if err != nil {
+				p.Close()
+				return nil, err
+			}
+			return p, nil
+		case <-tick.C:
+			if progress {
+				fmt.Fprintf(e.stderr, "\r\033[K%s", progressLine(p.Status()))
+			}
+		}
+	}
+}
+
+// progressLine says how many servers are up and which are still coming.
+func progressLine(sts []upstream.Status) string {
+	ready, failed := 0, 0
+	var waiting []string
+	for _, s := range sts {
+		switch s.State {
+		case upstream.StateReady:
+			ready++
+		case upstream.StateFailed:
+			failed++
+		case upstream.StateConnecting, upstream.StateRestarting:
+			waiting = append(waiting, s.Name)
+		}
+	}
+	line := fmt.Sprintf("connecting: %d/%d ready", ready, len(sts))
+	if failed > 0 {
+		line += fmt.Sprintf(", %d failed", failed)
+	}
+	if len(waiting) > 0 {
+		if len(waiting) > 4 {
+			waiting = append(waiting[:4], "…")
+		}
+		line += "; waiting for " + strings.Join(waiting, ", ")
+	}
+	return line
+}
+
+// isTerminal reports whether w is a terminal (a character device).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// catalogSource is where a command's tools come from.
+type catalogSource struct {
+	cat    *catalog.Catalog
+	pool   *upstream.Pool // nil unless servers were started
+	status []upstream.Status
+	name   string // for messages: a file name, or "the built-in catalog"
+}
+
+func (s *catalogSource) close() {
+	if s.pool != nil {
+		s.pool.Close()
+	}
+}
+
+// openCatalog finds the tools a command works on: a catalog file if one
+// is named, else the configured servers (connected now), else the
+// built-in catalog, which is announced on stderr.
+func openCatalog(ctx context.Context, e *env, catalogFile, configFlag string) (*catalogSource, error) {
+	if catalogFile != "" {
+		c, err := loadCatalogFile(catalogFile)
+		if err != nil {
+			return nil, err
+		}
+		return &catalogSource{cat: c, name: catalogFile}, nil
+	}
+	path := configPath(e, configFlag)
+	if path == "" {
+		fmt.Fprintf(e.stderr, "toolshelf: no configuration; using the built-in catalog (%d tools of %d servers)\n",
+			builtin.Catalog().Len(), len(builtin.Catalog().ServerNames()))
+		return &catalogSource{cat: builtin.Catalog(), name: "the built-in catalog"}, nil
+	}
+	cfgs, err := loadServers(e, path)
+	if err != nil {
+		return nil, err
+	}
+	p, err := connect(ctx, e, cfgs, connectOptions{useCache: true})
+	if err != nil {
+		return nil, err
+	}
+	return &catalogSource{cat: p.Catalog(), pool: p, status: p.Status(), name: path}, nil
+}
