@@ -8,10 +8,10 @@ import (
 // Why tool search was or was not enabled. The names follow Claude Code's
 // tengu_tool_search_mode_decision event where it has one.
 const (
-	ReasonStandardMode      = "standard_mode"        // ENABLE_TOOL_SEARCH is falsy
-	ReasonBetasDisabled     = "betas_disabled"       // DISABLE_EXPERIMENTAL_BETAS
-	ReasonProxy             = "proxy_detected"       // non-Anthropic base URL, no explicit setting
-	ReasonModelUnsupported  = "model_unsupported"    // no tool_reference support
+	ReasonStandardMode      = "standard_mode"     // ENABLE_TOOL_SEARCH is falsy
+	ReasonBetasDisabled     = "betas_disabled"    // DISABLE_EXPERIMENTAL_BETAS
+	ReasonProxy             = "proxy_detected"    // non-Anthropic base URL, no explicit setting
+	ReasonModelUnsupported  = "model_unsupported" // no tool_reference support
 	ReasonSearchUnavailable = "mcp_search_unavailable"
 	ReasonAlways            = "tst_enabled"
 	ReasonAboveThreshold    = "auto_above_threshold"

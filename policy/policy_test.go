@@ -164,7 +164,10 @@ func TestDecide(t *testing.T) {
 			r.Cost = Cost{Tokens: 19_999, Chars: 1 << 30, Source: SourceCountTokens}
 		}), false, ReasonBelowThreshold},
 		{"auto, heuristic above", with(func(r *Request) { r.Settings = auto; r.Cost = Cost{Chars: 50_000, Source: SourceHeuristic} }), true, ReasonAboveThreshold},
-		{"auto, heuristic below", with(func(r *Request) { r.Settings = auto; r.Cost = Cost{Chars: 49_999, Tokens: 1 << 30, Source: SourceHeuristic} }), false, ReasonBelowThreshold},
+		{"auto, heuristic below", with(func(r *Request) {
+			r.Settings = auto
+			r.Cost = Cost{Chars: 49_999, Tokens: 1 << 30, Source: SourceHeuristic}
+		}), false, ReasonBelowThreshold},
 		{"auto, no count", with(func(r *Request) { r.Settings = auto; r.Cost = Cost{Chars: 60_000} }), true, ReasonAboveThreshold},
 		{"auto:50 1M", with(func(r *Request) {
 			r.Settings = Settings{Mode: ModeAuto, Percent: 50}
