@@ -10,10 +10,10 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 )
 
-// BM25 ranks tools with BM25+ over weighted fields, the scheme of
-// oh-my-pi's search_tool_bm25: k1 1.2, b 0.75, δ 1.0, and a document's
-// term frequency is the weighted sum of the term's occurrences in each
-// field:
+// BM25 ranks tools with BM25F+ over weighted fields, with the parameters
+// of oh-my-pi's search_tool_bm25 (k1 1.2, b 0.75, δ 1.0). A document's term
+// frequency is the sum over fields of the term's occurrences times the
+// field's weight, each field normalised by its own length (BM25F):
 //
 //	qualified name     6
 //	title              4
@@ -23,10 +23,11 @@ import (
 //	                      first 200 characters of other tools')
 //	parameter names    1 (top-level input schema properties)
 //
-// Its length is the weighted sum of the fields' lengths. A query term
-// scores idf · (tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen)) + δ) in every
-// document that contains it, with idf = ln(1 + (N − df + 0.5)/(df + 0.5)).
-// Ties are broken by name.
+// with tf = Σ w_f · count_f / (1 − b + b·len_f/avglen_f). A query term
+// scores idf · (tf·(k1+1) / (tf + k1) + δ) in every document that contains
+// it, with idf = ln(1 + (N − df + 0.5)/(df + 0.5)). Ties are broken by
+// name. The seed normalises by the whole document's length instead, which
+// penalises a name match in a tool with a long description.
 //
 // Three refinements over the original, each measured with toolshelf eval
 // (docs/search-quality.md): a query is a set of terms, so a word repeated
@@ -41,7 +42,6 @@ type BM25 struct {
 	cfg      bm25Config
 	cat      *catalog.Catalog
 	postings map[string][]posting // term → documents containing it, in document order
-	norm     []float64            // k1·(1 − b + b·len/avglen) per document
 	haystack []string             // lower-case name, description and hint, for +required terms
 	pool     sync.Pool            // *[]float64 score accumulators of length N
 }
@@ -86,38 +86,92 @@ func (s fieldSet) names() []string {
 
 // bm25Config holds BM25+ parameters and field weights.
 type bm25Config struct {
-	k1, b, delta                                  float64
-	name, title, tool, server, description, param float32
+	k1, delta float64
+	fields    [numFields]fieldConfig
 }
 
-// seedBM25 is the configuration of oh-my-pi's search_tool_bm25.
-var seedBM25 = bm25Config{k1: 1.2, b: 0.75, delta: 1, name: 6, title: 4, tool: 4, server: 2, description: 2, param: 1}
+// fieldConfig is one field's weight and length normalisation.
+type fieldConfig struct {
+	w, b float64
+}
+
+// The indexed fields, in the order of bm25Config.fields.
+const (
+	fName = iota
+	fTitle
+	fTool
+	fServer
+	fDescription
+	fParams
+	numFields
+)
+
+var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams}
+
+// seedBM25 is the configuration of oh-my-pi's search_tool_bm25: its
+// weights, and b 0.75 throughout.
+var seedBM25 = bm25Config{k1: 1.2, delta: 1, fields: [numFields]fieldConfig{
+	fName: {6, 0.75}, fTitle: {4, 0.75}, fTool: {4, 0.75}, fServer: {2, 0.75}, fDescription: {2, 0.75}, fParams: {1, 0.75},
+}}
 
 var _ Engine = (*BM25)(nil)
 
 // NewBM25 builds a BM25 engine over c.
 func NewBM25(c *catalog.Catalog) *BM25 { return newBM25(c, seedBM25) }
 
+// fieldTexts returns the texts of an entry's indexed fields.
+func fieldTexts(e *catalog.Entry, params *strings.Builder) [numFields]string {
+	params.Reset()
+	for _, p := range e.Params {
+		params.WriteString(p.Name)
+		params.WriteByte(' ')
+	}
+	return [numFields]string{
+		fName: e.Name, fTitle: e.Title, fTool: e.Tool, fServer: e.Server,
+		fDescription: summary(e), fParams: params.String(),
+	}
+}
+
+// newBM25 builds the index in two passes: the first measures every
+// field's length, the second weighs each term occurrence by its field's
+// weight over the field's length norm (BM25F), so that a long description
+// or many parameters do not dilute a match in the name.
 func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 	n := c.Len()
 	x := &BM25{
 		cfg:      cfg,
 		cat:      c,
 		postings: make(map[string][]posting),
-		norm:     make([]float64, n),
 		haystack: make([]string, n),
 	}
+	var params strings.Builder
+	var toks []string
+	lens := make([][numFields]float64, n)
+	var avg [numFields]float64
+	for i := range n {
+		for f, text := range fieldTexts(c.Entry(i), &params) {
+			toks = appendTokens(toks[:0], text)
+			lens[i][f] = float64(len(toks))
+			avg[f] += float64(len(toks))
+		}
+	}
+	for f := range avg {
+		avg[f] = max(avg[f]/float64(max(n, 1)), 1)
+	}
 	type acc struct {
-		tf     float32
+		tf     float64
 		fields fieldSet
 	}
 	doc := make(map[string]*acc)
-	lens := make([]float64, n)
-	var toks []string
 	for i := range n {
 		e := c.Entry(i)
 		clear(doc)
-		add := func(text string, w float32, f fieldSet) {
+		for f, text := range fieldTexts(e, &params) {
+			fc := cfg.fields[f]
+			if fc.w == 0 {
+				continue
+			}
+			w := fc.w / (1 - fc.b + fc.b*lens[i][f]/avg[f])
 			toks = appendTokens(toks[:0], text)
 			for _, t := range toks {
 				t = foldPlural(t)
@@ -127,33 +181,13 @@ func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 					doc[t] = a
 				}
 				a.tf += w
-				a.fields |= f
+				a.fields |= fieldBits[f]
 			}
-			lens[i] += float64(w) * float64(len(toks))
-		}
-		add(e.Name, cfg.name, inName)
-		add(e.Title, cfg.title, inTitle)
-		add(e.Tool, cfg.tool, inTool)
-		add(e.Server, cfg.server, inServer)
-		add(summary(e), cfg.description, inDescription)
-		for _, p := range e.Params {
-			add(p.Name, cfg.param, inParams)
 		}
 		for t, a := range doc {
-			x.postings[t] = append(x.postings[t], posting{doc: int32(i), tf: a.tf, fields: a.fields})
+			x.postings[t] = append(x.postings[t], posting{doc: int32(i), tf: float32(a.tf), fields: a.fields})
 		}
 		x.haystack[i] = strings.ToLower(e.Name + "\n" + e.Description + "\n" + e.SearchHint)
-	}
-	var total float64
-	for _, l := range lens {
-		total += l
-	}
-	avg := 1.0
-	if n > 0 && total > 0 {
-		avg = total / float64(n)
-	}
-	for i, l := range lens {
-		x.norm[i] = cfg.k1 * (1 - cfg.b + cfg.b*l/avg)
 	}
 	x.pool.New = func() any { s := make([]float64, n); return &s }
 	return x
@@ -268,7 +302,7 @@ func containsTerm(terms []queryTerm, w string) bool {
 
 func (x *BM25) termScore(idf float64, p posting) float64 {
 	tf := float64(p.tf)
-	return idf * (tf*(x.cfg.k1+1)/(tf+x.norm[p.doc]) + x.cfg.delta)
+	return idf * (tf*(x.cfg.k1+1)/(tf+x.cfg.k1) + x.cfg.delta)
 }
 
 func (x *BM25) hasRequired(doc int, required []string) bool {

@@ -3,6 +3,8 @@ package search
 import (
 	"errors"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // ErrNoLetters is returned for a query with no letter or digit in it.
@@ -16,8 +18,9 @@ var ErrEmptyQuery = errors.New("query is empty")
 //
 //	select:a,b,c       fetch these tools by name; no ranking
 //	mcp__github        a query starting with mcp__ first matches name prefixes
-//	+slack send        a term starting with + is required: every result
-//	                   mentions it in its name, description or search hint
+//	+slack send        a term starting with + and a letter is required: every
+//	                   result mentions it in its name, description or search
+//	                   hint ("+1 555 0100" is a phone number, not a term)
 //	anything else      words, ranked by the engine
 type Query struct {
 	// Text is the query, trimmed.
@@ -55,7 +58,7 @@ func ParseQuery(s string) (Query, error) {
 		return q, nil
 	}
 	for _, word := range strings.Fields(q.Text) {
-		required := len(word) > 1 && word[0] == '+'
+		required := len(word) > 1 && word[0] == '+' && startsWithLetter(word[1:])
 		if required {
 			word = word[1:]
 		}
@@ -70,6 +73,11 @@ func ParseQuery(s string) (Query, error) {
 		q.Prefix = strings.ToLower(strings.Fields(q.Text)[0])
 	}
 	return q, nil
+}
+
+func startsWithLetter(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return unicode.IsLetter(r)
 }
 
 // cutPrefixFold is strings.CutPrefix ignoring ASCII case.

@@ -122,3 +122,19 @@ func FuzzParseQuery(f *testing.F) {
 		}
 	})
 }
+
+func TestParseQueryPhoneNumbers(t *testing.T) {
+	q, err := ParseQuery("send an SMS to +61423456789 +slack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req []string
+	for _, t := range q.Terms {
+		if t.Required {
+			req = append(req, t.Text)
+		}
+	}
+	if len(req) != 1 || req[0] != "slack" {
+		t.Errorf("required terms = %v, want [slack]", req)
+	}
+}
