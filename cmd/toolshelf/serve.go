@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+const envAuthToken = "TOOLSHELF_AUTH_TOKEN"
+
+func init() {
+	register(&command{
+		name:    "serve",
+		summary: "run the MCP gateway in front of the configured servers",
+		usage:   "[--config FILE | --catalog FILE] [--http ADDR] [--mode search|all|auto[:N]] [--activate] [flags]",
+		help: `
+Runs toolshelf as an MCP server: the one server a client (Claude Desktop,
+Claude Code, Cursor, VS Code, ...) is configured with, in front of all the
+configured MCP servers. Over stdio by default; with --http, streamable HTTP
+at /mcp, with /healthz (each server's state) and /metrics (Prometheus).
+
+Modes:
+  search    two tools, search_tools and call_tool, plus the tools marked
+            alwaysLoad (default)
+  all       every tool listed directly, as without a gateway
+  auto[:N]  all when the tools' definitions cost under N% (default 10) of
+            --context-window tokens, else search; the decision is logged
+
+--activate adds the tools search_tools finds to that session's tool list and
+sends notifications/tools/list_changed, for clients on MCP revisions before
+2026-07-28 that act on it. Sessions never see each other's tools.
+
+Servers start in the background: the gateway answers at once, with cached
+tool lists where it has them, and search_tools names the servers still
+connecting. An --http address other than loopback requires --auth-token (or
+$TOOLSHELF_AUTH_TOKEN), checked as a bearer token; requests from a browser
+page of another origin are refused. Request bodies are limited to 4 MiB.
+Logs go to stderr, one line per tool call.
+
+` + configHelp + `
+Without servers, the built-in catalog is served: it can be searched, and
+calls to it fail with a message saying why.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			var o serveOptions
+			fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
+			fs.StringVar(&o.catalog, "catalog", "", "serve a catalog `FILE` for search only, without servers")
+			fs.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` (such as 127.0.0.1:8080) instead of stdio")
+			fs.StringVar(&o.token, "auth-token", "", "require this bearer `TOKEN` over HTTP (default $TOOLSHELF_AUTH_TOKEN)")
+			fs.StringVar(&o.mode, "mode", "search", "how tools are shown: search, all, auto or auto:N")
+			fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
+			fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
+			fs.StringVar(&o.engine, "engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
+			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected arguments: %v", args)
+				}
+				if err := checkPositive(fs, "context-window", o.window); err != nil {
+					return err
+				}
+				if o.token == "" {
+					o.token = e.getenv(envAuthToken)
+				}
+				return runServe(ctx, e, o)
+			}
+		},
+	})
+}
+
+type serveOptions struct {
+	config, catalog, http, token, mode, engine, logLevel string
+	window                                               int
+	activate                                             bool
+}
+
+func runServe(ctx context.Context, e *env, o serveOptions) error {
+	mode, percent, err := gateway.ParseMode(o.mode)
+	if err != nil {
+		return badInput(err)
+	}
+	if _, err := search.New(o.engine, catalog.New(nil, nil)); err != nil {
+		return badInput(err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
+	}
+	if o.http != "" {
+		if err := checkListenAddr(o.http, o.token); err != nil {
+			return err
+		}
+	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+
+	var up gateway.Upstream
+	var gw atomic.Pointer[gateway.Server]
+	switch path := configPath(e, o.config); {
+	case o.catalog != "":
+		c, err := loadCatalogFile(o.catalog)
+		if err != nil {
+			return err
+		}
+		up = gateway.CatalogOnly{Cat: c, Source: "the catalog file " + o.catalog}
+	case path == "":
+		logger.Info("no configuration; serving the built-in catalog for search only", "tools", builtin.Catalog().Len())
+		up = gateway.CatalogOnly{Cat: builtin.Catalog(), Source: "its built-in catalog"}
+	default:
+		cfgs, err := loadServers(e, path)
+		if err != nil {
+			return err
+		}
+		pool := upstream.NewPool(cfgs, &upstream.Options{
+			Logger:   logger.With("component", "upstream"),
+			CacheDir: upstream.DefaultCacheDir(),
+			OnChange: func(c *catalog.Catalog) {
+				if g := gw.Load(); g != nil {
+					g.Update(c)
+				}
+			},
+		})
+		defer pool.Close()
+		pool.Start()
+		up = pool
+	}
+	g := gateway.New(up, &gateway.Options{
+		Logger: logger, Mode: mode, Percent: percent, ContextWindow: o.window,
+		Activate: o.activate, Engine: o.engine, Version: upstream.Version,
+	})
+	gw.Store(g)
+	g.Update(up.Catalog()) // a change between New and Store is not lost
+
+	if o.http == "" {
+		logger.Info("serving MCP over stdio", "mode", mode)
+		return g.ServeStdio(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+	}
+	return serveHTTP(ctx, g, o, logger)
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// checkListenAddr refuses to serve a non-loopback address without a
+// token: the gateway can call every tool of every server.
+func checkListenAddr(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usagef("--http %q: want HOST:PORT, such as 127.0.0.1:8080", addr)
+	}
+	if token != "" {
+		return nil
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return usagef("--http %q listens beyond this machine; set --auth-token or $%s", addr, envAuthToken)
+}
+
+func serveHTTP(ctx context.Context, g *gateway.Server, o serveOptions, logger *slog.Logger) error {
+	l, err := net.Listen("tcp", o.http)
+	if err != nil {
+		return fmt.Errorf("listen: %v", err)
+	}
+	srv := &http.Server{
+		Handler:           g.Handler(&gateway.HTTPOptions{AuthToken: o.token}),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", o.mode, "auth", o.token != "")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,553 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+func TestMain(m *testing.M) {
+	mcptest.MaybeServe()
+	os.Exit(m.Run())
+}
+
+// memServer is an upstream served in memory by a go-sdk server.
+func memServer(t *testing.T, name string, tools []json.RawMessage) upstream.ServerConfig {
+	t.Helper()
+	srv, err := mcptest.NewServer(name, tools, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return upstream.ServerConfig{Name: name, Dial: func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(context.Background(), st)
+		return ct, nil
+	}}
+}
+
+// rawTool builds one tool object.
+func rawTool(name, desc string, extra map[string]any) json.RawMessage {
+	m := map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}}
+	for k, v := range extra {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// gatewayFor starts a pool of the given upstreams and a gateway over it.
+func gatewayFor(t *testing.T, opts *Options, cfgs ...upstream.ServerConfig) (*Server, *upstream.Pool) {
+	t.Helper()
+	var g *Server
+	pool := upstream.NewPool(cfgs, &upstream.Options{
+		RestartDelay: 20 * time.Millisecond,
+		OnChange: func(c *catalog.Catalog) {
+			if g != nil {
+				g.Update(c)
+			}
+		},
+	})
+	t.Cleanup(func() { pool.Close() })
+	pool.Start()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g = New(pool, opts)
+	g.Update(pool.Catalog())
+	return g, pool
+}
+
+// connect opens a client session to the gateway's shared server.
+func connect(t *testing.T, g *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	go g.MCPServer().Run(ctx, st)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func listNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+func standardUpstreams(t *testing.T) []upstream.ServerConfig {
+	return []upstream.ServerConfig{
+		memServer(t, "github", []json.RawMessage{
+			rawTool("create_issue", "Create a new issue in a GitHub repository", nil),
+			rawTool("create_pull_request", "Create a new pull request in a GitHub repository", nil),
+			rawTool("search_code", "Search code across repositories", map[string]any{"_meta": map[string]any{"anthropic/alwaysLoad": true}}),
+			rawTool("fail", "Fails as asked", nil),
+		}),
+		memServer(t, "slack", []json.RawMessage{
+			rawTool("post_message", "Post a message to a Slack channel", map[string]any{"outputSchema": map[string]any{"type": "object"}}),
+			rawTool("list_channels", "List the channels of a workspace", nil),
+		}),
+	}
+}
+
+func TestSearchMode(t *testing.T) {
+	g, _ := gatewayFor(t, nil, standardUpstreams(t)...)
+	cs := connect(t, g, nil)
+
+	// The list: the two meta tools and the alwaysLoad tool, nothing else.
+	if diff := cmp.Diff([]string{"call_tool", "mcp__github__search_code", "search_tools"}, listNames(t, cs)); diff != "" {
+		t.Errorf("tools/list (-want +got):\n%s", diff)
+	}
+	for tool, _ := range cs.Tools(context.Background(), nil) {
+		if (tool.Name == toolSearch || tool.Name == toolCall) && tool.Meta[catalog.MetaAlwaysLoad] != true {
+			t.Errorf("%s lacks _meta[anthropic/alwaysLoad]", tool.Name)
+		}
+	}
+
+	res := call(t, cs, toolSearch, map[string]any{"query": "create a pull request", "limit": 2})
+	var sr searchResult
+	if err := json.Unmarshal([]byte(text(res)), &sr); err != nil {
+		t.Fatal(err)
+	}
+	if sr.ToolsSearched != 6 || len(sr.Matches) != 2 || sr.Matches[0].Name != "mcp__github__create_pull_request" || sr.Matches[0].Server != "github" {
+		t.Fatalf("search result: %+v", sr)
+	}
+	if !strings.Contains(string(sr.Matches[0].InputSchema), `"text"`) {
+		t.Errorf("match lacks its schema: %s", sr.Matches[0].InputSchema)
+	}
+	if res.StructuredContent == nil {
+		t.Error("no structured content")
+	}
+
+	// call_tool forwards and returns the upstream result as it is.
+	res = call(t, cs, toolCall, map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"text": "hi"}})
+	if res.IsError || text(res) != `{"tool":"post_message","arguments":{"text":"hi"}}` {
+		t.Errorf("call_tool: %+v %s", res, text(res))
+	}
+	if sc, _ := json.Marshal(res.StructuredContent); !strings.Contains(string(sc), `"tool":"post_message"`) {
+		t.Errorf("structured content lost: %s", sc)
+	}
+	// An upstream tool error stays a tool error.
+	res = call(t, cs, toolCall, map[string]any{"name": "mcp__github__fail"})
+	if !res.IsError || text(res) != "failed as asked" {
+		t.Errorf("upstream tool error: %+v", res)
+	}
+	// The alwaysLoad tool is callable as itself.
+	res = call(t, cs, "mcp__github__search_code", map[string]any{"text": "x"})
+	if res.IsError || !strings.Contains(text(res), `"tool":"search_code"`) {
+		t.Errorf("direct call: %s", text(res))
+	}
+}
+
+func TestCallToolFaults(t *testing.T) {
+	g, _ := gatewayFor(t, nil, standardUpstreams(t)...)
+	cs := connect(t, g, nil)
+	tests := []struct {
+		name string
+		args any
+		want string // substring of the text
+		err  bool
+	}{
+		{"unknown name", map[string]any{"name": "mcp__github__create_isue"}, `no tool "mcp__github__create_isue". Closest: mcp__github__create_issue`, true},
+		{"own name", map[string]any{"name": "post_message", "arguments": map[string]any{"text": "a"}}, `"tool":"post_message","arguments":{"text":"a"}`, false},
+		{"any case", map[string]any{"name": "MCP__SLACK__POST_MESSAGE", "arguments": map[string]any{"text": "b"}}, `"text":"b"`, false},
+		{"nested arguments", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"arguments": map[string]any{"text": "c"}}}, `"arguments":{"text":"c"}`, false},
+		{"call repeated inside", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"text": "d"}}}, `"arguments":{"text":"d"}`, false},
+		{"tool name as key", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"post_message": map[string]any{"text": "e"}}}, `"arguments":{"text":"e"}`, false},
+		{"arguments as a string", map[string]any{"name": "mcp__slack__post_message", "arguments": `{"text":"f"}`}, `"arguments":{"text":"f"}`, false},
+		{"no arguments", map[string]any{"name": "mcp__slack__list_channels"}, `"arguments":{}`, false},
+		{"no name", map[string]any{"arguments": map[string]any{}}, `"name" is required`, true},
+		{"arguments not an object", map[string]any{"name": "mcp__slack__post_message", "arguments": []int{1}}, `"arguments" must be a JSON object`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: tt.args})
+			if err != nil {
+				// The SDK validates against the schema: a JSON-RPC error is
+				// also a right answer to a malformed call.
+				if !tt.err {
+					t.Fatal(err)
+				}
+				return
+			}
+			if res.IsError != tt.err || !strings.Contains(text(res), tt.want) {
+				t.Errorf("isError %v, text %q; want %v and %q", res.IsError, text(res), tt.err, tt.want)
+			}
+		})
+	}
+	for _, tt := range []struct {
+		args any
+		want string
+	}{
+		{map[string]any{}, `"query" is required`},
+		{map[string]any{"query": "?!"}, "Query must contain at least one letter or number."},
+		{map[string]any{"query": "x", "limit": 0}, `"limit" must be a positive integer`},
+		{map[string]any{"query": "x", "limit": 2.5}, `"limit" must be a positive integer`},
+		{map[string]any{"query": "zzyzx"}, "No match."},
+	} {
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolSearch, Arguments: tt.args})
+		if err != nil {
+			continue // rejected by schema validation: also right
+		}
+		if !strings.Contains(text(res), tt.want) {
+			t.Errorf("search_tools %v: %q, want %q", tt.args, text(res), tt.want)
+		}
+	}
+}
+
+func TestAllModeAndListChanged(t *testing.T) {
+	cfgs := standardUpstreams(t)
+	cfgs = append(cfgs, memServer(t, "dyn", mcptest.SimpleTools("add_tool")))
+	g, _ := gatewayFor(t, &Options{Mode: ModeAll}, cfgs...)
+	changed := make(chan struct{}, 10)
+	cs := connect(t, g, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	want := []string{"mcp__dyn__add_tool", "mcp__github__create_issue", "mcp__github__create_pull_request", "mcp__github__fail", "mcp__github__search_code", "mcp__slack__list_channels", "mcp__slack__post_message"}
+	if diff := cmp.Diff(want, listNames(t, cs)); diff != "" {
+		t.Fatalf("all mode list (-want +got):\n%s", diff)
+	}
+	call(t, cs, "mcp__dyn__add_tool", map[string]any{"name": "brand_new"})
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed from the gateway")
+	}
+	if names := listNames(t, cs); !slices.Contains(names, "mcp__dyn__brand_new") {
+		t.Errorf("new tool not listed: %v", names)
+	}
+}
+
+func TestAutoMode(t *testing.T) {
+	cfgs := standardUpstreams(t)
+	small, _ := gatewayFor(t, &Options{Mode: ModeAuto, Percent: 10, ContextWindow: 200_000}, cfgs...)
+	if names := listNames(t, connect(t, small, nil)); len(names) != 6 {
+		t.Errorf("a small catalog under the threshold should be listed whole: %v", names)
+	}
+	big, _ := gatewayFor(t, &Options{Mode: ModeAuto, Percent: 1, ContextWindow: 1000}, standardUpstreams(t)...)
+	if diff := cmp.Diff([]string{"call_tool", "mcp__github__search_code", "search_tools"}, listNames(t, connect(t, big, nil))); diff != "" {
+		t.Errorf("above the threshold: search mode (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]string{"search": "search/0", "all": "all/0", "auto": "auto/10", "auto:25": "auto/25", "": "search/0"} {
+		m, p, err := ParseMode(in)
+		if err != nil || fmt.Sprintf("%s/%d", m, p) != want {
+			t.Errorf("ParseMode(%q) = %s/%d, %v", in, m, p, err)
+		}
+	}
+	for _, bad := range []string{"auto:0", "auto:100", "auto:x", "auto:5x", "some"} {
+		if _, _, err := ParseMode(bad); err == nil {
+			t.Errorf("ParseMode(%q) succeeded", bad)
+		}
+	}
+}
+
+// With servers still connecting, a search that finds little names them.
+func TestPendingServers(t *testing.T) {
+	cmd, env := mcptest.Command("hang", nil)
+	envMap := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v
+	}
+	slow := upstream.ServerConfig{Name: "slowpoke", Command: cmd, Env: envMap, Timeout: time.Minute}
+	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
+	t.Cleanup(func() { pool.Close() })
+	pool.Start()
+	g := New(pool, nil)
+	cs := connect(t, g, nil)
+	res := call(t, cs, toolSearch, map[string]any{"query": "anything"})
+	var sr searchResult
+	json.Unmarshal([]byte(text(res)), &sr)
+	if !slices.Equal(sr.PendingServers, []string{"slowpoke"}) || !strings.Contains(sr.Note, "still connecting") {
+		t.Errorf("search result: %s", text(res))
+	}
+}
+
+// A crashed server is restarted, and a call made meanwhile waits for it.
+func TestCallDuringRestart(t *testing.T) {
+	cmd, env := mcptest.Command("serve", []string{"crash", "echo"})
+	envMap := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v
+	}
+	g, pool := gatewayFor(t, nil, upstream.ServerConfig{Name: "crashy", Command: cmd, Env: envMap, Timeout: 10 * time.Second})
+	cs := connect(t, g, nil)
+	res := call(t, cs, toolCall, map[string]any{"name": "mcp__crashy__crash"})
+	if !res.IsError {
+		t.Fatalf("a call whose server died should be a tool error: %s", text(res))
+	}
+	res = call(t, cs, toolCall, map[string]any{"name": "mcp__crashy__echo", "arguments": map[string]any{"text": "back"}})
+	if res.IsError || !strings.Contains(text(res), "back") {
+		t.Errorf("call after the crash: %s", text(res))
+	}
+	if st := pool.Status(); st[0].Restarts < 1 {
+		t.Errorf("status: %+v", st)
+	}
+}
+
+func TestCatalogOnly(t *testing.T) {
+	e, _ := catalog.ParseTool("notes", rawTool("add_note", "Add a note", nil))
+	g := New(CatalogOnly{Cat: catalog.New([]catalog.Entry{e}, nil), Source: "a test catalog"}, nil)
+	cs := connect(t, g, nil)
+	res := call(t, cs, toolCall, map[string]any{"name": "mcp__notes__add_note"})
+	if !res.IsError || !strings.Contains(text(res), "toolshelf is serving a test catalog, which has no servers to call") {
+		t.Errorf("call: %s", text(res))
+	}
+}
+
+// httpGateway serves the gateway on loopback.
+func httpGateway(t *testing.T, g *Server, opts *HTTPOptions) string {
+	t.Helper()
+	srv := httptest.NewServer(g.Handler(opts))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func httpClient(t *testing.T, url string, opts *mcp.ClientOptions, hc *http.Client) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+func TestHTTP(t *testing.T) {
+	g, _ := gatewayFor(t, nil, standardUpstreams(t)...)
+	url := httpGateway(t, g, nil)
+	cs := httpClient(t, url, nil, nil)
+	if got := listNames(t, cs); len(got) != 3 {
+		t.Errorf("tools/list over HTTP: %v", got)
+	}
+	res := call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{"text": "x"}})
+	if res.IsError {
+		t.Errorf("call over HTTP: %s", text(res))
+	}
+
+	// /healthz and /metrics.
+	resp, err := http.Get(url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h health
+	json.NewDecoder(resp.Body).Decode(&h)
+	resp.Body.Close()
+	if h.Status != "ok" || len(h.Servers) != 2 || h.Servers[0].State != upstream.StateReady || h.Tools != 6 {
+		t.Errorf("healthz: %+v", h)
+	}
+	body := get(t, url+"/metrics", nil)
+	for _, want := range []string{`toolshelf_calls_total{server="github",outcome="ok"} 1`, `toolshelf_call_duration_seconds_count{server="github"} 1`, "toolshelf_catalog_tools 6", "toolshelf_search_duration_seconds_count 0"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q:\n%s", want, body)
+		}
+	}
+
+	// Malformed JSON-RPC, unknown methods and oversized bodies get protocol
+	// errors; the gateway keeps serving.
+	for _, tt := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":`, 400, ""},
+		// Over stateless HTTP the SDK answers an unknown method of a
+		// pre-2026 revision with 400; over stdio it is -32601 (TestStdio).
+		{`{"jsonrpc":"2.0","id":1,"method":"no/such","params":{}}`, 400, "not handled"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"` + strings.Repeat("x", MaxRequestBytes) + `"}}}`, 413, ""},
+	} {
+		st, b := post(t, url+"/mcp", tt.body)
+		if st != tt.status || !strings.Contains(b, tt.want) {
+			t.Errorf("POST %.60s: %d %s", tt.body, st, b)
+		}
+	}
+	if got := listNames(t, cs); len(got) != 3 {
+		t.Errorf("the gateway stopped serving: %v", got)
+	}
+}
+
+func get(t *testing.T, url string, hdr map[string]string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func post(t *testing.T, url, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestHTTPAuthAndOrigin(t *testing.T) {
+	g, _ := gatewayFor(t, nil, standardUpstreams(t)...)
+	url := httpGateway(t, g, &HTTPOptions{AuthToken: "s3cret"})
+	if st, _ := post(t, url+"/mcp", `{}`); st != http.StatusUnauthorized {
+		t.Errorf("no token: %d", st)
+	}
+	authed := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		r.Header.Set("Authorization", "Bearer s3cret")
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	cs := httpClient(t, url, nil, authed)
+	if got := listNames(t, cs); len(got) != 3 {
+		t.Errorf("with the token: %v", got)
+	}
+	for origin, want := range map[string]int{"http://evil.example": 403, url: 200, "http://localhost:1234": 200} {
+		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer s3cret")
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if (resp.StatusCode == 403) != (want == 403) {
+			t.Errorf("Origin %s: %d", origin, resp.StatusCode)
+		}
+	}
+	if b := get(t, url+"/healthz", nil); !strings.Contains(b, `"status": "ok"`) {
+		t.Errorf("healthz needs no token: %s", b)
+	}
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Activation adds what a session finds to that session only.
+func TestActivate(t *testing.T) {
+	g, _ := gatewayFor(t, &Options{Activate: true}, standardUpstreams(t)...)
+	url := httpGateway(t, g, nil)
+	changed := make(chan struct{}, 10)
+	a := httpClient(t, url, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, nil)
+	b := httpClient(t, url, nil, nil)
+	res := call(t, a, toolSearch, map[string]any{"query": "post a slack message", "limit": 1})
+	var sr searchResult
+	json.Unmarshal([]byte(text(res)), &sr)
+	if !slices.Equal(sr.Activated, []string{"mcp__slack__post_message"}) {
+		t.Fatalf("activated: %s", text(res))
+	}
+	select {
+	case <-changed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no list_changed after activation")
+	}
+	if names := listNames(t, a); !slices.Contains(names, "mcp__slack__post_message") {
+		t.Errorf("session a: %v", names)
+	}
+	if names := listNames(t, b); slices.Contains(names, "mcp__slack__post_message") {
+		t.Errorf("session b sees a's activation: %v", names)
+	}
+	res = call(t, a, "mcp__slack__post_message", map[string]any{"text": "direct"})
+	if res.IsError || !strings.Contains(text(res), "direct") {
+		t.Errorf("calling the activated tool: %s", text(res))
+	}
+}
+
+// A client that goes away mid-call cancels the upstream call.
+func TestClientDisconnectCancels(t *testing.T) {
+	cmd, env := mcptest.Command("serve", []string{"wait"})
+	envMap := map[string]string{}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		envMap[k] = v
+	}
+	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: envMap, Timeout: 10 * time.Second})
+	url := httpGateway(t, g, nil)
+	marker := filepath.Join(t.TempDir(), "marker")
+	ctx, cancel := context.WithCancel(context.Background())
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__slow__wait","arguments":{"marker":` + strconv.Quote(marker) + `}}}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp", bytes.NewReader([]byte(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	done := make(chan struct{})
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		close(done)
+	}()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	<-done
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, _ := os.ReadFile(marker); string(b) == "cancelled" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the upstream call was not cancelled")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,314 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/fuzzy"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+// The meta tools' names.
+const (
+	toolSearch = "search_tools"
+	toolCall   = "call_tool"
+)
+
+// maxLimit bounds search_tools' limit: each match carries a full schema.
+const maxLimit = 50
+
+// alwaysLoad marks the meta tools so that a client with a tool search of
+// its own (Claude Code) does not defer them: they are the way in.
+var alwaysLoad = mcp.Meta{catalog.MetaAlwaysLoad: true}
+
+var searchSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "query": {"type": "string", "description": "What you want to do, in a few words (\"create a github issue\"), or select:NAME,NAME to fetch tools by qualified name. +word makes a word required; mcp__server lists a server's tools."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Most matches to return (default 5)."}
+  },
+  "required": ["query"],
+  "additionalProperties": false
+}`)
+
+var callSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "name": {"type": "string", "description": "The qualified name of a tool that search_tools returned, such as mcp__github__create_issue."},
+    "arguments": {"type": "object", "description": "The tool's arguments, as its input_schema describes them."}
+  },
+  "required": ["name"],
+  "additionalProperties": false
+}`)
+
+// defaultLimit is search_tools' default: five matches with full schemas
+// are about as much as a turn should carry.
+const defaultLimit = 5
+
+func (s *Server) addMetaTools(x *exposure) {
+	x.server.AddTool(&mcp.Tool{
+		Name:  toolSearch,
+		Title: "Search tools",
+		Description: "Search the tools of every connected MCP server. Tools are not listed up front; " +
+			"search with a short description of the task, then call a match with call_tool. " +
+			"Each match has its qualified name, server, description and full input_schema, so you can call it in the same turn.",
+		InputSchema: searchSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+		Meta:        alwaysLoad,
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.searchTools(ctx, x, req.Params.Arguments), nil
+	})
+	x.server.AddTool(&mcp.Tool{
+		Name:  toolCall,
+		Title: "Call a tool",
+		Description: "Call a tool found with search_tools, by its qualified name, with its arguments. " +
+			"The result is the tool's own result.",
+		InputSchema: callSchema,
+		Meta:        alwaysLoad,
+	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return s.callTool(ctx, req.Params.Arguments), nil
+	})
+	x.listed[toolSearch] = "meta"
+	x.listed[toolCall] = "meta"
+}
+
+// searchResult is what search_tools returns, as JSON text and as
+// structured content.
+type searchResult struct {
+	Query         string        `json:"query"`
+	Matches       []searchMatch `json:"matches"`
+	ToolsSearched int           `json:"tools_searched"`
+	// PendingServers are still connecting: their tools may match later.
+	PendingServers []string `json:"pending_servers,omitempty"`
+	// Activated names the tools added to this session's tool list.
+	Activated []string `json:"activated,omitempty"`
+	Note      string   `json:"note,omitempty"`
+}
+
+type searchMatch struct {
+	Name        string          `json:"name"`
+	Server      string          `json:"server"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	// Unverified tools are known from configuration or server output; the
+	// server has not listed them and they cannot be called yet.
+	Unverified bool `json:"unverified,omitempty"`
+}
+
+func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessage) *mcp.CallToolResult {
+	var in struct {
+		Query *string         `json:"query"`
+		Limit json.RawMessage `json:"limit"`
+	}
+	if err := json.Unmarshal(orEmpty(raw), &in); err != nil {
+		return toolError("search_tools: arguments must be an object with \"query\" (a string) and optional \"limit\": %v", err)
+	}
+	if in.Query == nil {
+		return toolError(`search_tools: "query" is required: describe what you want to do, as in {"query": "create a github issue"}`)
+	}
+	limit := defaultLimit
+	if len(in.Limit) > 0 && string(in.Limit) != "null" {
+		var f float64
+		if json.Unmarshal(in.Limit, &f) != nil || f != float64(int(f)) || f < 1 {
+			return toolError("search_tools: \"limit\" must be a positive integer, got %s", in.Limit)
+		}
+		limit = min(int(f), maxLimit)
+	}
+	snap := s.state.Load()
+	start := time.Now()
+	hits, err := snap.engine.Search(ctx, *in.Query, limit)
+	s.met.observeSearch(time.Since(start))
+	if err != nil {
+		if errors.Is(err, search.ErrEmptyQuery) {
+			return toolError(`search_tools: "query" is empty: describe what you want to do`)
+		}
+		return toolError("search_tools: %v", err)
+	}
+	res := searchResult{Query: *in.Query, Matches: []searchMatch{}, ToolsSearched: snap.cat.Len()}
+	for _, h := range hits {
+		schema, _ := catalog.NormalizeSchema(h.Entry.InputSchema)
+		res.Matches = append(res.Matches, searchMatch{
+			Name: h.Entry.Name, Server: h.Entry.Server, Description: h.Entry.Description,
+			InputSchema: schema, Unverified: h.Entry.Unverified,
+		})
+	}
+	if len(res.Matches) < 3 {
+		res.PendingServers = s.up.Pending()
+	}
+	switch {
+	case len(res.Matches) == 0 && len(res.PendingServers) > 0:
+		res.Note = "No match yet; some servers are still connecting. Try again shortly."
+	case len(res.Matches) == 0:
+		res.Note = "No match. Try other words, or mcp__<server> to list a server's tools."
+	}
+	if s.opts.Activate && x != nil {
+		res.Activated = s.activate(x, res.Matches)
+	}
+	return jsonResult(res)
+}
+
+// activate adds matches to a session's tool list.
+func (s *Server) activate(x *exposure, matches []searchMatch) []string {
+	var names []string
+	s.mu.Lock()
+	for _, m := range matches {
+		if !m.Unverified && !x.activated[m.Name] {
+			x.activated[m.Name] = true
+			names = append(names, m.Name)
+		}
+	}
+	s.mu.Unlock()
+	if len(names) > 0 {
+		s.sync(x, s.state.Load())
+	}
+	return names
+}
+
+func (s *Server) callTool(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
+	var in struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if err := json.Unmarshal(orEmpty(raw), &in); err != nil {
+		return toolError("call_tool: arguments must be an object with \"name\" and \"arguments\": %v", err)
+	}
+	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
+		return toolError(`call_tool: "name" is required: the qualified name of a tool from search_tools`)
+	}
+	snap := s.state.Load()
+	e, ok := snap.cat.Find(strings.TrimSpace(*in.Name))
+	if !ok {
+		return s.unknownTool(ctx, snap, *in.Name)
+	}
+	args, err := normalizeArgs(in.Arguments, e)
+	if err != nil {
+		return toolError("call_tool %s: %v", e.Name, err)
+	}
+	return s.call(ctx, e.Name, args)
+}
+
+// unknownTool explains a call to a name the catalog does not have and
+// names the closest tools.
+func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *mcp.CallToolResult {
+	names := snap.cat.Names()
+	close := fuzzy.Closest(name, names, 5, max(3, len(name)/3))
+	if len(close) < 3 {
+		if hits, err := snap.engine.Search(ctx, name, 5); err == nil {
+			for _, h := range hits {
+				if !contains(close, h.Entry.Name) {
+					close = append(close, h.Entry.Name)
+				}
+			}
+		}
+	}
+	msg := fmt.Sprintf("call_tool: there is no tool %q.", name)
+	if len(close) > 0 {
+		msg += " Closest: " + strings.Join(close[:min(5, len(close))], ", ") + "."
+	}
+	msg += " Use search_tools to find a tool and its qualified name."
+	if p := s.up.Pending(); len(p) > 0 {
+		msg += " Still connecting: " + strings.Join(p, ", ") + "."
+	}
+	return toolError("%s", msg)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// normalizeArgs returns the arguments to send upstream. Models get the
+// nesting wrong in a few set ways, each undone here when the tool's own
+// schema does not explain it: arguments as a JSON string, arguments
+// wrapped in another {"arguments": {...}}, and the call repeated inside
+// ({"name": ..., "arguments": {...}} or {"<tool name>": {...}}).
+func normalizeArgs(raw json.RawMessage, e *catalog.Entry) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil && strings.HasPrefix(strings.TrimSpace(s), "{") && json.Valid([]byte(s)) {
+			raw = json.RawMessage(s)
+		}
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, errors.New(`"arguments" must be a JSON object`)
+	}
+	has := func(p string) bool {
+		for _, q := range e.Params {
+			if q.Name == p {
+				return true
+			}
+		}
+		return false
+	}
+	for range 2 { // at most two levels of wrapping
+		if len(obj) == 0 {
+			break
+		}
+		var inner json.RawMessage
+		switch {
+		case len(obj) == 1 && obj["arguments"] != nil && !has("arguments"):
+			inner = obj["arguments"]
+		case len(obj) == 2 && obj["arguments"] != nil && obj["name"] != nil && !has("arguments") && !has("name"):
+			var n string
+			if json.Unmarshal(obj["name"], &n) == nil && (n == e.Name || n == e.Tool) {
+				inner = obj["arguments"]
+			}
+		case len(obj) == 1 && (obj[e.Name] != nil || obj[e.Tool] != nil) && !has(e.Tool):
+			inner = obj[e.Name]
+			if inner == nil {
+				inner = obj[e.Tool]
+			}
+		}
+		var next map[string]json.RawMessage
+		if inner == nil || json.Unmarshal(inner, &next) != nil || next == nil {
+			break
+		}
+		obj, raw = next, inner
+	}
+	return raw, nil
+}
+
+func orEmpty(raw json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// jsonResult returns v as compact JSON text (indentation would cost the
+// model about 40% more tokens) and as structured content.
+func jsonResult(v any) *mcp.CallToolResult {
+	b, err := marshal(v)
+	if err != nil {
+		return toolError("encoding the result: %v", err)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
+}
+
+// marshal is json.Marshal without HTML escaping: schemas and descriptions
+// are passed to the model as written.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSpace(buf.Bytes()), nil
+}
