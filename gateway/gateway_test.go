@@ -301,13 +301,41 @@ func TestPendingServers(t *testing.T) {
 	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
 	t.Cleanup(func() { pool.Close() })
 	pool.Start()
-	g := New(pool, nil)
+	g := New(pool, &Options{PendingWait: 200 * time.Millisecond})
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolSearch, map[string]any{"query": "anything"})
 	var sr searchResult
 	json.Unmarshal([]byte(text(res)), &sr)
 	if !slices.Equal(sr.PendingServers, []string{"slowpoke"}) || !strings.Contains(sr.Note, "still connecting") {
 		t.Errorf("search result: %s", text(res))
+	}
+}
+
+// A call made before its server has connected waits for it.
+func TestCallWaitsForConnectingServer(t *testing.T) {
+	slow := memServer(t, "late", mcptest.SimpleTools("echo"))
+	dial := slow.Dial
+	slow.Dial = func(ctx context.Context) (mcp.Transport, error) {
+		time.Sleep(300 * time.Millisecond)
+		return dial(ctx)
+	}
+	var g *Server
+	pool := upstream.NewPool([]upstream.ServerConfig{slow}, &upstream.Options{OnChange: func(c *catalog.Catalog) {
+		if g != nil {
+			g.Update(c)
+		}
+	}})
+	t.Cleanup(func() { pool.Close() })
+	g = New(pool, nil)
+	pool.Start()
+	cs := connect(t, g, nil)
+	res := call(t, cs, toolCall, map[string]any{"name": "mcp__late__echo", "arguments": map[string]any{"text": "waited"}})
+	if res.IsError || !strings.Contains(text(res), "waited") {
+		t.Errorf("call_tool before the server connected: %s", text(res))
+	}
+	res = call(t, cs, toolSearch, map[string]any{"query": "echo"})
+	if !strings.Contains(text(res), "mcp__late__echo") {
+		t.Errorf("search: %s", text(res))
 	}
 }
 

@@ -91,6 +91,11 @@ type Options struct {
 	Engine string
 	// Version is reported to clients as the server's version.
 	Version string
+	// PendingWait bounds how long call_tool and search_tools wait for
+	// servers that are still connecting when the tool asked for is not
+	// there yet, or nothing matched (default 10s). A one-shot client that
+	// calls as soon as the gateway starts gets an answer, not a retry.
+	PendingWait time.Duration
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -101,7 +106,8 @@ type Server struct {
 	sdkLogger *slog.Logger
 	met       *metrics
 
-	state atomic.Pointer[snapshot]
+	state   atomic.Pointer[snapshot]
+	changed atomic.Pointer[chan struct{}] // closed and replaced by every Update
 
 	mu       sync.Mutex
 	shared   *mcp.Server               // the server of every session unless Activate
@@ -150,6 +156,11 @@ func New(up Upstream, opts *Options) *Server {
 	if s.opts.Version == "" {
 		s.opts.Version = "dev"
 	}
+	if s.opts.PendingWait == 0 {
+		s.opts.PendingWait = 10 * time.Second
+	}
+	ch := make(chan struct{})
+	s.changed.Store(&ch)
 	s.logger = s.opts.Logger
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -228,6 +239,8 @@ func (s *Server) Update(c *catalog.Catalog) {
 		}
 	}
 	s.state.Store(snap)
+	next := make(chan struct{})
+	close(*s.changed.Swap(&next))
 	s.met.setCatalog(c.Len(), snap.tokens, snap.direct)
 	s.mu.Lock()
 	xs := slices.Collect(maps.Values(s.sessions))
@@ -352,6 +365,44 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) *m
 		return toolError("%s: %v", name, err)
 	}
 	return res
+}
+
+// awaitPending returns the current snapshot once ok holds for it, or no
+// server whose tools are unknown is still connecting, or PendingWait has
+// passed. A server that is restarting, or whose tools are cached, has its
+// tools in the catalog already and is not waited for.
+func (s *Server) awaitPending(ctx context.Context, ok func(*snapshot) bool) *snapshot {
+	deadline := time.NewTimer(s.opts.PendingWait)
+	defer deadline.Stop()
+	tick := time.NewTicker(100 * time.Millisecond) // a server that fails changes no catalog
+	defer tick.Stop()
+	for {
+		ch := *s.changed.Load()
+		snap := s.state.Load()
+		if ok(snap) || len(unknownPending(snap.cat, s.up.Pending())) == 0 {
+			return snap
+		}
+		select {
+		case <-ch:
+		case <-tick.C:
+		case <-ctx.Done():
+			return snap
+		case <-deadline.C:
+			return snap
+		}
+	}
+}
+
+// unknownPending returns the pending servers that have no tools in c.
+func unknownPending(c *catalog.Catalog, pending []string) []string {
+	var out []string
+	have := c.ServerNames()
+	for _, p := range pending {
+		if !slices.Contains(have, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // toolError is a result the model reads as a failed call.

@@ -121,9 +121,13 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 		}
 		limit = min(int(f), maxLimit)
 	}
-	snap := s.state.Load()
+	var hits []search.Hit
+	var err error
+	// While a server's tools are unknown, any result may miss the best
+	// match: wait for them (up to PendingWait), then search.
+	snap := s.awaitPending(ctx, func(*snapshot) bool { return false })
 	start := time.Now()
-	hits, err := snap.engine.Search(ctx, *in.Query, limit)
+	hits, err = snap.engine.Search(ctx, *in.Query, limit)
 	s.met.observeSearch(time.Since(start))
 	if err != nil {
 		if errors.Is(err, search.ErrEmptyQuery) {
@@ -182,8 +186,12 @@ func (s *Server) callTool(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
 		return toolError(`call_tool: "name" is required: the qualified name of a tool from search_tools`)
 	}
-	snap := s.state.Load()
-	e, ok := snap.cat.Find(strings.TrimSpace(*in.Name))
+	name := strings.TrimSpace(*in.Name)
+	snap := s.awaitPending(ctx, func(snap *snapshot) bool {
+		_, ok := snap.cat.Find(name)
+		return ok
+	})
+	e, ok := snap.cat.Find(name)
 	if !ok {
 		return s.unknownTool(ctx, snap, *in.Name)
 	}

@@ -211,9 +211,12 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 	if err := json.Unmarshal(servers, &entries); err != nil {
 		return nil, cerr(keyOffset(data, 0, "mcpServers"), `"mcpServers" must be an object of servers by name`)
 	}
-	dir := filepath.Dir(file)
-	if file == "" {
-		dir = "."
+	// Relative folders are resolved now, against the file's folder, so
+	// that a server is the same server (and cache key) however the file
+	// was named.
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, cerr(-1, "%v", err)
 	}
 	var out []ServerConfig
 	for _, name := range slices.Sorted(maps.Keys(entries)) {

@@ -7,9 +7,11 @@ import (
 	"flag"
 	"maps"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -208,6 +210,13 @@ func TestParseFlags(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
+	if os.Getenv(runMainEnv) == "1" {
+		// Run as the toolshelf command, for tests that need it as a process.
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
+	}
 	// Keep the user's configuration and cache out of the tests.
 	dir, err := os.MkdirTemp("", "toolshelf-cli-test")
 	if err != nil {

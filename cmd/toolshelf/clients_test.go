@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// These tests drive the gateway with MCP clients nobody here wrote, pinned
+// in testdata/clients: the official TypeScript SDK, the MCP Inspector CLI
+// and the MCP conformance suite. The gateway is a real subprocess (this
+// test binary, run as toolshelf) in front of real npm servers
+// (server-memory and server-filesystem, testdata/clients.json).
+
+const clientsDir = "../../testdata/clients"
+
+func requireClients(t *testing.T) {
+	t.Helper()
+	for _, dir := range []string{clientsDir, "../../testdata/servers"} {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
+			if os.Getenv("CI") != "" {
+				t.Fatalf("%s is not installed: run 'npm ci' there (scripts/test.sh does)", dir)
+			}
+			t.Skipf("%s not installed (npm ci)", dir)
+		}
+	}
+}
+
+// runMainEnv makes this test binary behave as the toolshelf command (see
+// TestMain), so that clients can start the gateway as a real process.
+const runMainEnv = "TOOLSHELF_TEST_RUN_MAIN"
+
+// gatewayCommand writes an executable that runs 'toolshelf serve' with
+// the given flags and the test's environment. Clients start it as their
+// stdio server; a script is needed because they pass on only a few
+// environment variables of their own.
+func gatewayCommand(t *testing.T, flags ...string) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg, _ := filepath.Abs("testdata/clients.json")
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for k, v := range map[string]string{
+		runMainEnv:        "1",
+		"MEMORY_FILE":     filepath.Join(dir, "memory.jsonl"),
+		"XDG_CACHE_HOME":  filepath.Join(dir, "cache"),
+		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
+		"PATH":            os.Getenv("PATH"),
+	} {
+		fmt.Fprintf(&b, "export %s=%q\n", k, v)
+	}
+	fmt.Fprintf(&b, "exec %q serve --config %q", exe, cfg)
+	for _, f := range flags {
+		fmt.Fprintf(&b, " %q", f)
+	}
+	b.WriteString(` "$@"` + "\n")
+	script := filepath.Join(dir, "toolshelf-serve")
+	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+var urlLine = regexp.MustCompile(`url=(http://\S+/mcp)`)
+
+// startHTTPGateway runs the gateway over HTTP on a free loopback port and
+// returns its /mcp URL.
+func startHTTPGateway(t *testing.T, flags ...string) string {
+	t.Helper()
+	cmd := exec.Command(gatewayCommand(t, append([]string{"--http", "127.0.0.1:0"}, flags...)...))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Error("the gateway did not stop on SIGINT")
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		return u
+	case <-time.After(20 * time.Second):
+		t.Fatal("the gateway did not start listening")
+	}
+	return ""
+}
+
+// node runs a Node program from testdata/clients and returns its output.
+func node(t *testing.T, node string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = clientsDir
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+func TestTypeScriptSDKClient(t *testing.T) {
+	requireClients(t)
+	t.Run("stdio", func(t *testing.T) {
+		out, err := node(t, "node", "sdk-client.mjs", "stdio", gatewayCommand(t))
+		if err != nil || !strings.Contains(out, `"ok":true`) {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+	t.Run("http", func(t *testing.T) {
+		url := startHTTPGateway(t)
+		out, err := node(t, "node", "sdk-client.mjs", "http", url)
+		if err != nil || !strings.Contains(out, `"ok":true`) {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+	t.Run("http with a token", func(t *testing.T) {
+		url := startHTTPGateway(t, "--auth-token", "t0ken")
+		if out, err := node(t, "node", "sdk-client.mjs", "http", url); err == nil {
+			t.Fatalf("a client without the token got in:\n%s", out)
+		}
+		out, err := node(t, "node", "sdk-client.mjs", "http", url, "t0ken")
+		if err != nil || !strings.Contains(out, `"ok":true`) {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
+}
+
+func TestInspectorCLI(t *testing.T) {
+	requireClients(t)
+	inspector := filepath.Join("node_modules", ".bin", "mcp-inspector")
+	targets := map[string][]string{
+		"stdio": {gatewayCommand(t)},
+		"http":  {startHTTPGateway(t)},
+	}
+	for name, target := range targets {
+		t.Run(name, func(t *testing.T) {
+			run := func(args ...string) string {
+				t.Helper()
+				out, err := node(t, "node", append(append([]string{inspector, "--cli", "--format", "json", "-q"}, target...), args...)...)
+				if err != nil {
+					t.Fatalf("inspector %v: %v\n%s", args, err, out)
+				}
+				return out
+			}
+			out := run("--method", "tools/list")
+			if !strings.Contains(out, `"name":"search_tools"`) || !strings.Contains(out, `"name":"call_tool"`) {
+				t.Errorf("tools/list: %s", out)
+			}
+			out = run("--method", "tools/call", "--tool-name", "search_tools", "--tool-arg", "query=read the contents of a text file")
+			if !strings.Contains(out, `mcp__filesystem__read_text_file`) {
+				t.Errorf("search_tools: %s", out)
+			}
+			out = run("--method", "tools/call", "--tool-name", "call_tool", "--tool-args-json",
+				`{"name":"mcp__filesystem__read_text_file","arguments":{"path":"package.json"}}`)
+			if !strings.Contains(out, "toolshelf-test-servers") {
+				t.Errorf("call_tool read_text_file: %s", out)
+			}
+		})
+	}
+}
+
+// TestConformance runs the MCP conformance suite against the gateway's
+// HTTP transport, stateless and stateful (--activate), with the expected
+// failures of testdata/clients/conformance-baseline.yml. The suite prints
+// a "Total: N passed, M failed" line; it is kept out of the test output so
+// that CI reads go test's own summary.
+func TestConformance(t *testing.T) {
+	requireClients(t)
+	node22, _ := filepath.Abs(filepath.Join(clientsDir, "node_modules", "node", "bin", "node"))
+	base, err := os.ReadFile(filepath.Join(clientsDir, "conformance-baseline.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, flags := range map[string][]string{"stateless": nil, "stateful": {"--activate"}} {
+		t.Run(name, func(t *testing.T) {
+			baseline := filepath.Join(t.TempDir(), "baseline.yml")
+			b := string(base)
+			if name == "stateless" {
+				// No sessions, so no session ID for the multiple-streams
+				// scenario to use: by design of the stateless transport.
+				b += "  - server-sse-multiple-streams\n"
+			}
+			os.WriteFile(baseline, []byte(b), 0o644)
+			url := startHTTPGateway(t, flags...)
+			out, err := node(t, node22, "node_modules/@modelcontextprotocol/conformance/dist/index.js",
+				"server", "--url", url, "--suite", "active", "--expected-failures", baseline, "-o", t.TempDir())
+			summary := strings.NewReplacer("Total:", "conformance total:").Replace(lastLines(out, 40))
+			if err != nil {
+				t.Fatalf("conformance suite: %v\n%s", err, summary)
+			}
+			if !strings.Contains(out, "✓ tools-list") || !strings.Contains(out, "✓ server-initialize") {
+				t.Errorf("core scenarios did not pass:\n%s", summary)
+			}
+		})
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}

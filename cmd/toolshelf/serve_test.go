@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// stdioSession runs 'toolshelf serve' in-process with pipes for stdin and
+// stdout, and exchanges raw JSON-RPC lines with it.
+type stdioSession struct {
+	t      *testing.T
+	in     *io.PipeWriter
+	out    *bufio.Scanner
+	done   chan int
+	stderr *lockedWriter
+}
+
+func startServe(t *testing.T, args ...string) *stdioSession {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	s := &stdioSession{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan int, 1), stderr: &lockedWriter{}}
+	s.out.Buffer(make([]byte, 1<<20), 16<<20)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		s.done <- run(ctx, append([]string{"serve"}, args...), inR, outW, s.stderr)
+		outW.Close()
+	}()
+	t.Cleanup(func() {
+		inW.Close()
+		cancel()
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	return s
+}
+
+// send writes one line; for requests (with an id) it returns the response.
+func (s *stdioSession) send(line string) map[string]any {
+	s.t.Helper()
+	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
+		s.t.Fatal(err)
+	}
+	if !strings.Contains(line, `"id"`) && strings.Contains(line, `"method"`) {
+		return nil
+	}
+	for s.out.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(s.out.Bytes(), &m); err != nil {
+			s.t.Fatalf("stdout is not JSON-RPC: %q", s.out.Text())
+		}
+		if _, ok := m["method"]; ok {
+			continue // a notification
+		}
+		return m
+	}
+	s.t.Fatalf("stdout ended: %v; stderr:\n%s", s.out.Err(), s.stderr)
+	return nil
+}
+
+func TestServeStdio(t *testing.T) {
+	cfg := fakeConfig(t, map[string][2]string{"tracker": {"serve", "create_issue,list_issues"}})
+	s := startServe(t, "--config", cfg)
+	r := s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	// Protocol faults are JSON-RPC errors, and the session goes on.
+	r = s.send(`{"jsonrpc":"2.0","id":2,"method":"no/such/method","params":{}}`)
+	if code(r) != -32601 {
+		t.Errorf("unknown method: %v", r)
+	}
+	r = s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"no_such_tool","arguments":{}}}`)
+	if code(r) == 0 {
+		t.Errorf("unknown tool name in tools/call: %v", r)
+	}
+	r = s.send(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	tools, _ := r["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != 2 {
+		t.Errorf("tools/list: %v", r)
+	}
+	// Wait for the server to be ready, then search and call through it.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r = s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"list issues"}}}`)
+		if strings.Contains(resultText(r), "mcp__tracker__list_issues") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(resultText(r), `"name":"mcp__tracker__list_issues"`) {
+		t.Fatalf("search: %v", r)
+	}
+	r = s.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__tracker__list_issues","arguments":{"text":"open"}}}}`)
+	if got := resultText(r); got != `{"tool":"list_issues","arguments":{"text":"open"}}` {
+		t.Errorf("call: %v", r)
+	}
+	// Nothing but JSON-RPC went to stdout (checked by send), and the call
+	// was logged on stderr.
+	if !strings.Contains(s.stderr.String(), "msg=call tool=mcp__tracker__list_issues server=tracker") {
+		t.Errorf("no call log line:\n%s", s.stderr)
+	}
+}
+
+func code(r map[string]any) int {
+	e, _ := r["error"].(map[string]any)
+	c, _ := e["code"].(float64)
+	return int(c)
+}
+
+func resultText(r map[string]any) string {
+	res, _ := r["result"].(map[string]any)
+	content, _ := res["content"].([]any)
+	var b strings.Builder
+	for _, c := range content {
+		if m, ok := c.(map[string]any); ok {
+			s, _ := m["text"].(string)
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+func TestServeErrors(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		stderr string
+	}{
+		{[]string{"serve", "--http", "0.0.0.0:0"}, `--http "0.0.0.0:0" listens beyond this machine; set --auth-token or $TOOLSHELF_AUTH_TOKEN`},
+		{[]string{"serve", "--http", ":8080"}, "listens beyond this machine"},
+		{[]string{"serve", "--http", "nonsense"}, "want HOST:PORT"},
+		{[]string{"serve", "--mode", "most"}, `unknown mode "most"`},
+		{[]string{"serve", "--mode", "auto:0"}, "must be 1 to 99"},
+		{[]string{"serve", "--engine", "vector"}, `unknown engine "vector"`},
+		{[]string{"serve", "--log-level", "loud"}, `--log-level "loud"`},
+		{[]string{"serve", "--context-window", "0"}, "--context-window must be a positive integer"},
+		{[]string{"serve", "extra"}, "unexpected arguments"},
+	} {
+		r := runCLI(t, tt.args...)
+		if r.code != 2 || !strings.Contains(r.stderr, tt.stderr) {
+			t.Errorf("%v: code %d stderr %q, want 2 and %q", tt.args, r.code, r.stderr, tt.stderr)
+		}
+	}
+}
+
+// lockedWriter is a strings.Builder safe for the logger's goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
