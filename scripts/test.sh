@@ -4,9 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The real MCP servers the integration tests start, pinned by the lockfile.
-# Puppeteer's browser download is skipped: listing its tools needs none.
-(cd testdata/servers && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+# The real MCP servers the integration tests start, and the real MCP
+# clients that drive the gateway (TypeScript SDK, Inspector CLI, conformance
+# suite with Node 22), pinned by their lockfiles. Puppeteer's browser
+# download is skipped: listing its tools needs none.
+for dir in testdata/servers testdata/clients; do
+  (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+done
 
 # -race everywhere: the pool, engines and catalogs are shared across
 # goroutines by design.
