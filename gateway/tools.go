@@ -52,27 +52,41 @@ var callSchema = json.RawMessage(`{
 // are about as much as a turn should carry.
 const defaultLimit = 5
 
+// metaTools are the gateway's own tools.
+var metaTools = []*mcp.Tool{{
+	Name:  toolSearch,
+	Title: "Search tools",
+	Description: "Search the tools of every connected MCP server. Tools are not listed up front; " +
+		"search with a short description of the task, then call a match with call_tool. " +
+		"Each match has its qualified name, server, description and full input_schema, so you can call it in the same turn.",
+	InputSchema: searchSchema,
+	Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	Meta:        alwaysLoad,
+}, {
+	Name:  toolCall,
+	Title: "Call a tool",
+	Description: "Call a tool found with search_tools, by its qualified name, with its arguments. " +
+		"The result is the tool's own result.",
+	InputSchema: callSchema,
+	Meta:        alwaysLoad,
+}}
+
+// MetaTools returns the definitions of the tools the gateway lists in
+// search mode, for measuring what they cost.
+func MetaTools() []*mcp.Tool {
+	out := make([]*mcp.Tool, len(metaTools))
+	for i, t := range metaTools {
+		c := *t
+		out[i] = &c
+	}
+	return out
+}
+
 func (s *Server) addMetaTools(x *exposure) {
-	x.server.AddTool(&mcp.Tool{
-		Name:  toolSearch,
-		Title: "Search tools",
-		Description: "Search the tools of every connected MCP server. Tools are not listed up front; " +
-			"search with a short description of the task, then call a match with call_tool. " +
-			"Each match has its qualified name, server, description and full input_schema, so you can call it in the same turn.",
-		InputSchema: searchSchema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
-		Meta:        alwaysLoad,
-	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	x.server.AddTool(metaTools[0], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.searchTools(ctx, x, req.Params.Arguments), nil
 	})
-	x.server.AddTool(&mcp.Tool{
-		Name:  toolCall,
-		Title: "Call a tool",
-		Description: "Call a tool found with search_tools, by its qualified name, with its arguments. " +
-			"The result is the tool's own result.",
-		InputSchema: callSchema,
-		Meta:        alwaysLoad,
-	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.callTool(ctx, req.Params.Arguments), nil
 	})
 	x.listed[toolSearch] = "meta"

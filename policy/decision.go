@@ -48,6 +48,9 @@ type Cost struct {
 	// heuristic compares it with the threshold times 2.5.
 	Chars  int
 	Source string
+	// CountError says why the counter failed, when Source is the
+	// heuristic standing in for it.
+	CountError string
 }
 
 // Request is everything the definitive gate looks at for one request.
@@ -87,6 +90,7 @@ type Decision struct {
 	Tokens         int      `json:"deferrableTokens"`
 	Chars          int      `json:"deferrableChars"`
 	TokenSource    string   `json:"tokenSource,omitempty"`
+	CountError     string   `json:"countError,omitempty"`
 	Threshold      int      `json:"thresholdTokens,omitempty"`
 	CharThreshold  int      `json:"thresholdChars,omitempty"`
 	PendingServers []string `json:"pendingServers,omitempty"`
@@ -100,13 +104,21 @@ func Decide(r Request) Decision {
 	d := Decision{
 		Mode: r.Settings.Mode, Model: r.Model, ContextWindow: r.ContextWindow,
 		Percent: r.Settings.Percent, PendingServers: r.Pending,
-		Tokens: r.Cost.Tokens, Chars: r.Cost.Chars, TokenSource: r.Cost.Source,
+		Tokens: r.Cost.Tokens, Chars: r.Cost.Chars, TokenSource: r.Cost.Source, CountError: r.Cost.CountError,
 	}
 	if d.ContextWindow <= 0 {
 		d.ContextWindow = ContextWindow(r.Model)
 	}
-	if d.Mode != ModeAuto {
-		d.Percent = 0
+	if d.Percent == 0 {
+		d.Percent = DefaultPercent
+	}
+	if r.Cost.Source != "" || r.Cost.Chars > 0 {
+		// Reported in every mode, for logs and doctor; compared only in
+		// auto mode.
+		d.Threshold = Threshold(d.ContextWindow, d.Percent)
+		if r.Cost.Source == "" || r.Cost.Source == SourceHeuristic {
+			d.CharThreshold = CharThreshold(d.Threshold)
+		}
 	}
 	var deferred []string
 	for _, t := range r.Tools {
@@ -135,13 +147,12 @@ func Decide(r Request) Decision {
 	case ModeAlways:
 		d.Enabled, d.Reason = true, ReasonAlways
 	case ModeAuto:
-		d.Threshold = Threshold(d.ContextWindow, d.Percent)
+		threshold := Threshold(d.ContextWindow, d.Percent)
 		var above bool
 		if r.Cost.Source == "" || r.Cost.Source == SourceHeuristic {
-			d.CharThreshold = CharThreshold(d.Threshold)
-			above = r.Cost.Chars >= d.CharThreshold
+			above = r.Cost.Chars >= CharThreshold(threshold)
 		} else {
-			above = r.Cost.Tokens >= d.Threshold
+			above = r.Cost.Tokens >= threshold
 		}
 		d.Enabled, d.Reason = above, ReasonBelowThreshold
 		if above {
@@ -185,6 +196,9 @@ func (d Decision) String() string {
 		fmt.Fprintf(&b, " (model %q does not take tool_reference blocks)", d.Model)
 	case d.Reason == ReasonPending:
 		fmt.Fprintf(&b, " (waiting for %s)", strings.Join(d.PendingServers, ", "))
+	}
+	if d.CountError != "" {
+		fmt.Fprintf(&b, "; token count failed (%s), used the character heuristic", d.CountError)
 	}
 	return b.String()
 }

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -234,5 +235,33 @@ func TestThousands(t *testing.T) {
 		if got := Thousands(n); got != want {
 			t.Errorf("Thousands(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+type failingCounter struct{}
+
+func (failingCounter) CountTokens(context.Context, []json.RawMessage) (int, error) {
+	return 0, errors.New("count_tokens: 503 overloaded")
+}
+
+// A counter that fails gives way to the heuristic, and the decision says so.
+func TestMeasureFallsBack(t *testing.T) {
+	defs := []json.RawMessage{json.RawMessage(`{"name":"mcp__a__x","description":"` + strings.Repeat("d", 100) + `","input_schema":{"type":"object"}}`)}
+	c := Measure(context.Background(), failingCounter{}, defs)
+	if c.Source != SourceHeuristic || c.CountError != "count_tokens: 503 overloaded" || c.Chars != Chars(defs) || c.Tokens == 0 {
+		t.Fatalf("cost = %+v", c)
+	}
+	d := Decide(Request{Settings: Settings{Mode: ModeAuto, Percent: 10}, Model: "claude-opus-4-1", SearchAvailable: true,
+		Tools: []Tool{{Name: "mcp__a__x", MCP: true}}, Cost: c})
+	if d.Enabled || d.TokenSource != SourceHeuristic || !strings.Contains(d.String(), "token count failed (count_tokens: 503 overloaded), used the character heuristic") {
+		t.Errorf("decision: %s", d)
+	}
+	if c := Measure(context.Background(), Tokenizer{}, defs); c.Source != SourceTokenizer || c.CountError != "" {
+		t.Errorf("tokenizer cost = %+v", c)
+	}
+	d = Decide(Request{Settings: Settings{Mode: ModeAlways}, Model: "claude-opus-4-1", SearchAvailable: true,
+		Tools: []Tool{{Name: "mcp__a__x", MCP: true}}, Cost: Cost{Tokens: 30_000, Source: SourceTokenizer}})
+	if got, want := d.String(), "enabled: tst_enabled (30,000 tokens ≥ threshold 20,000: 10% of 200,000; tokenizer)"; got != want {
+		t.Errorf("String = %q, want %q", got, want)
 	}
 }

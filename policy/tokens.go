@@ -94,3 +94,36 @@ func CL100K(s string) (int, error) {
 	ids, _, err := cl100k.Encode(s)
 	return len(ids), err
 }
+
+// Measure counts what defs cost with counter. When the counter fails (an
+// API that is down, a proxy without count_tokens), the character
+// heuristic is used instead and the failure is kept in the Cost, so that
+// the decision says what happened.
+func Measure(ctx context.Context, counter Counter, defs []json.RawMessage) Cost {
+	c := Cost{Chars: Chars(defs)}
+	if counter != nil {
+		n, err := counter.CountTokens(ctx, defs)
+		if err == nil {
+			c.Tokens, c.Source = n, sourceOf(counter)
+			return c
+		}
+		c.CountError = err.Error()
+	}
+	c.Tokens, _ = Heuristic{}.CountTokens(ctx, defs)
+	c.Source = SourceHeuristic
+	return c
+}
+
+// sourceOf names where a counter's numbers come from. A counter outside
+// this package may say with a Source method.
+func sourceOf(c Counter) string {
+	switch c := c.(type) {
+	case Heuristic:
+		return SourceHeuristic
+	case Tokenizer, *Tokenizer:
+		return SourceTokenizer
+	case interface{ Source() string }:
+		return c.Source()
+	}
+	return "counter"
+}

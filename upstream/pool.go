@@ -377,6 +377,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	if fromFunctions {
 		s.logger.Warn(`tools/list answered with "functions" instead of "tools"; read them anyway`)
 	}
+	// Publish the tools before the server stops counting as pending, so
+	// that nobody sees it neither pending nor in the catalog.
+	s.setTools(c.info, tools, SourceLive)
+	s.pool.publish()
 	s.mu.Lock()
 	s.conn = c
 	s.state = StateReady
@@ -384,8 +388,6 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	s.connectTime = time.Since(start)
 	close(s.ready)
 	s.mu.Unlock()
-	s.setTools(c.info, tools, SourceLive)
-	s.pool.publish()
 	if err := saveCache(s.pool.opts.CacheDir, &s.cfg, c.info, tools); err != nil {
 		s.logger.Warn("could not cache the tool list", "error", err)
 	}

@@ -509,3 +509,35 @@ func TestPoolInProcessAndDisabled(t *testing.T) {
 		t.Errorf("off: %+v", st)
 	}
 }
+
+// No moment during start-up shows a server that is neither pending nor in
+// the catalog: the gateway relies on it to know when a search is complete.
+func TestPoolReadyImpliesPublished(t *testing.T) {
+	var cfgs []ServerConfig
+	for i := range 6 {
+		cfgs = append(cfgs, fake("s"+strconv.Itoa(i), "serve", []string{"t"}))
+	}
+	p := NewPool(cfgs, nil)
+	defer p.Close()
+	p.Start()
+	done := make(chan struct{})
+	go func() { p.Wait(context.Background()); close(done) }()
+	for polling := true; polling; {
+		select {
+		case <-done:
+			polling = false
+		default:
+		}
+		pending := p.Pending()
+		c := p.Catalog()
+		for _, st := range p.Status() {
+			if st.State == StateReady && !slices.Contains(pending, st.Name) {
+				// Pending was read before the catalog: a server that was
+				// not pending then must have its tools in this catalog.
+				if _, ok := c.Lookup("mcp__" + st.Name + "__t"); !ok {
+					t.Fatalf("%s is ready and not pending, but its tools are not in the catalog", st.Name)
+				}
+			}
+		}
+	}
+}

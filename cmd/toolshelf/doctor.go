@@ -1,0 +1,262 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/toolshelf/toolshelf/anthropic"
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/policy"
+)
+
+func init() {
+	register(&command{
+		name:    "doctor",
+		summary: "explain what the tools cost and whether they are deferred",
+		usage:   "[--config FILE | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json]",
+		help: `
+Reports, for the configured servers (or a catalog file, or the built-in
+catalog): each server's state, tools, characters and estimated tokens and
+its largest tools; the tool search decision for the model, with its reason
+and threshold, as Claude Code would make it from ENABLE_TOOL_SEARCH,
+DISABLE_EXPERIMENTAL_BETAS, ANTHROPIC_BASE_URL and the provider
+(CLAUDE_CODE_USE_BEDROCK / CLAUDE_CODE_USE_VERTEX); the tokens sent per
+turn without deferral and with it (the gateway's search tools plus the
+alwaysLoad tools) and the saving; and warnings: shortened names, tool names
+shared by servers, schemas that had to be normalised, descriptions over
+2,000 characters, and text aimed at the model (instructions, hidden
+characters) as a tool-poisoning check.
+
+Tokens are estimated offline (cl100k × 1.23). --count-tokens asks the
+Messages API's count_tokens instead (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL);
+if that fails, the character heuristic is used and the decision says so.
+
+` + configHelp + `
+
+--json prints the report as one JSON object; its fields are documented in
+the README and stay stable.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			var o doctorOptions
+			fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
+			fs.StringVar(&o.catalog, "catalog", "", "examine a catalog `FILE` instead of servers")
+			fs.StringVar(&o.model, "model", "claude-sonnet-4-5", "the `MODEL` the decision is for")
+			fs.IntVar(&o.window, "context-window", 0, "context window in `TOKENS` (default: the model's)")
+			fs.BoolVar(&o.countTokens, "count-tokens", false, "count tokens with the Messages API (needs ANTHROPIC_API_KEY)")
+			fs.BoolVar(&o.json, "json", false, "print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected arguments: %v", args)
+				}
+				if err := checkPositive(fs, "context-window", o.window); err != nil {
+					return err
+				}
+				return runDoctor(ctx, e, o)
+			}
+		},
+	})
+}
+
+type doctorOptions struct {
+	config, catalog, model string
+	window                 int
+	countTokens, json      bool
+}
+
+// doctorReport is the output of toolshelf doctor; its JSON form is stable.
+type doctorReport struct {
+	Source        string            `json:"source"`
+	Model         string            `json:"model"`
+	ContextWindow int               `json:"contextWindow"`
+	Settings      policy.Settings   `json:"settings"`
+	Servers       []doctorServer    `json:"servers"`
+	Decision      policy.Decision   `json:"decision"`
+	Summary       string            `json:"summary"`
+	PerTurn       perTurn           `json:"perTurn"`
+	Warnings      []catalog.Finding `json:"warnings"`
+}
+
+type doctorServer struct {
+	Name    string     `json:"name"`
+	State   string     `json:"state"`
+	Error   string     `json:"error,omitempty"`
+	Tools   int        `json:"tools"`
+	Chars   int        `json:"chars"`
+	Tokens  int        `json:"tokens"`
+	Largest []toolCost `json:"largest"`
+}
+
+type perTurn struct {
+	Without      turnCost `json:"withoutDeferral"`
+	With         turnCost `json:"withDeferral"`
+	Saved        int      `json:"savedTokens"`
+	SavedPercent float64  `json:"savedPercent"`
+}
+
+type turnCost struct {
+	Tools  int `json:"tools"`
+	Tokens int `json:"tokens"`
+}
+
+func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
+	settings, err := policy.FromEnv(e.getenv)
+	if err != nil {
+		return badInput(err)
+	}
+	src, err := openCatalog(ctx, e, o.catalog, o.config)
+	if err != nil {
+		return err
+	}
+	defer src.close()
+	list, err := newListReport(ctx, src)
+	if err != nil {
+		return err
+	}
+
+	var counter policy.Counter = policy.Tokenizer{}
+	if o.countTokens {
+		key := e.getenv("ANTHROPIC_API_KEY")
+		if key == "" {
+			return usagef("--count-tokens needs ANTHROPIC_API_KEY")
+		}
+		counter = &anthropic.TokenCounter{Client: anthropic.NewClient(key, &anthropic.Options{BaseURL: e.getenv("ANTHROPIC_BASE_URL")}), Model: o.model}
+	}
+
+	// What would be deferred, what it costs, and what stays.
+	checklist := policy.Checklist{SearchTool: "search_tools", Essential: []string{"call_tool"}}
+	var tools []policy.Tool
+	var all, deferred, loaded []json.RawMessage
+	for _, t := range gateway.MetaTools() {
+		def := metaDefinition(t.Name, t.Description, t.InputSchema)
+		tools = append(tools, policy.Tool{Name: t.Name})
+		loaded = append(loaded, def)
+	}
+	for e := range src.cat.All() {
+		if e.Unverified {
+			continue
+		}
+		def := e.Definition()
+		all = append(all, def)
+		pt := policy.ToolOf(e)
+		tools = append(tools, pt)
+		if checklist.Defer(pt).Deferred {
+			deferred = append(deferred, def)
+		} else {
+			loaded = append(loaded, def)
+		}
+	}
+	var pending []string
+	if src.pool != nil {
+		pending = src.pool.Pending()
+	}
+	optimistic, _ := policy.Optimistic(settings, provider(e), e.getenv("ANTHROPIC_BASE_URL"))
+	decision := policy.Decide(policy.Request{
+		Settings: settings, Model: o.model, ContextWindow: o.window,
+		Provider: provider(e), BaseURL: e.getenv("ANTHROPIC_BASE_URL"),
+		SearchAvailable: optimistic, Tools: tools, Checklist: checklist,
+		Cost: policy.Measure(ctx, counter, deferred), Pending: pending,
+	})
+
+	rep := doctorReport{
+		Source: src.name, Model: o.model, ContextWindow: decision.ContextWindow, Settings: settings,
+		Decision: decision, Summary: decision.String(), Warnings: src.cat.Audit(),
+	}
+	if rep.Warnings == nil {
+		rep.Warnings = []catalog.Finding{}
+	}
+	for _, s := range list.Servers {
+		ds := doctorServer{Name: s.Name, State: string(s.State), Error: s.Error, Tools: s.Tools, Chars: s.Chars, Tokens: s.Tokens}
+		largest := slices.Clone(s.Entries)
+		slices.SortStableFunc(largest, func(a, b toolCost) int { return cmp.Compare(b.Tokens, a.Tokens) })
+		ds.Largest = largest[:min(3, len(largest))]
+		rep.Servers = append(rep.Servers, ds)
+	}
+	without := policy.Measure(ctx, counter, all)
+	rep.PerTurn.Without = turnCost{len(all), without.Tokens}
+	if decision.Enabled {
+		with := policy.Measure(ctx, counter, loaded)
+		rep.PerTurn.With = turnCost{len(loaded), with.Tokens}
+	} else {
+		rep.PerTurn.With = rep.PerTurn.Without
+	}
+	rep.PerTurn.Saved = rep.PerTurn.Without.Tokens - rep.PerTurn.With.Tokens
+	if rep.PerTurn.Without.Tokens > 0 {
+		rep.PerTurn.SavedPercent = float64(int(1000*float64(rep.PerTurn.Saved)/float64(rep.PerTurn.Without.Tokens))) / 10
+	}
+	if o.json {
+		return writeJSON(e.stdout, rep)
+	}
+	rep.write(e.stdout)
+	return nil
+}
+
+// provider is the Messages API provider, as Claude Code's variables say.
+func provider(e *env) string {
+	switch {
+	case e.getenv("CLAUDE_CODE_USE_BEDROCK") != "":
+		return policy.ProviderBedrock
+	case e.getenv("CLAUDE_CODE_USE_VERTEX") != "":
+		return policy.ProviderVertex
+	}
+	return policy.ProviderFirstParty
+}
+
+// metaDefinition is a gateway tool in the Messages API's form.
+func metaDefinition(name, description string, schema any) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"name": name, "description": description, "input_schema": schema})
+	return b
+}
+
+func (r *doctorReport) write(w io.Writer) {
+	fmt.Fprintf(w, "toolshelf doctor: %d servers, %d tools, from %s\n\n", len(r.Servers), r.PerTurn.Without.Tools, r.Source)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tCHARS\tTOKENS\tLARGEST TOOLS (tokens)")
+	for _, s := range r.Servers {
+		var largest []string
+		for _, t := range s.Largest {
+			largest = append(largest, fmt.Sprintf("%s (%s)", t.Tool, policy.Thousands(t.Tokens)))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.State, s.Tools, policy.Thousands(s.Chars), policy.Thousands(s.Tokens), strings.Join(largest, ", "))
+	}
+	tw.Flush()
+	for _, s := range r.Servers {
+		if s.Error != "" {
+			fmt.Fprintf(w, "  %s: %s\n", s.Name, s.Error)
+		}
+	}
+
+	mode := "unset"
+	if r.Settings.Explicit {
+		mode = "set"
+	}
+	fmt.Fprintf(w, "\nTool search for %s (context window %s; ENABLE_TOOL_SEARCH %s: mode %s):\n  %s\n",
+		r.Model, policy.Thousands(r.ContextWindow), mode, r.Settings.Mode, r.Summary)
+
+	p := r.PerTurn
+	fmt.Fprintf(w, "\nTool definitions sent per turn:\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "  without deferral\t%s tokens\t%d tools\t\n", policy.Thousands(p.Without.Tokens), p.Without.Tools)
+	fmt.Fprintf(tw, "  with deferral\t%s tokens\t%d tools\t\n", policy.Thousands(p.With.Tokens), p.With.Tools)
+	fmt.Fprintf(tw, "  saving\t%s tokens\t%.1f%%\t\n", policy.Thousands(p.Saved), p.SavedPercent)
+	tw.Flush()
+
+	if len(r.Warnings) == 0 {
+		fmt.Fprintln(w, "\nNo warnings.")
+		return
+	}
+	fmt.Fprintf(w, "\nWarnings (%d):\n", len(r.Warnings))
+	for _, f := range r.Warnings {
+		subject := f.Tool
+		if f.Kind == catalog.FindingCollision {
+			subject = f.Server
+		}
+		fmt.Fprintf(w, "  %-16s %s: %s\n", f.Kind, subject, f.Message)
+	}
+}

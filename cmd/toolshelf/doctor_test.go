@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestDoctorBuiltin(t *testing.T) {
+	r := runCLI(t, "doctor", "--model", "claude-sonnet-4-5")
+	if r.code != 0 {
+		t.Fatalf("code %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"SERVER", "LARGEST TOOLS", "github", "create_pull_request_review",
+		"enabled: tst_enabled (", "tokens ≥ threshold 20,000: 10% of 200,000; tokenizer)",
+		"without deferral", "with deferral", "saving", "99.8%",
+		`collision        github, gitlab: "create_issue" is a tool of github and gitlab`,
+		"long_description mcp__sequential-thinking__sequentialthinking",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func doctorJSON(t *testing.T, args ...string) doctorReport {
+	t.Helper()
+	r := runCLI(t, append([]string{"doctor", "--json"}, args...)...)
+	if r.code != 0 {
+		t.Fatalf("code %d: %s", r.code, r.stderr)
+	}
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	return rep
+}
+
+func TestDoctorDecisions(t *testing.T) {
+	rep := doctorJSON(t)
+	if !rep.Decision.Enabled || rep.PerTurn.SavedPercent < 95 || rep.PerTurn.With.Tools != 2 || rep.PerTurn.Without.Tools != 515 || len(rep.Servers) != 20 {
+		t.Errorf("report: decision %+v, per turn %+v", rep.Decision, rep.PerTurn)
+	}
+	for _, tt := range []struct {
+		env     map[string]string
+		args    []string
+		enabled bool
+		reason  string
+	}{
+		{map[string]string{"ENABLE_TOOL_SEARCH": "auto"}, nil, true, "auto_above_threshold"},
+		{map[string]string{"ENABLE_TOOL_SEARCH": "auto:99"}, []string{"--context-window", "1000000"}, false, "auto_below_threshold"},
+		{map[string]string{"ENABLE_TOOL_SEARCH": "false"}, nil, false, "standard_mode"},
+		{map[string]string{"DISABLE_EXPERIMENTAL_BETAS": "1"}, nil, false, "betas_disabled"},
+		{nil, []string{"--model", "claude-haiku-4-5"}, false, "model_unsupported"},
+		{map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000"}, nil, false, "proxy_detected"},
+		{map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000", "ENABLE_TOOL_SEARCH": "true"}, nil, true, "tst_enabled"},
+		{map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000", "CLAUDE_CODE_USE_BEDROCK": "1"}, nil, true, "tst_enabled"},
+	} {
+		for k, v := range tt.env {
+			t.Setenv(k, v)
+		}
+		rep := doctorJSON(t, tt.args...)
+		if rep.Decision.Enabled != tt.enabled || rep.Decision.Reason != tt.reason {
+			t.Errorf("%v %v: %s", tt.env, tt.args, rep.Summary)
+		}
+		if !tt.enabled && rep.PerTurn.Saved != 0 {
+			t.Errorf("%v: nothing is deferred, yet it reports a saving: %+v", tt.env, rep.PerTurn)
+		}
+		for k := range tt.env {
+			t.Setenv(k, "")
+		}
+	}
+	t.Setenv("ENABLE_TOOL_SEARCH", "auto:150")
+	if r := runCLI(t, "doctor"); r.code != 2 || !strings.Contains(r.stderr, `ENABLE_TOOL_SEARCH="auto:150"`) {
+		t.Errorf("malformed setting: %d %s", r.code, r.stderr)
+	}
+}
+
+// --count-tokens uses the API's count_tokens, and falls back to the
+// heuristic, saying so, when the API fails.
+func TestDoctorCountTokens(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		n := 12
+		if len(body.Tools) > 0 {
+			n += 500 + 100*len(body.Tools)
+		}
+		json.NewEncoder(w).Encode(map[string]int{"input_tokens": n})
+	}))
+	defer api.Close()
+	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
+	t.Setenv("ENABLE_TOOL_SEARCH", "auto")
+	t.Setenv("ANTHROPIC_BASE_URL", api.URL)
+	rep := doctorJSON(t, "--count-tokens")
+	if rep.Decision.TokenSource != "count_tokens" || rep.Decision.Tokens != 100*515 || rep.Decision.Reason != "auto_above_threshold" {
+		t.Errorf("decision: %s (%+v)", rep.Summary, rep.Decision)
+	}
+
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(529)
+		io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
+	}))
+	defer down.Close()
+	t.Setenv("ANTHROPIC_BASE_URL", down.URL)
+	rep = doctorJSON(t, "--count-tokens")
+	if rep.Decision.TokenSource != "heuristic" || !strings.Contains(rep.Summary, "token count failed (anthropic API: 529 overloaded_error: Overloaded), used the character heuristic") {
+		t.Errorf("fallback: %s", rep.Summary)
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	if r := runCLI(t, "doctor", "--count-tokens"); r.code != 2 || !strings.Contains(r.stderr, "needs ANTHROPIC_API_KEY") {
+		t.Errorf("no key: %d %s", r.code, r.stderr)
+	}
+}
