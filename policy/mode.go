@@ -36,15 +36,15 @@ const DefaultPercent = 10
 
 // Settings are the user's settings that choose the mode.
 type Settings struct {
-	Mode Mode
+	Mode Mode `json:"mode"`
 	// Percent is the auto mode's threshold, 1–99.
-	Percent int
+	Percent int `json:"percent"`
 	// Explicit reports that ENABLE_TOOL_SEARCH was set to a non-empty
 	// value: the user vouches for their proxy (see [Optimistic]).
-	Explicit bool
+	Explicit bool `json:"explicit"`
 	// BetasDisabled is DISABLE_EXPERIMENTAL_BETAS: standard mode, and no
 	// beta-only fields or headers on the wire.
-	BetasDisabled bool
+	BetasDisabled bool `json:"betasDisabled"`
 }
 
 // Environment variables read by [FromEnv].
