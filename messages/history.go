@@ -1,0 +1,84 @@
+package messages
+
+import (
+	"maps"
+	"slices"
+)
+
+// Discovered returns the tools the model has discovered in a history: the
+// tool_name of every tool_reference inside a tool_result of a user
+// message, and every name in a compaction boundary's snapshot. The set
+// only grows as a conversation goes on, through any number of
+// compactions, as long as compactors keep the boundaries they make.
+func Discovered(history []Message) map[string]bool {
+	found := map[string]bool{}
+	for _, m := range history {
+		if m.Boundary != nil {
+			for _, n := range m.Boundary.PreCompactDiscoveredTools {
+				found[n] = true
+			}
+		}
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			for _, name := range references(b) {
+				found[name] = true
+			}
+		}
+	}
+	return found
+}
+
+// references returns the tool names a tool_result block references.
+func references(b Block) []string {
+	if b.Type != "tool_result" || !b.hasArrayContent() {
+		return nil
+	}
+	inner, _ := b.Results()
+	var names []string
+	for _, r := range inner {
+		if r.Type == "tool_reference" {
+			if n := r.String("tool_name"); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
+}
+
+// Snapshot returns the discovered set of a history, sorted: what a
+// compactor stores on the boundary it puts in place of the history it
+// summarises (see [NewBoundary]), so that compaction loses no tool.
+func Snapshot(history []Message) []string {
+	return slices.Sorted(maps.Keys(Discovered(history)))
+}
+
+// NewBoundary returns the user message that replaces compacted history:
+// the summary as text, carrying the snapshot of discovered tools. Call
+// Snapshot on the whole history before summarising it.
+func NewBoundary(summary string, snapshot []string) Message {
+	return Message{
+		Role:     "user",
+		Content:  []Block{TextBlock(summary)},
+		Boundary: &Boundary{PreCompactDiscoveredTools: slices.Clone(snapshot)},
+	}
+}
+
+// announced replays the deferred-tool announcements of a history: the
+// names announced as added and not since removed.
+func announced(history []Message) map[string]bool {
+	set := map[string]bool{}
+	for _, m := range history {
+		if m.Delta == nil {
+			continue
+		}
+		for _, n := range m.Delta.Added {
+			set[n] = true
+		}
+		for _, n := range m.Delta.Removed {
+			delete(set, n)
+		}
+	}
+	return set
+}

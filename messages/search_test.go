@@ -1,0 +1,101 @@
+package messages
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+func testCatalog(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	var es []catalog.Entry
+	for _, tl := range [][3]string{
+		{"github", "create_issue", "Create a new issue in a GitHub repository"},
+		{"github", "list_issues", "List issues in a GitHub repository"},
+		{"slack", "post_message", "Post a message to a Slack channel"},
+		{"db", "query", "Run a SQL query"},
+	} {
+		raw, _ := json.Marshal(map[string]any{"name": tl[1], "description": tl[2], "inputSchema": map[string]any{"type": "object"}})
+		e, err := catalog.ParseTool(tl[0], raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		es = append(es, e)
+	}
+	return catalog.New(es, nil)
+}
+
+// result summarises a tool_result: its references, or its text, and
+// whether it is an error.
+func result(b Block) (refs []string, text string, isError bool) {
+	inner, _ := b.Results()
+	for _, r := range inner {
+		switch r.Type {
+		case "tool_reference":
+			refs = append(refs, r.String("tool_name"))
+		case "text":
+			text += r.String("text")
+		}
+	}
+	return refs, text, string(b.Raw("is_error")) == "true"
+}
+
+func TestSearcher(t *testing.T) {
+	all := testCatalog(t)
+	deferred := all.Filter(func(e *catalog.Entry) bool { return e.Server != "db" }) // db__query is loaded
+	s := &Searcher{}
+	st := SearchState{Deferred: deferred, All: all, Discovered: map[string]bool{"mcp__github__list_issues": true}}
+	tests := []struct {
+		input   string
+		refs    []string
+		text    string
+		isError bool
+	}{
+		{`{"query":"github issues"}`, []string{"mcp__github__create_issue"}, "", false}, // list_issues is already discovered
+		{`{"query":"post to slack","limit":1}`, []string{"mcp__slack__post_message"}, "", false},
+		{`{"query":"select:mcp__github__list_issues,post_message"}`, []string{"mcp__github__list_issues", "mcp__slack__post_message"}, "", false},
+		{`{"query":"select:mcp__db__query"}`, nil, "mcp__db__query is already loaded; call it directly.", false},
+		{`{"query":"select:nope"}`, nil, `No tool is named "nope".`, true},
+		{`{"query":"kubernetes pods"}`, nil, `{"matches":[],"total_deferred_tools":3}`, false},
+		{`{}`, nil, `"query" is required`, true},
+		{`{"query":"   "}`, nil, `"query" is required`, true},
+		{`{"query":"?!"}`, nil, "Query must contain at least one letter or number.", true},
+		{`{"query":"x","limit":0}`, nil, `"limit" must be a positive integer, got 0.`, true},
+		{`{"query":"x","limit":"5"}`, nil, `"limit" must be a positive integer`, true},
+		{`[1]`, nil, "The input must be an object", true},
+	}
+	for _, tt := range tests {
+		b := s.Handle(context.Background(), "toolu_9", json.RawMessage(tt.input), st)
+		if b.Type != "tool_result" || b.String("tool_use_id") != "toolu_9" {
+			t.Fatalf("%s: not a tool_result for toolu_9: %+v", tt.input, b)
+		}
+		refs, text, isError := result(b)
+		if diff := cmp.Diff(tt.refs, refs); diff != "" || !strings.Contains(text, tt.text) || isError != tt.isError {
+			t.Errorf("%s: refs %v text %q error %v; want %v %q %v", tt.input, refs, text, isError, tt.refs, tt.text, tt.isError)
+		}
+	}
+	// Nothing found while servers connect: they are named.
+	st.Pending = []string{"jira"}
+	_, text, _ := result(s.Handle(context.Background(), "t", json.RawMessage(`{"query":"jira ticket"}`), st))
+	if !strings.Contains(text, `"pending_mcp_servers":["jira"]`) {
+		t.Errorf("no pending servers in %s", text)
+	}
+	if def := s.Tool(); def.Name != DefaultSearchTool || !json.Valid(def.InputSchema) {
+		t.Errorf("tool definition: %+v", def)
+	}
+}
+
+func TestSchemaHint(t *testing.T) {
+	deferred := map[string]bool{"mcp__a__x": true, "mcp__a__y": true}
+	discovered := map[string]bool{"mcp__a__y": true}
+	if h := SchemaHint("mcp__a__x", deferred, discovered, ""); !strings.Contains(h, `tool_search({"query": "select:mcp__a__x"})`) {
+		t.Errorf("hint = %q", h)
+	}
+	if SchemaHint("mcp__a__y", deferred, discovered, "") != "" || SchemaHint("read_file", deferred, discovered, "") != "" {
+		t.Error("a hint for a tool that was discovered or is not deferred")
+	}
+}
