@@ -71,9 +71,11 @@ type Prepared struct {
 // Prepare builds the request for one turn:
 //
 //   - tools: with tool search on, the tools that are not deferred, the
-//     search tool, and the deferred tools the history has discovered,
-//     these with defer_loading (and never also cache_control, which the
-//     API rejects: it moves to the last tool that is not deferred);
+//     search tool, and the deferred tools the history has discovered:
+//     with defer_loading when a tool_reference in the history expands
+//     them (and never also with cache_control, which the API rejects: it
+//     moves to the last tool that is not deferred), in full when their
+//     reference was compacted away;
 //     undiscovered deferred tools are left out and only announced. If no
 //     tool would be left without defer_loading (which the API rejects), or
 //     the search tool is not among the tools, nothing is deferred. With
@@ -99,13 +101,14 @@ func Prepare(t Turn) (*Prepared, error) {
 		}
 	}
 	discovered := Discovered(t.History)
+	referenced := referencedIn(t.History)
 
-	tools, ok := selectTools(t.Tools, deferred, discovered, t.SearchTool, search)
+	tools, ok := selectTools(t.Tools, deferred, discovered, referenced, t.SearchTool, search)
 	if !ok {
 		// Fail closed: the API rejects a request whose every tool is
 		// deferred, so defer nothing.
 		search, deferred = false, map[string]bool{}
-		tools, _ = selectTools(t.Tools, deferred, discovered, t.SearchTool, false)
+		tools, _ = selectTools(t.Tools, deferred, discovered, referenced, t.SearchTool, false)
 	}
 	sent := map[string]bool{}
 	for _, tool := range tools {
@@ -148,7 +151,12 @@ func Prepare(t Turn) (*Prepared, error) {
 
 // selectTools picks the tools of a request. ok is false when search is on
 // and every selected tool would be deferred.
-func selectTools(all []Tool, deferred, discovered map[string]bool, searchTool string, search bool) (tools []Tool, ok bool) {
+//
+// A discovered tool is sent with defer_loading when a tool_reference in
+// the history expands it for the model; a discovered tool whose reference
+// was compacted away is sent in full instead, so that the model still
+// sees its schema.
+func selectTools(all []Tool, deferred, discovered, referenced map[string]bool, searchTool string, search bool) (tools []Tool, ok bool) {
 	var movedCache json.RawMessage
 	lastLoaded := -1
 	for _, tool := range all {
@@ -157,7 +165,7 @@ func selectTools(all []Tool, deferred, discovered map[string]bool, searchTool st
 			continue
 		case deferred[tool.Name] && !discovered[tool.Name]:
 			continue // announced, not sent
-		case deferred[tool.Name]:
+		case deferred[tool.Name] && referenced[tool.Name]:
 			tool.DeferLoading = true
 			if tool.CacheControl != nil {
 				movedCache, tool.CacheControl = tool.CacheControl, nil
@@ -279,6 +287,23 @@ func fixTurnBoundaries(msgs []Message) []Message {
 		out[i].Text = false
 	}
 	return out
+}
+
+// referencedIn returns the tools that tool_reference blocks of a
+// history's user messages name (not the compaction snapshots).
+func referencedIn(history []Message) map[string]bool {
+	set := map[string]bool{}
+	for _, m := range history {
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Content {
+			for _, n := range references(b) {
+				set[n] = true
+			}
+		}
+	}
+	return set
 }
 
 func hasReferences(m Message) bool {

@@ -84,6 +84,7 @@ func TestDiscoveredNeverShrinks(t *testing.T) {
 				t.Fatal(err)
 			}
 			checkInvariants(t, p)
+			checkDiscoveredVisible(t, p, now, pool)
 			if t.Failed() {
 				t.Fatalf("seed %d step %d", seed, step)
 			}
@@ -103,4 +104,31 @@ func cacheSometimes(r *rand.Rand) []byte {
 		return []byte(`{"type":"ephemeral"}`)
 	}
 	return nil
+}
+
+// checkDiscoveredVisible: with search on, every discovered tool still in
+// the pool is sent, and the model can see it: in full, or deferred with a
+// reference in the request that expands it.
+func checkDiscoveredVisible(t *testing.T, p *Prepared, discovered, pool map[string]bool) {
+	t.Helper()
+	sent := map[string]Tool{}
+	for _, tool := range p.Request.Tools {
+		sent[tool.Name] = tool
+	}
+	if _, on := sent[DefaultSearchTool]; !on {
+		return
+	}
+	refs := referencedIn(p.Request.Messages)
+	for n := range discovered {
+		if !pool[n] {
+			continue
+		}
+		tool, ok := sent[n]
+		switch {
+		case !ok:
+			t.Errorf("discovered %s is not sent", n)
+		case tool.DeferLoading && !refs[n]:
+			t.Errorf("discovered %s is deferred with no reference to expand it", n)
+		}
+	}
 }

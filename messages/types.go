@@ -24,7 +24,7 @@ import (
 )
 
 // object is a JSON object kept as raw values.
-type object map[string]json.RawMessage
+type object = map[string]json.RawMessage
 
 // marshalObject encodes the known fields over the kept ones. Keys are
 // written in sorted order; JSON objects are unordered, so nothing is lost.
@@ -68,7 +68,7 @@ func marshal(v any) ([]byte, error) {
 }
 
 // take removes a field from o and decodes it into v, if present.
-func (o object) take(key string, v any) error {
+func take(o object, key string, v any) error {
 	raw, ok := o[key]
 	if !ok {
 		return nil
@@ -87,7 +87,7 @@ type Request struct {
 	Model    string
 	Messages []Message
 	Tools    []Tool
-	Extra    object
+	Extra    map[string]json.RawMessage
 }
 
 func (r Request) MarshalJSON() ([]byte, error) {
@@ -108,7 +108,7 @@ func (r *Request) UnmarshalJSON(data []byte) error {
 	}
 	*r = Request{}
 	for key, v := range map[string]any{"model": &r.Model, "messages": &r.Messages, "tools": &r.Tools} {
-		if err := o.take(key, v); err != nil {
+		if err := take(o, key, v); err != nil {
 			return err
 		}
 	}
@@ -130,7 +130,7 @@ type Message struct {
 	// as a string.
 	Content []Block
 	Text    bool
-	Extra   object
+	Extra   map[string]json.RawMessage
 
 	Boundary *Boundary
 	Delta    *Delta
@@ -180,7 +180,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*m = Message{}
-	if err := o.take("role", &m.Role); err != nil {
+	if err := take(o, "role", &m.Role); err != nil {
 		return err
 	}
 	if raw, ok := o["content"]; ok {
@@ -192,10 +192,10 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 			return fmt.Errorf(`"content": %v`, err)
 		}
 	}
-	if err := o.take(keyBoundary, &m.Boundary); err != nil {
+	if err := take(o, keyBoundary, &m.Boundary); err != nil {
 		return err
 	}
-	if err := o.take(keyDelta, &m.Delta); err != nil {
+	if err := take(o, keyDelta, &m.Delta); err != nil {
 		return err
 	}
 	if len(o) > 0 {
@@ -230,7 +230,7 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*b = Block{}
-	if err := o.take("type", &b.Type); err != nil {
+	if err := take(o, "type", &b.Type); err != nil {
 		return err
 	}
 	b.fields = o
@@ -310,7 +310,7 @@ type Tool struct {
 	InputSchema  json.RawMessage
 	DeferLoading bool
 	CacheControl json.RawMessage
-	Extra        object
+	Extra        map[string]json.RawMessage
 }
 
 func (t Tool) MarshalJSON() ([]byte, error) {
@@ -340,7 +340,7 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 	}
 	*t = Tool{}
 	for key, v := range map[string]any{"type": &t.Type, "name": &t.Name, "description": &t.Description, "defer_loading": &t.DeferLoading} {
-		if err := o.take(key, v); err != nil {
+		if err := take(o, key, v); err != nil {
 			return err
 		}
 	}
