@@ -46,8 +46,11 @@ type Metrics struct {
 	Complete10 float64 `json:"complete@10"`
 	MRR10      float64 `json:"mrr@10"`
 	NDCG10     float64 `json:"ndcg@10"`
+	// Weak counts the queries with relevant tools whose results the
+	// engine flagged weak: wrongly, since a tool fits.
+	Weak int `json:"weak,omitempty"`
 	// Abstain counts the queries that no tool fits, and how many of them
-	// got no hits at all (the right answer).
+	// got no hits at all or only hits flagged weak (the right answers).
 	Abstain *Abstain `json:"abstain,omitempty"`
 }
 
@@ -55,6 +58,7 @@ type Metrics struct {
 type Abstain struct {
 	Queries int `json:"queries"`
 	NoHits  int `json:"no_hits"`
+	Weak    int `json:"weak"`
 }
 
 // Options configure Run. A nil *Options means the defaults.
@@ -106,6 +110,7 @@ func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Ca
 		for i, h := range hits {
 			ids[i] = h.Entry.ID
 		}
+		weak := len(hits) > 0 && hits[0].Weak
 		s := Score(q.Groups, ids)
 		for _, label := range append([]string{"all"}, q.Labels...) {
 			m := sums[label]
@@ -121,9 +126,15 @@ func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Ca
 				if len(hits) == 0 {
 					m.Abstain.NoHits++
 				}
+				if weak {
+					m.Abstain.Weak++
+				}
 				continue
 			}
 			m.Queries++
+			if weak {
+				m.Weak++
+			}
 			m.Recall1 += s.Recall1
 			m.Recall5 += s.Recall5
 			m.Recall10 += s.Recall10

@@ -103,7 +103,10 @@ type searchResult struct {
 	PendingServers []string `json:"pending_servers,omitempty"`
 	// Activated names the tools added to this session's tool list.
 	Activated []string `json:"activated,omitempty"`
-	Note      string   `json:"note,omitempty"`
+	// Weak reports that no tool fits the query well: the matches are only
+	// the closest.
+	Weak bool   `json:"weak,omitempty"`
+	Note string `json:"note,omitempty"`
 }
 
 type searchMatch struct {
@@ -160,7 +163,10 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 	if len(res.Matches) < 3 {
 		res.PendingServers = s.up.Pending()
 	}
+	res.Weak = len(hits) > 0 && hits[0].Weak
 	switch {
+	case res.Weak:
+		res.Note = "No tool fits this request well; these are only the closest matches. Check them before calling one."
 	case len(res.Matches) == 0 && len(res.PendingServers) > 0:
 		res.Note = "No match yet; some servers are still connecting. Try again shortly."
 	case len(res.Matches) == 0:

@@ -70,7 +70,11 @@ type SearchState struct {
 
 // noMatches is the result of a search that found nothing.
 type noMatches struct {
-	Matches    []string `json:"matches"`
+	Matches []string `json:"matches"`
+	// Closest names the weak matches, when no tool fits well: not loaded,
+	// so that tools that do not fit cost nothing, but named, so that the
+	// model can select: one.
+	Closest    []string `json:"closest,omitempty"`
 	Total      int      `json:"total_deferred_tools"`
 	Pending    []string `json:"pending_mcp_servers,omitempty"`
 	Suggestion string   `json:"suggestion,omitempty"`
@@ -125,8 +129,13 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 		return fail("Search failed: %v", err)
 	}
 	var refs []Block
+	var closest []string
 	for _, h := range hits {
 		if st.Discovered[h.Entry.Name] || h.Entry.Unverified {
+			continue
+		}
+		if h.Weak {
+			closest = append(closest, h.Entry.Name)
 			continue
 		}
 		refs = append(refs, ToolReference(h.Entry.Name))
@@ -135,9 +144,12 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 		}
 	}
 	if len(refs) == 0 {
-		nm := noMatches{Matches: []string{}, Total: st.Deferred.Len(), Pending: st.Pending}
-		if len(st.Pending) > 0 {
+		nm := noMatches{Matches: []string{}, Closest: closest[:min(len(closest), want)], Total: st.Deferred.Len(), Pending: st.Pending}
+		switch {
+		case len(st.Pending) > 0:
 			nm.Suggestion = "Some MCP servers are still connecting; search again shortly."
+		case len(closest) > 0:
+			nm.Suggestion = "No deferred tool fits this well. Load one of the closest with select:NAME if it does fit."
 		}
 		b, _ := marshal(nm)
 		return ToolResult(toolUseID, []Block{TextBlock(string(b))}, false)

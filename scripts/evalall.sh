@@ -18,6 +18,6 @@ while i < len(s):
     for k, v in sorted(r["subsets"].items()):
         if k != "all" and not k.startswith("level"): continue
         if v.get("queries", 0) == 0 and "abstain" in v:
-            a = v["abstain"]; print("%-15s %-8s abstain %d/%d" % (r["dataset"].rstrip("/").split("/")[-1], k, a["no_hits"], a["queries"])); continue
-        print("%-15s %-8s r@1 %.3f r@5 %.3f r@10 %.3f c@10 %.3f mrr %.3f" % (r["dataset"].rstrip("/").split("/")[-1], k, v["recall@1"], v["recall@5"], v["recall@10"], v["complete@10"], v["mrr@10"]))
+            a = v["abstain"]; print("%-15s %-8s abstained %d/%d (%d empty, %d flagged weak)" % (r["dataset"].rstrip("/").split("/")[-1], k, max(a["no_hits"], a.get("weak", 0)), a["queries"], a["no_hits"], a.get("weak", 0))); continue
+        print("%-15s %-8s r@1 %.3f r@5 %.3f r@10 %.3f c@10 %.3f mrr %.3f weak %d" % (r["dataset"].rstrip("/").split("/")[-1], k, v["recall@1"], v["recall@5"], v["recall@10"], v["complete@10"], v["mrr@10"], v.get("weak", 0)))
 '

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"math"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -42,8 +43,8 @@ type BM25 struct {
 	cfg      bm25Config
 	cat      *catalog.Catalog
 	postings map[string][]posting // term → documents containing it, in document order
-	haystack []string             // lower-case name, description and hint, for +required terms
-	pool     sync.Pool            // *[]float64 score accumulators of length N
+	stemmed  map[string][]string  // stemKey → index terms, when stems are on
+	scratch  chan *scratch        // free accumulators; a sync.Pool is emptied by every GC
 }
 
 type posting struct {
@@ -63,6 +64,7 @@ const (
 	inDescription
 	inParams
 	inHint
+	inParamDescs
 )
 
 var fieldNames = []struct {
@@ -71,7 +73,7 @@ var fieldNames = []struct {
 }{
 	{inName, FieldName}, {inTitle, FieldTitle}, {inTool, FieldTool},
 	{inServer, FieldServer}, {inHint, FieldHint}, {inDescription, FieldDescription},
-	{inParams, FieldParams},
+	{inParams, FieldParams}, {inParamDescs, FieldParamDescs},
 }
 
 func (s fieldSet) names() []string {
@@ -88,6 +90,20 @@ func (s fieldSet) names() []string {
 type bm25Config struct {
 	k1, delta float64
 	fields    [numFields]fieldConfig
+	// dropNumbers leaves digit-only words out of queries.
+	dropNumbers bool
+	// stems weighs index words of the same stem as a query word, as
+	// alternatives of it (0 turns them off).
+	stems float64
+	// decompose searches the clauses of a multi-step request separately
+	// and fuses their rankings with the whole request's, which counts
+	// fuseWhole times a clause, by reciprocal rank with constant fuseK.
+	decompose bool
+	fuseWhole float64
+	fuseK     float64
+	// weak flags the hits of a search whose best match's strength (see
+	// strength) is below it: probably no tool fits.
+	weak float64
 }
 
 // fieldConfig is one field's weight and length normalisation.
@@ -103,10 +119,11 @@ const (
 	fServer
 	fDescription
 	fParams
+	fParamDescs
 	numFields
 )
 
-var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams}
+var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs}
 
 // seedBM25 is the configuration of oh-my-pi's search_tool_bm25: its
 // weights, and b 0.75 throughout.
@@ -114,83 +131,161 @@ var seedBM25 = bm25Config{k1: 1.2, delta: 1, fields: [numFields]fieldConfig{
 	fName: {6, 0.75}, fTitle: {4, 0.75}, fTool: {4, 0.75}, fServer: {2, 0.75}, fDescription: {2, 0.75}, fParams: {1, 0.75},
 }}
 
+// defaultBM25 is the seed's configuration with the refinements that
+// toolshelf eval showed to help on every dataset (docs/search-quality.md):
+// parameter descriptions indexed at a low weight, numbers left out of
+// queries, words of the same stem as weaker alternatives, multi-step
+// requests searched clause by clause, and weak results flagged.
+var defaultBM25 = func() bm25Config {
+	c := seedBM25
+	c.fields[fParamDescs] = fieldConfig{0.3, 0.75}
+	c.dropNumbers = true
+	c.stems = 0.5
+	c.decompose, c.fuseWhole, c.fuseK = true, 2, 1
+	c.weak = weakStrength
+	return c
+}()
+
+// weakStrength is the strength below which a search's results are flagged
+// weak: calibrated on etom_msc_bench so that about half of the requests no
+// tool fits are flagged, while a few percent of answerable ones are.
+const weakStrength = 0.26
+
 var _ Engine = (*BM25)(nil)
 
 // NewBM25 builds a BM25 engine over c.
-func NewBM25(c *catalog.Catalog) *BM25 { return newBM25(c, seedBM25) }
+func NewBM25(c *catalog.Catalog) *BM25 { return newBM25(c, defaultBM25) }
 
-// fieldTexts returns the texts of an entry's indexed fields.
-func fieldTexts(e *catalog.Entry, params *strings.Builder) [numFields]string {
-	params.Reset()
+// fieldTexts calls text with each text of each indexed field of e: one
+// text per field, but one per parameter for the parameter fields.
+func fieldTexts(e *catalog.Entry, text func(f int, s string)) {
+	text(fName, e.Name)
+	text(fTitle, e.Title)
+	text(fTool, e.Tool)
+	text(fServer, e.Server)
+	text(fDescription, summary(e))
 	for _, p := range e.Params {
-		params.WriteString(p.Name)
-		params.WriteByte(' ')
-	}
-	return [numFields]string{
-		fName: e.Name, fTitle: e.Title, fTool: e.Tool, fServer: e.Server,
-		fDescription: summary(e), fParams: params.String(),
+		text(fParams, p.Name)
+		text(fParamDescs, p.Description)
 	}
 }
 
 // newBM25 builds the index in two passes: the first measures every
 // field's length, the second weighs each term occurrence by its field's
 // weight over the field's length norm (BM25F), so that a long description
-// or many parameters do not dilute a match in the name.
+// or many parameters do not dilute a match in the name. (Recording counts
+// in one pass instead was no faster and took twice the memory.) Large
+// catalogs are split into contiguous shards indexed in parallel and
+// merged in order.
 func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 	n := c.Len()
-	x := &BM25{
-		cfg:      cfg,
-		cat:      c,
-		postings: make(map[string][]posting),
-		haystack: make([]string, n),
+	x := &BM25{cfg: cfg, cat: c, scratch: make(chan *scratch, 4)}
+	shards := 1
+	if n >= minParallel {
+		shards = min(runtime.GOMAXPROCS(0), n/(minParallel/2))
 	}
-	var params strings.Builder
-	var toks []string
+	bounds := func(s int) (int, int) { return s * n / shards, (s + 1) * n / shards }
+
 	lens := make([][numFields]float64, n)
+	sums := make([][numFields]float64, shards)
+	parallel(shards, func(s int) {
+		lo, hi := bounds(s)
+		for i := lo; i < hi; i++ {
+			fieldTexts(c.Entry(i), func(f int, text string) {
+				if cfg.fields[f].w != 0 {
+					k := float64(countTokens(text))
+					lens[i][f] += k
+					sums[s][f] += k
+				}
+			})
+		}
+	})
 	var avg [numFields]float64
-	for i := range n {
-		for f, text := range fieldTexts(c.Entry(i), &params) {
-			toks = appendTokens(toks[:0], text)
-			lens[i][f] = float64(len(toks))
-			avg[f] += float64(len(toks))
+	for _, sum := range sums {
+		for f := range avg {
+			avg[f] += sum[f]
 		}
 	}
 	for f := range avg {
 		avg[f] = max(avg[f]/float64(max(n, 1)), 1)
 	}
+
+	parts := make([]map[string][]posting, shards)
+	parallel(shards, func(s int) {
+		lo, hi := bounds(s)
+		parts[s] = indexRange(c, cfg, lens, avg, lo, hi)
+	})
+	x.postings = parts[0]
+	for _, p := range parts[1:] {
+		for t, ps := range p {
+			x.postings[t] = append(x.postings[t], ps...)
+		}
+	}
+	if cfg.stems > 0 {
+		x.stemmed = map[string][]string{}
+		for t := range x.postings {
+			if k := stemKey(t); k != "" {
+				x.stemmed[k] = append(x.stemmed[k], t)
+			}
+		}
+	}
+	return x
+}
+
+// minParallel is the catalog size from which indexing is parallel.
+const minParallel = 2000
+
+// parallel runs f(0) … f(n-1) concurrently and waits for them.
+func parallel(n int, f func(int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for s := range n {
+		wg.Go(func() { f(s) })
+	}
+	wg.Wait()
+}
+
+// indexRange builds the postings of documents lo to hi.
+func indexRange(c *catalog.Catalog, cfg bm25Config, lens [][numFields]float64, avg [numFields]float64, lo, hi int) map[string][]posting {
+	postings := make(map[string][]posting)
 	type acc struct {
 		tf     float64
 		fields fieldSet
 	}
-	doc := make(map[string]*acc)
-	for i := range n {
-		e := c.Entry(i)
-		clear(doc)
-		for f, text := range fieldTexts(e, &params) {
+	slot := make(map[string]int32)
+	var doc []acc
+	var terms, toks []string
+	for i := lo; i < hi; i++ {
+		clear(slot)
+		doc, terms = doc[:0], terms[:0]
+		fieldTexts(c.Entry(i), func(f int, s string) {
 			fc := cfg.fields[f]
 			if fc.w == 0 {
-				continue
+				return
 			}
 			w := fc.w / (1 - fc.b + fc.b*lens[i][f]/avg[f])
-			toks = appendTokens(toks[:0], text)
+			toks = appendTokens(toks[:0], s)
 			for _, t := range toks {
 				t = foldPlural(t)
-				a := doc[t]
-				if a == nil {
-					a = &acc{}
-					doc[t] = a
+				k, ok := slot[t]
+				if !ok {
+					k = int32(len(doc))
+					slot[t] = k
+					doc = append(doc, acc{})
+					terms = append(terms, t)
 				}
-				a.tf += w
-				a.fields |= fieldBits[f]
+				doc[k].tf += w
+				doc[k].fields |= fieldBits[f]
 			}
+		})
+		for k, t := range terms {
+			postings[t] = append(postings[t], posting{doc: int32(i), tf: float32(doc[k].tf), fields: doc[k].fields})
 		}
-		for t, a := range doc {
-			x.postings[t] = append(x.postings[t], posting{doc: int32(i), tf: float32(a.tf), fields: a.fields})
-		}
-		x.haystack[i] = strings.ToLower(e.Name + "\n" + e.Description + "\n" + e.SearchHint)
 	}
-	x.pool.New = func() any { s := make([]float64, n); return &s }
-	return x
+	return postings
 }
 
 // summary is the description text indexed for a tool: the whole
@@ -205,11 +300,21 @@ func summary(e *catalog.Entry) string {
 	return e.Description
 }
 
-// queryTerm is a distinct query token.
+// queryTerm is a distinct query token and the index terms that stand for
+// it: itself, and, when enabled, synonyms and words of the same stem, each
+// with a weight below 1. A document scores the best of them, never their
+// sum, so that expansion can add a match but not multiply one.
 type queryTerm struct {
 	text string
-	idf  float64
-	ps   []posting
+	alts []alt
+	idf  float64 // the largest idf among the alternatives, for coverage
+}
+
+type alt struct {
+	text   string
+	idf    float64
+	weight float64
+	ps     []posting
 }
 
 // Search implements Engine. The default limit is 8.
@@ -233,43 +338,134 @@ func (x *BM25) Search(ctx context.Context, query string, limit int) ([]Hit, erro
 			return hits, nil
 		}
 	}
-
 	terms := x.terms(q)
-	required := q.required()
-	scoresp := x.pool.Get().(*[]float64)
-	scores := *scoresp
-	var touched []int32
-	for _, t := range terms {
-		for _, p := range t.ps {
-			if scores[p.doc] == 0 {
-				touched = append(touched, p.doc)
+	depth := limit
+	if x.cfg.decompose {
+		depth = max(limit, fuseDepth)
+	}
+	hits := x.rank(terms, q.required(), depth)
+	x.explainAll(hits, terms)
+	strength := 0.0
+	if len(hits) > 0 {
+		strength = x.strength(hits[0].Score, terms)
+	}
+	if cs := clauses(q.Text); x.cfg.decompose && cs != nil {
+		lists := [][]Hit{hits}
+		weights := []float64{x.cfg.fuseWhole}
+		for _, c := range cs {
+			cq, err := ParseQuery(c)
+			if err != nil {
+				continue
 			}
-			scores[p.doc] += x.termScore(t.idf, p)
+			ct := x.terms(cq)
+			ch := x.rank(ct, q.required(), depth)
+			if len(ch) > 0 {
+				strength = max(strength, x.strength(ch[0].Score, ct))
+			}
+			x.explainAll(ch, ct)
+			lists = append(lists, ch)
+			weights = append(weights, 1)
 		}
+		hits = fuse(lists, weights, x.cfg.fuseK, limit)
 	}
-	top := topK{limit: limit}
-	for _, d := range touched {
-		s := scores[d]
-		scores[d] = 0
-		if x.hasRequired(int(d), required) {
-			top.push(Hit{Entry: x.cat.Entry(int(d)), Score: s})
+	hits = hits[:min(limit, len(hits))]
+	if strength < x.cfg.weak {
+		for i := range hits {
+			hits[i].Weak = true
 		}
-	}
-	x.pool.Put(scoresp)
-
-	hits := top.sorted()
-	for i := range hits {
-		hits[i].Matches = x.explain(x.cat.Index(hits[i].Entry.Name), terms)
 	}
 	return hits, nil
 }
 
-// terms returns the distinct, folded tokens of q that occur in the index,
-// without stop words unless nothing else is left.
+// fuseDepth is how deep each ranking fused for a multi-step request goes.
+const fuseDepth = 10
+
+func (x *BM25) explainAll(hits []Hit, terms []queryTerm) {
+	for i := range hits {
+		hits[i].Matches = x.explain(x.cat.Index(hits[i].Entry.Name), terms)
+	}
+}
+
+// rank scores the documents matching terms and returns the best limit.
+func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
+	var sc *scratch
+	select {
+	case sc = <-x.scratch:
+	default:
+		n := x.cat.Len()
+		sc = &scratch{score: make([]float64, n), best: make([]float64, n)}
+	}
+	touched, mine := sc.touched[:0], sc.mine[:0]
+	for _, t := range terms {
+		mine = mine[:0]
+		for _, a := range t.alts {
+			for _, p := range a.ps {
+				v := a.weight * x.termScore(a.idf, p)
+				if sc.best[p.doc] == 0 {
+					mine = append(mine, p.doc)
+				}
+				sc.best[p.doc] = max(sc.best[p.doc], v)
+			}
+		}
+		for _, d := range mine {
+			if sc.score[d] == 0 {
+				touched = append(touched, d)
+			}
+			sc.score[d] += sc.best[d]
+			sc.best[d] = 0
+		}
+	}
+	top := topK{limit: limit}
+	for _, d := range touched {
+		h := Hit{Entry: x.cat.Entry(int(d)), Score: sc.score[d]}
+		sc.score[d] = 0
+		if top.accepts(&h) && x.hasRequired(int(d), required) {
+			top.push(h)
+		}
+	}
+	sc.touched, sc.mine = touched, mine
+	select {
+	case x.scratch <- sc:
+	default:
+	}
+	return top.sorted()
+}
+
+// strength is a score as a share of the best score the query's terms
+// could give: comparable across queries, unlike raw BM25 scores.
+func (x *BM25) strength(score float64, terms []queryTerm) float64 {
+	var best float64
+	for _, t := range terms {
+		best += t.idf * (x.cfg.k1 + 1 + x.cfg.delta)
+	}
+	if best == 0 {
+		return 0
+	}
+	return score / best
+}
+
+// scratch holds per-document accumulators, pooled between searches.
+type scratch struct {
+	score, best   []float64
+	touched, mine []int32
+}
+
+// terms returns the distinct, folded tokens of q, each with the index
+// terms that stand for it, without stop words (and numbers, when so
+// configured) unless nothing else is left.
 func (x *BM25) terms(q Query) []queryTerm {
+	keep := func(t Term) bool {
+		if t.Required {
+			return true
+		}
+		if stopWords[t.Text] {
+			return false
+		}
+		return !x.cfg.dropNumbers || !isNumber(t.Text)
+	}
 	words := make([]string, 0, len(q.Terms))
 	for _, t := range q.Terms {
-		if t.Required || !stopWords[t.Text] {
+		if keep(t) {
 			words = append(words, foldPlural(t.Text))
 		}
 	}
@@ -279,25 +475,54 @@ func (x *BM25) terms(q Query) []queryTerm {
 		}
 	}
 	var terms []queryTerm
-	n := float64(x.cat.Len())
+	seen := map[string]bool{}
 	for _, w := range words {
-		ps := x.postings[w]
-		if len(ps) == 0 || containsTerm(terms, w) {
+		if seen[w] {
 			continue
 		}
-		df := float64(len(ps))
-		terms = append(terms, queryTerm{text: w, idf: math.Log(1 + (n-df+0.5)/(df+0.5)), ps: ps})
+		seen[w] = true
+		qt := queryTerm{text: w}
+		qt.add(x, w, 1)
+		if x.cfg.stems > 0 {
+			for _, s := range x.stemmed[stemKey(w)] {
+				if sameStem(w, s) {
+					qt.add(x, s, x.cfg.stems)
+				}
+			}
+		}
+		if len(qt.alts) > 0 {
+			terms = append(terms, qt)
+		}
 	}
 	return terms
 }
 
-func containsTerm(terms []queryTerm, w string) bool {
-	for _, t := range terms {
-		if t.text == w {
-			return true
+// add makes an index term an alternative of t, unless it already is one
+// or is not in the index.
+func (t *queryTerm) add(x *BM25, term string, weight float64) {
+	ps := x.postings[term]
+	if len(ps) == 0 {
+		return
+	}
+	for _, a := range t.alts {
+		if a.text == term {
+			return
 		}
 	}
-	return false
+	n := float64(x.cat.Len())
+	df := float64(len(ps))
+	idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+	t.alts = append(t.alts, alt{text: term, idf: idf, weight: weight, ps: ps})
+	t.idf = max(t.idf, idf*weight)
+}
+
+func isNumber(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (x *BM25) termScore(idf float64, p posting) float64 {
@@ -305,25 +530,46 @@ func (x *BM25) termScore(idf float64, p posting) float64 {
 	return idf * (tf*(x.cfg.k1+1)/(tf+x.cfg.k1) + x.cfg.delta)
 }
 
+// hasRequired reports whether a document's name, description or search
+// hint contains every required term. Required terms are rare, so the
+// lower-cased text is made when asked for, not kept.
 func (x *BM25) hasRequired(doc int, required []string) bool {
+	if len(required) == 0 {
+		return true
+	}
+	e := x.cat.Entry(doc)
+	text := strings.ToLower(e.Name + "\n" + e.Description + "\n" + e.SearchHint)
 	for _, r := range required {
-		if !strings.Contains(x.haystack[doc], r) {
+		if !strings.Contains(text, r) {
 			return false
 		}
 	}
 	return true
 }
 
-// explain lists what each query term contributed to a document's score.
+// explain lists what each query term contributed to a document's score:
+// the best of its alternatives, named after the index term that matched.
 func (x *BM25) explain(doc int, terms []queryTerm) []Match {
 	var ms []Match
 	for _, t := range terms {
-		i := sort.Search(len(t.ps), func(i int) bool { return int(t.ps[i].doc) >= doc })
-		if i == len(t.ps) || int(t.ps[i].doc) != doc {
-			continue
+		var best Match
+		for _, a := range t.alts {
+			i := sort.Search(len(a.ps), func(i int) bool { return int(a.ps[i].doc) >= doc })
+			if i == len(a.ps) || int(a.ps[i].doc) != doc {
+				continue
+			}
+			p := a.ps[i]
+			if v := a.weight * x.termScore(a.idf, p); v > best.Score {
+				term := t.text
+				if a.text != t.text {
+					term = t.text + "~" + a.text
+				}
+				best = Match{Term: term, Fields: p.fields.names(), Score: v}
+			}
 		}
-		p := t.ps[i]
-		ms = append(ms, Match{Term: t.text, Fields: p.fields.names(), Score: x.termScore(t.idf, p)})
+		if best.Score > 0 {
+			ms = append(ms, best)
+		}
 	}
 	return ms
 }

@@ -42,6 +42,9 @@ type Hit struct {
 	Score float64
 	// Matches explains the score: what each query term matched.
 	Matches []Match
+	// Weak marks the hits of a search whose best match is weak: probably
+	// no tool fits the query, and these are only the closest.
+	Weak bool
 }
 
 // Match records where one query term matched and what it contributed.
@@ -147,6 +150,12 @@ func sortHits(hits []Hit) {
 type topK struct {
 	limit int
 	heap  []Hit // a min-heap by better: heap[0] is the worst kept
+}
+
+// accepts reports whether push(h) would keep h, so that costly checks can
+// be left for the hits that matter.
+func (t *topK) accepts(h *Hit) bool {
+	return len(t.heap) < t.limit || better(h, &t.heap[0])
 }
 
 func (t *topK) push(h Hit) {

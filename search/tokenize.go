@@ -23,14 +23,98 @@ func Tokenize(text string) []string {
 
 // appendTokens appends the tokens of text to dst.
 func appendTokens(dst []string, text string) []string {
-	if !isASCII(text) {
-		text = foldMarks(text)
+	n := len(dst)
+	if scanASCII(text, func(start, end int) { dst = append(dst, lower(text[start:end])) }) {
+		return dst
 	}
+	dst = dst[:n]
+	text = foldMarks(text)
+	scanTokens(text, func(start, end int) { dst = append(dst, lower(text[start:end])) })
+	return dst
+}
+
+// countTokens returns how many tokens text has, without making them.
+func countTokens(text string) int {
+	n := 0
+	if scanASCII(text, func(int, int) { n++ }) {
+		return n
+	}
+	n = 0
+	scanTokens(foldMarks(text), func(int, int) { n++ })
+	return n
+}
+
+// Byte classes of ASCII text, for scanASCII.
+const (
+	other = iota
+	lowerLetter
+	upperLetter
+	digit
+)
+
+var asciiClass = func() (t [128]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = lowerLetter
+	}
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = upperLetter
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = digit
+	}
+	return t
+}()
+
+// scanASCII is scanTokens for ASCII text, a byte at a time: most tool
+// text is ASCII, and indexing spends its time here. It stops and returns
+// false at the first byte that is not ASCII, having reported the tokens
+// before it; the caller starts over with scanTokens.
+func scanASCII(text string, token func(start, end int)) bool {
+	start := -1
+	prev := uint8(other)
+	for i := 0; i < len(text); i++ {
+		b := text[i]
+		if b >= utf8.RuneSelf {
+			return false
+		}
+		c := asciiClass[b]
+		if c == other {
+			if start >= 0 {
+				token(start, i)
+				start = -1
+			}
+			prev = other
+			continue
+		}
+		if start >= 0 && c == upperLetter {
+			// camelCase, v2Beta; and the end of an acronym: the upper-case
+			// letter before a lower-case one starts a word (MCPTool).
+			if prev == lowerLetter || prev == digit ||
+				prev == upperLetter && i+1 < len(text) && text[i+1] < utf8.RuneSelf && asciiClass[text[i+1]] == lowerLetter {
+				token(start, i)
+				start = -1
+			}
+		}
+		if start < 0 {
+			start = i
+		}
+		prev = c
+	}
+	if start >= 0 {
+		token(start, len(text))
+	}
+	return true
+}
+
+// scanTokens calls token with the bounds of each token of text, which is
+// already folded: runs of letters and digits, split at camelCase and
+// acronym boundaries.
+func scanTokens(text string, token func(start, end int)) {
 	start := -1 // start of the current token in text, or -1
 	var prev rune
 	flush := func(end int) {
 		if start >= 0 && end > start {
-			dst = append(dst, lower(text[start:end]))
+			token(start, end)
 		}
 		start = -1
 	}
@@ -49,7 +133,6 @@ func appendTokens(dst []string, text string) []string {
 		prev = r
 	}
 	flush(len(text))
-	return dst
 }
 
 // boundary reports whether a token ends between prev and r, where rest is

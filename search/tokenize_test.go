@@ -1,6 +1,7 @@
 package search
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"unicode"
@@ -137,4 +138,24 @@ func TestParseQueryPhoneNumbers(t *testing.T) {
 	if len(req) != 1 || req[0] != "slack" {
 		t.Errorf("required terms = %v, want [slack]", req)
 	}
+}
+
+// The ASCII fast path splits exactly as the general scanner does.
+func FuzzScanASCII(f *testing.F) {
+	for _, s := range []string{"createPullRequest", "MCPTool v2Beta", "API-post-search", "s3_bucket EC2", "HTTPServer2Go", "a", "", "__x__", "ABC", "aB1cD"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var fast, slow [][2]int
+		if !scanASCII(s, func(a, b int) { fast = append(fast, [2]int{a, b}) }) {
+			if isASCII(s) {
+				t.Errorf("%q: the ASCII scan gave up on ASCII text", s)
+			}
+			return
+		}
+		scanTokens(s, func(a, b int) { slow = append(slow, [2]int{a, b}) })
+		if fmt.Sprint(fast) != fmt.Sprint(slow) {
+			t.Errorf("%q: ascii %v, general %v", s, fast, slow)
+		}
+	})
 }

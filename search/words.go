@@ -32,3 +32,28 @@ func foldPlural(t string) string {
 	}
 	return t
 }
+
+// stemKey buckets words by their first five letters, where words of one
+// stem are found. Shorter words are left alone: "list" and "listing",
+// "read" and "ready" are different words.
+func stemKey(w string) string {
+	if len(w) < 5 {
+		return ""
+	}
+	return w[:5]
+}
+
+// sameStem reports whether two words are forms of one stem: they share at
+// least five letters, and all but at most three letters of the shorter
+// word ("multiply" and "multiplication", "translate" and "translation",
+// but not "process" and "procurement").
+func sameStem(a, b string) bool {
+	if a == b {
+		return false
+	}
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n >= 5 && n >= min(len(a), len(b))-3
+}

@@ -30,7 +30,9 @@ and for each value of their level, category and subset fields:
   mrr@10       1 / rank of the first hit that covers a group
   ndcg@10      a hit gains 1 when it covers a group not yet covered; the
                ideal is min(groups, 10)
-  abstain      queries no tool fits, and how many got no hits
+  flagged weak answerable queries whose results the engine flagged weak
+  abstain      queries no tool fits, and how many got no hits or only
+               hits flagged weak
 
 plus the time to build the index and per-query latency (p50, p99).
 
@@ -95,19 +97,19 @@ func writeReport(w io.Writer, r *evaluate.Report) {
 	labels = append([]string{"all"}, labels...)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "subset\tqueries\trecall@1\trecall@5\trecall@10\tcomplete@10\tmrr@10\tndcg@10\tabstained\t")
+	fmt.Fprintln(tw, "subset\tqueries\trecall@1\trecall@5\trecall@10\tcomplete@10\tmrr@10\tndcg@10\tflagged weak\tabstained\t")
 	for _, l := range labels {
 		m := r.Subsets[l]
 		abstain := "-"
 		if m.Abstain != nil {
-			abstain = fmt.Sprintf("%d/%d", m.Abstain.NoHits, m.Abstain.Queries)
+			abstain = fmt.Sprintf("%d/%d (%d empty)", max(m.Abstain.NoHits, m.Abstain.Weak), m.Abstain.Queries, m.Abstain.NoHits)
 		}
 		if m.Queries == 0 {
-			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t-\t%s\t\n", l, abstain)
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", l, abstain)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t\n",
-			l, m.Queries, m.Recall1, m.Recall5, m.Recall10, m.Complete10, m.MRR10, m.NDCG10, abstain)
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%s\t\n",
+			l, m.Queries, m.Recall1, m.Recall5, m.Recall10, m.Complete10, m.MRR10, m.NDCG10, m.Weak, abstain)
 	}
 	tw.Flush()
 }

@@ -93,6 +93,9 @@ func writeHits(w io.Writer, hits []search.Hit, explain bool) {
 		fmt.Fprintln(w, "No matching tools.")
 		return
 	}
+	if hits[0].Weak {
+		fmt.Fprintln(w, "No tool fits this query well; the closest:")
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, h := range hits {
 		server := h.Entry.Server
@@ -127,6 +130,7 @@ type hitJSON struct {
 	Score       float64        `json:"score"`
 	Description string         `json:"description"`
 	Matches     []search.Match `json:"matches"`
+	Weak        bool           `json:"weak,omitempty"`
 }
 
 func writeHitsJSON(w io.Writer, query, engine string, tools int, hits []search.Hit) error {
@@ -139,7 +143,7 @@ func writeHitsJSON(w io.Writer, query, engine string, tools int, hits []search.H
 	for _, h := range hits {
 		out.Hits = append(out.Hits, hitJSON{
 			Name: h.Entry.Name, Server: h.Entry.Server, Tool: h.Entry.Tool,
-			Score: h.Score, Description: h.Entry.Description, Matches: h.Matches,
+			Score: h.Score, Description: h.Entry.Description, Matches: h.Matches, Weak: h.Weak,
 		})
 	}
 	enc := json.NewEncoder(w)

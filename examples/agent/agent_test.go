@@ -78,7 +78,7 @@ func TestAgentAcrossCompaction(t *testing.T) {
 			if !strings.HasPrefix(last, "<deferred-tools-delta>") || !strings.Contains(last, open) {
 				t.Errorf("the deferred tools were not announced: %q", last)
 			}
-			return []messages.Block{toolUse("t1", messages.DefaultSearchTool, map[string]string{"query": "create entities in the knowledge graph"})}, "tool_use", 1200
+			return []messages.Block{toolUse("t1", messages.DefaultSearchTool, map[string]any{"query": "create entities in the knowledge graph", "limit": 1})}, "tool_use", 1200
 		},
 		func(t *testing.T, req messages.Request, visible map[string]bool) ([]messages.Block, string, int) {
 			mustSend(t, req, create, visible)

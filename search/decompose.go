@@ -1,0 +1,76 @@
+package search
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Multi-step requests ("check my balance, then send 0.05 ETH, and finally
+// post the receipt to Slack") need one tool per step, but one ranked list
+// over the whole request favours the step with the rarest words. Such a
+// request is split into its clauses, each clause is searched on its own,
+// and the results are interleaved, so that every step has its best tools
+// near the top.
+
+// clauseBreak splits a request into clauses: at sentence ends, semicolons,
+// and the connectives people use to sequence steps.
+var clauseBreak = regexp.MustCompile(`(?i)[.!?;]+\s+|[.!?;]+$|\n+|,?\s+\b(?:and then|then|after that|afterwards|afterward|next|finally|lastly|also|as well as|followed by|once (?:that|this|done)|after (?:which|you)|before (?:that|you))\b,?\s*`)
+
+// minClauseWords is how many words other than stop words a clause needs
+// to be searched on its own.
+const minClauseWords = 2
+
+// clauses returns the clauses of a query worth searching separately, or
+// nil when it has fewer than two.
+func clauses(query string) []string {
+	var out []string
+	for _, part := range clauseBreak.Split(query, -1) {
+		part = strings.TrimSpace(part)
+		words := 0
+		for _, t := range Tokenize(part) {
+			if !stopWords[t] {
+				words++
+			}
+		}
+		if words >= minClauseWords {
+			out = append(out, part)
+		}
+	}
+	if len(out) < 2 {
+		return nil
+	}
+	return out
+}
+
+// fuse merges ranked lists by weighted reciprocal rank: a hit at rank r
+// (from 0) of list i adds weights[i] / (k + r + 1). Ties keep the order
+// of first appearance.
+func fuse(lists [][]Hit, weights []float64, k float64, limit int) []Hit {
+	type acc struct {
+		hit   Hit
+		score float64
+		first int
+	}
+	byName := map[string]*acc{}
+	var order []*acc
+	for i, l := range lists {
+		for r, h := range l {
+			a := byName[h.Entry.Name]
+			if a == nil {
+				a = &acc{hit: h, first: len(order)}
+				byName[h.Entry.Name] = a
+				order = append(order, a)
+			}
+			a.score += weights[i] / (k + float64(r) + 1)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].score > order[j].score })
+	out := make([]Hit, 0, min(limit, len(order)))
+	for _, a := range order[:min(limit, len(order))] {
+		h := a.hit
+		h.Score = a.score
+		out = append(out, h)
+	}
+	return out
+}
