@@ -13,13 +13,18 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"errors"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/fakeembed"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -577,5 +582,46 @@ func TestClientDisconnectCancels(t *testing.T) {
 			t.Fatal("the upstream call was not cancelled")
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fakeEmbedder embeds in-process, and fails while fail is set.
+type fakeEmbedder struct{ fail atomic.Bool }
+
+func (f *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	if f.fail.Load() {
+		return nil, errors.New("embeddings endpoint: 503")
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = fakeembed.Vector(t)
+	}
+	return out, nil
+}
+
+// With an embedder the gateway searches lexically at once and hybrid once
+// the embeddings are ready; when the embedder fails, lexically again.
+func TestHybridSearch(t *testing.T) {
+	emb := &fakeEmbedder{}
+	g, _ := gatewayFor(t, &Options{Embedder: emb}, standardUpstreams(t)...)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := g.state.Load().engine.(*search.Hybrid); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the hybrid engine never arrived")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cs := connect(t, g, nil)
+	res := call(t, cs, toolSearch, map[string]any{"query": "post a message to a channel", "limit": 1})
+	if !strings.Contains(text(res), "mcp__slack__post_message") {
+		t.Errorf("hybrid search: %s", text(res))
+	}
+	emb.fail.Store(true)
+	res = call(t, cs, toolSearch, map[string]any{"query": "create an issue", "limit": 1})
+	if res.IsError || !strings.Contains(text(res), "mcp__github__create_issue") {
+		t.Errorf("search with the endpoint down: %s", text(res))
 	}
 }

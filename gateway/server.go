@@ -87,8 +87,12 @@ type Options struct {
 	Counter policy.Counter
 	// Activate adds the tools a session finds to that session's tool list.
 	Activate bool
-	// Engine is the search engine kind (default "bm25").
+	// Engine is the lexical search engine kind (default "bm25").
 	Engine string
+	// Embedder, when set, makes search hybrid: the lexical engine fused
+	// with embeddings. Each catalog is searched lexically until its
+	// embeddings are ready, and again whenever the embedder fails.
+	Embedder search.Embedder
 	// Version is reported to clients as the server's version.
 	Version string
 	// PendingWait bounds how long call_tool and search_tools wait for
@@ -218,6 +222,9 @@ func (s *Server) Update(c *catalog.Catalog) {
 		eng = search.NewBM25(c)
 	}
 	snap := &snapshot{cat: c, engine: eng}
+	if s.opts.Embedder != nil {
+		go s.embed(snap)
+	}
 	snap.tokens = s.countTokens(c)
 	switch s.opts.Mode {
 	case ModeAll:
@@ -247,6 +254,26 @@ func (s *Server) Update(c *catalog.Catalog) {
 	s.mu.Unlock()
 	for _, x := range xs {
 		s.sync(x, snap)
+	}
+}
+
+// embed builds the hybrid engine of a snapshot and, if the snapshot is
+// still current, makes it the engine. Searches meanwhile are lexical.
+func (s *Server) embed(snap *snapshot) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	sem, err := search.NewSemantic(ctx, snap.cat, s.opts.Embedder)
+	if err != nil {
+		s.logger.Warn("embeddings unavailable; searching lexically", "error", err)
+		return
+	}
+	hybrid := &search.Hybrid{Lexical: snap.engine, Semantic: sem, OnFallback: func(err error) {
+		s.logger.Warn("the embeddings endpoint failed; searching lexically until it answers", "error", err)
+	}}
+	next := *snap
+	next.engine = hybrid
+	if s.state.CompareAndSwap(snap, &next) {
+		s.logger.Info("hybrid search ready", "tools", snap.cat.Len())
 	}
 }
 

@@ -1,35 +1,40 @@
 package search
 
-import "github.com/toolshelf/toolshelf/catalog"
+import (
+	"testing"
 
-// NewBM25Variant builds a BM25 engine with a configuration changed by
-// tweak, for experiments in tests.
-func NewBM25Variant(c *catalog.Catalog, tweak func(*bm25Config)) *BM25 {
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// Variant is an engine configuration for TestVariants: the seed's
+// configuration changed by the fields that are set.
+type Variant struct {
+	ParamDescs  float64 // weight of parameter descriptions
+	DropNumbers bool
+	Stems       float64
+	Decompose   bool    // clause fusion (whole request ×2, k = 1)
+	Weak        float64 // weak-match threshold
+}
+
+// NewBM25Variant builds a BM25 engine with a variant configuration.
+func NewBM25Variant(c *catalog.Catalog, v Variant) *BM25 { return newBM25(c, v.config()) }
+
+func (v Variant) config() bm25Config {
 	cfg := seedBM25
-	if tweak != nil {
-		tweak(&cfg)
+	cfg.fields[fParamDescs] = fieldConfig{v.ParamDescs, 0.75}
+	cfg.dropNumbers, cfg.stems = v.DropNumbers, v.Stems
+	if v.Decompose {
+		cfg.decompose, cfg.fuseWhole, cfg.fuseK = true, 2, 1
 	}
-	return newBM25(c, cfg)
+	cfg.weak = v.Weak
+	return cfg
 }
 
-// BM25Config lets experiments set the engine's switches.
-type BM25Config = bm25Config
-
-func (c *bm25Config) Set(dropNumbers bool, synonyms, stems, coord float64) {
-	c.dropNumbers, c.stems = dropNumbers, stems
+// The default engine is the variant docs/search-quality.md reports as the
+// default: a change to one must be measured in the other.
+func TestDefaultIsTheMeasuredVariant(t *testing.T) {
+	measured := Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, Weak: 0.26}.config()
+	if measured != defaultBM25 {
+		t.Errorf("defaultBM25 = %+v, the measured default is %+v", defaultBM25, measured)
+	}
 }
-
-// SetField sets one field's weight and b: 0 name, 1 title, 2 tool, 3 server, 4 description, 5 params.
-func (c *bm25Config) SetField(f int, w, b float64) { c.fields[f] = fieldConfig{w, b} }
-
-// SetK1 sets k1.
-func (c *bm25Config) SetK1(k1 float64) { c.k1 = k1 }
-
-func (c *bm25Config) SetDecompose(d int) { c.decompose = d > 0 }
-
-func (c *bm25Config) SetFuse(whole, k float64) { c.decompose, c.fuseWhole, c.fuseK = true, whole, k }
-
-func (c *bm25Config) SetAbstain(a float64) { c.weak = a }
-
-// Default returns the default configuration.
-func DefaultConfig() bm25Config { return defaultBM25 }

@@ -167,6 +167,19 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mc
 	return res, nil
 }
 
+// dead reports whether the connection's process has exited.
+func (c *conn) dead() bool {
+	if c.proc == nil {
+		return false
+	}
+	select {
+	case <-c.proc.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // wait returns when the session has ended.
 func (c *conn) wait() error {
 	if c.session == nil {

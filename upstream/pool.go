@@ -517,14 +517,22 @@ func (s *server) waitReady(ctx context.Context) (*conn, error) {
 		s.mu.Unlock()
 		switch state {
 		case StateReady:
-			return c, nil
+			if !c.dead() {
+				return c, nil
+			}
+			// The process has exited and the supervisor has not yet
+			// noticed: wait for the restart rather than call into a
+			// closed connection.
+			ready = nil
 		case StateDisabled:
 			return nil, fmt.Errorf("server %s is disabled", s.cfg.Name)
 		case StateFailed:
 			return nil, fmt.Errorf("server %s is not available: %s", s.cfg.Name, reason)
 		}
+		poll := time.After(10 * time.Millisecond) // for a change that closes no channel
 		select {
 		case <-ready:
+		case <-poll:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"text/tabwriter"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -19,7 +18,7 @@ func init() {
 	register(&command{
 		name:    "eval",
 		summary: "measure retrieval quality on a labelled dataset",
-		usage:   "--dataset DIR [--engine bm25|keyword|regex] [--limit K] [--json]",
+		usage:   "--dataset DIR [--engine ENGINE] [--limit K] [--json]",
 		help: `
 Searches every query of a labelled dataset and reports, over all queries
 and for each value of their level, category and subset fields:
@@ -37,10 +36,13 @@ and for each value of their level, category and subset fields:
 plus the time to build the index and per-query latency (p50, p99).
 
 A dataset folder holds tools.jsonl and queries.jsonl, and optionally
-servers.jsonl; see ../shared/datasets/*/README.md for the format.`,
+servers.jsonl; see ../shared/datasets/*/README.md for the format.
+
+` + engineHelp,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			dataset := fs.String("dataset", "", "dataset `DIR` with tools.jsonl and queries.jsonl")
-			engine := fs.String("engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
+			var engine engineFlags
+			engine.register(fs)
 			limit := fs.Int("limit", evaluate.DefaultLimit, "results retrieved per query (`K`)")
 			asJSON := fs.Bool("json", false, "print the report as one JSON object")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -53,21 +55,21 @@ servers.jsonl; see ../shared/datasets/*/README.md for the format.`,
 				if err := checkPositive(fs, "limit", *limit); err != nil {
 					return err
 				}
-				return runEval(ctx, e, *dataset, *engine, *limit, *asJSON)
+				if err := engine.check(e); err != nil {
+					return err
+				}
+				return runEval(ctx, e, *dataset, engine, *limit, *asJSON)
 			}
 		},
 	})
 }
 
-func runEval(ctx context.Context, e *env, dir, engine string, limit int, asJSON bool) error {
-	if _, err := search.New(engine, catalog.New(nil, nil)); err != nil {
-		return badInput(err)
-	}
+func runEval(ctx context.Context, e *env, dir string, engine engineFlags, limit int, asJSON bool) error {
 	ds, err := loadDataset(dir)
 	if err != nil {
 		return err
 	}
-	r, err := evaluate.Run(ctx, ds, engine, func(c *catalog.Catalog) (search.Engine, error) { return search.New(engine, c) }, &evaluate.Options{Limit: limit})
+	r, err := evaluate.Run(ctx, ds, engine.kind, func(c *catalog.Catalog) (search.Engine, error) { return engine.build(ctx, e, c) }, &evaluate.Options{Limit: limit})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ func init() {
 	register(&command{
 		name:    "search",
 		summary: "find tools by what they do",
-		usage:   "[--catalog FILE | --config FILE] [--engine bm25|keyword|regex] [--limit N] [--json] [--explain] QUERY...",
+		usage:   "[--catalog FILE | --config FILE] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
 		help: `
 Searches a catalog of MCP tools and prints the best matches, best first:
 qualified name, server, score and a one-line description.
@@ -31,6 +31,8 @@ The query grammar (bm25 and keyword engines):
 The regex engine reads the query as a case-insensitive regular expression
 (RE2 syntax, at most 200 characters).
 
+` + engineHelp + `
+
 --catalog takes a catalog file (as 'toolshelf catalog export' writes it) or
 a dataset folder with tools.jsonl. Without it, the configured servers are
 searched (connected first).
@@ -39,7 +41,8 @@ searched (connected first).
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			catalogPath := fs.String("catalog", "", "catalog `FILE` to search")
 			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
-			engine := fs.String("engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
+			var engine engineFlags
+			engine.register(fs)
 			limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, 5 otherwise)")
 			asJSON := fs.Bool("json", false, "print the hits as JSON")
 			explain := fs.Bool("explain", false, "show what each query term matched")
@@ -47,7 +50,10 @@ searched (connected first).
 				if err := checkPositive(fs, "limit", *limit); err != nil {
 					return err
 				}
-				return runSearch(ctx, e, searchOptions{*catalogPath, *config, *engine, *limit, *asJSON, *explain}, args)
+				if err := engine.check(e); err != nil {
+					return err
+				}
+				return runSearch(ctx, e, searchOptions{*catalogPath, *config, engine, *limit, *asJSON, *explain}, args)
 			}
 		},
 	})
@@ -56,7 +62,7 @@ searched (connected first).
 type searchOptions struct {
 	catalog string
 	config  string
-	engine  string
+	engine  engineFlags
 	limit   int
 	json    bool
 	explain bool
@@ -73,16 +79,16 @@ func runSearch(ctx context.Context, e *env, o searchOptions, args []string) erro
 	}
 	defer src.close()
 	cat := src.cat
-	eng, err := search.New(o.engine, cat)
+	eng, err := o.engine.build(ctx, e, cat)
 	if err != nil {
-		return badInput(err)
+		return err
 	}
 	hits, err := eng.Search(ctx, query, o.limit)
 	if err != nil {
 		return badInput(err)
 	}
 	if o.json {
-		return writeHitsJSON(e.stdout, query, o.engine, cat.Len(), hits)
+		return writeHitsJSON(e.stdout, query, o.engine.kind, cat.Len(), hits)
 	}
 	writeHits(e.stdout, hits, o.explain)
 	return nil

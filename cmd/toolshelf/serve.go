@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/internal/builtin"
-	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -32,7 +30,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the MCP gateway in front of the configured servers",
-		usage:   "[--config FILE | --catalog FILE] [--http ADDR] [--mode search|all|auto[:N]] [--activate] [flags]",
+		usage:   "[--config FILE | --catalog FILE] [--http ADDR] [--mode search|all|auto[:N]] [--activate] [--engine ENGINE] [flags]",
 		help: `
 Runs toolshelf as an MCP server: the one server a client (Claude Desktop,
 Claude Code, Cursor, VS Code, ...) is configured with, in front of all the
@@ -57,6 +55,9 @@ $TOOLSHELF_AUTH_TOKEN), checked as a bearer token; requests from a browser
 page of another origin are refused. Request bodies are limited to 4 MiB.
 Logs go to stderr, one line per tool call.
 
+` + engineHelp + ` The gateway searches with bm25 until the catalog's
+embeddings are ready, and again if the endpoint fails.
+
 ` + configHelp + `
 Without servers, the built-in catalog is served: it can be searched, and
 calls to it fail with a message saying why.`,
@@ -69,7 +70,7 @@ calls to it fail with a message saying why.`,
 			fs.StringVar(&o.mode, "mode", "search", "how tools are shown: search, all, auto or auto:N")
 			fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
 			fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
-			fs.StringVar(&o.engine, "engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
+			o.engine.register(fs)
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
@@ -88,7 +89,8 @@ calls to it fail with a message saying why.`,
 }
 
 type serveOptions struct {
-	config, catalog, http, token, mode, engine, logLevel string
+	config, catalog, http, token, mode, logLevel string
+	engine                                       engineFlags
 	window                                               int
 	activate                                             bool
 }
@@ -98,8 +100,8 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if _, err := search.New(o.engine, catalog.New(nil, nil)); err != nil {
-		return badInput(err)
+	if err := o.engine.check(e); err != nil {
+		return err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
@@ -151,7 +153,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	g := gateway.New(up, &gateway.Options{
 		Logger: logger, Mode: mode, Percent: percent, ContextWindow: o.window,
-		Activate: o.activate, Engine: o.engine, Version: upstream.Version,
+		Activate: o.activate, Engine: o.engine.lexicalKind(), Embedder: o.engine.embedder(e), Version: upstream.Version,
 	})
 	gw.Store(g)
 	g.Update(up.Catalog()) // a change between New and Store is not lost
