@@ -91,8 +91,8 @@ calls to it fail with a message saying why.`,
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
 	engine                                       engineFlags
-	window                                               int
-	activate                                             bool
+	window                                       int
+	activate                                     bool
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
