@@ -297,12 +297,7 @@ func TestParseMode(t *testing.T) {
 // With servers still connecting, a search that finds little names them.
 func TestPendingServers(t *testing.T) {
 	cmd, env := mcptest.Command("hang", nil)
-	envMap := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
-	slow := upstream.ServerConfig{Name: "slowpoke", Command: cmd, Env: envMap, Timeout: time.Minute}
+	slow := upstream.ServerConfig{Name: "slowpoke", Command: cmd, Env: env, Timeout: time.Minute}
 	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
 	t.Cleanup(func() { pool.Close() })
 	pool.Start()
@@ -347,12 +342,7 @@ func TestCallWaitsForConnectingServer(t *testing.T) {
 // A crashed server is restarted, and a call made meanwhile waits for it.
 func TestCallDuringRestart(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"crash", "echo"})
-	envMap := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
-	g, pool := gatewayFor(t, nil, upstream.ServerConfig{Name: "crashy", Command: cmd, Env: envMap, Timeout: 10 * time.Second})
+	g, pool := gatewayFor(t, nil, upstream.ServerConfig{Name: "crashy", Command: cmd, Env: env, Timeout: 10 * time.Second})
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__crashy__crash"})
 	if !res.IsError {
@@ -549,12 +539,7 @@ func TestActivate(t *testing.T) {
 // A client that goes away mid-call cancels the upstream call.
 func TestClientDisconnectCancels(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
-	envMap := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		envMap[k] = v
-	}
-	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: envMap, Timeout: 10 * time.Second})
+	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: 10 * time.Second})
 	url := httpGateway(t, g, nil)
 	marker := filepath.Join(t.TempDir(), "marker")
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,23 +11,32 @@ import (
 // only grows as a conversation goes on, through any number of
 // compactions, as long as compactors keep the boundaries they make.
 func Discovered(history []Message) map[string]bool {
-	found := map[string]bool{}
+	found := referencedIn(history)
 	for _, m := range history {
 		if m.Boundary != nil {
 			for _, n := range m.Boundary.PreCompactDiscoveredTools {
 				found[n] = true
 			}
 		}
+	}
+	return found
+}
+
+// referencedIn returns the tools that tool_reference blocks of a
+// history's user messages name (not the compaction snapshots).
+func referencedIn(history []Message) map[string]bool {
+	set := map[string]bool{}
+	for _, m := range history {
 		if m.Role != "user" {
 			continue
 		}
 		for _, b := range m.Content {
-			for _, name := range references(b) {
-				found[name] = true
+			for _, n := range references(b) {
+				set[n] = true
 			}
 		}
 	}
-	return found
+	return set
 }
 
 // references returns the tool names a tool_result block references.

@@ -289,23 +289,6 @@ func fixTurnBoundaries(msgs []Message) []Message {
 	return out
 }
 
-// referencedIn returns the tools that tool_reference blocks of a
-// history's user messages name (not the compaction snapshots).
-func referencedIn(history []Message) map[string]bool {
-	set := map[string]bool{}
-	for _, m := range history {
-		if m.Role != "user" {
-			continue
-		}
-		for _, b := range m.Content {
-			for _, n := range references(b) {
-				set[n] = true
-			}
-		}
-	}
-	return set
-}
-
 func hasReferences(m Message) bool {
 	for _, b := range m.Content {
 		if len(references(b)) > 0 {

@@ -319,31 +319,16 @@ type alt struct {
 
 // Search implements Engine. The default limit is 8.
 func (x *BM25) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
-	limit, err := checkLimit(limit, DefaultBM25Limit)
-	if err != nil {
-		return nil, err
-	}
-	q, err := ParseQuery(query)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if q.Select != nil {
-		return selectHits(x.cat, q.Select, limit), nil
-	}
-	if q.Prefix != "" {
-		if hits := prefixHits(x.cat, q.Prefix, limit); len(hits) > 0 {
-			return hits, nil
-		}
+	q, limit, hits, done, err := begin(ctx, x.cat, query, limit, DefaultBM25Limit)
+	if done {
+		return hits, err
 	}
 	terms := x.terms(q)
 	depth := limit
 	if x.cfg.decompose {
 		depth = max(limit, fuseDepth)
 	}
-	hits := x.rank(terms, q.required(), depth)
+	hits = x.rank(terms, q.required(), depth)
 	x.explainAll(hits, terms)
 	strength := 0.0
 	if len(hits) > 0 {

@@ -63,24 +63,9 @@ type keywordTerm struct {
 
 // Search implements Engine. The default limit is 5.
 func (k *Keyword) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
-	limit, err := checkLimit(limit, DefaultKeywordLimit)
-	if err != nil {
-		return nil, err
-	}
-	q, err := ParseQuery(query)
-	if err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if q.Select != nil {
-		return selectHits(k.cat, q.Select, limit), nil
-	}
-	if q.Prefix != "" {
-		if hits := prefixHits(k.cat, q.Prefix, limit); len(hits) > 0 {
-			return hits, nil
-		}
+	q, limit, hits, done, err := begin(ctx, k.cat, query, limit, DefaultKeywordLimit)
+	if done {
+		return hits, err
 	}
 	if e, ok := k.cat.Lookup(q.Text); ok {
 		return []Hit{{Entry: e, Score: 1, Matches: []Match{{Term: q.Text, Fields: []string{FieldName}, Score: 1}}}}, nil
@@ -106,7 +91,7 @@ func (k *Keyword) Search(ctx context.Context, query string, limit int) ([]Hit, e
 			top.push(Hit{Entry: k.cat.Entry(i), Score: score})
 		}
 	}
-	hits := top.sorted()
+	hits = top.sorted()
 	for i := range hits {
 		k.docs[k.cat.Index(hits[i].Entry.Name)].score(terms, &hits[i].Matches)
 	}

@@ -101,6 +101,30 @@ func checkLimit(limit, def int) (int, error) {
 	return limit, nil
 }
 
+// begin does what every engine does first: it applies the default limit,
+// parses the query, and answers select: queries and mcp__ prefixes, which
+// need no ranking. done reports that hits is the answer.
+func begin(ctx context.Context, c *catalog.Catalog, query string, limit, def int) (q Query, n int, hits []Hit, done bool, err error) {
+	if n, err = checkLimit(limit, def); err != nil {
+		return q, 0, nil, true, err
+	}
+	if q, err = ParseQuery(query); err != nil {
+		return q, 0, nil, true, err
+	}
+	if err := ctx.Err(); err != nil {
+		return q, 0, nil, true, err
+	}
+	if q.Select != nil {
+		return q, n, selectHits(c, q.Select, n), true, nil
+	}
+	if q.Prefix != "" {
+		if hits := prefixHits(c, q.Prefix, n); len(hits) > 0 {
+			return q, n, hits, true, nil
+		}
+	}
+	return q, n, nil, false, nil
+}
+
 // selectHits resolves the names of a select: query against c, in the
 // order given, each at most once. Names that are not found are skipped.
 func selectHits(c *catalog.Catalog, names []string, limit int) []Hit {

@@ -83,21 +83,9 @@ func unit(v []float32) []float32 {
 // Search implements Engine. select: and mcp__ prefixes work as in the
 // lexical engines; other queries are embedded and compared.
 func (s *Semantic) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
-	limit, err := checkLimit(limit, DefaultBM25Limit)
-	if err != nil {
-		return nil, err
-	}
-	q, err := ParseQuery(query)
-	if err != nil {
-		return nil, err
-	}
-	if q.Select != nil {
-		return selectHits(s.cat, q.Select, limit), nil
-	}
-	if q.Prefix != "" {
-		if hits := prefixHits(s.cat, q.Prefix, limit); len(hits) > 0 {
-			return hits, nil
-		}
+	q, limit, hits, done, err := begin(ctx, s.cat, query, limit, DefaultBM25Limit)
+	if done {
+		return hits, err
 	}
 	vs, err := s.emb.Embed(ctx, []string{q.Text})
 	if err != nil {

@@ -32,12 +32,7 @@ func TestMain(m *testing.M) {
 // fake returns the configuration of a subprocess test server.
 func fake(name, mode string, tools []string, extra ...string) ServerConfig {
 	cmd, env := mcptest.Command(mode, tools, extra...)
-	cfg := ServerConfig{Name: name, Command: cmd, Env: map[string]string{}, Timeout: 5 * time.Second}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		cfg.Env[k] = v
-	}
-	return cfg
+	return ServerConfig{Name: name, Command: cmd, Env: env, Timeout: 5 * time.Second}
 }
 
 // startPool starts a pool, waits for every first attempt, and closes it

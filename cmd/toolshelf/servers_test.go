@@ -18,12 +18,7 @@ func fakeConfig(t *testing.T, servers map[string][2]string) string {
 	m := map[string]any{}
 	for name, spec := range servers {
 		cmd, env := mcptest.Command(spec[0], strings.Split(spec[1], ","))
-		envMap := map[string]string{}
-		for _, kv := range env {
-			k, v, _ := strings.Cut(kv, "=")
-			envMap[k] = v
-		}
-		m[name] = map[string]any{"command": cmd, "env": envMap, "timeout": 5}
+		m[name] = map[string]any{"command": cmd, "env": env, "timeout": 5}
 	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": m})
 	path := filepath.Join(t.TempDir(), "servers.json")

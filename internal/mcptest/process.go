@@ -29,12 +29,16 @@ const (
 // Command returns the command and environment that start the subprocess
 // server in the given mode with the given tools. extra adds environment
 // entries (KEY=VALUE).
-func Command(mode string, tools []string, extra ...string) (command string, env []string) {
+func Command(mode string, tools []string, extra ...string) (command string, env map[string]string) {
 	exe, err := os.Executable()
 	if err != nil {
 		panic(err)
 	}
-	env = append([]string{ModeEnv + "=" + mode, ToolsEnv + "=" + strings.Join(tools, ",")}, extra...)
+	env = map[string]string{ModeEnv: mode, ToolsEnv: strings.Join(tools, ",")}
+	for _, kv := range extra {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
 	return exe, env
 }
 
