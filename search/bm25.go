@@ -54,7 +54,7 @@ type posting struct {
 }
 
 // fieldSet is a set of indexed fields, for explanations.
-type fieldSet uint8
+type fieldSet uint16
 
 const (
 	inName fieldSet = 1 << iota
@@ -65,6 +65,7 @@ const (
 	inParams
 	inHint
 	inParamDescs
+	inServerInfo
 )
 
 var fieldNames = []struct {
@@ -73,7 +74,7 @@ var fieldNames = []struct {
 }{
 	{inName, FieldName}, {inTitle, FieldTitle}, {inTool, FieldTool},
 	{inServer, FieldServer}, {inHint, FieldHint}, {inDescription, FieldDescription},
-	{inParams, FieldParams}, {inParamDescs, FieldParamDescs},
+	{inParams, FieldParams}, {inParamDescs, FieldParamDescs}, {inServerInfo, FieldServerInfo},
 }
 
 func (s fieldSet) names() []string {
@@ -120,10 +121,11 @@ const (
 	fDescription
 	fParams
 	fParamDescs
+	fServerInfo
 	numFields
 )
 
-var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs}
+var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs, inServerInfo}
 
 // seedBM25 is the configuration of oh-my-pi's search_tool_bm25: its
 // weights, and b 0.75 throughout.
@@ -158,7 +160,7 @@ func NewBM25(c *catalog.Catalog) *BM25 { return newBM25(c, defaultBM25) }
 
 // fieldTexts calls text with each text of each indexed field of e: one
 // text per field, but one per parameter for the parameter fields.
-func fieldTexts(e *catalog.Entry, text func(f int, s string)) {
+func fieldTexts(c *catalog.Catalog, e *catalog.Entry, text func(f int, s string)) {
 	text(fName, e.Name)
 	text(fTitle, e.Title)
 	text(fTool, e.Tool)
@@ -167,6 +169,10 @@ func fieldTexts(e *catalog.Entry, text func(f int, s string)) {
 	for _, p := range e.Params {
 		text(fParams, p.Name)
 		text(fParamDescs, p.Description)
+	}
+	if srv, ok := c.Server(e.Server); ok {
+		text(fServerInfo, srv.Description)
+		text(fServerInfo, srv.Instructions)
 	}
 }
 
@@ -191,7 +197,7 @@ func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 	parallel(shards, func(s int) {
 		lo, hi := bounds(s)
 		for i := lo; i < hi; i++ {
-			fieldTexts(c.Entry(i), func(f int, text string) {
+			fieldTexts(c, c.Entry(i), func(f int, text string) {
 				if cfg.fields[f].w != 0 {
 					k := float64(countTokens(text))
 					lens[i][f] += k
@@ -261,7 +267,7 @@ func indexRange(c *catalog.Catalog, cfg bm25Config, lens [][numFields]float64, a
 	for i := lo; i < hi; i++ {
 		clear(slot)
 		doc, terms = doc[:0], terms[:0]
-		fieldTexts(c.Entry(i), func(f int, s string) {
+		fieldTexts(c, c.Entry(i), func(f int, s string) {
 			fc := cfg.fields[f]
 			if fc.w == 0 {
 				return

@@ -14,6 +14,7 @@ type Variant struct {
 	Stems       float64
 	Decompose   bool    // clause fusion (whole request ×2, k = 1)
 	Weak        float64 // weak-match threshold
+	ServerInfo  float64 // weight of the server's description and instructions
 }
 
 // NewBM25Variant builds a BM25 engine with a variant configuration.
@@ -27,6 +28,7 @@ func (v Variant) config() bm25Config {
 		cfg.decompose, cfg.fuseWhole, cfg.fuseK = true, 2, 1
 	}
 	cfg.weak = v.Weak
+	cfg.fields[fServerInfo] = fieldConfig{v.ServerInfo, 0.75}
 	return cfg
 }
 

@@ -64,7 +64,8 @@ const (
 	FieldHint        = "hint"        // _meta["anthropic/searchHint"]
 	FieldParams      = "params"      // input schema property names
 	FieldParamDescs  = "param_descriptions"
-	FieldSelect      = "select" // named by a select: query
+	FieldSelect      = "select"      // named by a select: query
+	FieldServerInfo  = "server_info" // the server's description and instructions
 )
 
 // Default result counts.

@@ -27,6 +27,9 @@ var variants = []struct {
 	{"  parameter descriptions 0.5", search.Variant{ParamDescs: 0.5, DropNumbers: true, Stems: 0.5, Decompose: true}},
 	{"  parameter descriptions 1", search.Variant{ParamDescs: 1, DropNumbers: true, Stems: 0.5, Decompose: true}},
 	{"  stems 0.7", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.7, Decompose: true}},
+	{"  server descriptions 0.1", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, ServerInfo: 0.1}},
+	{"  server descriptions 0.3", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, ServerInfo: 0.3}},
+	{"  server descriptions 1", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, ServerInfo: 1}},
 }
 
 // TestVariants prints the headline metrics of each variant on the
