@@ -222,9 +222,6 @@ func (s *Server) Update(c *catalog.Catalog) {
 		eng = search.NewBM25(c)
 	}
 	snap := &snapshot{cat: c, engine: eng}
-	if s.opts.Embedder != nil {
-		go s.embed(snap)
-	}
 	snap.tokens = s.countTokens(c)
 	switch s.opts.Mode {
 	case ModeAll:
@@ -248,6 +245,9 @@ func (s *Server) Update(c *catalog.Catalog) {
 	s.state.Store(snap)
 	next := make(chan struct{})
 	close(*s.changed.Swap(&next))
+	if s.opts.Embedder != nil {
+		go s.embed(snap) // snap is complete and no longer written
+	}
 	s.met.setCatalog(c.Len(), snap.tokens, snap.direct)
 	s.mu.Lock()
 	xs := slices.Collect(maps.Values(s.sessions))
