@@ -105,6 +105,12 @@ type bm25Config struct {
 	// weak flags the hits of a search whose best match's strength (see
 	// strength) is below it: probably no tool fits.
 	weak float64
+	// nameBoost multiplies the score of the rerankDepth best candidates
+	// by 1 + nameBoost × the share of the tool's own name words that the
+	// query has: "get the current weather" prefers get_current_weather
+	// among tools whose descriptions match as well.
+	nameBoost   float64
+	rerankDepth int
 }
 
 // fieldConfig is one field's weight and length normalisation.
@@ -139,21 +145,23 @@ var seedBM25 = bm25Config{k1: 1.2, delta: 1, fields: [numFields]fieldConfig{
 // toolshelf eval showed to help on every dataset (docs/search-quality.md):
 // parameter descriptions indexed at a low weight, numbers left out of
 // queries, words of the same stem as weaker alternatives, multi-step
-// requests searched clause by clause, and weak results flagged.
+// requests searched clause by clause, the best candidates boosted by how
+// much of their own name the query says, and weak results flagged.
 var defaultBM25 = func() bm25Config {
 	c := seedBM25
 	c.fields[fParamDescs] = fieldConfig{0.3, 0.75}
 	c.dropNumbers = true
 	c.stems = 0.5
 	c.decompose, c.fuseWhole, c.fuseK = true, 2, 1
+	c.nameBoost, c.rerankDepth = 0.4, 30
 	c.weak = weakStrength
 	return c
 }()
 
 // weakStrength is the strength below which a search's results are flagged
-// weak: calibrated on etom_msc_bench so that about half of the requests no
-// tool fits are flagged, while a few percent of answerable ones are.
-const weakStrength = 0.26
+// weak: calibrated on etom_msc_bench so that over half of the requests no
+// tool fits are flagged, while about 2% of answerable ones are.
+const weakStrength = 0.28
 
 var _ Engine = (*BM25)(nil)
 
@@ -381,6 +389,10 @@ func (x *BM25) explainAll(hits []Hit, terms []queryTerm) {
 
 // rank scores the documents matching terms and returns the best limit.
 func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
+	want := limit
+	if x.cfg.nameBoost > 0 {
+		limit = max(limit, x.cfg.rerankDepth)
+	}
 	var sc *scratch
 	select {
 	case sc = <-x.scratch:
@@ -421,7 +433,29 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 	case x.scratch <- sc:
 	default:
 	}
-	return top.sorted()
+	hits := top.sorted()
+	if x.cfg.nameBoost > 0 {
+		words := map[string]bool{}
+		for _, t := range terms {
+			for _, a := range t.alts {
+				words[a.text] = true
+			}
+		}
+		for i := range hits {
+			var have, all float64
+			for _, w := range appendTokens(nil, hits[i].Entry.Tool) {
+				all++
+				if words[foldPlural(w)] {
+					have++
+				}
+			}
+			if all > 0 {
+				hits[i].Score *= 1 + x.cfg.nameBoost*have/all
+			}
+		}
+		sort.SliceStable(hits, func(i, j int) bool { return better(&hits[i], &hits[j]) })
+	}
+	return hits[:min(want, len(hits))]
 }
 
 // strength is a score as a share of the best score the query's terms

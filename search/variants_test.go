@@ -23,13 +23,30 @@ var variants = []struct {
 	{"+ numbers dropped", search.Variant{ParamDescs: 0.3, DropNumbers: true}},
 	{"+ stems 0.5", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5}},
 	{"+ clause fusion", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true}},
-	{"+ weak flag 0.26 (default)", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, Weak: 0.26}},
+	{"+ name boost 0.4, top 30", best(0)},
+	{"+ weak flag (default)", best(weakDefault)},
 	{"  parameter descriptions 0.5", search.Variant{ParamDescs: 0.5, DropNumbers: true, Stems: 0.5, Decompose: true}},
 	{"  parameter descriptions 1", search.Variant{ParamDescs: 1, DropNumbers: true, Stems: 0.5, Decompose: true}},
 	{"  stems 0.7", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.7, Decompose: true}},
-	{"  server descriptions 0.1", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, ServerInfo: 0.1}},
-	{"  server descriptions 0.3", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, ServerInfo: 0.3}},
-	{"  server descriptions 1", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, ServerInfo: 1}},
+	{"  name boost 0.2, top 10", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.2, Depth: 10}},
+	{"  name boost 1, top 30", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 1, Depth: 30}},
+	{"  name boost 0.6, top 100", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.6, Depth: 100}},
+	{"  server descriptions 0.1", withServerInfo(0.1)},
+	{"  server descriptions 0.3", withServerInfo(0.3)},
+	{"  server descriptions 1", withServerInfo(1)},
+}
+
+// weakDefault is the default engine's weak-match threshold.
+const weakDefault = 0.28
+
+func best(weak float64) search.Variant {
+	return search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Weak: weak}
+}
+
+func withServerInfo(w float64) search.Variant {
+	v := best(0)
+	v.ServerInfo = w
+	return v
 }
 
 // TestVariants prints the headline metrics of each variant on the
@@ -72,5 +89,34 @@ func TestVariants(t *testing.T) {
 				fmt.Sprintf("%d/%d", max(a.NoHits, a.Weak), a.Queries), fmt.Sprintf("%d/%d", weak, r.Subsets["all"].Queries))
 		}
 		fmt.Printf("| %s |\n", strings.Join(cols, " | "))
+	}
+}
+
+// TestWeakThresholds sweeps the weak-match threshold of the default
+// engine (WEAK=1 go test -run TestWeakThresholds -v ./search/).
+func TestWeakThresholds(t *testing.T) {
+	if os.Getenv("WEAK") == "" {
+		t.Skip("set WEAK=1 to sweep the weak-match threshold")
+	}
+	for _, w := range []float64{0.2, 0.24, 0.26, 0.28, 0.3, 0.32, 0.34} {
+		vr := best(w)
+		for _, n := range []string{"etom_msc_bench", "bfcl_live", "bfcl_nonlive"} {
+			ds, err := evaluate.Load("../../shared/datasets/" + n)
+			if err != nil {
+				t.Skip(err)
+			}
+			r, err := evaluate.Run(context.Background(), ds, "bm25", func(c *catalog.Catalog) (search.Engine, error) {
+				return search.NewBM25Variant(c, vr), nil
+			}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			weak := r.Subsets["all"].Weak
+			abst := ""
+			if a := r.Subsets["level=5"]; a != nil && a.Abstain != nil {
+				abst = fmt.Sprintf(" no-fit flagged %d/%d", a.Abstain.Weak, a.Abstain.Queries)
+			}
+			fmt.Printf("weak %.2f %-15s answerable flagged %d/%d%s\n", w, n, weak, r.Subsets["all"].Queries, abst)
+		}
 	}
 }
