@@ -55,12 +55,16 @@ $TOOLSHELF_AUTH_TOKEN), checked as a bearer token; requests from a browser
 page of another origin are refused. Request bodies are limited to 4 MiB.
 Logs go to stderr, one line per tool call.
 
-` + engineHelp + ` The gateway searches with bm25 until the catalog's
-embeddings are ready, and again if the endpoint fails.
+` + engineHelp + `
+The gateway searches with bm25 until the catalog's embeddings are ready,
+and again if the endpoint fails.
 
 ` + configHelp + `
 Without servers, the built-in catalog is served: it can be searched, and
-calls to it fail with a message saying why.`,
+calls to it fail with a message saying why.
+
+Unless GOGC is set, the garbage collector runs at GOGC=400: the MCP SDK
+allocates about 400 KB per forwarded call.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var o serveOptions
 			fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
