@@ -60,6 +60,7 @@ The gateway searches with bm25 until the catalog's embeddings are ready,
 and again if the endpoint fails.
 
 ` + configHelp + `
+
 Without servers, the built-in catalog is served: it can be searched, and
 calls to it fail with a message saying why.
 
