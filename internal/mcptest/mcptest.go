@@ -114,27 +114,3 @@ func SimpleTools(names ...string) []json.RawMessage {
 	}
 	return out
 }
-
-// ServerTools reads one server's tools from a catalog file (the format of
-// toolshelf's catalog export), as raw tool objects.
-func ServerTools(file, server string) ([]json.RawMessage, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, err
-	}
-	var f struct {
-		Servers []struct {
-			Name  string            `json:"name"`
-			Tools []json.RawMessage `json:"tools"`
-		} `json:"servers"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, err
-	}
-	for _, s := range f.Servers {
-		if s.Name == server {
-			return s.Tools, nil
-		}
-	}
-	return nil, fmt.Errorf("%s: no server %q", file, server)
-}
