@@ -379,8 +379,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	}
 	// Publish the tools before the server stops counting as pending, so
 	// that nobody sees it neither pending nor in the catalog.
-	s.setTools(c.info, tools, SourceLive)
-	s.pool.publish()
+	s.accept(c.info, tools)
 	s.mu.Lock()
 	s.conn = c
 	s.state = StateReady
@@ -388,10 +387,17 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	s.connectTime = time.Since(start)
 	close(s.ready)
 	s.mu.Unlock()
-	if err := saveCache(s.pool.opts.CacheDir, &s.cfg, c.info, tools); err != nil {
+	return c, nil
+}
+
+// accept makes a tool list the server just gave its live tools: published
+// in a new snapshot, and cached on disk for the next start.
+func (s *server) accept(info catalog.Server, tools []json.RawMessage) {
+	s.setTools(info, tools, SourceLive)
+	s.pool.publish()
+	if err := saveCache(s.pool.opts.CacheDir, &s.cfg, info, tools); err != nil {
 		s.logger.Warn("could not cache the tool list", "error", err)
 	}
-	return c, nil
 }
 
 func stderrNote(c *conn) string {
@@ -426,12 +432,8 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 				s.logger.Warn("tools/list after list_changed failed; keeping the previous list", "error", err)
 				continue
 			}
-			s.setTools(c.info, tools, SourceLive)
+			s.accept(c.info, tools)
 			s.logger.Info("tool list changed", "tools", s.status().Tools)
-			s.pool.publish()
-			if err := saveCache(s.pool.opts.CacheDir, &s.cfg, c.info, tools); err != nil {
-				s.logger.Warn("could not cache the tool list", "error", err)
-			}
 		}
 	}
 }
