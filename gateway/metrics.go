@@ -14,13 +14,13 @@ import (
 // exposition format by hand: a few counters and histograms do not justify
 // the client library and its dependencies.
 type metrics struct {
-	mu       sync.Mutex
-	calls    map[[2]string]uint64 // server, outcome
-	latency  map[string]*histogram
-	search   histogram
-	tools    int
-	tokens   int
-	deferred int
+	mu      sync.Mutex
+	calls   map[[2]string]uint64 // server, outcome
+	latency map[string]*histogram
+	search  histogram
+	// catalog reports the catalog's size and token cost when metrics are
+	// read; counting tokens is too costly to do on every catalog change.
+	catalog func() (tools, tokens, deferred int)
 }
 
 // buckets are the histogram bounds in seconds: tool calls run from
@@ -64,8 +64,8 @@ func (h *histogram) write(w http.ResponseWriter, name, labels string) {
 	fmt.Fprintf(w, "%s_sum%s %g\n%s_count%s %d\n", name, labels, h.sum, name, labels, h.n)
 }
 
-func newMetrics() *metrics {
-	return &metrics{calls: map[[2]string]uint64{}, latency: map[string]*histogram{}}
+func newMetrics(catalog func() (tools, tokens, deferred int)) *metrics {
+	return &metrics{calls: map[[2]string]uint64{}, latency: map[string]*histogram{}, catalog: catalog}
 }
 
 func (m *metrics) observeCall(server, outcome string, d time.Duration) {
@@ -86,17 +86,9 @@ func (m *metrics) observeSearch(d time.Duration) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) setCatalog(tools, tokens int, direct bool) {
-	m.mu.Lock()
-	m.tools, m.tokens, m.deferred = tools, tokens, tokens
-	if direct {
-		m.deferred = 0
-	}
-	m.mu.Unlock()
-}
-
 func (m *metrics) serve(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	tools, tokens, deferred := m.catalog()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	fmt.Fprintln(w, "# HELP toolshelf_calls_total Tool calls forwarded upstream, by server and outcome (ok, tool_error, error, cancelled).")
@@ -120,11 +112,11 @@ func (m *metrics) serve(w http.ResponseWriter, _ *http.Request) {
 	m.search.write(w, "toolshelf_search_duration_seconds", "")
 	fmt.Fprintln(w, "# HELP toolshelf_catalog_tools Tools in the catalog.")
 	fmt.Fprintln(w, "# TYPE toolshelf_catalog_tools gauge")
-	fmt.Fprintf(w, "toolshelf_catalog_tools %d\n", m.tools)
+	fmt.Fprintf(w, "toolshelf_catalog_tools %d\n", tools)
 	fmt.Fprintln(w, "# HELP toolshelf_catalog_tokens Estimated tokens of every tool definition in the catalog.")
 	fmt.Fprintln(w, "# TYPE toolshelf_catalog_tokens gauge")
-	fmt.Fprintf(w, "toolshelf_catalog_tokens %d\n", m.tokens)
+	fmt.Fprintf(w, "toolshelf_catalog_tokens %d\n", tokens)
 	fmt.Fprintln(w, "# HELP toolshelf_tokens_deferred Estimated tokens of tool definitions kept out of clients' tool lists.")
 	fmt.Fprintln(w, "# TYPE toolshelf_tokens_deferred gauge")
-	fmt.Fprintf(w, "toolshelf_tokens_deferred %d\n", m.deferred)
+	fmt.Fprintf(w, "toolshelf_tokens_deferred %d\n", deferred)
 }

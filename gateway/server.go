@@ -123,8 +123,16 @@ type Server struct {
 type snapshot struct {
 	cat    *catalog.Catalog
 	engine search.Engine
-	direct bool // list every tool directly (all mode, or auto below the threshold)
-	tokens int  // the estimated tokens of every tool's definition
+	direct bool  // list every tool directly (all mode, or auto below the threshold)
+	cost   *cost // what listing every tool would cost, counted when first asked
+}
+
+// cost is the estimated tokens of a catalog's tool definitions. Counting
+// means tokenising every definition, so it is done once per catalog and
+// only when needed: for auto mode's decision, or when metrics are read.
+type cost struct {
+	once   sync.Once
+	tokens int
 }
 
 // exposure tracks which tools an mcp.Server currently lists.
@@ -172,7 +180,7 @@ func New(up Upstream, opts *Options) *Server {
 	// The SDK logs every session start and end at info; only its warnings
 	// are the operator's business.
 	s.sdkLogger = slog.New(&minLevel{s.logger.Handler(), slog.LevelWarn})
-	s.met = newMetrics()
+	s.met = newMetrics(s.catalogMetrics)
 	s.shared = s.newMCPServer()
 	s.Update(up.Catalog())
 	return s
@@ -221,25 +229,25 @@ func (s *Server) Update(c *catalog.Catalog) {
 		s.logger.Error("search engine", "error", err)
 		eng = search.NewBM25(c)
 	}
-	snap := &snapshot{cat: c, engine: eng}
-	snap.tokens = s.countTokens(c)
+	snap := &snapshot{cat: c, engine: eng, cost: &cost{}}
 	switch s.opts.Mode {
 	case ModeAll:
 		snap.direct = true
 	case ModeAuto:
 		threshold := policy.Threshold(s.opts.ContextWindow, s.opts.Percent)
-		snap.direct = snap.tokens < threshold
+		tokens := s.tokens(snap)
+		snap.direct = tokens < threshold
 		what := "search"
 		if snap.direct {
 			what = "all tools listed"
 		}
-		decision := fmt.Sprintf("%s: %d tools, %d tokens vs threshold %d (%d%% of %d)", what, c.Len(), snap.tokens, threshold, s.opts.Percent, s.opts.ContextWindow)
+		decision := fmt.Sprintf("%s: %d tools, %d tokens vs threshold %d (%d%% of %d)", what, c.Len(), tokens, threshold, s.opts.Percent, s.opts.ContextWindow)
 		s.mu.Lock()
 		changed := what != s.decision
 		s.decision = what
 		s.mu.Unlock()
 		if changed {
-			s.logger.Info("auto mode decision", "mode", what, "tools", c.Len(), "tokens", snap.tokens, "threshold", threshold, "percent", s.opts.Percent, "context_window", s.opts.ContextWindow, "summary", decision)
+			s.logger.Info("auto mode decision", "mode", what, "tools", c.Len(), "tokens", tokens, "threshold", threshold, "percent", s.opts.Percent, "context_window", s.opts.ContextWindow, "summary", decision)
 		}
 	}
 	s.state.Store(snap)
@@ -248,7 +256,6 @@ func (s *Server) Update(c *catalog.Catalog) {
 	if s.opts.Embedder != nil {
 		go s.embed(snap) // snap is complete and no longer written
 	}
-	s.met.setCatalog(c.Len(), snap.tokens, snap.direct)
 	s.mu.Lock()
 	xs := slices.Collect(maps.Values(s.sessions))
 	s.mu.Unlock()
@@ -275,6 +282,24 @@ func (s *Server) embed(snap *snapshot) {
 	if s.state.CompareAndSwap(snap, &next) {
 		s.logger.Info("hybrid search ready", "tools", snap.cat.Len())
 	}
+}
+
+// tokens returns what listing every tool of a snapshot directly would
+// cost, counting it the first time it is asked for.
+func (s *Server) tokens(snap *snapshot) int {
+	snap.cost.once.Do(func() { snap.cost.tokens = s.countTokens(snap.cat) })
+	return snap.cost.tokens
+}
+
+// catalogMetrics reports the current catalog's size, the tokens of all
+// its definitions, and those kept out of clients' lists.
+func (s *Server) catalogMetrics() (tools, tokens, deferred int) {
+	snap := s.state.Load()
+	tokens = s.tokens(snap)
+	if !snap.direct {
+		deferred = tokens
+	}
+	return snap.cat.Len(), tokens, deferred
 }
 
 // countTokens estimates what listing every tool directly would cost.
