@@ -11,15 +11,20 @@ import (
 // only grows as a conversation goes on, through any number of
 // compactions, as long as compactors keep the boundaries they make.
 func Discovered(history []Message) map[string]bool {
-	found := referencedIn(history)
+	return withSnapshots(referencedIn(history), history)
+}
+
+// withSnapshots adds the names in a history's compaction snapshots to
+// set, and returns it.
+func withSnapshots(set map[string]bool, history []Message) map[string]bool {
 	for _, m := range history {
 		if m.Boundary != nil {
 			for _, n := range m.Boundary.PreCompactDiscoveredTools {
-				found[n] = true
+				set[n] = true
 			}
 		}
 	}
-	return found
+	return set
 }
 
 // referencedIn returns the tools that tool_reference blocks of a

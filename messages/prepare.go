@@ -100,8 +100,8 @@ func Prepare(t Turn) (*Prepared, error) {
 			deferred[n] = true
 		}
 	}
-	discovered := Discovered(t.History)
 	referenced := referencedIn(t.History)
+	discovered := withSnapshots(maps.Clone(referenced), t.History)
 
 	tools, ok := selectTools(t.Tools, deferred, discovered, referenced, t.SearchTool, search)
 	if !ok {
