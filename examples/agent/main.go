@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"strings"
@@ -102,6 +103,18 @@ type agent struct {
 	history  []messages.Message
 	// lastInput is the input tokens of the last response, for compaction.
 	lastInput int
+	// known is what was derived from the last catalog seen: a new
+	// snapshot comes only when servers change, so most turns reuse it.
+	known *catalogState
+}
+
+// catalogState is what the agent derives from one catalog snapshot.
+type catalogState struct {
+	cat      *catalog.Catalog
+	tools    []policy.Tool
+	cost     policy.Cost
+	deferred map[string]bool  // filled per decision
+	pool     *catalog.Catalog // the deferred tools, for the searcher
 }
 
 func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, error) {
@@ -130,6 +143,7 @@ type turnState struct {
 	cat      *catalog.Catalog
 	decision policy.Decision
 	deferred map[string]bool
+	pool     *catalog.Catalog // the deferred tools
 }
 
 // run loops until the model stops asking for tools.
@@ -187,34 +201,45 @@ func (a *agent) run(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("no answer after %d turns", a.opts.maxTurns)
 }
 
-// decide runs the deferral policy on the current catalog.
+// decide runs the deferral policy on the current catalog. What depends on
+// the catalog alone (the checklist's view of each tool, the cost of the
+// deferrable ones, the deferred pool) is computed once per snapshot.
 func (a *agent) decide(ctx context.Context) turnState {
 	cat := a.pool.Catalog()
 	search := a.searcher.Tool()
 	checklist := policy.Checklist{SearchTool: search.Name}
-	tools := []policy.Tool{{Name: search.Name}}
-	var defs []json.RawMessage
-	for e := range cat.All() {
-		if e.Unverified {
-			continue
+	if a.known == nil || a.known.cat != cat {
+		k := &catalogState{cat: cat, tools: []policy.Tool{{Name: search.Name}}}
+		var defs []json.RawMessage
+		for e := range cat.All() {
+			if e.Unverified {
+				continue
+			}
+			pt := policy.ToolOf(e)
+			k.tools = append(k.tools, pt)
+			if checklist.Defer(pt).Deferred {
+				defs = append(defs, e.Definition())
+			}
 		}
-		pt := policy.ToolOf(e)
-		tools = append(tools, pt)
-		if checklist.Defer(pt).Deferred {
-			defs = append(defs, e.Definition())
-		}
+		k.cost = policy.Measure(ctx, policy.Tokenizer{}, defs)
+		a.known = k
 	}
+	k := a.known
 	optimistic, _ := policy.Optimistic(a.settings, policy.ProviderFirstParty, a.baseURL)
 	d := policy.Decide(policy.Request{
 		Settings: a.settings, Model: a.opts.model, BaseURL: a.baseURL, Provider: policy.ProviderFirstParty,
-		SearchAvailable: optimistic, Tools: tools, Checklist: checklist,
-		Cost: policy.Measure(ctx, policy.Tokenizer{}, defs), Pending: a.pool.Pending(),
+		SearchAvailable: optimistic, Tools: k.tools, Checklist: checklist,
+		Cost: k.cost, Pending: a.pool.Pending(),
 	})
-	st := turnState{cat: cat, decision: d, deferred: map[string]bool{}}
+	deferred := map[string]bool{}
 	for _, n := range d.Deferred {
-		st.deferred[n] = true
+		deferred[n] = true
 	}
-	return st
+	if k.pool == nil || !maps.Equal(k.deferred, deferred) {
+		k.deferred = deferred
+		k.pool = cat.Filter(func(e *catalog.Entry) bool { return deferred[e.Name] })
+	}
+	return turnState{cat: cat, decision: d, deferred: deferred, pool: k.pool}
 }
 
 func (a *agent) prepare(st turnState) (*messages.Prepared, error) {
@@ -247,9 +272,8 @@ func (a *agent) useTools(ctx context.Context, reply messages.Message, st turnSta
 		}
 		id, name, input := b.String("id"), b.String("name"), b.Raw("input")
 		if name == a.searcher.Tool().Name {
-			deferredCat := st.cat.Filter(func(e *catalog.Entry) bool { return st.deferred[e.Name] })
 			out.Content = append(out.Content, a.searcher.Handle(ctx, id, input, messages.SearchState{
-				Deferred: deferredCat, All: st.cat, Discovered: discovered, Pending: a.pool.Pending(),
+				Deferred: st.pool, All: st.cat, Discovered: discovered, Pending: a.pool.Pending(),
 			}))
 			continue
 		}
