@@ -339,43 +339,36 @@ func (x *BM25) Search(ctx context.Context, query string, limit int) ([]Hit, erro
 	if done {
 		return hits, err
 	}
-	terms := x.terms(q)
-	depth := limit
-	if x.cfg.decompose {
-		depth = max(limit, fuseDepth)
+	cs := clauses(q.Text)
+	if !x.cfg.decompose || cs == nil {
+		return x.part(q, q.required(), limit), nil
 	}
-	hits = x.rank(terms, q.required(), depth)
-	x.explainAll(hits, terms)
-	strength := 0.0
-	if len(hits) > 0 {
-		strength = x.strength(hits[0].Score, terms)
-	}
-	if cs := clauses(q.Text); x.cfg.decompose && cs != nil {
-		lists := [][]Hit{hits}
-		weights := []float64{x.cfg.fuseWhole}
-		for _, c := range cs {
-			cq, err := ParseQuery(c)
-			if err != nil {
-				continue
-			}
-			ct := x.terms(cq)
-			ch := x.rank(ct, q.required(), depth)
-			if len(ch) > 0 {
-				strength = max(strength, x.strength(ch[0].Score, ct))
-			}
-			x.explainAll(ch, ct)
-			lists = append(lists, ch)
-			weights = append(weights, 1)
+	depth := max(limit, fuseDepth)
+	lists := [][]Hit{x.part(q, q.required(), depth)}
+	weights := []float64{x.cfg.fuseWhole}
+	for _, c := range cs {
+		cq, err := ParseQuery(c)
+		if err != nil {
+			continue
 		}
-		hits = fuse(lists, weights, x.cfg.fuseK, limit)
+		lists = append(lists, x.part(cq, q.required(), depth))
+		weights = append(weights, 1)
 	}
-	hits = hits[:min(limit, len(hits))]
-	if strength < x.cfg.weak {
-		for i := range hits {
-			hits[i].Weak = true
-		}
-	}
+	hits = fuse(lists, weights, x.cfg.fuseK, limit)
+	markWeak(hits, allWeak(lists))
 	return hits, nil
+}
+
+// part ranks one part of a request, the whole of it or one clause, on
+// its own, and flags the hits weak when the best is.
+func (x *BM25) part(q Query, required []string, limit int) []Hit {
+	terms := x.terms(q)
+	hits := x.rank(terms, required, limit)
+	x.explainAll(hits, terms)
+	if len(hits) > 0 && x.strength(hits[0].Score, terms) < x.cfg.weak {
+		markWeak(hits, true)
+	}
+	return hits
 }
 
 // fuseDepth is how deep each ranking fused for a multi-step request goes.

@@ -74,3 +74,21 @@ func fuse(lists [][]Hit, weights []float64, k float64, limit int) []Hit {
 	}
 	return out
 }
+
+// allWeak reports whether none of the rankings of a request's parts has a
+// strong best hit: a long request can be weak as a whole and strong step
+// by step.
+func allWeak(lists [][]Hit) bool {
+	for _, l := range lists {
+		if len(l) > 0 && !l[0].Weak {
+			return false
+		}
+	}
+	return true
+}
+
+func markWeak(hits []Hit, weak bool) {
+	for i := range hits {
+		hits[i].Weak = weak
+	}
+}

@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -87,14 +86,30 @@ func (s *Semantic) Search(ctx context.Context, query string, limit int) ([]Hit, 
 	if done {
 		return hits, err
 	}
-	vs, err := s.emb.Embed(ctx, []string{q.Text})
+	vs, err := s.embed(ctx, []string{q.Text})
 	if err != nil {
 		return nil, err
 	}
-	if len(vs) != 1 {
-		return nil, errors.New("the embedder returned no vector for the query")
+	return s.rank(vs[0], limit), nil
+}
+
+// embed embeds texts, one unit vector each.
+func (s *Semantic) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	vs, err := s.emb.Embed(ctx, texts)
+	if err != nil {
+		return nil, err
 	}
-	qv := unit(vs[0])
+	if len(vs) != len(texts) {
+		return nil, fmt.Errorf("the embedder returned %d vectors for %d texts", len(vs), len(texts))
+	}
+	for i := range vs {
+		vs[i] = unit(vs[i])
+	}
+	return vs, nil
+}
+
+// rank returns the limit tools nearest to the unit vector qv.
+func (s *Semantic) rank(qv []float32, limit int) []Hit {
 	top := topK{limit: limit}
 	for i, v := range s.vecs {
 		if len(v) != len(qv) {
@@ -106,15 +121,21 @@ func (s *Semantic) Search(ctx context.Context, query string, limit int) ([]Hit, 
 		}
 		top.push(Hit{Entry: s.cat.Entry(i), Score: float64(dot), Matches: []Match{{Term: "embedding", Fields: []string{"semantic"}, Score: float64(dot)}}})
 	}
-	return top.sorted(), nil
+	return top.sorted()
 }
 
 // Hybrid fuses a lexical and a semantic ranking by reciprocal rank: each
-// hit scores 1/(k + rank) in each list it is in. Lexical search is exact
+// hit scores w/(k + rank) in each list it is in. Lexical search is exact
 // on names and rare words, embeddings on paraphrase; fusing ranks rather
-// than scores needs no calibration between them. When the semantic side
-// fails (the endpoint is down), results are the lexical ones, and
-// OnFallback is told, once.
+// than scores needs no calibration between them.
+//
+// A multi-step request is fused step by step: the whole request and each
+// of its clauses (see clauses) is searched both ways and fused, and those
+// rankings are fused as the BM25 engine fuses its clauses. One embedding
+// of a whole multi-step request averages its steps into none of them.
+//
+// When the semantic side fails (the endpoint is down), results are the
+// lexical ones, and OnFallback is told, once.
 type Hybrid struct {
 	Lexical  Engine
 	Semantic *Semantic
@@ -125,28 +146,31 @@ type Hybrid struct {
 	once sync.Once
 }
 
-// hybridK is the reciprocal rank constant: small, so that the top of
-// each list counts most.
-const hybridK = 5
-
-// hybridDepth is how deep each list is read.
-const hybridDepth = 20
+// Hybrid fusion's constants, measured with toolshelf eval
+// (docs/search-quality.md): the top of each list counts most (k = 5),
+// each list is read 20 deep, and the semantic ranking counts half as
+// much as the lexical one, which is better on exact names and on every
+// dataset's multi-step requests.
+const (
+	hybridK              = 5
+	hybridDepth          = 20
+	hybridSemanticWeight = 0.5
+)
 
 // Search implements Engine.
 func (h *Hybrid) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
-	limit, err := checkLimit(limit, DefaultBM25Limit)
-	if err != nil {
-		return nil, err
+	if h.Semantic == nil {
+		return h.Lexical.Search(ctx, query, limit)
 	}
-	lex, err := h.Lexical.Search(ctx, query, max(limit, hybridDepth))
-	if err != nil {
-		return nil, err
+	q, limit, hits, done, err := begin(ctx, h.Semantic.cat, query, limit, DefaultBM25Limit)
+	if done {
+		return hits, err
 	}
-	q, _ := ParseQuery(query)
-	if q.Select != nil || h.Semantic == nil {
-		return lex[:min(limit, len(lex))], nil
+	parts := []string{query}
+	if len(q.required()) == 0 {
+		parts = append(parts, clauses(q.Text)...)
 	}
-	sem, err := h.Semantic.Search(ctx, query, max(limit, hybridDepth))
+	vecs, err := h.Semantic.embed(ctx, parts)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -156,13 +180,35 @@ func (h *Hybrid) Search(ctx context.Context, query string, limit int) ([]Hit, er
 				h.OnFallback(err)
 			}
 		})
-		return lex[:min(limit, len(lex))], nil
+		return h.Lexical.Search(ctx, query, limit)
 	}
-	hits := fuse([][]Hit{lex, sem}, []float64{1, 1}, hybridK, limit)
-	if len(lex) > 0 && lex[0].Weak {
-		for i := range hits {
-			hits[i].Weak = true
+	lex := make([][]Hit, len(parts))
+	fused := make([][]Hit, len(parts))
+	weights := make([]float64, len(parts))
+	for i, p := range parts {
+		if lex[i], err = h.lexical(ctx, p); err != nil {
+			return nil, err
 		}
+		sem := h.Semantic.rank(vecs[i], hybridDepth)
+		fused[i] = fuse([][]Hit{lex[i], sem}, []float64{1, hybridSemanticWeight}, hybridK, hybridDepth)
+		weights[i] = 1
 	}
+	weights[0] = defaultBM25.fuseWhole
+	hits = fuse(fused, weights, defaultBM25.fuseK, limit)
+	markWeak(hits, allWeak(lex))
 	return hits, nil
+}
+
+// lexical ranks one part of a request lexically. A BM25 engine ranks it
+// without splitting it into clauses: Search has done that already.
+func (h *Hybrid) lexical(ctx context.Context, text string) ([]Hit, error) {
+	b, ok := h.Lexical.(*BM25)
+	if !ok {
+		return h.Lexical.Search(ctx, text, hybridDepth)
+	}
+	q, err := ParseQuery(text)
+	if err != nil {
+		return nil, nil // a clause that is no query on its own
+	}
+	return b.part(q, q.required(), hybridDepth), nil
 }

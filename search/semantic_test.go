@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,10 +16,12 @@ import (
 type bagEmbedder struct {
 	calls atomic.Int64
 	fail  atomic.Bool
+	last  atomic.Pointer[[]string] // the texts of the last call
 }
 
 func (b *bagEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
 	b.calls.Add(1)
+	b.last.Store(&texts)
 	if b.fail.Load() {
 		return nil, errors.New("embeddings endpoint: 503 Service Unavailable")
 	}
@@ -59,6 +62,23 @@ func TestSemantic(t *testing.T) {
 	if err != nil || len(hits) == 0 || hits[0].Entry.Tool != "read_file" {
 		t.Fatalf("hybrid: %v %v", hits, err)
 	}
+	// A multi-step request: each step's tool is near the top, and the
+	// request and its clauses are embedded in one call.
+	before := emb.calls.Load()
+	hits, err = h.Search(context.Background(), "read the file notes.txt, then post a message to the team channel", 2)
+	if err != nil || len(hits) != 2 {
+		t.Fatalf("multi-step hybrid: %v %v", hits, err)
+	}
+	if got := []string{hits[0].Entry.Tool, hits[1].Entry.Tool}; !slices.Contains(got, "read_file") || !slices.Contains(got, "post_message") {
+		t.Errorf("multi-step hybrid found %v, want read_file and post_message", got)
+	}
+	if n := emb.calls.Load() - before; n != 1 {
+		t.Errorf("multi-step hybrid made %d embedding calls, want 1", n)
+	}
+	if texts := *emb.last.Load(); len(texts) != 3 || texts[1] != "read the file notes.txt" || texts[2] != "post a message to the team channel" {
+		t.Errorf("multi-step hybrid embedded %q, want the request and its two clauses", texts)
+	}
+
 	// The endpoint fails: lexical results, and one notice however many
 	// searches fail.
 	emb.fail.Store(true)
