@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 
 # The real MCP servers the integration tests start, and the real MCP
 # clients that drive the gateway (TypeScript SDK, Inspector CLI, conformance
-# suite with Node 22), pinned by their lockfiles. Puppeteer's browser
-# download is skipped: listing its tools needs none.
-for dir in testdata/servers testdata/clients; do
+# suite with Node 22), and a small sentence encoder for the semantic
+# engines (scripts/embed-server), pinned by their lockfiles. Puppeteer's
+# browser download is skipped: listing its tools needs none.
+for dir in testdata/servers testdata/clients scripts/embed-server; do
   (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 done
 
