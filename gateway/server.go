@@ -87,10 +87,10 @@ type Options struct {
 	Counter policy.Counter
 	// Activate adds the tools a session finds to that session's tool list.
 	Activate bool
-	// Engine is the lexical search engine kind (default "bm25").
+	// Engine is the search engine kind (default "bm25"; see search.New).
 	Engine string
-	// Embedder, when set, makes search hybrid: the lexical engine fused
-	// with embeddings. Each catalog is searched lexically until its
+	// Embedder, when set, makes search hybrid: Engine, which should then
+	// be lexical, fused with the embeddings of Embedder's model. Each catalog is searched lexically until its
 	// embeddings are ready, and again whenever the embedder fails.
 	Embedder search.Embedder
 	// Version is reported to clients as the server's version.

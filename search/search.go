@@ -76,17 +76,23 @@ const (
 )
 
 // Kinds lists the engine kinds New accepts.
-var Kinds = []string{"bm25", "keyword", "regex"}
+var Kinds = []string{"bm25", "keyword", "regex", "semantic", "hybrid"}
 
-// New builds an engine of the given kind over c.
+// New returns an engine of the given kind over c. The semantic and hybrid
+// engines embed with the built-in word vectors; see NewSemantic and
+// Hybrid for other embedders.
 func New(kind string, c *catalog.Catalog) (Engine, error) {
 	switch kind {
+	case "hybrid":
+		return NewHybrid(c), nil
 	case "bm25":
 		return NewBM25(c), nil
 	case "keyword":
 		return NewKeyword(c), nil
 	case "regex":
 		return NewRegex(c), nil
+	case "semantic":
+		return newWordSemantic(c), nil
 	}
 	return nil, fmt.Errorf("unknown engine %q (want one of %s)", kind, strings.Join(Kinds, ", "))
 }

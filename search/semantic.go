@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -21,7 +22,8 @@ type Embedder interface {
 type Semantic struct {
 	cat  *catalog.Catalog
 	emb  Embedder
-	vecs [][]float32 // unit vectors, by entry index
+	dims int
+	vecs []float32 // unit vectors, dims per entry, by entry index
 }
 
 // EmbedText is the text of a tool that is embedded: its qualified name,
@@ -57,10 +59,28 @@ func NewSemantic(ctx context.Context, c *catalog.Catalog, emb Embedder) (*Semant
 	if len(vecs) != len(texts) {
 		return nil, fmt.Errorf("embedding %d tools: got %d vectors", len(texts), len(vecs))
 	}
-	for i := range vecs {
-		vecs[i] = unit(vecs[i])
+	s := &Semantic{cat: c, emb: emb}
+	if len(vecs) == 0 {
+		return s, nil
 	}
-	return &Semantic{cat: c, emb: emb, vecs: vecs}, nil
+	s.dims = len(vecs[0])
+	s.vecs = make([]float32, 0, len(vecs)*s.dims)
+	for _, v := range vecs {
+		if len(v) != s.dims {
+			return nil, fmt.Errorf("embedding %d tools: vectors of %d and %d dimensions", len(vecs), s.dims, len(v))
+		}
+		s.vecs = append(s.vecs, unit(v)...)
+	}
+	return s, nil
+}
+
+func isZero(v []float32) bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func unit(v []float32) []float32 {
@@ -72,9 +92,9 @@ func unit(v []float32) []float32 {
 		return v
 	}
 	out := make([]float32, len(v))
-	s := float32(1 / math.Sqrt(n))
+	f := float32(1 / math.Sqrt(n))
 	for i, x := range v {
-		out[i] = x * s
+		out[i] = x * f
 	}
 	return out
 }
@@ -93,8 +113,12 @@ func (s *Semantic) Search(ctx context.Context, query string, limit int) ([]Hit, 
 	return s.rank(vs[0], limit), nil
 }
 
-// embed embeds texts, one unit vector each.
+// embed embeds texts, as unit vectors; in a catalog with no tools, as
+// nothing.
 func (s *Semantic) embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if s.dims == 0 {
+		return make([][]float32, len(texts)), nil
+	}
 	vs, err := s.emb.Embed(ctx, texts)
 	if err != nil {
 		return nil, err
@@ -102,24 +126,33 @@ func (s *Semantic) embed(ctx context.Context, texts []string) ([][]float32, erro
 	if len(vs) != len(texts) {
 		return nil, fmt.Errorf("the embedder returned %d vectors for %d texts", len(vs), len(texts))
 	}
-	for i := range vs {
-		vs[i] = unit(vs[i])
+	for i, v := range vs {
+		if len(v) != s.dims {
+			return nil, fmt.Errorf("the embedder returned a vector of %d dimensions, want %d", len(v), s.dims)
+		}
+		vs[i] = unit(v)
 	}
 	return vs, nil
 }
 
-// rank returns the limit tools nearest to the unit vector qv.
+// rank returns the limit tools nearest to the unit vector qv; none when
+// qv is zero, the vector of a text the embedder knew nothing of.
 func (s *Semantic) rank(qv []float32, limit int) []Hit {
+	if isZero(qv) {
+		return nil
+	}
 	top := topK{limit: limit}
-	for i, v := range s.vecs {
-		if len(v) != len(qv) {
-			continue
-		}
+	for i := range s.cat.Len() {
+		v := s.vecs[i*s.dims : (i+1)*s.dims]
 		var dot float32
-		for j := range v {
-			dot += v[j] * qv[j]
+		for d, x := range qv {
+			dot += x * v[d]
 		}
-		top.push(Hit{Entry: s.cat.Entry(i), Score: float64(dot), Matches: []Match{{Term: "embedding", Fields: []string{"semantic"}, Score: float64(dot)}}})
+		h := Hit{Entry: s.cat.Entry(i), Score: float64(dot)}
+		if top.accepts(&h) {
+			h.Matches = []Match{{Term: "embedding", Fields: []string{"semantic"}, Score: h.Score}}
+			top.push(h)
+		}
 	}
 	return top.sorted()
 }
@@ -139,6 +172,10 @@ func (s *Semantic) rank(qv []float32, limit int) []Hit {
 type Hybrid struct {
 	Lexical  Engine
 	Semantic *Semantic
+	// Weight is the semantic ranking's weight in the fusion, the lexical
+	// one's being 1; 0 means DefaultSemanticWeight. A weaker model should
+	// count for less.
+	Weight float64
 	// OnFallback, if set, is called the first time the semantic side
 	// fails.
 	OnFallback func(error)
@@ -147,15 +184,17 @@ type Hybrid struct {
 }
 
 // Hybrid fusion's constants, measured with toolshelf eval
-// (docs/search-quality.md): the top of each list counts most (k = 5),
-// each list is read 20 deep, and the semantic ranking counts half as
-// much as the lexical one, which is better on exact names and on every
-// dataset's multi-step requests.
+// (docs/search-quality.md): the top of each list counts most (k = 5), and
+// each list is read 20 deep.
 const (
-	hybridK              = 5
-	hybridDepth          = 20
-	hybridSemanticWeight = 0.5
+	hybridK     = 5
+	hybridDepth = 20
 )
+
+// DefaultSemanticWeight is a hybrid engine's default semantic weight,
+// measured with a small sentence encoder (docs/search-quality.md): higher,
+// it pulls look-alike tools above exact name matches.
+const DefaultSemanticWeight = 0.5
 
 // Search implements Engine.
 func (h *Hybrid) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
@@ -166,10 +205,11 @@ func (h *Hybrid) Search(ctx context.Context, query string, limit int) ([]Hit, er
 	if done {
 		return hits, err
 	}
-	parts := []string{query}
-	if len(q.required()) == 0 {
-		parts = append(parts, clauses(q.Text)...)
+	if len(q.required()) > 0 {
+		// +words are for exact matching, which embeddings know nothing of.
+		return h.Lexical.Search(ctx, query, limit)
 	}
+	parts := append([]string{query}, clauses(q.Text)...)
 	vecs, err := h.Semantic.embed(ctx, parts)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -190,7 +230,7 @@ func (h *Hybrid) Search(ctx context.Context, query string, limit int) ([]Hit, er
 			return nil, err
 		}
 		sem := h.Semantic.rank(vecs[i], hybridDepth)
-		fused[i] = fuse([][]Hit{lex[i], sem}, []float64{1, hybridSemanticWeight}, hybridK, hybridDepth)
+		fused[i] = fuse([][]Hit{lex[i], sem}, []float64{1, cmp.Or(h.Weight, DefaultSemanticWeight)}, hybridK, hybridDepth)
 		weights[i] = 1
 	}
 	weights[0] = defaultBM25.fuseWhole

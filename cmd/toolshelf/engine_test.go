@@ -46,11 +46,11 @@ func TestHybridEngine(t *testing.T) {
 		t.Errorf("a failing endpoint at start: %d %s", r.code, r.stderr)
 	}
 	for _, args := range [][]string{
-		{"search", "--engine", "hybrid", "x"},
-		{"eval", "--dataset", "testdata/tiny", "--engine", "semantic"},
-		{"serve", "--engine", "hybrid"},
+		{"search", "--engine", "hybrid", "--embed-url", srv.URL, "x"},
+		{"eval", "--dataset", "testdata/tiny", "--engine", "semantic", "--embed-model", "m"},
+		{"serve", "--engine", "hybrid", "--embed-model", "m"},
 	} {
-		if r := runCLI(t, args...); r.code != 2 || !strings.Contains(r.stderr, "needs --embed-url and --embed-model") {
+		if r := runCLI(t, args...); r.code != 2 || !strings.Contains(r.stderr, "needs both --embed-url and --embed-model") {
 			t.Errorf("%v: %d %s", args, r.code, r.stderr)
 		}
 	}

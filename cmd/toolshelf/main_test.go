@@ -55,6 +55,8 @@ func TestCLI(t *testing.T) {
 		{"flags after query", []string{"search", "send", "slack", "message", "--catalog", realCatalog, "--limit", "1"}, 0, "mcp__slack__slack_post_message", ""},
 		{"keyword engine", []string{"search", "--catalog", realCatalog, "--engine", "keyword", "+slack", "send"}, 0, "mcp__slack__", ""},
 		{"regex engine", []string{"search", "--catalog", realCatalog, "--engine", "regex", "screenshot"}, 0, "screenshot", ""},
+		{"hybrid engine, built-in vectors", []string{"search", "--catalog", realCatalog, "--engine", "hybrid", "--limit", "1", "take a screenshot of the page"}, 0, "mcp__playwright__browser_take_screenshot", ""},
+		{"semantic engine, built-in vectors", []string{"search", "--catalog", realCatalog, "--engine", "semantic", "--limit", "1", "send a message to a channel"}, 0, "mcp__slack__slack_post_message", ""},
 		{"select", []string{"search", "--catalog", realCatalog, "select:mcp__github__create_issue"}, 0, "mcp__github__create_issue", ""},
 		{"no match", []string{"search", "--catalog", realCatalog, "zzyzx"}, 0, "No matching tools.", ""},
 		{"dataset folder as catalog", []string{"search", "--catalog", "testdata/tiny", "email"}, 0, "mcp__mail__send_email", ""},

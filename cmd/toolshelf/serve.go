@@ -156,9 +156,13 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		pool.Start()
 		up = pool
 	}
+	engine, emb := o.engine.kind, o.engine.embedder(e)
+	if emb != nil {
+		engine = "bm25" // which the gateway fuses with the model's embeddings once they are ready
+	}
 	g := gateway.New(up, &gateway.Options{
 		Logger: logger, Mode: mode, Percent: percent, ContextWindow: o.window,
-		Activate: o.activate, Engine: o.engine.lexicalKind(), Embedder: o.engine.embedder(e), Version: upstream.Version,
+		Activate: o.activate, Engine: engine, Embedder: emb, Version: upstream.Version,
 	})
 	gw.Store(g)
 	g.Update(up.Catalog()) // a change between New and Store is not lost
