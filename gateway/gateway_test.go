@@ -610,3 +610,17 @@ func TestHybridSearch(t *testing.T) {
 		t.Errorf("search with the endpoint down: %s", text(res))
 	}
 }
+
+// The hybrid engine on the built-in word vectors needs no embedder: it is
+// the engine of every catalog at once.
+func TestBuiltinHybridSearch(t *testing.T) {
+	g, _ := gatewayFor(t, &Options{Engine: "hybrid"}, standardUpstreams(t)...)
+	if _, ok := g.state.Load().engine.(*search.Hybrid); !ok {
+		t.Fatalf("engine %T, want *search.Hybrid", g.state.Load().engine)
+	}
+	cs := connect(t, g, nil)
+	res := call(t, cs, toolSearch, map[string]any{"query": "post a message to a channel", "limit": 1})
+	if !strings.Contains(text(res), "mcp__slack__post_message") {
+		t.Errorf("hybrid search: %s", text(res))
+	}
+}

@@ -43,7 +43,7 @@ searched (connected first).
 			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
 			var engine engineFlags
 			engine.register(fs)
-			limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, 5 otherwise)")
+			limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, semantic and hybrid, 5 otherwise)")
 			asJSON := fs.Bool("json", false, "print the hits as JSON")
 			explain := fs.Bool("explain", false, "show what each query term matched")
 			return func(ctx context.Context, e *env, args []string) error {

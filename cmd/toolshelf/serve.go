@@ -56,8 +56,8 @@ page of another origin are refused. Request bodies are limited to 4 MiB.
 Logs go to stderr, one line per tool call.
 
 ` + engineHelp + `
-The gateway searches with bm25 until the catalog's embeddings are ready,
-and again if the endpoint fails.
+With an endpoint, the gateway searches with bm25 until the catalog's
+embeddings are ready, and again if the endpoint fails.
 
 ` + configHelp + `
 
