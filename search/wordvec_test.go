@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"slices"
 	"testing"
 )
 
@@ -35,5 +36,23 @@ func TestWordVectors(t *testing.T) {
 	// Words the vectors do not know match nothing, rather than anything.
 	if hits, err := sem.Search(context.Background(), "zzyzx qwfp", 3); err != nil || len(hits) != 0 {
 		t.Errorf("unknown words: %v %v, want no hits", hits, err)
+	}
+}
+
+// A large batch is embedded on every core, to the same vectors.
+func TestWordVectorsParallel(t *testing.T) {
+	c := realCatalog(t)
+	var texts []string
+	for len(texts) < minParallel+1 {
+		for e := range c.All() {
+			texts = append(texts, EmbedText(e))
+		}
+	}
+	all, _ := WordVectors{}.Embed(context.Background(), texts)
+	for i, text := range texts {
+		one, _ := WordVectors{}.Embed(context.Background(), []string{text})
+		if !slices.Equal(one[0], all[i]) {
+			t.Fatalf("text %d embeds differently alone and in a batch", i)
+		}
 	}
 }
