@@ -11,6 +11,10 @@
 //   - [Regex], a case-insensitive regular expression over names,
 //     descriptions and parameters, as the Messages API's regex tool search.
 //
+// [Semantic] ranks by embeddings, from any [Embedder]: the built-in
+// [WordVectors], or a model behind an endpoint (package embed). [Hybrid]
+// fuses BM25 with it.
+//
 // Every hit carries its score and the fields each query term matched, so
 // that a ranking can be explained.
 //

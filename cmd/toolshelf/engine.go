@@ -11,9 +11,6 @@ import (
 	"github.com/toolshelf/toolshelf/search"
 )
 
-// engineKinds are the engines the CLI offers.
-var engineKinds = search.Kinds
-
 const engineHelp = `Engines: bm25 (default), keyword and regex are lexical; semantic ranks by
 embeddings and hybrid fuses bm25 with them. Those two embed with
 toolshelf's built-in word vectors, or with a model behind an
@@ -28,7 +25,7 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.kind, "engine", "bm25", "search `ENGINE`: "+strings.Join(engineKinds, ", "))
+	fs.StringVar(&f.kind, "engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
 	fs.StringVar(&f.url, "embed-url", "", "embeddings endpoint `URL` for the semantic and hybrid engines (default: built-in word vectors)")
 	fs.StringVar(&f.model, "embed-model", "", "embedding `MODEL` at --embed-url")
 }
@@ -49,7 +46,7 @@ func (f *engineFlags) check(e *env) error {
 		return nil
 	}
 	if _, err := search.New(f.kind, catalog.New(nil, nil)); err != nil {
-		return usagef("unknown engine %q (want one of %s)", f.kind, strings.Join(engineKinds, ", "))
+		return usagef("unknown engine %q (want one of %s)", f.kind, strings.Join(search.Kinds, ", "))
 	}
 	return nil
 }
