@@ -39,7 +39,7 @@ type Model struct {
 
 // Builtin returns the built-in model, decoded on first use.
 var Builtin = sync.OnceValue(func() *Model {
-	m, err := Decode(vectorsBin)
+	m, err := decode(vectorsBin)
 	if err != nil {
 		panic("wordvec: built-in vectors: " + err.Error()) // checked by the package's tests
 	}
@@ -55,8 +55,8 @@ const magic = "TSWV1\n"
 // 0.01, rank 100 weighs 0.5 and rank 10,000 0.99.
 const sifA = 1e-3
 
-// Decode reads a vectors file (see gen.go for the format).
-func Decode(b []byte) (*Model, error) {
+// decode reads a vectors file (see gen.go for the format).
+func decode(b []byte) (*Model, error) {
 	if len(b) < len(magic)+8 || string(b[:len(magic)]) != magic {
 		return nil, errors.New("not a word vectors file")
 	}
@@ -106,28 +106,20 @@ func (m *Model) Embed(words []string) []float32 {
 	out := make([]float32, m.dims)
 	var total float32
 	for _, w := range words {
-		total += m.Add(out, w, 1)
+		i, ok := m.index[w]
+		if !ok {
+			continue
+		}
+		wt := m.weights[i]
+		total += wt
+		for d, x := range m.vecs[int(i)*m.dims : int(i+1)*m.dims] {
+			out[d] += wt * float32(x)
+		}
 	}
 	if total != 0 {
 		for d := range out {
-			out[d] /= total
+			out[d] *= m.scales[d] / total
 		}
 	}
 	return out
-}
-
-// Add adds word's vector to dst, times f and the word's rarity weight,
-// and returns the weight it added (f times the rarity), or 0 when the
-// model does not know the word.
-func (m *Model) Add(dst []float32, word string, f float32) float32 {
-	i, ok := m.index[word]
-	if !ok {
-		return 0
-	}
-	wt := f * m.weights[i]
-	v := m.vecs[int(i)*m.dims : int(i+1)*m.dims]
-	for d, x := range v {
-		dst[d] += wt * m.scales[d] * float32(x)
-	}
-	return wt
 }

@@ -55,7 +55,7 @@ func TestDecodeErrors(t *testing.T) {
 		b = append(b, 1, 'a', 1, 'b')
 		return append(b, 1, 2)
 	}
-	if m, err := Decode(good()); err != nil || m.Len() != 2 || m.Embed([]string{"b"})[0] != 2 {
+	if m, err := decode(good()); err != nil || m.Len() != 2 || m.Embed([]string{"b"})[0] != 2 {
 		t.Fatalf("decoding a good file: %v %v", m, err)
 	}
 	for name, b := range map[string][]byte{
@@ -65,7 +65,7 @@ func TestDecodeErrors(t *testing.T) {
 		"duplicate word": append(append(good()[:len(good())-6], 1, 'a', 1, 'a'), 1, 2),
 		"no dimensions":  append(append([]byte(magic), 2, 0, 0, 0, 0, 0, 0, 0), good()[len(magic)+8:]...),
 	} {
-		if _, err := Decode(b); err == nil {
+		if _, err := decode(b); err == nil {
 			t.Errorf("%s: decoded without an error", name)
 		}
 	}
