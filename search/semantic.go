@@ -30,17 +30,26 @@ type Semantic struct {
 // title, description and parameters.
 func EmbedText(e *catalog.Entry) string {
 	var b strings.Builder
-	b.WriteString(strings.Join(Tokenize(e.Name), " "))
+	for i, w := range Tokenize(e.Name) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
 	if e.Title != "" {
-		b.WriteString(". " + e.Title)
+		b.WriteString(". ")
+		b.WriteString(e.Title)
 	}
 	if e.Description != "" {
-		b.WriteString(". " + e.Description)
+		b.WriteString(". ")
+		b.WriteString(e.Description)
 	}
 	for _, p := range e.Params {
-		b.WriteString("\n" + p.Name)
+		b.WriteByte('\n')
+		b.WriteString(p.Name)
 		if p.Description != "" {
-			b.WriteString(": " + p.Description)
+			b.WriteString(": ")
+			b.WriteString(p.Description)
 		}
 	}
 	return b.String()
