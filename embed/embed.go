@@ -24,6 +24,8 @@ type Client struct {
 	apiKey string
 	http   *http.Client
 	batch  int
+	// progress is told after every batch
+	progress func(done, total int)
 }
 
 // Options configures a Client. Nil means defaults.
@@ -34,6 +36,10 @@ type Options struct {
 	BatchSize int
 	// HTTPClient defaults to one with a one-minute timeout.
 	HTTPClient *http.Client
+	// Progress, if set, is called after each batch of an Embed call with
+	// the number of its texts embedded so far: the first embedding of a
+	// large catalog can take minutes.
+	Progress func(done, total int)
 }
 
 // NewClient returns a client for the endpoint at url, which is either the
@@ -52,6 +58,7 @@ func NewClient(url, model string, opts *Options) *Client {
 		if opts.HTTPClient != nil {
 			c.http = opts.HTTPClient
 		}
+		c.progress = opts.Progress
 	}
 	return c
 }
@@ -68,6 +75,9 @@ func (c *Client) Embed(ctx context.Context, texts []string) ([][]float32, error)
 			return nil, err
 		}
 		out = append(out, vs...)
+		if c.progress != nil {
+			c.progress(len(out), len(texts))
+		}
 	}
 	return out, nil
 }

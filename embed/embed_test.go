@@ -14,11 +14,17 @@ func TestClient(t *testing.T) {
 	fake := &fakeembed.Server{}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
-	c := NewClient(srv.URL+"/v1/", "test-model", &Options{BatchSize: 2})
+	var progress []int
+	c := NewClient(srv.URL+"/v1/", "test-model", &Options{BatchSize: 2, Progress: func(done, total int) {
+		progress = append(progress, done, total)
+	}})
 	texts := []string{"create an issue", "send a message", "read a file", "list repos", "post to slack"}
 	vs, err := c.Embed(context.Background(), texts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if want := []int{2, 5, 4, 5, 5, 5}; !slices.Equal(progress, want) {
+		t.Errorf("progress (done, total)... = %v, want %v", progress, want)
 	}
 	if fake.Requests.Load() != 3 {
 		t.Errorf("%d requests for 5 texts in batches of 2, want 3", fake.Requests.Load())

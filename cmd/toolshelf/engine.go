@@ -17,7 +17,8 @@ toolshelf's built-in word vectors, or with a model behind an
 OpenAI-compatible embeddings endpoint: --embed-url (the API base, such as
 http://localhost:11434/v1 for Ollama) and --embed-model, or
 $TOOLSHELF_EMBED_URL and $TOOLSHELF_EMBED_MODEL ($TOOLSHELF_EMBED_API_KEY
-for a key). A model's tool embeddings are cached on disk by content.`
+for a key). A model's tool embeddings are cached on disk by content, and
+embedding them shows progress on a terminal.`
 
 // engineFlags are the flags that choose and configure an engine.
 type engineFlags struct {
@@ -57,8 +58,21 @@ func (f *engineFlags) embedder(e *env) search.Embedder {
 	if (f.kind != "semantic" && f.kind != "hybrid") || f.url == "" {
 		return nil
 	}
-	client := embed.NewClient(f.url, f.model, &embed.Options{APIKey: e.getenv("TOOLSHELF_EMBED_API_KEY")})
-	return embed.NewCache(embed.DefaultDir(), f.model, client)
+	opts := &embed.Options{APIKey: e.getenv("TOOLSHELF_EMBED_API_KEY")}
+	if isTerminal(e.stderr) {
+		drawn := false // searches are sequential in the CLI
+		opts.Progress = func(done, total int) {
+			switch {
+			case done < total:
+				fmt.Fprintf(e.stderr, "\r\033[Kembedding with %s: %d/%d", f.model, done, total)
+				drawn = true
+			case drawn:
+				fmt.Fprint(e.stderr, "\r\033[K")
+				drawn = false
+			}
+		}
+	}
+	return embed.NewCache(embed.DefaultDir(), f.model, embed.NewClient(f.url, f.model, opts))
 }
 
 // build makes the engine over c. A hybrid engine whose endpoint fails
