@@ -269,6 +269,7 @@ func (s *Server) Update(c *catalog.Catalog) {
 func (s *Server) embed(snap *snapshot) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
+	s.logger.Info("embedding tools for hybrid search; searching lexically meanwhile", "tools", snap.cat.Len())
 	sem, err := search.NewSemantic(ctx, snap.cat, s.opts.Embedder)
 	if err != nil {
 		s.logger.Warn("embeddings unavailable; searching lexically", "error", err)
