@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -17,12 +16,7 @@ import (
 // they need.
 func TestRealEmbeddingModel(t *testing.T) {
 	dir := filepath.Join("..", "..", "scripts", "embed-server")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is not installed: run 'npm ci' there (scripts/test.sh does)", dir)
-		}
-		t.Skipf("%s not installed (npm ci)", dir)
-	}
+	requireNPM(t, dir)
 	url := startEmbedServer(t, dir)
 	embed := []string{"--embed-url", url, "--embed-model", "use-lite", "--catalog", realCatalog, "--limit", "3"}
 
