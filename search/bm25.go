@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/wordvec"
 )
 
 // BM25 ranks tools with BM25F+ over weighted fields, with the parameters
@@ -96,6 +97,11 @@ type bm25Config struct {
 	// stems weighs index words of the same stem as a query word, as
 	// alternatives of it (0 turns them off).
 	stems float64
+	// rarity weighs each query word by how rare it is in English (see
+	// wordvec.Model.Rarity): words a request is phrased with ("need",
+	// "like", "sure") are rare in tool descriptions, so their idf is high,
+	// yet they say nothing about the tool wanted.
+	rarity bool
 	// decompose searches the clauses of a multi-step request separately
 	// and fuses their rankings with the whole request's, which counts
 	// fuseWhole times a clause, by reciprocal rank with constant fuseK.
@@ -144,14 +150,16 @@ var seedBM25 = bm25Config{k1: 1.2, delta: 1, fields: [numFields]fieldConfig{
 // defaultBM25 is the seed's configuration with the refinements that
 // toolshelf eval showed to help on every dataset (docs/search-quality.md):
 // parameter descriptions indexed at a low weight, numbers left out of
-// queries, words of the same stem as weaker alternatives, multi-step
-// requests searched clause by clause, the best candidates boosted by how
-// much of their own name the query says, and weak results flagged.
+// queries, words of the same stem as weaker alternatives, query words
+// weighed by their rarity in English, multi-step requests searched clause
+// by clause, the best candidates boosted by how much of their own name the
+// query says, and weak results flagged.
 var defaultBM25 = func() bm25Config {
 	c := seedBM25
 	c.fields[fParamDescs] = fieldConfig{0.3, 0.75}
 	c.dropNumbers = true
 	c.stems = 0.5
+	c.rarity = true
 	c.decompose, c.fuseWhole, c.fuseK = true, 2, 1
 	c.nameBoost, c.rerankDepth = 0.4, 30
 	c.weak = weakStrength
@@ -160,8 +168,8 @@ var defaultBM25 = func() bm25Config {
 
 // weakStrength is the strength below which a search's results are flagged
 // weak: calibrated on etom_msc_bench so that over half of the requests no
-// tool fits are flagged, while about 2% of answerable ones are.
-const weakStrength = 0.28
+// tool fits are flagged, while about 3% of answerable ones are.
+const weakStrength = 0.30
 
 var _ Engine = (*BM25)(nil)
 
@@ -510,6 +518,9 @@ func (x *BM25) terms(q Query) []queryTerm {
 				}
 			}
 		}
+		if x.cfg.rarity {
+			qt.scale(wordvec.Builtin().Rarity(w))
+		}
 		if len(qt.alts) > 0 {
 			terms = append(terms, qt)
 		}
@@ -534,6 +545,14 @@ func (t *queryTerm) add(x *BM25, term string, weight float64) {
 	idf := math.Log(1 + (n-df+0.5)/(df+0.5))
 	t.alts = append(t.alts, alt{text: term, idf: idf, weight: weight, ps: ps})
 	t.idf = max(t.idf, idf*weight)
+}
+
+// scale multiplies the weight of t and of its alternatives by f.
+func (t *queryTerm) scale(f float64) {
+	for i := range t.alts {
+		t.alts[i].weight *= f
+	}
+	t.idf *= f
 }
 
 func isNumber(s string) bool {

@@ -12,6 +12,7 @@ type Variant struct {
 	ParamDescs  float64 // weight of parameter descriptions
 	DropNumbers bool
 	Stems       float64
+	Rarity      bool // query words weighed by their rarity in English
 	Decompose   bool    // clause fusion (whole request ×2, k = 1)
 	Weak        float64 // weak-match threshold
 	ServerInfo  float64 // weight of the server's description and instructions
@@ -25,7 +26,7 @@ func NewBM25Variant(c *catalog.Catalog, v Variant) *BM25 { return newBM25(c, v.c
 func (v Variant) config() bm25Config {
 	cfg := seedBM25
 	cfg.fields[fParamDescs] = fieldConfig{v.ParamDescs, 0.75}
-	cfg.dropNumbers, cfg.stems = v.DropNumbers, v.Stems
+	cfg.dropNumbers, cfg.stems, cfg.rarity = v.DropNumbers, v.Stems, v.Rarity
 	if v.Decompose {
 		cfg.decompose, cfg.fuseWhole, cfg.fuseK = true, 2, 1
 	}
@@ -38,7 +39,7 @@ func (v Variant) config() bm25Config {
 // The default engine is the variant docs/search-quality.md reports as the
 // default: a change to one must be measured in the other.
 func TestDefaultIsTheMeasuredVariant(t *testing.T) {
-	measured := Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Weak: 0.28}.config()
+	measured := Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: 0.30}.config()
 	if measured != defaultBM25 {
 		t.Errorf("defaultBM25 = %+v, the measured default is %+v", defaultBM25, measured)
 	}

@@ -23,8 +23,9 @@ var variants = []struct {
 	{"+ numbers dropped", search.Variant{ParamDescs: 0.3, DropNumbers: true}},
 	{"+ stems 0.5", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5}},
 	{"+ clause fusion", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true}},
-	{"+ name boost 0.4, top 30", best(0)},
-	{"+ weak flag (default)", best(weakDefault)},
+	{"+ name boost 0.4, top 30", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30}},
+	{"+ rarity of query words in English", best(0)},
+	{"+ weak flag 0.30 (default)", best(weakDefault)},
 	{"  parameter descriptions 0.5", search.Variant{ParamDescs: 0.5, DropNumbers: true, Stems: 0.5, Decompose: true}},
 	{"  parameter descriptions 1", search.Variant{ParamDescs: 1, DropNumbers: true, Stems: 0.5, Decompose: true}},
 	{"  stems 0.7", search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.7, Decompose: true}},
@@ -37,10 +38,10 @@ var variants = []struct {
 }
 
 // weakDefault is the default engine's weak-match threshold.
-const weakDefault = 0.28
+const weakDefault = 0.30
 
 func best(weak float64) search.Variant {
-	return search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Weak: weak}
+	return search.Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: weak}
 }
 
 func withServerInfo(w float64) search.Variant {

@@ -100,6 +100,16 @@ func (m *Model) Dims() int { return m.dims }
 // Len returns the number of words the model knows.
 func (m *Model) Len() int { return len(m.index) }
 
+// Rarity returns the weight Embed gives word: near 0 for the commonest
+// English words ("the" 0.01, rank 100 0.5), near 1 for rare ones, and 1
+// for words the model does not know.
+func (m *Model) Rarity(word string) float64 {
+	if i, ok := m.index[word]; ok {
+		return float64(m.weights[i])
+	}
+	return 1
+}
+
 // Embed returns the weighted mean of the vectors of words (lower case),
 // skipping those the model does not know; all zeros when it knows none.
 func (m *Model) Embed(words []string) []float32 {
