@@ -12,7 +12,7 @@ type Variant struct {
 	ParamDescs  float64 // weight of parameter descriptions
 	DropNumbers bool
 	Stems       float64
-	Rarity      bool // query words weighed by their rarity in English
+	Rarity      bool    // query words weighed by their rarity in English
 	Decompose   bool    // clause fusion (whole request ×2, k = 1)
 	Weak        float64 // weak-match threshold
 	ServerInfo  float64 // weight of the server's description and instructions
