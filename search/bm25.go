@@ -100,7 +100,8 @@ type bm25Config struct {
 	// rarity weighs each query word by how rare it is in English (see
 	// wordvec.Model.Rarity): words a request is phrased with ("need",
 	// "like", "sure") are rare in tool descriptions, so their idf is high,
-	// yet they say nothing about the tool wanted.
+	// yet they say nothing about the tool wanted. The name boost weighs a
+	// tool's name words the same way: "weather" says more than "get".
 	rarity bool
 	// decompose searches the clauses of a multi-step request separately
 	// and fuses their rankings with the whole request's, which counts
@@ -445,9 +446,14 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 		for i := range hits {
 			var have, all float64
 			for _, w := range appendTokens(nil, hits[i].Entry.Tool) {
-				all++
-				if words[foldPlural(w)] {
-					have++
+				w = foldPlural(w)
+				r := 1.0
+				if x.cfg.rarity {
+					r = wordvec.Builtin().Rarity(w)
+				}
+				all += r
+				if words[w] {
+					have += r
 				}
 			}
 			if all > 0 {
