@@ -9,7 +9,8 @@
 // dimension (the Model2Vec recipe, with a smaller teacher). A text is
 // embedded as the mean of its words' vectors, each weighted by how rare
 // the word is in English (smooth inverse frequency), so that "the" and
-// "of" count for almost nothing.
+// "of" count for almost nothing. The same rarity weights serve the
+// lexical engine, which weighs query words by them (Rarity).
 //
 // Regenerate vectors.bin with scripts/wordvec.sh; gen.go documents the
 // file format.
