@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"os"
 	"runtime/debug"
 	"slices"
 	"sync"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -45,15 +45,13 @@ func listTokens(t testing.TB, cs *mcp.ClientSession) (tools, tokens int) {
 // examples/servers.json, what a client's tools/list costs in search mode
 // against listing every tool (all mode), with one tokenizer.
 func TestTokenSavingRealServers(t *testing.T) {
-	if _, err := os.Stat("../testdata/servers/node_modules/.package-lock.json"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the npm MCP servers are not installed: run 'npm ci' in testdata/servers")
-		}
-		t.Skip("npm MCP servers not installed")
-	}
+	testenv.RequireNPM(t, "testdata/servers")
 	cfgs, err := upstream.LoadConfig("../examples/servers.json", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range cfgs {
+		cfgs[i].Timeout = testenv.Timeout(upstream.DefaultTimeout)
 	}
 	_, pool := gatewayFor(t, nil, cfgs...)
 	for _, st := range pool.Status() {
@@ -61,8 +59,8 @@ func TestTokenSavingRealServers(t *testing.T) {
 			t.Fatalf("%s: %s %s", st.Name, st.State, st.Error)
 		}
 	}
-	searchTools, searchTokens := listTokens(t, connect(t, New(pool, nil), nil))
-	allTools, allTokens := listTokens(t, connect(t, New(pool, &Options{Mode: ModeAll}), nil))
+	searchTools, searchTokens := listTokens(t, connect(t, newGateway(t, pool, nil), nil))
+	allTools, allTokens := listTokens(t, connect(t, newGateway(t, pool, &Options{Settings: policy.Settings{Mode: policy.ModeStandard}}), nil))
 	ratio := float64(searchTokens) / float64(allTokens)
 	t.Logf("tools/list, cl100k tokens: search mode %d tools %d tokens; all mode %d tools %d tokens; %.2f%%", searchTools, searchTokens, allTools, allTokens, 100*ratio)
 	if allTools < 500 || ratio >= 0.02 {
@@ -89,9 +87,9 @@ func callPair(b testing.TB) (direct, viaGateway *mcp.ClientSession) {
 		return ct, nil
 	}}
 	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, nil)
-	pool.Start()
+	background(b, pool.Run)
 	pool.Wait(context.Background())
-	g := New(pool, nil)
+	g := newGateway(b, pool, nil)
 	st2, ct2 := mcp.NewInMemoryTransports()
 	go g.MCPServer().Run(context.Background(), st2)
 	viaGateway, err = mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), ct2, nil)
@@ -187,19 +185,16 @@ func TestLoad(t *testing.T) {
 // stdio (server-memory's read_graph): what a forwarded call costs when the
 // upstream is a process, as it is for users.
 func BenchmarkCallRealServer(b *testing.B) {
-	if _, err := os.Stat("../testdata/servers/node_modules/.package-lock.json"); err != nil {
-		b.Skip("npm MCP servers not installed")
-	}
+	testenv.RequireNPM(b, "testdata/servers")
 	cfg := upstream.ServerConfig{
 		Name: "memory", Command: "node", Cwd: "../testdata/servers",
 		Args: []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
 		Env:  map[string]string{"MEMORY_FILE_PATH": b.TempDir() + "/m.jsonl"},
 	}
 	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, nil)
-	defer pool.Close()
-	pool.Start()
+	background(b, pool.Run)
 	pool.Wait(context.Background())
-	g := New(pool, nil)
+	g := newGateway(b, pool, nil)
 	st, ct := mcp.NewInMemoryTransports()
 	go g.MCPServer().Run(context.Background(), st)
 	via, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), ct, nil)

@@ -21,6 +21,7 @@ type CatalogOnly struct {
 
 func (c CatalogOnly) Catalog() *catalog.Catalog { return c.Cat }
 func (c CatalogOnly) Pending() []string         { return nil }
+func (c CatalogOnly) Changed() <-chan struct{}  { return nil }
 func (c CatalogOnly) Status() []upstream.Status { return nil }
 
 func (c CatalogOnly) Call(context.Context, string, json.RawMessage) (*mcp.CallToolResult, error) {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,6 +24,8 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/fakeembed"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -57,28 +59,42 @@ func rawTool(name, desc string, extra map[string]any) json.RawMessage {
 	return b
 }
 
-// gatewayFor starts a pool of the given upstreams and a gateway over it.
+// gatewayFor runs a pool of the given upstreams and a gateway over it
+// until the test ends.
 func gatewayFor(t *testing.T, opts *Options, cfgs ...upstream.ServerConfig) (*Server, *upstream.Pool) {
 	t.Helper()
-	var g *Server
-	pool := upstream.NewPool(cfgs, &upstream.Options{
-		RestartDelay: 20 * time.Millisecond,
-		OnChange: func(c *catalog.Catalog) {
-			if g != nil {
-				g.Update(c)
-			}
-		},
-	})
-	t.Cleanup(func() { pool.Close() })
-	pool.Start()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	pool := upstream.NewPool(cfgs, &upstream.Options{RestartDelay: 20 * time.Millisecond})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
+		t.Fatalf("servers did not start: %v", err)
+	}
+	return newGateway(t, pool, opts), pool
+}
+
+// newGateway runs a gateway over up until the test ends.
+func newGateway(t testing.TB, up Upstream, opts *Options) *Server {
+	t.Helper()
+	g, err := New(up, opts)
+	if err != nil {
 		t.Fatal(err)
 	}
-	g = New(pool, opts)
-	g.Update(pool.Catalog())
-	return g, pool
+	background(t, g.Run)
+	return g
+}
+
+// background runs run until the test ends, and waits for it to return.
+func background(t testing.TB, run func(context.Context) error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
 }
 
 // connect opens a client session to the gateway's shared server.
@@ -250,7 +266,7 @@ func TestCallToolFaults(t *testing.T) {
 func TestAllModeAndListChanged(t *testing.T) {
 	cfgs := standardUpstreams(t)
 	cfgs = append(cfgs, memServer(t, "dyn", mcptest.SimpleTools("add_tool")))
-	g, _ := gatewayFor(t, &Options{Mode: ModeAll}, cfgs...)
+	g, _ := gatewayFor(t, &Options{Settings: policy.Settings{Mode: policy.ModeStandard}}, cfgs...)
 	changed := make(chan struct{}, 10)
 	cs := connect(t, g, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	want := []string{"mcp__dyn__add_tool", "mcp__github__create_issue", "mcp__github__create_pull_request", "mcp__github__fail", "mcp__github__search_code", "mcp__slack__list_channels", "mcp__slack__post_message"}
@@ -260,7 +276,7 @@ func TestAllModeAndListChanged(t *testing.T) {
 	call(t, cs, "mcp__dyn__add_tool", map[string]any{"name": "brand_new"})
 	select {
 	case <-changed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
 		t.Fatal("no list_changed from the gateway")
 	}
 	if names := listNames(t, cs); !slices.Contains(names, "mcp__dyn__brand_new") {
@@ -270,27 +286,13 @@ func TestAllModeAndListChanged(t *testing.T) {
 
 func TestAutoMode(t *testing.T) {
 	cfgs := standardUpstreams(t)
-	small, _ := gatewayFor(t, &Options{Mode: ModeAuto, Percent: 10, ContextWindow: 200_000}, cfgs...)
+	small, _ := gatewayFor(t, &Options{Settings: policy.Settings{Mode: policy.ModeAuto, Percent: 10}, ContextWindow: 200_000}, cfgs...)
 	if names := listNames(t, connect(t, small, nil)); len(names) != 6 {
 		t.Errorf("a small catalog under the threshold should be listed whole: %v", names)
 	}
-	big, _ := gatewayFor(t, &Options{Mode: ModeAuto, Percent: 1, ContextWindow: 1000}, standardUpstreams(t)...)
+	big, _ := gatewayFor(t, &Options{Settings: policy.Settings{Mode: policy.ModeAuto, Percent: 1}, ContextWindow: 1000}, standardUpstreams(t)...)
 	if diff := cmp.Diff([]string{"call_tool", "mcp__github__search_code", "search_tools"}, listNames(t, connect(t, big, nil))); diff != "" {
 		t.Errorf("above the threshold: search mode (-want +got):\n%s", diff)
-	}
-}
-
-func TestParseMode(t *testing.T) {
-	for in, want := range map[string]string{"search": "search/0", "all": "all/0", "auto": "auto/10", "auto:25": "auto/25", "": "search/0"} {
-		m, p, err := ParseMode(in)
-		if err != nil || fmt.Sprintf("%s/%d", m, p) != want {
-			t.Errorf("ParseMode(%q) = %s/%d, %v", in, m, p, err)
-		}
-	}
-	for _, bad := range []string{"auto:0", "auto:100", "auto:x", "auto:5x", "some"} {
-		if _, _, err := ParseMode(bad); err == nil {
-			t.Errorf("ParseMode(%q) succeeded", bad)
-		}
 	}
 }
 
@@ -299,9 +301,8 @@ func TestPendingServers(t *testing.T) {
 	cmd, env := mcptest.Command("hang", nil)
 	slow := upstream.ServerConfig{Name: "slowpoke", Command: cmd, Env: env, Timeout: time.Minute}
 	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
-	t.Cleanup(func() { pool.Close() })
-	pool.Start()
-	g := New(pool, &Options{PendingWait: 200 * time.Millisecond})
+	background(t, pool.Run)
+	g := newGateway(t, pool, &Options{PendingWait: 200 * time.Millisecond})
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolSearch, map[string]any{"query": "anything"})
 	var sr searchResult
@@ -315,19 +316,14 @@ func TestPendingServers(t *testing.T) {
 func TestCallWaitsForConnectingServer(t *testing.T) {
 	slow := memServer(t, "late", mcptest.SimpleTools("echo"))
 	dial := slow.Dial
+	asked := make(chan struct{})
 	slow.Dial = func(ctx context.Context) (mcp.Transport, error) {
-		time.Sleep(300 * time.Millisecond)
+		<-asked // the gateway is waiting for this server
 		return dial(ctx)
 	}
-	var g *Server
-	pool := upstream.NewPool([]upstream.ServerConfig{slow}, &upstream.Options{OnChange: func(c *catalog.Catalog) {
-		if g != nil {
-			g.Update(c)
-		}
-	}})
-	t.Cleanup(func() { pool.Close() })
-	g = New(pool, nil)
-	pool.Start()
+	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
+	background(t, pool.Run)
+	g := newGateway(t, &askedPending{Upstream: pool, asked: asked}, nil)
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__late__echo", "arguments": map[string]any{"text": "waited"}})
 	if res.IsError || !strings.Contains(text(res), "waited") {
@@ -337,6 +333,19 @@ func TestCallWaitsForConnectingServer(t *testing.T) {
 	if !strings.Contains(text(res), "mcp__late__echo") {
 		t.Errorf("search: %s", text(res))
 	}
+}
+
+// askedPending closes asked the first time the gateway asks which
+// servers are still connecting: it is then waiting for them.
+type askedPending struct {
+	Upstream
+	asked chan struct{}
+	once  sync.Once
+}
+
+func (a *askedPending) Pending() []string {
+	a.once.Do(func() { close(a.asked) })
+	return a.Upstream.Pending()
 }
 
 // A crashed server is restarted, and a call made meanwhile waits for it.
@@ -359,7 +368,7 @@ func TestCallDuringRestart(t *testing.T) {
 
 func TestCatalogOnly(t *testing.T) {
 	e, _ := catalog.ParseTool("notes", rawTool("add_note", "Add a note", nil))
-	g := New(CatalogOnly{Cat: catalog.New([]catalog.Entry{e}, nil), Source: "a test catalog"}, nil)
+	g := newGateway(t, CatalogOnly{Cat: catalog.New([]catalog.Entry{e}, nil), Source: "a test catalog"}, nil)
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__notes__add_note"})
 	if !res.IsError || !strings.Contains(text(res), "toolshelf is serving a test catalog, which has no servers to call") {
@@ -521,7 +530,7 @@ func TestActivate(t *testing.T) {
 	}
 	select {
 	case <-changed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
 		t.Fatal("no list_changed after activation")
 	}
 	if names := listNames(t, a); !slices.Contains(names, "mcp__slack__post_message") {
@@ -555,19 +564,16 @@ func TestClientDisconnectCancels(t *testing.T) {
 		}
 		close(done)
 	}()
-	time.Sleep(300 * time.Millisecond)
+	testenv.Eventually(t, upstream.DefaultTimeout, "the upstream call to start", func() bool {
+		b, _ := os.ReadFile(marker)
+		return string(b) == "started"
+	})
 	cancel()
 	<-done
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if b, _ := os.ReadFile(marker); string(b) == "cancelled" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the upstream call was not cancelled")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(t, upstream.DefaultTimeout, "the upstream call to be cancelled", func() bool {
+		b, _ := os.ReadFile(marker)
+		return string(b) == "cancelled"
+	})
 }
 
 // fakeEmbedder embeds in-process, and fails while fail is set.
@@ -588,17 +594,11 @@ func (f *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 // the embeddings are ready; when the embedder fails, lexically again.
 func TestHybridSearch(t *testing.T) {
 	emb := &fakeEmbedder{}
-	g, _ := gatewayFor(t, &Options{Embedder: emb}, standardUpstreams(t)...)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := g.state.Load().engine.(*search.Hybrid); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the hybrid engine never arrived")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	g, _ := gatewayFor(t, &Options{Engine: "hybrid", Embedder: emb}, standardUpstreams(t)...)
+	testenv.Eventually(t, upstream.DefaultTimeout, "the hybrid engine", func() bool {
+		_, ok := g.state.Load().Engine().(*search.Hybrid)
+		return ok
+	})
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolSearch, map[string]any{"query": "post a message to a channel", "limit": 1})
 	if !strings.Contains(text(res), "mcp__slack__post_message") {
@@ -615,8 +615,8 @@ func TestHybridSearch(t *testing.T) {
 // the engine of every catalog at once.
 func TestBuiltinHybridSearch(t *testing.T) {
 	g, _ := gatewayFor(t, &Options{Engine: "hybrid"}, standardUpstreams(t)...)
-	if _, ok := g.state.Load().engine.(*search.Hybrid); !ok {
-		t.Fatalf("engine %T, want *search.Hybrid", g.state.Load().engine)
+	if _, ok := g.state.Load().Engine().(*search.Hybrid); !ok {
+		t.Fatalf("engine %T, want *search.Hybrid", g.state.Load().Engine())
 	}
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolSearch, map[string]any{"query": "post a message to a channel", "limit": 1})

@@ -154,7 +154,7 @@ type health struct {
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	snap := s.state.Load()
-	h := health{Status: "ok", Tools: snap.cat.Len(), Mode: string(s.opts.Mode), Servers: s.up.Status()}
+	h := health{Status: "ok", Tools: snap.Catalog.Len(), Mode: s.Mode(), Servers: s.up.Status()}
 	if h.Servers == nil {
 		h.Servers = []upstream.Status{}
 	}

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +29,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -37,61 +37,35 @@ import (
 // [upstream.Pool], or a [CatalogOnly] that serves a fixed catalog.
 type Upstream interface {
 	Catalog() *catalog.Catalog
+	// Changed returns a channel closed when Catalog next changes (nil
+	// for a catalog that never does).
+	Changed() <-chan struct{}
 	Pending() []string
 	Status() []upstream.Status
 	Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error)
 }
 
-// Mode is how tools are shown to clients.
-type Mode string
-
-const (
-	// ModeSearch lists the meta tools and the alwaysLoad tools.
-	ModeSearch Mode = "search"
-	// ModeAll lists every tool directly, as if there were no gateway.
-	ModeAll Mode = "all"
-	// ModeAuto lists every tool when their definitions cost less than
-	// Options.Percent of Options.ContextWindow tokens, else searches.
-	ModeAuto Mode = "auto"
-)
-
-// ParseMode reads "search", "all", "auto" or "auto:N" (1 ≤ N ≤ 99).
-func ParseMode(s string) (Mode, int, error) {
-	switch {
-	case s == "search" || s == "":
-		return ModeSearch, 0, nil
-	case s == "all":
-		return ModeAll, 0, nil
-	case s == "auto":
-		return ModeAuto, policy.DefaultPercent, nil
-	case strings.HasPrefix(s, "auto:"):
-		var n int
-		if _, err := fmt.Sscanf(s[5:], "%d", &n); err != nil || n < 1 || n > 99 || fmt.Sprint(n) != s[5:] {
-			return "", 0, fmt.Errorf("mode %q: the percentage after auto: must be 1 to 99", s)
-		}
-		return ModeAuto, n, nil
-	}
-	return "", 0, fmt.Errorf("unknown mode %q (want search, all, auto or auto:N)", s)
-}
-
 // Options configures a Server. Nil means defaults.
 type Options struct {
 	Logger *slog.Logger
-	// Mode defaults to ModeSearch. Percent and ContextWindow are the auto
-	// mode's threshold (defaults 10 and 200,000).
-	Mode          Mode
-	Percent       int
+	// Settings is how tools are shown, as [policy.ParseMode] reads serve
+	// --mode: always defer (search: the meta tools and the alwaysLoad
+	// tools; the default), never (all: every tool listed directly), or
+	// auto (all when the catalog's deferrable tools cost less than
+	// Settings.Percent of ContextWindow tokens, else search).
+	Settings policy.Settings
+	// ContextWindow is the auto mode's context window (default 200,000).
 	ContextWindow int
-	// Counter measures the catalog for the auto mode; default the offline
-	// tokenizer estimate.
+	// Counter measures the catalog for the auto mode and /metrics;
+	// default the offline tokenizer estimate.
 	Counter policy.Counter
 	// Activate adds the tools a session finds to that session's tool list.
 	Activate bool
-	// Engine is the search engine kind (default "bm25"; see search.New).
+	// Engine is the search engine kind (search.DefaultEngine when empty).
 	Engine string
-	// Embedder, when set, makes search hybrid: Engine, which should then
-	// be lexical, fused with the embeddings of Embedder's model. Each catalog is searched lexically until its
-	// embeddings are ready, and again whenever the embedder fails.
+	// Embedder is a model's embedder for an Engine that embeds: each
+	// catalog is searched with bm25 until its embeddings are ready, and
+	// again whenever the embedder fails (see shelf.Options).
 	Embedder search.Embedder
 	// Version is reported to clients as the server's version.
 	Version string
@@ -109,6 +83,7 @@ type Server struct {
 	logger    *slog.Logger
 	sdkLogger *slog.Logger
 	met       *metrics
+	shelf     *shelf.Shelf
 
 	state   atomic.Pointer[snapshot]
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every Update
@@ -119,20 +94,10 @@ type Server struct {
 	decision string                    // the last auto-mode decision logged
 }
 
-// snapshot is what the gateway derives from one catalog.
+// snapshot is what the gateway serves from one catalog.
 type snapshot struct {
-	cat    *catalog.Catalog
-	engine search.Engine
-	direct bool  // list every tool directly (all mode, or auto below the threshold)
-	cost   *cost // what listing every tool would cost, counted when first asked
-}
-
-// cost is the estimated tokens of a catalog's tool definitions. Counting
-// means tokenising every definition, so it is done once per catalog and
-// only when needed: for auto mode's decision, or when metrics are read.
-type cost struct {
-	once   sync.Once
-	tokens int
+	*shelf.Snapshot
+	direct bool // list every tool directly (all mode, or auto below the threshold)
 }
 
 // exposure tracks which tools an mcp.Server currently lists.
@@ -143,27 +108,26 @@ type exposure struct {
 	created   time.Time
 }
 
-// New returns a gateway over up. Call [Server.Update] with every new
-// catalog (an upstream.Pool's OnChange); New applies the current one.
-func New(up Upstream, opts *Options) *Server {
+// Checklist is the deferral checklist of the gateway's tools: search_tools
+// is the search tool, call_tool the way to call what it finds.
+var Checklist = policy.Checklist{SearchTool: toolSearch, Essential: []string{toolCall}}
+
+// New returns a gateway over up, serving its current catalog. [Server.Run]
+// follows up's changes; tests and callers with a fixed catalog may call
+// [Server.Update] instead. The error is an unknown engine kind.
+func New(up Upstream, opts *Options) (*Server, error) {
 	s := &Server{up: up, sessions: make(map[*mcp.Server]*exposure)}
 	if opts != nil {
 		s.opts = *opts
 	}
-	if s.opts.Mode == "" {
-		s.opts.Mode = ModeSearch
+	if s.opts.Settings.Mode == "" {
+		s.opts.Settings.Mode = policy.ModeAlways
 	}
-	if s.opts.Percent == 0 {
-		s.opts.Percent = policy.DefaultPercent
+	if s.opts.Settings.Percent == 0 {
+		s.opts.Settings.Percent = policy.DefaultPercent
 	}
 	if s.opts.ContextWindow == 0 {
 		s.opts.ContextWindow = policy.DefaultContextWindow
-	}
-	if s.opts.Counter == nil {
-		s.opts.Counter = policy.Tokenizer{}
-	}
-	if s.opts.Engine == "" {
-		s.opts.Engine = "bm25"
 	}
 	if s.opts.Version == "" {
 		s.opts.Version = "dev"
@@ -177,13 +141,50 @@ func New(up Upstream, opts *Options) *Server {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	sh, err := shelf.New(&shelf.Options{
+		Engine: s.opts.Engine, Embedder: s.opts.Embedder, Counter: s.opts.Counter,
+		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.shelf = sh
 	// The SDK logs every session start and end at info; only its warnings
 	// are the operator's business.
 	s.sdkLogger = slog.New(&minLevel{s.logger.Handler(), slog.LevelWarn})
 	s.met = newMetrics(s.catalogMetrics)
 	s.shared = s.newMCPServer()
 	s.Update(up.Catalog())
-	return s
+	return s, nil
+}
+
+// Run follows the upstream's catalog, and embeds each new one when a
+// model's embedder is configured, until ctx is done. It returns when
+// every goroutine it started has ended.
+func (s *Server) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() { s.shelf.Run(ctx) })
+	defer wg.Wait()
+	for {
+		ch := s.up.Changed()
+		s.Update(s.up.Catalog())
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// Mode names how tools are shown: search, all or auto:N.
+func (s *Server) Mode() string {
+	switch st := s.opts.Settings; st.Mode {
+	case policy.ModeStandard:
+		return "all"
+	case policy.ModeAuto:
+		return fmt.Sprintf("auto:%d", st.Percent)
+	}
+	return "search"
 }
 
 // MCPServer returns the server that sessions share (all sessions unless
@@ -214,48 +215,26 @@ func (s *Server) instructions() string {
 		"then call_tool with the qualified name of a match and its arguments."
 }
 
-// Update makes c the catalog the gateway serves: it rebuilds the search
-// engine, decides the auto mode, and changes the tools listed to every
-// session (the SDK sends notifications/tools/list_changed).
+// Update makes c the catalog the gateway serves: the shelf builds its
+// engine, the policy decides what is listed, and every session's tool
+// list follows (the SDK sends notifications/tools/list_changed).
 func (s *Server) Update(c *catalog.Catalog) {
 	if c == nil {
 		return
 	}
-	if old := s.state.Load(); old != nil && old.cat.Version() == c.Version() {
+	if old := s.state.Load(); old != nil && old.Catalog.Version() == c.Version() {
 		return
 	}
-	eng, err := search.New(s.opts.Engine, c)
-	if err != nil {
-		s.logger.Error("search engine", "error", err)
-		eng = search.NewBM25(c)
-	}
-	snap := &snapshot{cat: c, engine: eng, cost: &cost{}}
-	switch s.opts.Mode {
-	case ModeAll:
+	snap := &snapshot{Snapshot: s.shelf.Update(c)}
+	switch s.opts.Settings.Mode {
+	case policy.ModeStandard:
 		snap.direct = true
-	case ModeAuto:
-		threshold := policy.Threshold(s.opts.ContextWindow, s.opts.Percent)
-		tokens := s.tokens(snap)
-		snap.direct = tokens < threshold
-		what := "search"
-		if snap.direct {
-			what = "all tools listed"
-		}
-		decision := fmt.Sprintf("%s: %d tools, %d tokens vs threshold %d (%d%% of %d)", what, c.Len(), tokens, threshold, s.opts.Percent, s.opts.ContextWindow)
-		s.mu.Lock()
-		changed := what != s.decision
-		s.decision = what
-		s.mu.Unlock()
-		if changed {
-			s.logger.Info("auto mode decision", "mode", what, "tools", c.Len(), "tokens", tokens, "threshold", threshold, "percent", s.opts.Percent, "context_window", s.opts.ContextWindow, "summary", decision)
-		}
+	case policy.ModeAuto:
+		snap.direct = !s.decide(snap).Enabled
 	}
 	s.state.Store(snap)
 	next := make(chan struct{})
 	close(*s.changed.Swap(&next))
-	if s.opts.Embedder != nil {
-		go s.embed(snap) // snap is complete and no longer written
-	}
 	s.mu.Lock()
 	xs := slices.Collect(maps.Values(s.sessions))
 	s.mu.Unlock()
@@ -264,59 +243,39 @@ func (s *Server) Update(c *catalog.Catalog) {
 	}
 }
 
-// embed builds the hybrid engine of a snapshot and, if the snapshot is
-// still current, makes it the engine. Searches meanwhile are lexical.
-func (s *Server) embed(snap *snapshot) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	s.logger.Info("embedding tools for hybrid search; searching lexically meanwhile", "tools", snap.cat.Len())
-	sem, err := search.NewSemantic(ctx, snap.cat, s.opts.Embedder)
-	if err != nil {
-		s.logger.Warn("embeddings unavailable; searching lexically", "error", err)
-		return
+// decide runs the policy's definitive gate on a snapshot, as doctor does,
+// and logs the decision when it changes.
+func (s *Server) decide(snap *snapshot) policy.Decision {
+	view := snap.View(context.Background())
+	d := view.Decide(policy.Request{
+		Settings: s.opts.Settings, ContextWindow: s.opts.ContextWindow,
+		SearchAvailable: true, Pending: s.up.Pending(),
+	})
+	what := "search"
+	if !d.Enabled {
+		what = "all tools listed"
 	}
-	hybrid := &search.Hybrid{Lexical: snap.engine, Semantic: sem, OnFallback: func(err error) {
-		s.logger.Warn("the embeddings endpoint failed; searching lexically until it answers", "error", err)
-	}}
-	next := *snap
-	next.engine = hybrid
-	if s.state.CompareAndSwap(snap, &next) {
-		s.logger.Info("hybrid search ready", "tools", snap.cat.Len())
+	s.mu.Lock()
+	changed := what != s.decision
+	s.decision = what
+	s.mu.Unlock()
+	if changed {
+		s.logger.Info("auto mode decision", "mode", what, "tools", snap.Catalog.Len(), "tokens", view.All.Tokens,
+			"deferrable_tokens", d.Tokens, "threshold", d.Threshold, "summary", d.String())
 	}
-}
-
-// tokens returns what listing every tool of a snapshot directly would
-// cost, counting it the first time it is asked for.
-func (s *Server) tokens(snap *snapshot) int {
-	snap.cost.once.Do(func() { snap.cost.tokens = s.countTokens(snap.cat) })
-	return snap.cost.tokens
+	return d
 }
 
 // catalogMetrics reports the current catalog's size, the tokens of all
 // its definitions, and those kept out of clients' lists.
 func (s *Server) catalogMetrics() (tools, tokens, deferred int) {
 	snap := s.state.Load()
-	tokens = s.tokens(snap)
+	view := snap.View(context.Background())
+	tokens = view.All.Tokens
 	if !snap.direct {
-		deferred = tokens
+		deferred = view.Deferrable.Tokens
 	}
-	return snap.cat.Len(), tokens, deferred
-}
-
-// countTokens estimates what listing every tool directly would cost.
-func (s *Server) countTokens(c *catalog.Catalog) int {
-	defs := make([]json.RawMessage, 0, c.Len())
-	for e := range c.All() {
-		if !e.Unverified {
-			defs = append(defs, e.Definition())
-		}
-	}
-	n, err := s.opts.Counter.CountTokens(context.Background(), defs)
-	if err != nil {
-		s.logger.Warn("token count failed; using the character heuristic", "error", err)
-		n, _ = policy.Heuristic{}.CountTokens(context.Background(), defs)
-	}
-	return n
+	return snap.Catalog.Len(), tokens, deferred
 }
 
 // sync makes an mcp.Server list what the snapshot says it should.
@@ -324,7 +283,7 @@ func (s *Server) sync(x *exposure, snap *snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	want := map[string]*catalog.Entry{}
-	for e := range snap.cat.All() {
+	for e := range snap.Catalog.All() {
 		if e.Unverified {
 			continue
 		}
@@ -397,7 +356,7 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) *m
 	start := time.Now()
 	server := ""
 	if snap := s.state.Load(); snap != nil {
-		if e, ok := snap.cat.Lookup(name); ok {
+		if e, ok := snap.Catalog.Lookup(name); ok {
 			server = e.Server
 		}
 	}
@@ -432,7 +391,7 @@ func (s *Server) awaitPending(ctx context.Context, ok func(*snapshot) bool) *sna
 	for {
 		ch := *s.changed.Load()
 		snap := s.state.Load()
-		if ok(snap) || len(unknownPending(snap.cat, s.up.Pending())) == 0 {
+		if ok(snap) || len(unknownPending(snap.Catalog, s.up.Pending())) == 0 {
 			return snap
 		}
 		select {

@@ -82,6 +82,17 @@ func MetaTools() []*mcp.Tool {
 	return out
 }
 
+// MetaDefinitions returns the meta tools in the Messages API's form, for
+// measuring what they cost.
+func MetaDefinitions() []json.RawMessage {
+	var defs []json.RawMessage
+	for _, t := range metaTools {
+		b, _ := json.Marshal(map[string]any{"name": t.Name, "description": t.Description, "input_schema": t.InputSchema})
+		defs = append(defs, b)
+	}
+	return defs
+}
+
 func (s *Server) addMetaTools(x *exposure) {
 	x.server.AddTool(metaTools[0], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.searchTools(ctx, x, req.Params.Arguments), nil
@@ -138,13 +149,11 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 		}
 		limit = min(int(f), maxLimit)
 	}
-	var hits []search.Hit
-	var err error
 	// While a server's tools are unknown, any result may miss the best
 	// match: wait for them (up to PendingWait), then search.
 	snap := s.awaitPending(ctx, func(*snapshot) bool { return false })
 	start := time.Now()
-	hits, err = snap.engine.Search(ctx, *in.Query, limit)
+	found, err := snap.Search(ctx, search.Request{Query: *in.Query, Limit: limit, Pending: s.up.Pending()})
 	s.met.observeSearch(time.Since(start))
 	if err != nil {
 		if errors.Is(err, search.ErrEmptyQuery) {
@@ -152,25 +161,17 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 		}
 		return toolError("search_tools: %v", err)
 	}
-	res := searchResult{Query: *in.Query, Matches: []searchMatch{}, ToolsSearched: snap.cat.Len()}
-	for _, h := range hits {
+	res := searchResult{Query: *in.Query, Matches: []searchMatch{}, ToolsSearched: found.Searched,
+		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note}
+	for _, h := range found.Hits {
 		schema, _ := catalog.NormalizeSchema(h.Entry.InputSchema)
 		res.Matches = append(res.Matches, searchMatch{
 			Name: h.Entry.Name, Server: h.Entry.Server, Description: h.Entry.Description,
 			InputSchema: schema, Unverified: h.Entry.Unverified,
 		})
 	}
-	if len(res.Matches) < 3 {
-		res.PendingServers = s.up.Pending()
-	}
-	res.Weak = len(hits) > 0 && hits[0].Weak
-	switch {
-	case res.Weak:
-		res.Note = "No tool fits this request well; these are only the closest matches. Check them before calling one."
-	case len(res.Matches) == 0 && len(res.PendingServers) > 0:
-		res.Note = "No match yet; some servers are still connecting. Try again shortly."
-	case len(res.Matches) == 0:
-		res.Note = "No match. Try other words, or mcp__<server> to list a server's tools."
+	if len(found.Missing) > 0 {
+		res.Note = "No tool is named " + strings.Join(found.Missing, ", ") + ". Search by what you want to do instead."
 	}
 	if s.opts.Activate && x != nil {
 		res.Activated = s.activate(x, res.Matches)
@@ -208,10 +209,10 @@ func (s *Server) callTool(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	}
 	name := strings.TrimSpace(*in.Name)
 	snap := s.awaitPending(ctx, func(snap *snapshot) bool {
-		_, ok := snap.cat.Find(name)
+		_, ok := snap.Catalog.Find(name)
 		return ok
 	})
-	e, ok := snap.cat.Find(name)
+	e, ok := snap.Catalog.Find(name)
 	if !ok {
 		return s.unknownTool(ctx, snap, *in.Name)
 	}
@@ -225,10 +226,10 @@ func (s *Server) callTool(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 // unknownTool explains a call to a name the catalog does not have and
 // names the closest tools.
 func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *mcp.CallToolResult {
-	names := snap.cat.Names()
+	names := snap.Catalog.Names()
 	close := fuzzy.Closest(name, names, 5, max(3, len(name)/3))
 	if len(close) < 3 {
-		if hits, err := snap.engine.Search(ctx, name, 5); err == nil {
+		if hits, err := snap.Engine().Search(ctx, name, 5); err == nil {
 			for _, h := range hits {
 				if !contains(close, h.Entry.Name) {
 					close = append(close, h.Entry.Name)

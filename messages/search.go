@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/shelf"
 )
 
 // DefaultSearchTool is the search tool's name unless a Searcher says
@@ -24,12 +26,12 @@ const DefaultSearchTool = "tool_search"
 type Searcher struct {
 	// Name is the tool's name; DefaultSearchTool when empty.
 	Name string
-	// Engine is the search engine kind; "bm25" when empty.
+	// Engine is the search engine kind; search.DefaultEngine when empty.
 	Engine string
 
-	mu      sync.Mutex
-	version string
-	engine  search.Engine
+	once  sync.Once
+	shelf *shelf.Shelf
+	err   error
 }
 
 func (s *Searcher) name() string {
@@ -68,21 +70,24 @@ type SearchState struct {
 	Pending []string
 }
 
-// noMatches is the result of a search that found nothing.
+// noMatches is the result of a search that loaded nothing.
 type noMatches struct {
 	Matches []string `json:"matches"`
 	// Closest names the weak matches, when no tool fits well: not loaded,
 	// so that tools that do not fit cost nothing, but named, so that the
 	// model can select: one.
-	Closest    []string `json:"closest,omitempty"`
-	Total      int      `json:"total_deferred_tools"`
-	Pending    []string `json:"pending_mcp_servers,omitempty"`
-	Suggestion string   `json:"suggestion,omitempty"`
+	Closest []string `json:"closest,omitempty"`
+	Total   int      `json:"total_deferred_tools"`
+	Pending []string `json:"pending_mcp_servers,omitempty"`
+	// Note is the search front end's, word for word the gateway's.
+	Note       string `json:"note,omitempty"`
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 // Handle answers one call of the search tool with its tool_result block.
 // Problems with the input are in-band errors (is_error), which the model
-// can read and correct.
+// can read and correct. The search itself is the gateway's (package
+// shelf): the same query finds the same tools in the same order.
 func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawMessage, st SearchState) Block {
 	fail := func(format string, args ...any) Block {
 		return ToolResult(toolUseID, []Block{TextBlock(fmt.Sprintf(format, args...))}, true)
@@ -97,7 +102,7 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 	if in.Query == nil || strings.TrimSpace(*in.Query) == "" {
 		return fail(`"query" is required and must not be empty.`)
 	}
-	limit := 0
+	limit := search.DefaultBM25Limit
 	if len(in.Limit) > 0 && string(in.Limit) != "null" {
 		var f float64
 		if json.Unmarshal(in.Limit, &f) != nil || f != float64(int(f)) || f < 1 {
@@ -105,104 +110,71 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 		}
 		limit = int(f)
 	}
-	q, err := search.ParseQuery(*in.Query)
-	if err != nil {
-		return fail("%v", err)
+	s.once.Do(func() { s.shelf, s.err = shelf.New(&shelf.Options{Engine: s.Engine}) })
+	if s.err != nil {
+		return fail("%v", s.err)
 	}
-	if q.Select != nil {
-		return s.selectTools(toolUseID, q.Select, st)
+	snap := s.shelf.Update(st.Deferred)
+	exclude := maps.Clone(st.Discovered)
+	for e := range st.Deferred.All() {
+		if e.Unverified { // not in the request's tools: a reference to it would be refused
+			if exclude == nil {
+				exclude = map[string]bool{}
+			}
+			exclude[e.Name] = true
+		}
 	}
-	eng, err := s.engineFor(st.Deferred)
-	if err != nil {
-		return fail("%v", err)
-	}
-	// Ask for more than the limit: discovered tools are dropped after.
-	want := limit
-	if want == 0 {
-		want = search.DefaultBM25Limit
-	}
-	hits, err := eng.Search(ctx, *in.Query, want+len(st.Discovered))
+	found, err := snap.Search(ctx, search.Request{Query: *in.Query, Limit: limit, Loaded: st.All, Exclude: exclude, Pending: st.Pending})
 	if err != nil {
 		if errors.Is(err, search.ErrNoLetters) {
 			return fail("%v", err)
 		}
 		return fail("Search failed: %v", err)
 	}
-	var refs []Block
-	var closest []string
-	for _, h := range hits {
-		if st.Discovered[h.Entry.Name] || h.Entry.Unverified {
-			continue
-		}
-		if h.Weak {
-			closest = append(closest, h.Entry.Name)
-			continue
-		}
-		refs = append(refs, ToolReference(h.Entry.Name))
-		if len(refs) == want {
-			break
-		}
+	if found.Select {
+		return selectResult(toolUseID, found)
 	}
-	if len(refs) == 0 {
-		nm := noMatches{Matches: []string{}, Closest: closest[:min(len(closest), want)], Total: st.Deferred.Len(), Pending: st.Pending}
-		switch {
-		case len(st.Pending) > 0:
-			nm.Suggestion = "Some MCP servers are still connecting; search again shortly."
-		case len(closest) > 0:
-			nm.Suggestion = "No deferred tool fits this well. Load one of the closest with select:NAME if it does fit."
+	if len(found.Hits) == 0 || found.Weak {
+		nm := noMatches{Matches: []string{}, Total: st.Deferred.Len(), Pending: found.Pending, Note: found.Note}
+		for _, h := range found.Hits {
+			nm.Closest = append(nm.Closest, h.Entry.Name)
+		}
+		if len(nm.Closest) > 0 {
+			nm.Suggestion = "Load one of the closest with select:NAME if it does fit."
 		}
 		b, _ := marshal(nm)
 		return ToolResult(toolUseID, []Block{TextBlock(string(b))}, false)
 	}
+	refs := make([]Block, 0, len(found.Hits))
+	for _, h := range found.Hits {
+		refs = append(refs, ToolReference(h.Entry.Name))
+	}
 	return ToolResult(toolUseID, refs, false)
 }
 
-// selectTools answers select:a,b: the deferred pool first, then every
+// selectResult answers select:a,b: the deferred pool first, then every
 // tool. Selecting a tool that is already loaded succeeds without a
 // reference, so that the model does not retry.
-func (s *Searcher) selectTools(toolUseID string, names []string, st SearchState) Block {
+func selectResult(toolUseID string, found search.Result) Block {
 	var refs []Block
+	for _, h := range found.Hits {
+		if !h.Entry.Unverified {
+			refs = append(refs, ToolReference(h.Entry.Name))
+		}
+	}
+	if len(refs) > 0 {
+		// References only: text beside them would undo the turn-boundary fix.
+		return ToolResult(toolUseID, refs, false)
+	}
 	var notes []string
-	loaded := 0
-	for _, n := range names {
-		if e, ok := st.Deferred.Find(n); ok && !e.Unverified {
-			refs = append(refs, ToolReference(e.Name))
-			continue
-		}
-		if st.All != nil {
-			if e, ok := st.All.Find(n); ok {
-				loaded++
-				notes = append(notes, e.Name+" is already loaded; call it directly.")
-				continue
-			}
-		}
+	for _, n := range found.AlreadyLoaded {
+		notes = append(notes, n+" is already loaded; call it directly.")
+	}
+	for _, n := range found.Missing {
 		notes = append(notes, fmt.Sprintf("No tool is named %q.", n))
 	}
-	if len(refs) == 0 {
-		// Only a select: of nothing that exists is an error.
-		return ToolResult(toolUseID, []Block{TextBlock(strings.Join(notes, " "))}, loaded == 0)
-	}
-	// References only: text beside them would undo the turn-boundary fix.
-	return ToolResult(toolUseID, refs, false)
-}
-
-// engineFor returns the engine of a catalog snapshot, building it once.
-func (s *Searcher) engineFor(c *catalog.Catalog) (search.Engine, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.engine != nil && s.version == c.Version() {
-		return s.engine, nil
-	}
-	kind := s.Engine
-	if kind == "" {
-		kind = "bm25"
-	}
-	eng, err := search.New(kind, c)
-	if err != nil {
-		return nil, err
-	}
-	s.engine, s.version = eng, c.Version()
-	return eng, nil
+	// Only a select: of nothing that exists is an error.
+	return ToolResult(toolUseID, []Block{TextBlock(strings.Join(notes, " "))}, len(found.AlreadyLoaded) == 0)
 }
 
 func orEmptyObject(raw json.RawMessage) json.RawMessage {

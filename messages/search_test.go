@@ -60,7 +60,7 @@ func TestSearcher(t *testing.T) {
 		{`{"query":"select:mcp__github__list_issues,post_message"}`, []string{"mcp__github__list_issues", "mcp__slack__post_message"}, "", false},
 		{`{"query":"select:mcp__db__query"}`, nil, "mcp__db__query is already loaded; call it directly.", false},
 		{`{"query":"select:nope"}`, nil, `No tool is named "nope".`, true},
-		{`{"query":"kubernetes pods"}`, nil, `{"matches":[],"total_deferred_tools":3}`, false},
+		{`{"query":"kubernetes pods"}`, nil, `{"matches":[],"total_deferred_tools":3,"note":"No match. Try other words, or mcp__<server> to list a server's tools."}`, false},
 		{`{}`, nil, `"query" is required`, true},
 		{`{"query":"   "}`, nil, `"query" is required`, true},
 		{`{"query":"?!"}`, nil, "Query must contain at least one letter or number.", true},

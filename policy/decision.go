@@ -3,6 +3,9 @@ package policy
 import (
 	"fmt"
 	"strings"
+
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // Why tool search was or was not enabled. The names follow Claude Code's
@@ -188,10 +191,10 @@ func (d Decision) String() string {
 	switch {
 	case d.Threshold > 0 && d.CharThreshold > 0:
 		fmt.Fprintf(&b, " (%s chars %s threshold %s chars: %d%% of %s tokens × 2.5; heuristic)",
-			Thousands(d.Chars), cmpSign(d.Chars, d.CharThreshold), Thousands(d.CharThreshold), d.Percent, Thousands(d.ContextWindow))
+			num(d.Chars), cmpSign(d.Chars, d.CharThreshold), num(d.CharThreshold), d.Percent, num(d.ContextWindow))
 	case d.Threshold > 0:
 		fmt.Fprintf(&b, " (%s tokens %s threshold %s: %d%% of %s; %s)",
-			Thousands(d.Tokens), cmpSign(d.Tokens, d.Threshold), Thousands(d.Threshold), d.Percent, Thousands(d.ContextWindow), d.TokenSource)
+			num(d.Tokens), cmpSign(d.Tokens, d.Threshold), num(d.Threshold), d.Percent, num(d.ContextWindow), d.TokenSource)
 	case d.Reason == ReasonModelUnsupported:
 		fmt.Fprintf(&b, " (model %q does not take tool_reference blocks)", d.Model)
 	case d.Reason == ReasonPending:
@@ -210,20 +213,7 @@ func cmpSign(a, b int) string {
 	return "<"
 }
 
-// Thousands formats n with thousands separators: 1234567 → "1,234,567".
-func Thousands(n int) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// english formats numbers for people: 1234567 → "1,234,567".
+var english = message.NewPrinter(language.English)
+
+func num(n int) string { return english.Sprint(n) }

@@ -67,7 +67,7 @@ const (
 func FromEnv(getenv func(string) string) (Settings, error) {
 	s, err := ParseMode(getenv(EnvEnableToolSearch))
 	if err != nil {
-		return s, err
+		return s, fmt.Errorf("%s=%w", EnvEnableToolSearch, err)
 	}
 	if v := strings.TrimSpace(getenv(EnvDisableBetas)); v != "" {
 		off, ok := parseBool(v)
@@ -81,14 +81,27 @@ func FromEnv(getenv func(string) string) (Settings, error) {
 	return s, nil
 }
 
-// ParseMode reads a value of ENABLE_TOOL_SEARCH (see [FromEnv]).
+// ParseMode reads a mode as ENABLE_TOOL_SEARCH or toolshelf serve --mode
+// write it. It is the only parser of modes, so that the gateway, doctor,
+// the Messages library and the proxy read a setting the same way:
+//
+//	"", true, 1, yes, on, search, auto:0   always defer (tst)
+//	auto                                  defer above 10% of the context window (tst-auto)
+//	auto:N, 1 ≤ N ≤ 99                    defer above N% (tst-auto)
+//	false, 0, no, off, all                never defer (standard)
+//
+// Explicit is set for any non-empty value. Errors quote the value; callers
+// say where it came from.
 func ParseMode(value string) (Settings, error) {
 	v := strings.ToLower(strings.TrimSpace(value))
 	s := Settings{Mode: ModeAlways, Percent: DefaultPercent, Explicit: v != ""}
-	if v == "" {
+	switch v {
+	case "", "search":
 		return s, nil
-	}
-	if v == "auto" {
+	case "all":
+		s.Mode = ModeStandard
+		return s, nil
+	case "auto":
 		s.Mode = ModeAuto
 		return s, nil
 	}
@@ -96,18 +109,18 @@ func ParseMode(value string) (Settings, error) {
 		p, err := strconv.Atoi(n)
 		switch {
 		case err != nil:
-			return s, fmt.Errorf("%s=%q: the threshold after auto: must be a whole percentage, 0 to 99", EnvEnableToolSearch, value)
+			return s, fmt.Errorf("%q: the threshold after auto: must be a whole percentage, 0 to 99", value)
 		case p == 0:
 			return s, nil // auto:0 defers always
 		case p < 0 || p > 99:
-			return s, fmt.Errorf("%s=%q: the threshold must be 0 to 99 percent, got %d", EnvEnableToolSearch, value, p)
+			return s, fmt.Errorf("%q: the threshold must be 0 to 99 percent, got %d", value, p)
 		}
 		s.Mode, s.Percent = ModeAuto, p
 		return s, nil
 	}
 	b, ok := parseBool(v)
 	if !ok {
-		return s, fmt.Errorf("%s=%q: want true, false, auto or auto:N (N from 0 to 99)", EnvEnableToolSearch, value)
+		return s, fmt.Errorf("%q: want true, false, auto or auto:N (N from 0 to 99); serve --mode also takes search and all", value)
 	}
 	if !b {
 		s.Mode = ModeStandard

@@ -56,7 +56,10 @@ func (Heuristic) CountTokens(_ context.Context, defs []json.RawMessage) (int, er
 const ClaudeFactor = 1.23
 
 // Tokenizer estimates tokens offline: the cl100k token count of each
-// definition's JSON, times Factor (ClaudeFactor when zero).
+// definition's JSON, times Factor (ClaudeFactor when zero), rounded per
+// definition. Rounding each definition makes counts add up: a set costs
+// the sum of what its tools cost, so a per-server table, a catalog's
+// total and a decision's count agree.
 type Tokenizer struct {
 	Factor float64
 }
@@ -69,19 +72,19 @@ var (
 
 // CountTokens implements Counter.
 func (t Tokenizer) CountTokens(_ context.Context, defs []json.RawMessage) (int, error) {
+	f := t.Factor
+	if f == 0 {
+		f = ClaudeFactor
+	}
 	n := 0
 	for _, d := range defs {
 		c, err := CL100K(string(d))
 		if err != nil {
 			return 0, err
 		}
-		n += c
+		n += int(math.Round(float64(c) * f))
 	}
-	f := t.Factor
-	if f == 0 {
-		f = ClaudeFactor
-	}
-	return int(math.Round(float64(n) * f)), nil
+	return n, nil
 }
 
 // CL100K returns the number of cl100k_base tokens in s. The vocabulary is

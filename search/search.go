@@ -79,26 +79,87 @@ const (
 	DefaultRegexLimit   = 5
 )
 
-// Kinds lists the engine kinds New accepts.
-var Kinds = []string{"bm25", "keyword", "regex", "semantic", "hybrid"}
+// DefaultEngine is the engine every face uses unless told otherwise.
+const DefaultEngine = "bm25"
 
-// New returns an engine of the given kind over c. The semantic and hybrid
-// engines embed with the built-in word vectors; see NewSemantic and
-// Hybrid for other embedders.
-func New(kind string, c *catalog.Catalog) (Engine, error) {
-	switch kind {
-	case "hybrid":
-		return NewHybrid(c), nil
-	case "bm25":
-		return NewBM25(c), nil
-	case "keyword":
-		return NewKeyword(c), nil
-	case "regex":
-		return NewRegex(c), nil
-	case "semantic":
-		return newWordSemantic(c), nil
+// An EngineKind is one engine that [New] can build: the one table of
+// engines, so that adding one is one entry here.
+type EngineKind struct {
+	Name string
+	// Embeds reports that the engine ranks by embeddings. [New] builds it
+	// with the built-in word vectors; [NewEmbedded] with a model.
+	Embeds bool
+	build  func(*catalog.Catalog) Engine
+	// embedded builds the engine with a model's embedder.
+	embedded func(context.Context, *catalog.Catalog, Embedder) (Engine, error)
+}
+
+// Engines lists every engine kind, the default first.
+var Engines = []EngineKind{
+	{Name: "bm25", build: func(c *catalog.Catalog) Engine { return NewBM25(c) }},
+	{Name: "keyword", build: func(c *catalog.Catalog) Engine { return NewKeyword(c) }},
+	{Name: "regex", build: func(c *catalog.Catalog) Engine { return NewRegex(c) }},
+	{Name: "semantic", Embeds: true,
+		build: func(c *catalog.Catalog) Engine { return newWordSemantic(c) },
+		embedded: func(ctx context.Context, c *catalog.Catalog, emb Embedder) (Engine, error) {
+			return NewSemantic(ctx, c, emb)
+		}},
+	{Name: "hybrid", Embeds: true,
+		build: func(c *catalog.Catalog) Engine { return NewHybrid(c) },
+		embedded: func(ctx context.Context, c *catalog.Catalog, emb Embedder) (Engine, error) {
+			sem, err := NewSemantic(ctx, c, emb)
+			if err != nil {
+				return nil, err
+			}
+			return &Hybrid{Lexical: NewBM25(c), Semantic: sem}, nil
+		}},
+}
+
+// Kinds lists the names of the engines, the default first.
+var Kinds = func() []string {
+	var names []string
+	for _, k := range Engines {
+		names = append(names, k.Name)
 	}
-	return nil, fmt.Errorf("unknown engine %q (want one of %s)", kind, strings.Join(Kinds, ", "))
+	return names
+}()
+
+// Kind returns the engine kind of a name ("" is the default).
+func Kind(name string) (EngineKind, error) {
+	if name == "" {
+		name = DefaultEngine
+	}
+	for _, k := range Engines {
+		if k.Name == name {
+			return k, nil
+		}
+	}
+	return EngineKind{}, fmt.Errorf("unknown engine %q (want one of %s)", name, strings.Join(Kinds, ", "))
+}
+
+// New returns an engine of the given kind over c ("" is the default).
+// The semantic and hybrid engines embed with the built-in word vectors;
+// see NewEmbedded for a model.
+func New(kind string, c *catalog.Catalog) (Engine, error) {
+	k, err := Kind(kind)
+	if err != nil {
+		return nil, err
+	}
+	return k.build(c), nil
+}
+
+// NewEmbedded returns an engine of the given kind over c that embeds with
+// emb, a model's embedder. Embedding every tool is the slow part; ctx
+// bounds it. Kinds that do not embed ignore emb.
+func NewEmbedded(ctx context.Context, kind string, c *catalog.Catalog, emb Embedder) (Engine, error) {
+	k, err := Kind(kind)
+	if err != nil {
+		return nil, err
+	}
+	if k.embedded == nil || emb == nil {
+		return k.build(c), nil
+	}
+	return k.embedded(ctx, c, emb)
 }
 
 // checkLimit applies an engine's default limit and rejects negative ones.

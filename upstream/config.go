@@ -257,21 +257,24 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		Name: name, Type: j.Type, Disabled: j.Disabled, AutoApprove: j.AutoApprove,
 	}
 	switch j.Type {
-	case "", "stdio", "http", "sse":
+	case "":
 	case "streamable-http", "streamableHttp":
 		sc.Type = "http"
 	default:
-		return sc, fmt.Errorf("unknown type %q (want stdio, http or sse)", j.Type)
+		if t, ok := transportNamed(j.Type); !ok || t.name == "in-process" {
+			return sc, fmt.Errorf("unknown type %q (want stdio, http or sse)", j.Type)
+		}
 	}
+	kind, _ := transportNamed(sc.Type)
 	switch {
 	case j.Command == "" && j.URL == "":
 		return sc, errors.New(`needs "command" (a stdio server) or "url" (a remote server)`)
 	case j.Command != "" && j.URL != "":
 		return sc, errors.New(`has both "command" and "url"; a server is one or the other`)
-	case j.Command != "" && (sc.Type == "http" || sc.Type == "sse"):
+	case j.Command != "" && kind.remote:
 		return sc, fmt.Errorf(`type %q needs "url", not "command"`, sc.Type)
-	case j.URL != "" && sc.Type == "stdio":
-		return sc, errors.New(`type "stdio" needs "command", not "url"`)
+	case j.URL != "" && sc.Type != "" && !kind.remote:
+		return sc, fmt.Errorf(`type %q needs "command", not "url"`, sc.Type)
 	}
 	if len(j.AlwaysLoad) > 0 {
 		var all bool

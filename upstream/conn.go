@@ -34,31 +34,18 @@ type conn struct {
 // notifications/tools/list_changed. The returned conn is never nil, even
 // with an error, so that the caller can read what a failed process
 // printed; the caller closes it.
-func dial(ctx context.Context, cfg *ServerConfig, onChange func(), logger *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, cfg *ServerConfig, version string, onChange func(), logger *slog.Logger) (*conn, error) {
 	life, cancel := context.WithCancel(context.Background())
 	c := &conn{cancel: cancel}
-	var t mcp.Transport
-	switch cfg.transport() {
-	case "in-process":
-		var err error
-		if t, err = cfg.Dial(ctx); err != nil {
-			return c, err
-		}
-	case "stdio":
-		p, err := startProcess(cfg, logger)
-		if err != nil {
-			return c, err
-		}
-		c.proc = p
-		t = &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxFrame}
-	case "http":
-		t = &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers), MaxRetries: -1}
-	case "sse":
-		t = &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers)}
-	default:
+	kind, ok := transportNamed(cfg.transport())
+	if !ok {
 		return c, fmt.Errorf("unknown transport %q", cfg.transport())
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: Version}, &mcp.ClientOptions{
+	t, err := kind.dial(ctx, cfg, c, logger)
+	if err != nil {
+		return c, err
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: version}, &mcp.ClientOptions{
 		// No roots: toolshelf has none to offer, and the go-sdk's default
 		// roots capability makes some servers add tools of their own.
 		Capabilities: &mcp.ClientCapabilities{},
@@ -85,9 +72,6 @@ func dial(ctx context.Context, cfg *ServerConfig, onChange func(), logger *slog.
 	}
 	return c, nil
 }
-
-// Version is toolshelf's version as reported to upstream servers.
-var Version = "dev"
 
 // maxPages bounds tools/list pagination against a server whose cursors
 // never end.

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -75,9 +76,14 @@ type Options struct {
 	// CacheDir holds the last good tool list of each server. Empty
 	// disables the disk cache; [DefaultCacheDir] is the usual choice.
 	CacheDir string
-	// OnChange is called with every new catalog snapshot, one call at a
-	// time, in order. It must not block for long.
-	OnChange func(*catalog.Catalog)
+	// Version is toolshelf's version as reported to servers ("dev" when
+	// empty).
+	Version string
+	// MaxStarting bounds how many servers start at once (default four
+	// per core): a hundred node servers started together on a small
+	// machine would each miss its timeout, which counts from its own
+	// start, not from the pool's.
+	MaxStarting int
 	// RestartDelay is the wait before the first reconnection; it doubles
 	// with every failure up to MaxRestartDelay. Defaults: 1s and 1m.
 	RestartDelay    time.Duration
@@ -92,17 +98,17 @@ type Pool struct {
 	servers []*server // sorted by name
 	byName  map[string]*server
 
-	snap  atomic.Pointer[catalog.Catalog]
-	pubMu sync.Mutex // serialises publish and OnChange
-
-	ctx       context.Context
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	startOnce sync.Once
+	snap     atomic.Pointer[catalog.Catalog]
+	changed  atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
+	pubMu    sync.Mutex                    // serialises publish
+	running  atomic.Bool
+	starting chan struct{} // a slot per server starting (MaxStarting)
+	// published, when set (by tests), sees every snapshot in order.
+	published func(*catalog.Catalog)
 }
 
 // NewPool returns a pool of the given servers; nothing is started until
-// [Pool.Start]. Cached tool lists are loaded at once, so the pool's first
+// [Pool.Run]. Cached tool lists are loaded at once, so the pool's first
 // catalog already holds the tools of every server seen before.
 func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	p := &Pool{byName: make(map[string]*server)}
@@ -115,11 +121,19 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	if p.opts.MaxRestartDelay <= 0 {
 		p.opts.MaxRestartDelay = time.Minute
 	}
+	if p.opts.Version == "" {
+		p.opts.Version = "dev"
+	}
+	if p.opts.MaxStarting <= 0 {
+		p.opts.MaxStarting = 4 * runtime.GOMAXPROCS(0)
+	}
+	p.starting = make(chan struct{}, p.opts.MaxStarting)
 	p.logger = p.opts.Logger
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
 	}
-	p.ctx, p.cancel = context.WithCancel(context.Background())
+	ch := make(chan struct{})
+	p.changed.Store(&ch)
 	for _, cfg := range configs {
 		s := &server{
 			cfg:     cfg,
@@ -143,21 +157,24 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	return p
 }
 
-// Start connects to every enabled server in parallel and returns at once.
+// Run connects to every enabled server in parallel and keeps them
+// connected (listing again on list_changed, restarting crashed servers)
+// until ctx is done. Then it disconnects every server and returns once
+// every process it started has exited and every goroutine it started has
+// ended. A pool runs once; Run on a pool that has run returns an error.
 // Use [Pool.Wait] to wait for the first attempts to end.
-func (p *Pool) Start() {
-	p.startOnce.Do(func() {
-		for _, s := range p.servers {
-			if s.cfg.Disabled {
-				continue
-			}
-			p.wg.Add(1)
-			go func() {
-				defer p.wg.Done()
-				s.run(p.ctx)
-			}()
+func (p *Pool) Run(ctx context.Context) error {
+	if !p.running.CompareAndSwap(false, true) {
+		return errors.New("upstream: the pool is already running or has run")
+	}
+	var wg sync.WaitGroup
+	for _, s := range p.servers {
+		if !s.cfg.Disabled {
+			wg.Go(func() { s.run(ctx) })
 		}
-	})
+	}
+	wg.Wait()
+	return nil
 }
 
 // Wait blocks until every server has either connected or failed once, or
@@ -173,17 +190,11 @@ func (p *Pool) Wait(ctx context.Context) error {
 	return nil
 }
 
-// Close disconnects every server, stops every process it started and
-// waits for them to exit.
-func (p *Pool) Close() error {
-	p.startOnce.Do(func() {}) // a pool closed before Start never starts
-	p.cancel()
-	p.wg.Wait()
-	return nil
-}
-
 // Catalog returns the current snapshot of every server's tools.
 func (p *Pool) Catalog() *catalog.Catalog { return p.snap.Load() }
+
+// Changed returns a channel that is closed when the catalog next changes.
+func (p *Pool) Changed() <-chan struct{} { return *p.changed.Load() }
 
 // Status returns the state of every server, sorted by name.
 func (p *Pool) Status() []Status {
@@ -242,7 +253,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 }
 
 // publish builds a new catalog from every server's tools and, if it
-// differs from the current one, stores it and calls OnChange.
+// differs from the current one, stores it and tells Changed's waiters.
 func (p *Pool) publish() {
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
@@ -261,9 +272,11 @@ func (p *Pool) publish() {
 		return
 	}
 	p.snap.Store(c)
-	if p.opts.OnChange != nil {
-		p.opts.OnChange(c)
+	if p.published != nil {
+		p.published(c)
 	}
+	next := make(chan struct{})
+	close(*p.changed.Swap(&next))
 }
 
 // server is one upstream server and its supervisor's state.
@@ -354,10 +367,16 @@ func (s *server) settle() {
 // timeout. On failure it records the error and applies the discovery
 // fallbacks; on success the server is ready.
 func (s *server) connect(ctx context.Context) (*conn, error) {
+	select {
+	case s.pool.starting <- struct{}{}:
+		defer func() { <-s.pool.starting }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	c, err := dial(dctx, &s.cfg, s.signalRelist, s.logger)
+	c, err := dial(dctx, &s.cfg, s.pool.opts.Version, s.signalRelist, s.logger)
 	var tools []json.RawMessage
 	var fromFunctions bool
 	if err == nil {

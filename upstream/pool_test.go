@@ -46,14 +46,29 @@ func startPool(t *testing.T, cfgs []ServerConfig, opts *Options) *Pool {
 		opts.RestartDelay = 20 * time.Millisecond
 	}
 	p := NewPool(cfgs, opts)
-	t.Cleanup(func() { p.Close() })
-	p.Start()
+	run(t, p)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.Wait(ctx); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
 	return p
+}
+
+// run runs p until the test ends and returns stop, which ends Run early
+// and returns once it has.
+func run(t *testing.T, p *Pool) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := p.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
+	return stop
 }
 
 func statusOf(p *Pool, name string) Status {
@@ -250,11 +265,16 @@ func TestPoolRestartsCrashedServer(t *testing.T) {
 	cfg := fake("crashy", "serve", []string{"crash", "echo"}, mcptest.PIDEnv+"="+pidFile)
 	var mu sync.Mutex
 	var snapshots []*catalog.Catalog
-	p := startPool(t, []ServerConfig{cfg}, &Options{OnChange: func(c *catalog.Catalog) {
+	p := NewPool([]ServerConfig{cfg}, &Options{RestartDelay: 20 * time.Millisecond})
+	p.published = func(c *catalog.Catalog) {
 		mu.Lock()
 		snapshots = append(snapshots, c)
 		mu.Unlock()
-	}})
+	}
+	run(t, p)
+	if err := p.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	firstPID := readPID(t, pidFile)
 
 	if _, err := p.Call(context.Background(), "mcp__crashy__crash", nil); err == nil {
@@ -317,12 +337,8 @@ func readPID(t *testing.T, file string) int {
 }
 
 func TestPoolListChanged(t *testing.T) {
-	changed := make(chan *catalog.Catalog, 10)
-	p := startPool(t, []ServerConfig{fake("dyn", "serve", []string{"add_tool", "remove_tool", "old_tool"})},
-		&Options{OnChange: func(c *catalog.Catalog) { changed <- c }})
-	for len(changed) > 0 {
-		<-changed
-	}
+	p := startPool(t, []ServerConfig{fake("dyn", "serve", []string{"add_tool", "remove_tool", "old_tool"})}, nil)
+	changed := p.Changed()
 	before := p.Catalog().Version()
 	if _, err := p.Call(context.Background(), "mcp__dyn__add_tool", json.RawMessage(`{"name":"new_tool"}`)); err != nil {
 		t.Fatal(err)
@@ -338,12 +354,9 @@ func TestPoolListChanged(t *testing.T) {
 		t.Error("version did not change")
 	}
 	select {
-	case c := <-changed:
-		if c.Version() == before {
-			t.Error("OnChange got the old snapshot")
-		}
+	case <-changed:
 	default:
-		t.Error("OnChange was not called")
+		t.Error("Changed was not closed")
 	}
 	if _, err := p.Call(context.Background(), "mcp__dyn__new_tool", nil); err != nil {
 		t.Errorf("calling the added tool: %v", err)
@@ -375,8 +388,12 @@ func TestPoolDiskCache(t *testing.T) {
 	// The cache key is the command, arguments and folder, not the
 	// environment: the second pool runs the same command, which now hangs.
 	good := fake("svc", "serve", []string{"one", "two"})
-	p := startPool(t, []ServerConfig{good}, &Options{CacheDir: dir})
-	p.Close()
+	p := NewPool([]ServerConfig{good}, &Options{CacheDir: dir})
+	stop := run(t, p)
+	if err := p.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop()
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	if len(files) != 1 {
 		t.Fatalf("cache files: %v", files)
@@ -386,7 +403,6 @@ func TestPoolDiskCache(t *testing.T) {
 	hung.Env = map[string]string{mcptest.ModeEnv: "hang"}
 	hung.Timeout = 3 * time.Second
 	p2 := NewPool([]ServerConfig{hung}, &Options{CacheDir: dir})
-	defer p2.Close()
 	// Before Start, the cached tools are already searchable, and stale.
 	c := p2.Catalog()
 	if diff := cmp.Diff([]string{"one", "two"}, toolNames(c, "svc")); diff != "" {
@@ -395,7 +411,7 @@ func TestPoolDiskCache(t *testing.T) {
 	if e, _ := c.Lookup("mcp__svc__one"); !e.Stale {
 		t.Error("cached tool not marked stale")
 	}
-	p2.Start()
+	run(t, p2)
 	if got := p2.Pending(); !slices.Equal(got, []string{"svc"}) {
 		t.Errorf("Pending = %v, want [svc]", got)
 	}
@@ -416,7 +432,7 @@ func TestPoolCloseLeavesNothing(t *testing.T) {
 		cfgs = append(cfgs, fake("s"+strconv.Itoa(i), mode, []string{"t"}, mcptest.PIDEnv+"="+filepath.Join(dir, strconv.Itoa(i))))
 	}
 	p := NewPool(cfgs, nil)
-	p.Start()
+	stop := run(t, p)
 	var pids []int
 	for i := range cfgs {
 		pids = append(pids, readPID(t, filepath.Join(dir, strconv.Itoa(i))))
@@ -430,7 +446,7 @@ func TestPoolCloseLeavesNothing(t *testing.T) {
 			t.Fatal("servers did not connect")
 		}
 	}
-	p.Close()
+	stop()
 	for _, pid := range pids {
 		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
 			t.Errorf("process %d is still there after Close (kill 0: %v)", pid, err)
@@ -513,8 +529,7 @@ func TestPoolReadyImpliesPublished(t *testing.T) {
 		cfgs = append(cfgs, fake("s"+strconv.Itoa(i), "serve", []string{"t"}))
 	}
 	p := NewPool(cfgs, nil)
-	defer p.Close()
-	p.Start()
+	run(t, p)
 	done := make(chan struct{})
 	go func() { p.Wait(context.Background()); close(done) }()
 	for polling := true; polling; {

@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -129,39 +128,17 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		counter = &anthropic.TokenCounter{Client: anthropic.NewClient(key, &anthropic.Options{BaseURL: e.getenv("ANTHROPIC_BASE_URL")}), Model: o.model}
 	}
 
-	// What would be deferred, what it costs, and what stays.
-	checklist := policy.Checklist{SearchTool: "search_tools", Essential: []string{"call_tool"}}
-	var tools []policy.Tool
-	var all, deferred, loaded []json.RawMessage
-	for _, t := range gateway.MetaTools() {
-		def := metaDefinition(t.Name, t.Description, t.InputSchema)
-		tools = append(tools, policy.Tool{Name: t.Name})
-		loaded = append(loaded, def)
-	}
-	for e := range src.cat.All() {
-		if e.Unverified {
-			continue
-		}
-		def := e.Definition()
-		all = append(all, def)
-		pt := policy.ToolOf(e)
-		tools = append(tools, pt)
-		if checklist.Defer(pt).Deferred {
-			deferred = append(deferred, def)
-		} else {
-			loaded = append(loaded, def)
-		}
-	}
+	// The gateway's view of the catalog, as serve --mode auto decides.
+	view := policy.NewView(ctx, src.cat, gateway.Checklist, gateway.MetaDefinitions(), counter)
 	var pending []string
 	if src.pool != nil {
 		pending = src.pool.Pending()
 	}
 	optimistic, _ := policy.Optimistic(settings, provider(e), e.getenv("ANTHROPIC_BASE_URL"))
-	decision := policy.Decide(policy.Request{
+	decision := view.Decide(policy.Request{
 		Settings: settings, Model: o.model, ContextWindow: o.window,
 		Provider: provider(e), BaseURL: e.getenv("ANTHROPIC_BASE_URL"),
-		SearchAvailable: optimistic, Tools: tools, Checklist: checklist,
-		Cost: policy.Measure(ctx, counter, deferred), Pending: pending,
+		SearchAvailable: optimistic, Pending: pending,
 	})
 
 	rep := doctorReport{
@@ -178,13 +155,10 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		ds.Largest = largest[:min(3, len(largest))]
 		rep.Servers = append(rep.Servers, ds)
 	}
-	without := policy.Measure(ctx, counter, all)
-	rep.PerTurn.Without = turnCost{len(all), without.Tokens}
+	rep.PerTurn.Without = turnCost{len(view.Tools) - len(gateway.MetaDefinitions()), view.All.Tokens}
+	rep.PerTurn.With = rep.PerTurn.Without
 	if decision.Enabled {
-		with := policy.Measure(ctx, counter, loaded)
-		rep.PerTurn.With = turnCost{len(loaded), with.Tokens}
-	} else {
-		rep.PerTurn.With = rep.PerTurn.Without
+		rep.PerTurn.With = turnCost{len(view.Tools) - len(decision.Deferred), view.Loaded.Tokens}
 	}
 	rep.PerTurn.Saved = rep.PerTurn.Without.Tokens - rep.PerTurn.With.Tokens
 	if rep.PerTurn.Without.Tokens > 0 {
@@ -208,12 +182,6 @@ func provider(e *env) string {
 	return policy.ProviderFirstParty
 }
 
-// metaDefinition is a gateway tool in the Messages API's form.
-func metaDefinition(name, description string, schema any) json.RawMessage {
-	b, _ := json.Marshal(map[string]any{"name": name, "description": description, "input_schema": schema})
-	return b
-}
-
 func (r *doctorReport) write(w io.Writer) {
 	fmt.Fprintf(w, "toolshelf doctor: %d servers, %d tools, from %s\n\n", len(r.Servers), r.PerTurn.Without.Tools, r.Source)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -221,9 +189,9 @@ func (r *doctorReport) write(w io.Writer) {
 	for _, s := range r.Servers {
 		var largest []string
 		for _, t := range s.Largest {
-			largest = append(largest, fmt.Sprintf("%s (%s)", t.Tool, policy.Thousands(t.Tokens)))
+			largest = append(largest, fmt.Sprintf("%s (%s)", t.Tool, num(t.Tokens)))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.State, s.Tools, policy.Thousands(s.Chars), policy.Thousands(s.Tokens), strings.Join(largest, ", "))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.State, s.Tools, num(s.Chars), num(s.Tokens), strings.Join(largest, ", "))
 	}
 	tw.Flush()
 	for _, s := range r.Servers {
@@ -237,14 +205,14 @@ func (r *doctorReport) write(w io.Writer) {
 		mode = "set"
 	}
 	fmt.Fprintf(w, "\nTool search for %s (context window %s; ENABLE_TOOL_SEARCH %s: mode %s):\n  %s\n",
-		r.Model, policy.Thousands(r.ContextWindow), mode, r.Settings.Mode, r.Summary)
+		r.Model, num(r.ContextWindow), mode, r.Settings.Mode, r.Summary)
 
 	p := r.PerTurn
 	fmt.Fprintf(w, "\nTool definitions sent per turn:\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "  without deferral\t%s tokens\t%d tools\t\n", policy.Thousands(p.Without.Tokens), p.Without.Tools)
-	fmt.Fprintf(tw, "  with deferral\t%s tokens\t%d tools\t\n", policy.Thousands(p.With.Tokens), p.With.Tools)
-	fmt.Fprintf(tw, "  saving\t%s tokens\t%.1f%%\t\n", policy.Thousands(p.Saved), p.SavedPercent)
+	fmt.Fprintf(tw, "  without deferral\t%s tokens\t%d tools\t\n", num(p.Without.Tokens), p.Without.Tools)
+	fmt.Fprintf(tw, "  with deferral\t%s tokens\t%d tools\t\n", num(p.With.Tokens), p.With.Tools)
+	fmt.Fprintf(tw, "  saving\t%s tokens\t%.1f%%\t\n", num(p.Saved), p.SavedPercent)
 	tw.Flush()
 
 	if len(r.Warnings) == 0 {

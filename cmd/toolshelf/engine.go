@@ -26,7 +26,7 @@ type engineFlags struct {
 }
 
 func (f *engineFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.kind, "engine", "bm25", "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
+	fs.StringVar(&f.kind, "engine", search.DefaultEngine, "search `ENGINE`: "+strings.Join(search.Kinds, ", "))
 	fs.StringVar(&f.url, "embed-url", "", "embeddings endpoint `URL` for the semantic and hybrid engines (default: built-in word vectors)")
 	fs.StringVar(&f.model, "embed-model", "", "embedding `MODEL` at --embed-url")
 }
@@ -46,8 +46,8 @@ func (f *engineFlags) check(e *env) error {
 		}
 		return nil
 	}
-	if _, err := search.New(f.kind, catalog.New(nil, nil)); err != nil {
-		return usagef("unknown engine %q (want one of %s)", f.kind, strings.Join(search.Kinds, ", "))
+	if _, err := search.Kind(f.kind); err != nil {
+		return usagef("%v", err)
 	}
 	return nil
 }
@@ -86,14 +86,14 @@ func (f *engineFlags) build(ctx context.Context, e *env, c *catalog.Catalog) (se
 		}
 		return eng, nil
 	}
-	sem, err := search.NewSemantic(ctx, c, emb)
+	eng, err := search.NewEmbedded(ctx, f.kind, c, emb)
 	if err != nil {
 		return nil, err
 	}
-	if f.kind == "semantic" {
-		return sem, nil
+	if h, ok := eng.(*search.Hybrid); ok {
+		h.OnFallback = func(err error) {
+			fmt.Fprintf(e.stderr, "toolshelf: the embeddings endpoint failed (%v); searching with bm25 alone\n", err)
+		}
 	}
-	return &search.Hybrid{Lexical: search.NewBM25(c), Semantic: sem, OnFallback: func(err error) {
-		fmt.Fprintf(e.stderr, "toolshelf: the embeddings endpoint failed (%v); searching with bm25 alone\n", err)
-	}}, nil
+	return eng, nil
 }

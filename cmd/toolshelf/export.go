@@ -43,8 +43,8 @@ fails is left out and makes the exit status 1.
 				if err != nil {
 					return err
 				}
-				defer p.Close()
-				cat, failed := liveCatalog(p)
+				defer p.stop()
+				cat, failed := liveCatalog(p.Pool)
 				if err := cat.Encode(e.stdout); err != nil {
 					return err
 				}

@@ -11,6 +11,8 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 func init() {
@@ -121,14 +123,17 @@ func newListReport(ctx context.Context, src *catalogSource) (*listReport, error)
 		}
 		s := &rep.Servers[i]
 		s.Entries = append(s.Entries, tc)
+		if e.Unverified {
+			continue // never sent: it costs nothing
+		}
 		s.Chars += tc.Chars
 		s.Tokens += tc.Tokens
-		rep.Tools++
 		rep.Chars += tc.Chars
 		rep.Tokens += tc.Tokens
 	}
 	for i := range rep.Servers {
 		rep.Servers[i].Tools = len(rep.Servers[i].Entries)
+		rep.Tools += rep.Servers[i].Tools
 	}
 	return rep, nil
 }
@@ -151,9 +156,9 @@ func (r *listReport) write(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tPROTOCOL\tCHARS\tTOKENS\t")
 	for _, s := range r.Servers {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", s.Name, s.State, s.Tools, orDash(s.ProtocolVersion), policy.Thousands(s.Chars), policy.Thousands(s.Tokens))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t\n", s.Name, s.State, s.Tools, orDash(s.ProtocolVersion), num(s.Chars), num(s.Tokens))
 	}
-	fmt.Fprintf(tw, "total\t\t%d\t\t%s\t%s\t\n", r.Tools, policy.Thousands(r.Chars), policy.Thousands(r.Tokens))
+	fmt.Fprintf(tw, "total\t\t%d\t\t%s\t%s\t\n", r.Tools, num(r.Chars), num(r.Tokens))
 	tw.Flush()
 	for _, s := range r.Servers {
 		fmt.Fprintf(w, "\n%s (%s", s.Name, s.State)
@@ -169,7 +174,7 @@ func (r *listReport) write(w io.Writer) {
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, t := range s.Entries {
-			fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", t.Name, policy.Thousands(t.Tokens), flags(t), oneLine(t.Description, 80))
+			fmt.Fprintf(tw, "  %s\t%s\t%s%s\n", t.Name, num(t.Tokens), flags(t), oneLine(t.Description, 80))
 		}
 		tw.Flush()
 	}
@@ -195,6 +200,11 @@ func orDash(s string) string {
 	}
 	return s
 }
+
+// english formats numbers for people: 1234567 → "1,234,567".
+var english = message.NewPrinter(language.English)
+
+func num(n int) string { return english.Sprint(n) }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

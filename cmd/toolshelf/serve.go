@@ -10,13 +10,13 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -101,9 +101,9 @@ type serveOptions struct {
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
-	mode, percent, err := gateway.ParseMode(o.mode)
+	settings, err := policy.ParseMode(o.mode)
 	if err != nil {
-		return badInput(err)
+		return usagef("--mode %v", err)
 	}
 	if err := o.engine.check(e); err != nil {
 		return err
@@ -126,8 +126,16 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		debug.SetGCPercent(serveGCPercent)
 	}
 
+	// Everything serve starts, it owns: the pool's servers, the gateway's
+	// goroutines and the transport run under one context and are waited
+	// for before serve returns.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // before the wait: deferred calls run last first
+
 	var up gateway.Upstream
-	var gw atomic.Pointer[gateway.Server]
 	switch path := configPath(e, o.config); {
 	case o.catalog != "":
 		c, err := loadCatalogFile(o.catalog)
@@ -146,32 +154,33 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		pool := upstream.NewPool(cfgs, &upstream.Options{
 			Logger:   logger.With("component", "upstream"),
 			CacheDir: upstream.DefaultCacheDir(),
-			OnChange: func(c *catalog.Catalog) {
-				if g := gw.Load(); g != nil {
-					g.Update(c)
-				}
-			},
+			Version:  version(),
 		})
-		defer pool.Close()
-		pool.Start()
+		wg.Go(func() { pool.Run(ctx) })
 		up = pool
 	}
-	engine, emb := o.engine.kind, o.engine.embedder(e)
-	if emb != nil {
-		engine = "bm25" // which the gateway fuses with the model's embeddings once they are ready
-	}
-	g := gateway.New(up, &gateway.Options{
-		Logger: logger, Mode: mode, Percent: percent, ContextWindow: o.window,
-		Activate: o.activate, Engine: engine, Embedder: emb, Version: upstream.Version,
+	g, err := gateway.New(up, &gateway.Options{
+		Logger: logger, Settings: settings, ContextWindow: o.window,
+		Activate: o.activate, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
 	})
-	gw.Store(g)
-	g.Update(up.Catalog()) // a change between New and Store is not lost
+	if err != nil {
+		return badInput(err)
+	}
+	wg.Go(func() { g.Run(ctx) })
 
 	if o.http == "" {
-		logger.Info("serving MCP over stdio", "mode", mode)
+		logger.Info("serving MCP over stdio", "mode", g.Mode())
 		return g.ServeStdio(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
 	}
 	return serveHTTP(ctx, g, o, logger)
+}
+
+// version is toolshelf's version, as the Go toolchain recorded it.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -207,7 +216,7 @@ func serveHTTP(ctx context.Context, g *gateway.Server, o serveOptions, logger *s
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", o.mode, "auth", o.token != "")
+	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -63,16 +63,34 @@ type connectOptions struct {
 	logger   *slog.Logger
 }
 
-// connect starts a pool of the configured servers and waits until every
+// runningPool is a pool that a command runs in the background.
+type runningPool struct {
+	*upstream.Pool
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// stop ends the pool's Run and returns once every server it started has
+// exited.
+func (p *runningPool) stop() {
+	p.cancel()
+	<-p.done
+}
+
+// connect runs a pool of the configured servers and waits until every
 // server has connected or failed once, showing progress on stderr when it
-// is a terminal. The caller closes the pool.
-func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*upstream.Pool, error) {
+// is a terminal. The caller stops the pool.
+func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*runningPool, error) {
 	opts := &upstream.Options{Logger: o.logger}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}
-	p := upstream.NewPool(cfgs, opts)
-	p.Start()
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p := &runningPool{Pool: upstream.NewPool(cfgs, opts), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.Run(rctx)
+	}()
 	done := make(chan error, 1)
 	go func() { done <- p.Wait(ctx) }()
 	progress := isTerminal(e.stderr)
@@ -85,7 +103,7 @@ func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connec
 				fmt.Fprint(e.stderr, "\r\033[K")
 			}
 			if err != nil {
-				p.Close()
+				p.stop()
 				return nil, err
 			}
 			return p, nil
@@ -137,14 +155,14 @@ func isTerminal(w io.Writer) bool {
 // catalogSource is where a command's tools come from.
 type catalogSource struct {
 	cat    *catalog.Catalog
-	pool   *upstream.Pool // nil unless servers were started
+	pool   *runningPool // nil unless servers were started
 	status []upstream.Status
 	name   string // for messages: a file name, or "the built-in catalog"
 }
 
 func (s *catalogSource) close() {
 	if s.pool != nil {
-		s.pool.Close()
+		s.pool.stop()
 	}
 }
 

@@ -81,7 +81,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprintln(stderr, "agent:", err)
 		return 2
 	}
-	defer a.pool.Close()
+	// The agent owns its servers: they run until it has answered, and it
+	// returns only once they have exited.
+	pctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); a.pool.Run(pctx) }()
+	defer func() { stop(); <-done }()
 	answer, err := a.run(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
@@ -110,9 +115,7 @@ type agent struct {
 
 // catalogState is what the agent derives from one catalog snapshot.
 type catalogState struct {
-	cat      *catalog.Catalog
-	tools    []policy.Tool
-	cost     policy.Cost
+	view     *policy.View
 	deferred map[string]bool  // filled per decision
 	pool     *catalog.Catalog // the deferred tools, for the searcher
 }
@@ -128,7 +131,6 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	pool := upstream.NewPool(cfgs, &upstream.Options{Logger: log.With("component", "upstream")})
-	pool.Start()
 	return &agent{
 		opts: o, log: log, pool: pool, settings: settings,
 		baseURL:  getenv("ANTHROPIC_BASE_URL"),
@@ -206,30 +208,16 @@ func (a *agent) run(ctx context.Context) (string, error) {
 // deferrable ones, the deferred pool) is computed once per snapshot.
 func (a *agent) decide(ctx context.Context) turnState {
 	cat := a.pool.Catalog()
-	search := a.searcher.Tool()
-	checklist := policy.Checklist{SearchTool: search.Name}
-	if a.known == nil || a.known.cat != cat {
-		k := &catalogState{cat: cat, tools: []policy.Tool{{Name: search.Name}}}
-		var defs []json.RawMessage
-		for e := range cat.All() {
-			if e.Unverified {
-				continue
-			}
-			pt := policy.ToolOf(e)
-			k.tools = append(k.tools, pt)
-			if checklist.Defer(pt).Deferred {
-				defs = append(defs, e.Definition())
-			}
-		}
-		k.cost = policy.Measure(ctx, policy.Tokenizer{}, defs)
-		a.known = k
+	if a.known == nil || a.known.view.Catalog != cat {
+		search, _ := json.Marshal(a.searcher.Tool())
+		checklist := policy.Checklist{SearchTool: a.searcher.Tool().Name}
+		a.known = &catalogState{view: policy.NewView(ctx, cat, checklist, []json.RawMessage{search}, nil)}
 	}
 	k := a.known
 	optimistic, _ := policy.Optimistic(a.settings, policy.ProviderFirstParty, a.baseURL)
-	d := policy.Decide(policy.Request{
+	d := k.view.Decide(policy.Request{
 		Settings: a.settings, Model: a.opts.model, BaseURL: a.baseURL, Provider: policy.ProviderFirstParty,
-		SearchAvailable: optimistic, Tools: k.tools, Checklist: checklist,
-		Cost: k.cost, Pending: a.pool.Pending(),
+		SearchAvailable: optimistic, Pending: a.pool.Pending(),
 	})
 	deferred := map[string]bool{}
 	for _, n := range d.Deferred {

@@ -3,9 +3,9 @@ package builtin
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -42,23 +42,27 @@ func TestCatalog(t *testing.T) {
 
 // The committed catalog is what the pinned servers list today.
 func TestMatchesLiveServers(t *testing.T) {
-	if _, err := os.Stat("../../testdata/servers/node_modules/.package-lock.json"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the npm MCP servers are not installed: run 'npm ci' in testdata/servers")
-		}
-		t.Skip("npm MCP servers not installed")
-	}
+	testenv.RequireNPM(t, "testdata/servers")
 	cfgs, err := upstream.LoadConfig("../../examples/servers.json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	timeout := testenv.Timeout(upstream.DefaultTimeout)
+	for i := range cfgs {
+		cfgs[i].Timeout = timeout
+	}
 	p := upstream.NewPool(cfgs, nil)
-	defer p.Close()
-	p.Start()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := p.Wait(ctx); err != nil {
-		t.Fatal(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); p.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	p.Wait(ctx)
+	// A server that did not answer in time is a timeout, not a different
+	// catalog.
+	for _, st := range p.Status() {
+		if st.State != upstream.StateReady {
+			t.Fatalf("%s did not start within %v (scale with $%s): %s %s", st.Name, timeout, testenv.ScaleEnv, st.State, st.Error)
+		}
 	}
 	live := map[string]string{}
 	for e := range p.Catalog().All() {

@@ -22,8 +22,8 @@ import (
 // A few tool names behave specially, so that tests can script faults:
 // "add_tool" adds a tool named by its "name" argument (the server sends
 // notifications/tools/list_changed), "remove_tool" removes one, "wait"
-// blocks until the call is cancelled and then writes "cancelled" to the
-// file named by its "marker" argument, and "crash" exits the process
+// writes "started" to the file named by its "marker" argument, blocks
+// until the call is cancelled and then writes "cancelled" there, and "crash" exits the process
 // with status 3.
 func NewServer(name string, tools []json.RawMessage, opts *mcp.ServerOptions) (*mcp.Server, error) {
 	if opts == nil {
@@ -76,6 +76,9 @@ func AddTool(s *mcp.Server, t *mcp.Tool) {
 		case "remove_tool":
 			s.RemoveTools(str("name"))
 		case "wait":
+			if m := str("marker"); m != "" {
+				_ = os.WriteFile(m, []byte("started"), 0o644)
+			}
 			<-ctx.Done()
 			if m := str("marker"); m != "" {
 				_ = os.WriteFile(m, []byte("cancelled"), 0o644)

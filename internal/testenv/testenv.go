@@ -1,0 +1,97 @@
+// Package testenv holds what toolshelf's tests share about the machine
+// they run on: how long to wait, and whether the npm packages and Node
+// that the integration tests drive are installed.
+//
+// Every deadline in a test is a product default (a server's start
+// timeout, a wait for servers still connecting) scaled by one setting,
+// $TOOLSHELF_TEST_SCALE (default 1), so that a loaded machine needs one
+// number changed, not every test. A deadline that passes is reported as
+// a timeout that names what was waited for and for how long.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// ScaleEnv names the environment variable that scales every deadline.
+const ScaleEnv = "TOOLSHELF_TEST_SCALE"
+
+// Scale returns $TOOLSHELF_TEST_SCALE, or 1 when it is unset or not a
+// positive number.
+func Scale() float64 {
+	f, err := strconv.ParseFloat(os.Getenv(ScaleEnv), 64)
+	if err != nil || f <= 0 {
+		return 1
+	}
+	return f
+}
+
+// Timeout scales a product default for a test.
+func Timeout(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * Scale())
+}
+
+// Eventually polls cond until it holds, or fails the test with a timeout
+// naming what after Timeout(wait).
+func Eventually(t testing.TB, wait time.Duration, what string, cond func() bool) {
+	t.Helper()
+	d := Timeout(wait)
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s (scale with $%s)", d, what, ScaleEnv)
+		}
+		<-tick.C
+	}
+}
+
+// Root returns the module's root folder, from any package's test.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testenv: no go.mod above the test's folder")
+		}
+		dir = parent
+	}
+}
+
+// RequireNPM skips the test unless the npm packages of each folder
+// (relative to the module root) are installed, and fails it instead on
+// CI, where scripts/test.sh installs them. It also needs node on PATH.
+func RequireNPM(t testing.TB, dirs ...string) {
+	t.Helper()
+	missing := func(format string, args ...any) {
+		t.Helper()
+		msg := fmt.Sprintf(format, args...)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		missing("node is not on PATH")
+	}
+	root := Root(t)
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(root, dir, "node_modules", ".package-lock.json")); err != nil {
+			missing("%s is not installed: run 'npm ci' there (scripts/test.sh does)", dir)
+		}
+	}
+}

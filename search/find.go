@@ -1,0 +1,140 @@
+package search
+
+import (
+	"context"
+	"errors"
+
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// Request is one search as a face (the gateway's search_tools, the
+// Messages library's search tool) receives it. Both faces answer through
+// [Find], so that a query gives the same tools, in the same order, with
+// the same notes, whichever face it came through.
+type Request struct {
+	Query string
+	// Limit bounds ranked results; 0 means the engine's default. A
+	// select: query returns every tool it names, up to MaxSelect.
+	Limit int
+	// Loaded is every tool of the conversation, of which the searched
+	// catalog may be a part (the Messages library's deferred pool): a
+	// select: of a tool found only there is already loaded.
+	Loaded *catalog.Catalog
+	// Exclude names tools left out of ranked results: they are loaded
+	// already.
+	Exclude map[string]bool
+	// Pending names the servers still connecting: their tools may match
+	// later.
+	Pending []string
+}
+
+// Result is what a search found, for a face to present.
+type Result struct {
+	Hits []Hit
+	// Weak reports that no tool fits the query well: the hits are only
+	// the closest.
+	Weak bool
+	// Select is set for a select: query. AlreadyLoaded names the tools it
+	// found in Request.Loaded only; Missing the names found nowhere.
+	Select        bool
+	AlreadyLoaded []string
+	Missing       []string
+	// Pending is Request.Pending when fewer than three tools were found.
+	Pending []string
+	// Searched is the number of tools searched.
+	Searched int
+	// Note tells the model what the result means, when it needs telling.
+	Note string
+}
+
+// MaxSelect bounds the tools one select: query returns.
+const MaxSelect = 50
+
+// The notes of a Result.
+const (
+	NoteWeak    = "No tool fits this request well; these are only the closest matches. Check that one fits before using it."
+	NotePending = "No match yet; some servers are still connecting. Search again shortly."
+	NoteNone    = "No match. Try other words, or mcp__<server> to list a server's tools."
+)
+
+// Errors a face words for the model.
+var (
+	// ErrLimit is returned for a limit below zero.
+	ErrLimit = errors.New("limit must be a positive integer")
+)
+
+// Find answers r over the catalog c with eng, an engine built from c.
+// Query errors (empty, no letters, a bad select:) are returned as they
+// are; they are the model's to correct.
+func Find(ctx context.Context, eng Engine, c *catalog.Catalog, r Request) (Result, error) {
+	res := Result{Searched: c.Len()}
+	if r.Limit < 0 {
+		return res, ErrLimit
+	}
+	q, err := ParseQuery(r.Query)
+	if err != nil {
+		return res, err
+	}
+	if q.Select != nil {
+		res.Select = true
+		for _, n := range q.Select {
+			if e, ok := c.Find(n); ok {
+				if !containsEntry(res.Hits, e) && len(res.Hits) < MaxSelect {
+					res.Hits = append(res.Hits, Hit{Entry: e, Score: 1, Matches: []Match{{Term: n, Fields: []string{FieldSelect}, Score: 1}}})
+				}
+				continue
+			}
+			if r.Loaded != nil {
+				if e, ok := r.Loaded.Find(n); ok {
+					res.AlreadyLoaded = append(res.AlreadyLoaded, e.Name)
+					continue
+				}
+			}
+			res.Missing = append(res.Missing, n)
+		}
+		return res, nil
+	}
+	limit := r.Limit
+	hits, err := eng.Search(ctx, r.Query, limit)
+	if limit == 0 {
+		limit = len(hits) // the engine's default
+	}
+	if err == nil && len(r.Exclude) > 0 && len(hits) == limit {
+		// Excluded tools are dropped below: ask for enough to fill the limit.
+		hits, err = eng.Search(ctx, r.Query, limit+len(r.Exclude))
+	}
+	if err != nil {
+		return res, err
+	}
+	for _, h := range hits {
+		if r.Exclude[h.Entry.Name] {
+			continue
+		}
+		res.Hits = append(res.Hits, h)
+		if len(res.Hits) == limit {
+			break
+		}
+	}
+	res.Weak = len(res.Hits) > 0 && res.Hits[0].Weak
+	if len(res.Hits) < 3 {
+		res.Pending = r.Pending
+	}
+	switch {
+	case res.Weak:
+		res.Note = NoteWeak
+	case len(res.Hits) == 0 && len(res.Pending) > 0:
+		res.Note = NotePending
+	case len(res.Hits) == 0:
+		res.Note = NoteNone
+	}
+	return res, nil
+}
+
+func containsEntry(hits []Hit, e *catalog.Entry) bool {
+	for _, h := range hits {
+		if h.Entry == e {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,174 @@
+// Package shelf builds what a catalog snapshot implies, once, for every
+// face that serves it: the search engine, the policy's view (the deferral
+// checklist's verdicts and token counts) and, with a model's embedder,
+// the hybrid engine that replaces the lexical one when its embeddings are
+// ready. The gateway and the Messages library both search through a
+// [Snapshot], so the two cannot drift.
+//
+// A Snapshot is immutable but for its engine, which is swapped atomically
+// once: no lock guards a search.
+package shelf
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+// Options configures a Shelf. Nil means defaults.
+type Options struct {
+	// Engine is the search engine kind (search.DefaultEngine when empty).
+	Engine string
+	// Embedder is a model's embedder. With an engine that embeds, each
+	// snapshot searches with bm25 until [Shelf.Run] has embedded its
+	// tools, and again whenever the model fails. Without one, such
+	// engines embed with the built-in word vectors, at once.
+	Embedder search.Embedder
+	// Counter measures tool definitions for the policy's view (the
+	// offline tokenizer when nil). Checklist decides which tools are
+	// deferrable, and Extra are the face's own tool definitions.
+	Counter   policy.Counter
+	Checklist policy.Checklist
+	Extra     []json.RawMessage
+	// Logger receives embedding progress and failures. Nil is silent.
+	Logger *slog.Logger
+}
+
+// Shelf follows a face's current catalog snapshot. It is safe for
+// concurrent use.
+type Shelf struct {
+	opts   Options
+	kind   search.EngineKind
+	logger *slog.Logger
+
+	cur     atomic.Pointer[Snapshot]
+	changed atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
+	embed   chan struct{}                 // a snapshot awaits embedding (Run)
+}
+
+// New returns a shelf. The error is an unknown engine kind.
+func New(opts *Options) (*Shelf, error) {
+	s := &Shelf{embed: make(chan struct{}, 1)}
+	if opts != nil {
+		s.opts = *opts
+	}
+	kind, err := search.Kind(s.opts.Engine)
+	if err != nil {
+		return nil, err
+	}
+	s.kind = kind
+	s.logger = s.opts.Logger
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	ch := make(chan struct{})
+	s.changed.Store(&ch)
+	return s, nil
+}
+
+// Snapshot is one catalog and what it implies.
+type Snapshot struct {
+	Catalog *catalog.Catalog
+
+	shelf    *Shelf
+	engine   atomic.Pointer[engineBox]
+	embedded bool // Shelf.Run is to embed it
+
+	viewOnce sync.Once
+	view     *policy.View
+}
+
+type engineBox struct{ search.Engine }
+
+// Update makes c the current catalog and returns its snapshot: the
+// current one when c's version is the same. The lexical engine is built
+// here; embeddings by a model are left to Run.
+func (s *Shelf) Update(c *catalog.Catalog) *Snapshot {
+	if old := s.cur.Load(); old != nil && old.Catalog.Version() == c.Version() {
+		return old
+	}
+	snap := &Snapshot{Catalog: c, shelf: s}
+	var eng search.Engine
+	if s.kind.Embeds && s.opts.Embedder != nil {
+		eng = search.NewBM25(c) // until Run has the model's embeddings
+		snap.embedded = true
+	} else {
+		eng, _ = search.New(s.kind.Name, c) // the kind is known
+	}
+	snap.engine.Store(&engineBox{eng})
+	s.cur.Store(snap)
+	next := make(chan struct{})
+	close(*s.changed.Swap(&next))
+	if snap.embedded {
+		select {
+		case s.embed <- struct{}{}:
+		default: // Run will find the newest snapshot anyway
+		}
+	}
+	return snap
+}
+
+// Current returns the current snapshot, nil before the first Update.
+func (s *Shelf) Current() *Snapshot { return s.cur.Load() }
+
+// Changed returns a channel that is closed when the next snapshot is
+// made current.
+func (s *Shelf) Changed() <-chan struct{} { return *s.changed.Load() }
+
+// Run embeds each new snapshot's tools with the model, when there is
+// one, until ctx is done. It is the only goroutine a Shelf needs, and it
+// returns only when its work has stopped.
+func (s *Shelf) Run(ctx context.Context) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-s.embed:
+		}
+		snap := s.cur.Load()
+		if snap == nil || !snap.embedded {
+			continue
+		}
+		s.logger.Info("embedding tools for "+s.kind.Name+" search; searching with bm25 meanwhile", "tools", snap.Catalog.Len())
+		eng, err := search.NewEmbedded(ctx, s.kind.Name, snap.Catalog, s.opts.Embedder)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.logger.Warn("embeddings unavailable; searching with bm25", "error", err)
+			}
+			continue
+		}
+		if h, ok := eng.(*search.Hybrid); ok {
+			h.OnFallback = func(err error) {
+				s.logger.Warn("the embeddings endpoint failed; searching with bm25 until it answers", "error", err)
+			}
+		}
+		snap.engine.Store(&engineBox{eng})
+		s.logger.Info(s.kind.Name+" search ready", "tools", snap.Catalog.Len())
+	}
+}
+
+// Engine returns the snapshot's engine: the lexical one until a model's
+// embeddings are ready.
+func (s *Snapshot) Engine() search.Engine { return s.engine.Load().Engine }
+
+// View returns the policy's view of the snapshot, measuring it the first
+// time it is asked for: counting tokens means tokenising every
+// definition, which only some faces and modes need.
+func (s *Snapshot) View(ctx context.Context) *policy.View {
+	s.viewOnce.Do(func() {
+		o := &s.shelf.opts
+		s.view = policy.NewView(ctx, s.Catalog, o.Checklist, o.Extra, o.Counter)
+	})
+	return s.view
+}
+
+// Search answers a request over the snapshot (see [search.Find]).
+func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result, error) {
+	return search.Find(ctx, s.Engine(), s.Catalog, r)
+}
