@@ -230,7 +230,6 @@ func TestCounters(t *testing.T) {
 	}
 }
 
-
 type failingCounter struct{}
 
 func (failingCounter) CountTokens(context.Context, []json.RawMessage) (int, error) {
