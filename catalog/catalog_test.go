@@ -190,10 +190,21 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-func TestLineError(t *testing.T) {
-	err := error(&LineError{Line: 3, Err: errors.New("bad")})
-	if err.Error() != "line 3: bad" {
-		t.Errorf("LineError = %q", err)
+func TestFileError(t *testing.T) {
+	bad := errors.New("bad")
+	for _, tt := range []struct {
+		err  error
+		want string
+	}{
+		{&FileError{Line: 3, Err: bad}, "line 3: bad"},
+		{&FileError{File: "a.json", Line: 3, Err: bad}, "a.json:3: bad"},
+		{&FileError{File: "a.json", Err: bad}, "a.json: bad"},
+		{InFile("b.json", &FileError{Line: 2, Err: bad}), "b.json:2: bad"},
+		{InFile("b.json", bad), "b.json: bad"},
+	} {
+		if got := tt.err.Error(); got != tt.want {
+			t.Errorf("%#v = %q, want %q", tt.err, got, tt.want)
+		}
 	}
 }
 

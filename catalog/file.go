@@ -9,15 +9,48 @@ import (
 	"strings"
 )
 
-// A LineError reports malformed input at a line of a file. Callers that
-// know the file's name print it as name:line: message.
-type LineError struct {
-	Line int
+// A FileError reports malformed input in a file (a catalog, a server
+// configuration, a dataset), at a line when it is known: the one error
+// type toolshelf uses for a position in a file, printed as file:line:
+// message. Decoders that read a stream leave File empty; the caller who
+// opened the file sets it.
+type FileError struct {
+	File string
+	Line int // 0 when not known
 	Err  error
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
-func (e *LineError) Unwrap() error { return e.Err }
+func (e *FileError) Error() string {
+	switch {
+	case e.File != "" && e.Line > 0:
+		return fmt.Sprintf("%s:%d: %v", e.File, e.Line, e.Err)
+	case e.File != "":
+		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	case e.Line > 0:
+		return fmt.Sprintf("line %d: %v", e.Line, e.Err)
+	}
+	return e.Err.Error()
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// InFile returns err as a FileError of file: a FileError without a file
+// gets it, any other error is wrapped.
+func InFile(file string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *FileError
+	if errors.As(err, &fe) {
+		if fe.File == "" {
+			c := *fe
+			c.File = file
+			return &c
+		}
+		return err
+	}
+	return &FileError{File: file, Err: err}
+}
 
 // lineAt returns the 1-based line of a byte offset in data.
 func lineAt(data []byte, offset int64) int {
@@ -27,18 +60,18 @@ func lineAt(data []byte, offset int64) int {
 	return bytes.Count(data[:offset], []byte("\n")) + 1
 }
 
-// jsonError turns a decoding error into a LineError where the JSON package
-// reports an offset.
-func jsonError(data []byte, err error) error {
+// JSONError turns a decoding error of data into a FileError at the line
+// where the JSON package reports an offset.
+func JSONError(data []byte, err error) error {
 	var syn *json.SyntaxError
 	var typ *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &syn):
-		return &LineError{Line: lineAt(data, syn.Offset), Err: err}
+		return &FileError{Line: lineAt(data, syn.Offset), Err: err}
 	case errors.As(err, &typ):
-		return &LineError{Line: lineAt(data, typ.Offset), Err: fmt.Errorf("%s has the wrong type: want %v, got a JSON %s", fieldName(typ.Field), typ.Type, typ.Value)}
+		return &FileError{Line: lineAt(data, typ.Offset), Err: fmt.Errorf("%s has the wrong type: want %v, got a JSON %s", fieldName(typ.Field), typ.Type, typ.Value)}
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &LineError{Line: lineAt(data, int64(len(data))), Err: errors.New("unexpected end of JSON input")}
+		return &FileError{Line: lineAt(data, int64(len(data))), Err: errors.New("unexpected end of JSON input")}
 	}
 	return err
 }
@@ -66,7 +99,7 @@ type serverJSON struct {
 //	{"servers": [{"name": "github", "protocolVersion": "...", "instructions": "...",
 //	              "tools": [<tool objects as tools/list returned them>]}]}
 //
-// Errors carry the line they were found at ([LineError]).
+// Errors carry the line they were found at ([FileError]).
 func Decode(r io.Reader) (*Catalog, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -81,15 +114,15 @@ func Decode(r io.Reader) (*Catalog, error) {
 			if at < 0 {
 				at = int(dec.InputOffset())
 			}
-			return nil, &LineError{Line: lineAt(data, int64(at)), Err: fmt.Errorf("%s (a catalog file has \"servers\", each with \"name\" and \"tools\")", strings.TrimPrefix(err.Error(), "json: "))}
+			return nil, &FileError{Line: lineAt(data, int64(at)), Err: fmt.Errorf("%s (a catalog file has \"servers\", each with \"name\" and \"tools\")", strings.TrimPrefix(err.Error(), "json: "))}
 		}
-		return nil, jsonError(data, err)
+		return nil, JSONError(data, err)
 	}
 	if dec.More() {
-		return nil, &LineError{Line: lineAt(data, dec.InputOffset()), Err: errors.New("data after the catalog object")}
+		return nil, &FileError{Line: lineAt(data, dec.InputOffset()), Err: errors.New("data after the catalog object")}
 	}
 	if f.Servers == nil {
-		return nil, &LineError{Line: 1, Err: errors.New(`no "servers" array`)}
+		return nil, &FileError{Line: 1, Err: errors.New(`no "servers" array`)}
 	}
 	var entries []Entry
 	servers := make([]Server, 0, len(f.Servers))
@@ -102,7 +135,7 @@ func Decode(r io.Reader) (*Catalog, error) {
 			e, err := ParseTool(s.Name, raw)
 			if err != nil {
 				line := lineAt(data, int64(bytes.Index(data, raw)))
-				return nil, &LineError{Line: line, Err: fmt.Errorf("server %q, tool %d: %v", s.Name, j+1, err)}
+				return nil, &FileError{Line: line, Err: fmt.Errorf("server %q, tool %d: %v", s.Name, j+1, err)}
 			}
 			entries = append(entries, e)
 		}

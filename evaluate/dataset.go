@@ -42,29 +42,8 @@ type Query struct {
 	Labels []string
 }
 
-// FileError reports a problem in one of a dataset's files.
-type FileError struct {
-	Path string
-	Line int // 0 when the problem is not at a line
-	Err  error
-}
-
-func (e *FileError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %v", e.Path, e.Line, e.Err)
-	}
-	return fmt.Sprintf("%s: %v", e.Path, e.Err)
-}
-
-func (e *FileError) Unwrap() error { return e.Err }
-
-func fileError(path string, err error) error {
-	var le *catalog.LineError
-	if errors.As(err, &le) {
-		return &FileError{Path: path, Line: le.Line, Err: le.Err}
-	}
-	return &FileError{Path: path, Err: err}
-}
+// fileError names the file a problem was found in.
+func fileError(path string, err error) error { return catalog.InFile(path, err) }
 
 // Load reads the dataset in dir.
 func Load(dir string) (*Dataset, error) {
@@ -74,14 +53,14 @@ func Load(dir string) (*Dataset, error) {
 		return nil, fmt.Errorf("dataset %s is not a folder (want one with tools.jsonl and queries.jsonl)", dir)
 	}
 	toolsPath := filepath.Join(dir, "tools.jsonl")
-	entries, err := readFile(toolsPath, catalog.ReadDatasetTools)
+	entries, err := readFile(toolsPath, ReadTools)
 	if err != nil {
 		return nil, err
 	}
 	var servers []catalog.Server
 	serversPath := filepath.Join(dir, "servers.jsonl")
 	if _, err := os.Stat(serversPath); err == nil {
-		if servers, err = readFile(serversPath, catalog.ReadDatasetServers); err != nil {
+		if servers, err = readFile(serversPath, ReadServers); err != nil {
 			return nil, err
 		}
 	}
@@ -96,7 +75,7 @@ func Load(dir string) (*Dataset, error) {
 		return nil, err
 	}
 	if len(ds.Queries) == 0 {
-		return nil, &FileError{Path: queriesPath, Err: errors.New("no queries")}
+		return nil, &catalog.FileError{File: queriesPath, Err: errors.New("no queries")}
 	}
 	return ds, nil
 }
@@ -130,7 +109,7 @@ type queryJSON struct {
 // tool in ids.
 func readQueries(r io.Reader, ids map[string]bool) ([]Query, error) {
 	var qs []Query
-	err := catalog.ScanJSONL(r, func(line []byte) error {
+	err := ScanJSONL(r, func(line []byte) error {
 		var j queryJSON
 		if err := json.Unmarshal(line, &j); err != nil {
 			return fmt.Errorf("not a query object: %v", err)

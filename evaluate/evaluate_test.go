@@ -133,7 +133,7 @@ func TestLoadErrors(t *testing.T) {
 	if _, err := Load(filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("Load of a missing folder succeeded")
 	}
-	var fe *FileError
+	var fe *catalog.FileError
 	_, err := Load(writeDataset(t, map[string]string{"tools.jsonl": "{bad\n", "queries.jsonl": ""}))
 	if !errors.As(err, &fe) || fe.Line != 1 {
 		t.Errorf("Load error = %#v, want a FileError at line 1", err)

@@ -1,8 +1,11 @@
 package search
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -45,12 +48,13 @@ func clauses(query string) []string {
 
 // fuse merges ranked lists by weighted reciprocal rank: a hit at rank r
 // (from 0) of list i adds weights[i] / (k + r + 1). Ties keep the order
-// of first appearance.
-func fuse(lists [][]Hit, weights []float64, k float64, limit int) []Hit {
+// of first appearance. Each fused hit is explained by what each list
+// added, named after labels[i], so that its matches add up to its score.
+func fuse(lists [][]Hit, labels []string, weights []float64, k float64, limit int) []Hit {
 	type acc struct {
-		hit   Hit
-		score float64
-		first int
+		hit     Hit
+		score   float64
+		matches []Match
 	}
 	byName := map[string]*acc{}
 	var order []*acc
@@ -58,21 +62,45 @@ func fuse(lists [][]Hit, weights []float64, k float64, limit int) []Hit {
 		for r, h := range l {
 			a := byName[h.Entry.Name]
 			if a == nil {
-				a = &acc{hit: h, first: len(order)}
+				a = &acc{hit: h}
 				byName[h.Entry.Name] = a
 				order = append(order, a)
 			}
-			a.score += weights[i] / (k + float64(r) + 1)
+			v := weights[i] / (k + float64(r) + 1)
+			a.score += v
+			a.matches = append(a.matches, Match{Term: fmt.Sprintf("rank %d in %s", r+1, labels[i]), Fields: matchFields(h.Matches), Score: v})
 		}
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].score > order[j].score })
 	out := make([]Hit, 0, min(limit, len(order)))
 	for _, a := range order[:min(limit, len(order))] {
 		h := a.hit
-		h.Score = a.score
+		h.Score, h.Matches = a.score, a.matches
 		out = append(out, h)
 	}
 	return out
+}
+
+// matchFields is the union of the fields of matches, in first-seen order.
+func matchFields(ms []Match) []string {
+	var fields []string
+	for _, m := range ms {
+		for _, f := range m.Fields {
+			if !slices.Contains(fields, f) {
+				fields = append(fields, f)
+			}
+		}
+	}
+	return fields
+}
+
+// partLabels names the parts of a multi-step request for explanations.
+func partLabels(clauses []string) []string {
+	labels := []string{"the whole request"}
+	for _, c := range clauses {
+		labels = append(labels, strconv.Quote(c))
+	}
+	return labels
 }
 
 // allWeak reports whether none of the rankings of a request's parts has a

@@ -12,7 +12,7 @@
 //     descriptions and parameters, as the Messages API's regex tool search.
 //
 // [Semantic] ranks by embeddings, from any [Embedder]: the built-in
-// [WordVectors], or a model behind an endpoint (package embed). [Hybrid]
+// [WordVectors], or a model behind an endpoint (package embedding). [Hybrid]
 // fuses BM25 with it.
 //
 // Every hit carries its score and the fields each query term matched, so

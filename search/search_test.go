@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -190,8 +191,8 @@ func TestBM25Ranking(t *testing.T) {
 	if diff := cmp.Diff([]string{"mcp__a__send_email", "mcp__c__archive"}, names); diff != "" {
 		t.Errorf("ranking (-want +got):\n%s", diff)
 	}
-	if got := hits[0].Matches; len(got) != 1 || !cmp.Equal(got[0].Fields, []string{FieldName, FieldTool, FieldDescription}) {
-		t.Errorf("matches of send_email = %+v, want email in name, tool and description", got)
+	if got := hits[0].Matches; len(got) != 2 || !cmp.Equal(got[0].Fields, []string{FieldName, FieldTool, FieldDescription}) || got[1].Term != TermNameBoost {
+		t.Errorf("matches of send_email = %+v, want email in name, tool and description, and the name boost", got)
 	}
 
 	// +required filters.
@@ -404,5 +405,42 @@ func TestGolden(t *testing.T) {
 				t.Errorf("%s rankings changed (-want +got); rerun with -update if intended:\n%s", kind, diff)
 			}
 		})
+	}
+}
+
+// What --explain prints adds up to the score it prints: the terms and
+// the name boost of one ranking, or each part's share of a fused one.
+func TestExplanationsAddUp(t *testing.T) {
+	c := realCatalog(t)
+	queries := []string{
+		"get the current weather", "create a github issue", "read a file",
+		"take a screenshot of the page, then post it to the slack channel",
+		"list my stripe customers and then refund the last charge",
+	}
+	for _, kind := range []string{"bm25", "hybrid"} {
+		eng, err := New(kind, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range queries {
+			hits, err := eng.Search(context.Background(), q, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boosted := false
+			for _, h := range hits {
+				var sum float64
+				for _, m := range h.Matches {
+					sum += m.Score
+					boosted = boosted || m.Term == TermNameBoost
+				}
+				if math.Abs(sum-h.Score) > 1e-9*max(1, h.Score) {
+					t.Errorf("%s %q: %s scores %v, its matches add up to %v: %+v", kind, q, h.Entry.Name, h.Score, sum, h.Matches)
+				}
+			}
+			if kind == "bm25" && q == "get the current weather" && !boosted {
+				t.Errorf("%q: no hit explains its name boost", q)
+			}
+		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 )
 
 // An Embedder turns texts into vectors: a model behind an embeddings
-// endpoint (package embed), usually with a disk cache in front.
+// endpoint (package embedding), usually with a disk cache in front.
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
@@ -239,11 +239,11 @@ func (h *Hybrid) Search(ctx context.Context, query string, limit int) ([]Hit, er
 			return nil, err
 		}
 		sem := h.Semantic.rank(vecs[i], hybridDepth)
-		fused[i] = fuse([][]Hit{lex[i], sem}, []float64{1, cmp.Or(h.Weight, DefaultSemanticWeight)}, hybridK, hybridDepth)
+		fused[i] = fuse([][]Hit{lex[i], sem}, []string{"lexical", "semantic"}, []float64{1, cmp.Or(h.Weight, DefaultSemanticWeight)}, hybridK, hybridDepth)
 		weights[i] = 1
 	}
 	weights[0] = defaultBM25.fuseWhole
-	hits = fuse(fused, weights, defaultBM25.fuseK, limit)
+	hits = fuse(fused, partLabels(parts[1:]), weights, defaultBM25.fuseK, limit)
 	markWeak(hits, allWeak(lex))
 	return hits, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/toolshelf/toolshelf/catalog"
 	"maps"
 	"os"
 	"path"
@@ -136,23 +137,6 @@ type serverJSON struct {
 // serverKeys are the keys a server entry may have.
 var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "alwaysLoad", "timeout", "autoApprove", "tools"}
 
-// ConfigError reports a problem in a configuration file.
-type ConfigError struct {
-	File string
-	Line int // 0 when not known
-	Msg  string
-}
-
-func (e *ConfigError) Error() string {
-	switch {
-	case e.File != "" && e.Line > 0:
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg)
-	case e.File != "":
-		return fmt.Sprintf("%s: %s", e.File, e.Msg)
-	}
-	return e.Msg
-}
-
 // LoadConfig reads a configuration file in the "mcpServers" shape that
 // Claude Desktop, Claude Code (.mcp.json) and Cursor use:
 //
@@ -179,7 +163,7 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 		getenv = os.Getenv
 	}
 	cerr := func(offset int, format string, args ...any) error {
-		e := &ConfigError{File: file, Msg: fmt.Sprintf(format, args...)}
+		e := &catalog.FileError{File: file, Err: fmt.Errorf(format, args...)}
 		if offset >= 0 {
 			e.Line = bytes.Count(data[:min(offset, len(data))], []byte("\n")) + 1
 		}

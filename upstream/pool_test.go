@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -47,7 +48,7 @@ func startPool(t *testing.T, cfgs []ServerConfig, opts *Options) *Pool {
 	}
 	p := NewPool(cfgs, opts)
 	run(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(3*DefaultTimeout))
 	defer cancel()
 	if err := p.Wait(ctx); err != nil {
 		t.Fatalf("Wait: %v", err)
@@ -90,16 +91,11 @@ func toolNames(c *catalog.Catalog, server string) []string {
 	return names
 }
 
-// eventually polls cond until it holds or five seconds pass.
+// eventually polls cond until it holds, or fails with a timeout after the
+// servers' default timeout (scaled by testenv).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, DefaultTimeout, what, cond)
 }
 
 func textOf(t *testing.T, res *mcp.CallToolResult) string {
@@ -372,7 +368,10 @@ func TestPoolCancelsCalls(t *testing.T) {
 		_, err := p.Call(ctx, "mcp__slow__wait", json.RawMessage(`{"marker":`+strconv.Quote(marker)+`}`))
 		errc <- err
 	}()
-	time.Sleep(200 * time.Millisecond)
+	eventually(t, "the call to reach the server", func() bool {
+		b, _ := os.ReadFile(marker)
+		return string(b) == "started"
+	})
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)

@@ -3,7 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
-	"os"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"strings"
 	"testing"
 	"time"
@@ -14,15 +14,13 @@ import (
 // skipped when they are missing.
 func realServers(t *testing.T) []ServerConfig {
 	t.Helper()
-	if _, err := os.Stat("../testdata/servers/node_modules/.package-lock.json"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the npm MCP servers are not installed: run 'npm ci' in testdata/servers")
-		}
-		t.Skip("npm MCP servers not installed (npm ci in testdata/servers)")
-	}
+	testenv.RequireNPM(t, "testdata/servers")
 	cfgs, err := LoadConfig("../examples/servers.json", nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for i := range cfgs {
+		cfgs[i].Timeout = testenv.Timeout(DefaultTimeout)
 	}
 	return cfgs
 }

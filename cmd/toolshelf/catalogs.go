@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -27,7 +25,7 @@ func loadCatalogFile(path string) (*catalog.Catalog, error) {
 			return nil, err
 		}
 		defer f.Close()
-		entries, err := catalog.ReadDatasetTools(f)
+		entries, err := evaluate.ReadTools(f)
 		if err != nil {
 			return nil, fileError(filepath.Join(path, "tools.jsonl"), err)
 		}
@@ -47,11 +45,7 @@ func loadCatalogFile(path string) (*catalog.Catalog, error) {
 
 // fileError names the file (and line) a content error was found in.
 func fileError(path string, err error) error {
-	var le *catalog.LineError
-	if errors.As(err, &le) {
-		return &usageError{fmt.Errorf("%s:%d: %v", path, le.Line, le.Err)}
-	}
-	return &usageError{fmt.Errorf("%s: %v", path, err)}
+	return &usageError{catalog.InFile(path, err)}
 }
 
 // loadDataset reads a dataset folder; its problems are usage errors.

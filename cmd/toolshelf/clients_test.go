@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,21 +24,7 @@ const clientsDir = "../../testdata/clients"
 
 func requireClients(t *testing.T) {
 	t.Helper()
-	requireNPM(t, clientsDir, "../../testdata/servers")
-}
-
-// requireNPM skips the test when npm has not installed dirs' packages,
-// and fails it in CI, where scripts/test.sh must have.
-func requireNPM(t *testing.T, dirs ...string) {
-	t.Helper()
-	for _, dir := range dirs {
-		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil {
-			if os.Getenv("CI") != "" {
-				t.Fatalf("%s is not installed: run 'npm ci' there (scripts/test.sh does)", dir)
-			}
-			t.Skipf("%s not installed (npm ci)", dir)
-		}
-	}
+	testenv.RequireNPM(t, "testdata/clients", "testdata/servers")
 }
 
 // runMainEnv makes this test binary behave as the toolshelf command (see

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -116,5 +118,36 @@ func TestDoctorCountTokens(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	if r := runCLI(t, "doctor", "--count-tokens"); r.code != 2 || !strings.Contains(r.stderr, "needs ANTHROPIC_API_KEY") {
 		t.Errorf("no key: %d %s", r.code, r.stderr)
+	}
+}
+
+// list, doctor and the gateway's auto mode count the built-in catalog
+// with one function and print one total.
+func TestOneTokenTotal(t *testing.T) {
+	r := runCLI(t, "list", "--json")
+	var list listReport
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != 0 {
+		t.Fatalf("list: code %d, %v\n%s", r.code, err, r.stderr)
+	}
+	rep := doctorJSON(t)
+
+	s := startServe(t, "--mode", "auto")
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	m := regexp.MustCompile(`msg="auto mode decision".* tokens=(\d+) `).FindStringSubmatch(s.stderr.String())
+	if m == nil {
+		t.Fatalf("no auto mode decision logged:\n%s", s.stderr)
+	}
+	gateway, _ := strconv.Atoi(m[1])
+
+	if list.Tokens == 0 || list.Tokens != rep.PerTurn.Without.Tokens || list.Tokens != gateway {
+		t.Errorf("token totals of the built-in catalog: list %d, doctor %d, serve --mode auto %d; want one number",
+			list.Tokens, rep.PerTurn.Without.Tokens, gateway)
+	}
+	sum := 0
+	for _, srv := range list.Servers {
+		sum += srv.Tokens
+	}
+	if sum != list.Tokens {
+		t.Errorf("list's servers add up to %d tokens, its total is %d", sum, list.Tokens)
 	}
 }

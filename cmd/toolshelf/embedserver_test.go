@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -16,7 +17,7 @@ import (
 // they need.
 func TestRealEmbeddingModel(t *testing.T) {
 	dir := filepath.Join("..", "..", "scripts", "embed-server")
-	requireNPM(t, dir)
+	testenv.RequireNPM(t, "scripts/embed-server")
 	url := startEmbedServer(t, dir)
 	embed := []string{"--embed-url", url, "--embed-model", "use-lite", "--catalog", realCatalog, "--limit", "3"}
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
-	"github.com/toolshelf/toolshelf/embed"
+	"github.com/toolshelf/toolshelf/embedding"
 	"github.com/toolshelf/toolshelf/search"
 )
 
@@ -58,7 +58,7 @@ func (f *engineFlags) embedder(e *env) search.Embedder {
 	if (f.kind != "semantic" && f.kind != "hybrid") || f.url == "" {
 		return nil
 	}
-	opts := &embed.Options{APIKey: e.getenv("TOOLSHELF_EMBED_API_KEY")}
+	opts := &embedding.Options{APIKey: e.getenv("TOOLSHELF_EMBED_API_KEY")}
 	if isTerminal(e.stderr) {
 		drawn := false // searches are sequential in the CLI
 		opts.Progress = func(done, total int) {
@@ -72,7 +72,7 @@ func (f *engineFlags) embedder(e *env) search.Embedder {
 			}
 		}
 	}
-	return embed.NewCache(embed.DefaultDir(), f.model, embed.NewClient(f.url, f.model, opts))
+	return embedding.NewCache(embedding.DefaultDir(), f.model, embedding.NewClient(f.url, f.model, opts))
 }
 
 // build makes the engine over c. A hybrid engine whose endpoint fails

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -18,7 +19,7 @@ func init() {
 	register(&command{
 		name:    "eval",
 		summary: "measure retrieval quality on a labelled dataset",
-		usage:   "--dataset DIR [--engine ENGINE] [--limit K] [--json]",
+		usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--limit K] [--json]",
 		help: `
 Searches every query of a labelled dataset and reports, over all queries
 and for each value of their level, category and subset fields:
@@ -38,6 +39,9 @@ plus the time to build the index and per-query latency (p50, p99).
 A dataset folder holds tools.jsonl and queries.jsonl, and optionally
 servers.jsonl; see ../shared/datasets/*/README.md for the format.
 
+--variant NAME measures a bm25 configuration from docs/search-quality.md
+instead of the default engine, so that its experiments can be rerun:
+` + variantHelp() + `
 ` + engineHelp,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			dataset := fs.String("dataset", "", "dataset `DIR` with tools.jsonl and queries.jsonl")
@@ -45,6 +49,7 @@ servers.jsonl; see ../shared/datasets/*/README.md for the format.
 			engine.register(fs)
 			limit := fs.Int("limit", evaluate.DefaultLimit, "results retrieved per query (`K`)")
 			asJSON := fs.Bool("json", false, "print the report as one JSON object")
+			variant := fs.String("variant", "", "measure the bm25 variant `NAME` (see above)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -58,18 +63,40 @@ servers.jsonl; see ../shared/datasets/*/README.md for the format.
 				if err := engine.check(e); err != nil {
 					return err
 				}
-				return runEval(ctx, e, *dataset, engine, *limit, *asJSON)
+				build := func(c *catalog.Catalog) (search.Engine, error) { return engine.build(ctx, e, c) }
+				name := engine.kind
+				if *variant != "" {
+					if engine.kind != search.DefaultEngine {
+						return usagef("--variant is a bm25 configuration; it does not go with --engine %s", engine.kind)
+					}
+					v, err := search.VariantNamed(*variant)
+					if err != nil {
+						return usagef("--variant: %v", err)
+					}
+					build = func(c *catalog.Catalog) (search.Engine, error) { return search.NewBM25Variant(c, v), nil }
+					name = "bm25 variant " + *variant
+				}
+				return runEval(ctx, e, *dataset, name, build, *limit, *asJSON)
 			}
 		},
 	})
 }
 
-func runEval(ctx context.Context, e *env, dir string, engine engineFlags, limit int, asJSON bool) error {
+// variantHelp lists the variants --variant takes, one a line.
+func variantHelp() string {
+	var b strings.Builder
+	for _, v := range search.Variants {
+		fmt.Fprintf(&b, "  %-22s %s\n", v.Name, v.About)
+	}
+	return b.String()
+}
+
+func runEval(ctx context.Context, e *env, dir, engine string, build func(*catalog.Catalog) (search.Engine, error), limit int, asJSON bool) error {
 	ds, err := loadDataset(dir)
 	if err != nil {
 		return err
 	}
-	r, err := evaluate.Run(ctx, ds, engine.kind, func(c *catalog.Catalog) (search.Engine, error) { return engine.build(ctx, e, c) }, &evaluate.Options{Limit: limit})
+	r, err := evaluate.Run(ctx, ds, engine, build, &evaluate.Options{Limit: limit})
 	if err != nil {
 		return err
 	}

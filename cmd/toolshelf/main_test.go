@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"flag"
 	"maps"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -78,6 +79,9 @@ func TestCLI(t *testing.T) {
 		{"eval missing dataset", []string{"eval", "--dataset", "testdata/nope"}, 2, "", "no such file"},
 		{"eval bad dataset", []string{"eval", "--dataset", "testdata/bad-dataset"}, 2, "", "testdata/bad-dataset/queries.jsonl:2: relevant tool \"mail::nope\" is not in tools.jsonl"},
 		{"eval bad engine", []string{"eval", "--dataset", "testdata/tiny", "--engine", "x"}, 2, "", `unknown engine "x"`},
+		{"eval variant", []string{"eval", "--dataset", "testdata/tiny", "--variant", "seed"}, 0, "engine bm25 variant seed", ""},
+		{"eval unknown variant", []string{"eval", "--dataset", "testdata/tiny", "--variant", "x"}, 2, "", `--variant: unknown variant "x" (want one of seed,`},
+		{"eval variant with engine", []string{"eval", "--dataset", "testdata/tiny", "--variant", "seed", "--engine", "keyword"}, 2, "", "does not go with --engine keyword"},
 		{"eval zero limit", []string{"eval", "--dataset", "testdata/tiny", "--limit", "0"}, 2, "", "--limit must be a positive integer"},
 	}
 	for _, tt := range tests {
@@ -125,8 +129,15 @@ func TestSearchJSON(t *testing.T) {
 		t.Fatalf("output = %+v", out)
 	}
 	h := out.Hits[0]
-	if !strings.HasSuffix(h.Name, "__create_issue") || h.Score <= 0 || len(h.Matches) != 2 || h.Matches[0].Term != "create" || len(h.Matches[0].Fields) == 0 {
+	if !strings.HasSuffix(h.Name, "__create_issue") || h.Score <= 0 || len(h.Matches) != 3 || h.Matches[0].Term != "create" || len(h.Matches[0].Fields) == 0 || h.Matches[2].Term != "(name boost)" {
 		t.Errorf("first hit = %+v", h)
+	}
+	var sum float64
+	for _, m := range h.Matches {
+		sum += m.Score
+	}
+	if math.Abs(sum-h.Score) > 1e-6 {
+		t.Errorf("the matches add up to %v, the score is %v", sum, h.Score)
 	}
 }
 

@@ -2,13 +2,23 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // stdioSession runs 'toolshelf serve' in-process with pipes for stdin and
@@ -37,7 +47,7 @@ func startServe(t *testing.T, args ...string) *stdioSession {
 		cancel()
 		select {
 		case <-s.done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
 			t.Error("serve did not stop")
 		}
 	})
@@ -90,15 +100,8 @@ func TestServeStdio(t *testing.T) {
 	if len(tools) != 2 {
 		t.Errorf("tools/list: %v", r)
 	}
-	// Wait for the server to be ready, then search and call through it.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		r = s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"list issues"}}}`)
-		if strings.Contains(resultText(r), "mcp__tracker__list_issues") || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	// search_tools waits for servers still connecting, then searches.
+	r = s.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"list issues"}}}`)
 	if !strings.Contains(resultText(r), `"name":"mcp__tracker__list_issues"`) {
 		t.Fatalf("search: %v", r)
 	}
@@ -170,4 +173,86 @@ func (w *lockedWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// Stopping serve leaves nothing behind: every server process it started
+// has exited, and every goroutine it started has ended.
+func TestServeShutdownLeavesNothing(t *testing.T) {
+	testenv.RequireNPM(t, "testdata/servers")
+	before := runtime.NumGoroutine()
+	s := startServe(t, "--config", realServersConfig(t, "memory", "filesystem", "sequential-thinking"))
+	r := s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if r["result"] == nil {
+		t.Fatalf("initialize: %v", r)
+	}
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	r = s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__memory__read_graph"}}}`)
+	if resultText(r) == "" || strings.Contains(resultText(r), "error") {
+		t.Fatalf("call through the gateway: %v", r)
+	}
+	children := descendants(os.Getpid())
+	if len(children) < 3 {
+		t.Fatalf("want at least 3 server processes, found %v", children)
+	}
+
+	s.in.Close() // the client goes away: serve returns
+	select {
+	case code := <-s.done:
+		s.done <- code // for the cleanup
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		t.Fatal("serve did not return after stdin closed")
+	}
+	for _, pid := range children {
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("server process %d is still there after serve returned", pid)
+		}
+	}
+	if left := descendants(os.Getpid()); len(left) > 0 {
+		t.Errorf("processes left behind: %v", left)
+	}
+	// The SDK's and the pipes' goroutines end a moment after their
+	// connections close; wait for them, then name any that did not.
+	deadline := time.Now().Add(testenv.Timeout(upstream.DefaultTimeout))
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines before serve, %d after it returned:\n%s", before, n, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+// descendants returns the pids of every process below pid, read from
+// /proc (Linux).
+func descendants(pid int) []int {
+	children := map[int][]int{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		p, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after
+		// the last ')'.
+		fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(fields) < 2 || fields[0] == "Z" {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		children[ppid] = append(children[ppid], p)
+	}
+	var out []int
+	var walk func(int)
+	walk = func(p int) {
+		for _, c := range children[p] {
+			out = append(out, c)
+			walk(c)
+		}
+	}
+	walk(pid)
+	return out
 }

@@ -48,7 +48,7 @@ func configPath(e *env, flagValue string) string {
 func loadServers(e *env, path string) ([]upstream.ServerConfig, error) {
 	cfgs, err := upstream.LoadConfig(path, e.getenv)
 	if err != nil {
-		var ce *upstream.ConfigError
+		var ce *catalog.FileError
 		if errors.As(err, &ce) {
 			return nil, badInput(err)
 		}

@@ -4,11 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // fakeConfig writes a configuration of subprocess test servers: name →
@@ -200,13 +203,8 @@ func TestImport(t *testing.T) {
 // The acceptance run of the upstream issue: every pinned npm server ready,
 // over 500 tools.
 func TestListRealServers(t *testing.T) {
-	if _, err := os.Stat("../../testdata/servers/node_modules/.package-lock.json"); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the npm MCP servers are not installed: run 'npm ci' in testdata/servers")
-		}
-		t.Skip("npm MCP servers not installed")
-	}
-	r := runCLI(t, "list", "--config", "../../examples/servers.json", "--json")
+	testenv.RequireNPM(t, "testdata/servers")
+	r := runCLI(t, "list", "--config", realServersConfig(t), "--json")
 	var rep listReport
 	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
 		t.Fatalf("code %d: %v\n%s", r.code, err, r.stderr)
@@ -219,4 +217,39 @@ func TestListRealServers(t *testing.T) {
 	if len(rep.Servers) != 20 || rep.Tools <= 500 {
 		t.Errorf("%d servers, %d tools", len(rep.Servers), rep.Tools)
 	}
+}
+
+// realServersConfig writes a copy of examples/servers.json, the pinned npm
+// servers, keeping only the named ones (all when none are named), with
+// paths made absolute and each server's timeout the product default
+// scaled for this machine (testenv).
+func realServersConfig(t *testing.T, names ...string) string {
+	t.Helper()
+	examples := filepath.Join(testenv.Root(t), "examples")
+	data, err := os.ReadFile(filepath.Join(examples, "servers.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, srv := range cfg.MCPServers {
+		if len(names) > 0 && !slices.Contains(names, name) {
+			delete(cfg.MCPServers, name)
+			continue
+		}
+		if cwd, ok := srv["cwd"].(string); ok {
+			srv["cwd"] = filepath.Join(examples, cwd)
+		}
+		srv["timeout"] = testenv.Timeout(upstream.DefaultTimeout).String()
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -9,19 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/messages"
 )
 
 // memoryConfig writes a configuration with the real server-memory.
 func memoryConfig(t *testing.T) string {
 	t.Helper()
+	testenv.RequireNPM(t, "testdata/servers")
 	servers, _ := filepath.Abs("../../testdata/servers")
-	if _, err := os.Stat(filepath.Join(servers, "node_modules", ".package-lock.json")); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatal("the npm MCP servers are not installed: run 'npm ci' in testdata/servers")
-		}
-		t.Skip("npm MCP servers not installed")
-	}
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"memory": map[string]any{
 			"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},

@@ -1,4 +1,4 @@
-package catalog
+package evaluate
 
 import (
 	"bufio"
@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/toolshelf/toolshelf/catalog"
 )
 
 // maxLine bounds one JSONL record; the largest tool in the datasets is far
@@ -14,7 +16,8 @@ import (
 const maxLine = 16 << 20
 
 // ScanJSONL calls fn with every non-blank line of r and its 1-based line
-// number. An error from fn is returned as a LineError for that line.
+// number. An error from fn is returned as a catalog.FileError at that
+// line.
 func ScanJSONL(r io.Reader, fn func(line []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
@@ -26,17 +29,17 @@ func ScanJSONL(r io.Reader, fn func(line []byte) error) error {
 			continue
 		}
 		if err := fn(line); err != nil {
-			var le *LineError
+			var le *catalog.FileError
 			if errors.As(err, &le) {
 				le.Line += n - 1
 				return le
 			}
-			return &LineError{Line: n, Err: err}
+			return &catalog.FileError{Line: n, Err: err}
 		}
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return &LineError{Line: n + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
+			return &catalog.FileError{Line: n + 1, Err: fmt.Errorf("line longer than %d bytes", maxLine)}
 		}
 		return err
 	}
@@ -52,17 +55,17 @@ type datasetTool struct {
 	InputSchema json.RawMessage `json:"input_schema"`
 }
 
-// ReadDatasetTools reads a retrieval dataset's tools.jsonl: one object per
+// ReadTools reads a retrieval dataset's tools.jsonl: one object per
 // line with "id", "server", "name", "description" and "input_schema". Each
 // becomes an entry whose Raw is the equivalent MCP tool object and whose ID
 // is the dataset's id (the name when id is absent).
-func ReadDatasetTools(r io.Reader) ([]Entry, error) {
-	var entries []Entry
+func ReadTools(r io.Reader) ([]catalog.Entry, error) {
+	var entries []catalog.Entry
 	seen := make(map[string]bool)
 	err := ScanJSONL(r, func(line []byte) error {
 		var t datasetTool
 		if err := json.Unmarshal(line, &t); err != nil {
-			return jsonError(line, err)
+			return catalog.JSONError(line, err)
 		}
 		if t.Name == "" {
 			return errors.New(`tool has no "name"`)
@@ -82,7 +85,7 @@ func ReadDatasetTools(r io.Reader) ([]Entry, error) {
 		if err != nil {
 			return fmt.Errorf("input_schema: %v", err)
 		}
-		e, err := ParseTool(t.Server, raw)
+		e, err := catalog.ParseTool(t.Server, raw)
 		if err != nil {
 			return err
 		}
@@ -93,22 +96,22 @@ func ReadDatasetTools(r io.Reader) ([]Entry, error) {
 	return entries, err
 }
 
-// ReadDatasetServers reads a dataset's optional servers.jsonl: one object
+// ReadServers reads a dataset's optional servers.jsonl: one object
 // per line with "server" and "description" (and fields not used here).
-func ReadDatasetServers(r io.Reader) ([]Server, error) {
-	var servers []Server
+func ReadServers(r io.Reader) ([]catalog.Server, error) {
+	var servers []catalog.Server
 	err := ScanJSONL(r, func(line []byte) error {
 		var s struct {
 			Server      string `json:"server"`
 			Description string `json:"description"`
 		}
 		if err := json.Unmarshal(line, &s); err != nil {
-			return jsonError(line, err)
+			return catalog.JSONError(line, err)
 		}
 		if s.Server == "" {
 			return errors.New(`server has no "server" name`)
 		}
-		servers = append(servers, Server{Name: s.Server, Description: s.Description})
+		servers = append(servers, catalog.Server{Name: s.Server, Description: s.Description})
 		return nil
 	})
 	return servers, err

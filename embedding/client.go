@@ -1,9 +1,9 @@
-// Package embed computes text embeddings with any OpenAI-compatible
+// Package embedding computes text embeddings with any OpenAI-compatible
 // /v1/embeddings endpoint (Ollama, vLLM, llama.cpp's server, OpenAI), and
 // caches them on disk by content, so that a restart embeds nothing it has
 // embedded before. It gives package search's semantic and hybrid engines
 // their vectors.
-package embed
+package embedding
 
 import (
 	"bytes"

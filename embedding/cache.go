@@ -1,19 +1,15 @@
-package embed
+package embedding
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"github.com/toolshelf/toolshelf/search"
 	"math"
 	"os"
 	"path/filepath"
 )
-
-// Embedder is what a Cache stands in front of.
-type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
 
 // Cache keeps embeddings on disk, one small file per text, named by the
 // SHA-256 of the model and the text: a tool whose definition has not
@@ -21,11 +17,11 @@ type Embedder interface {
 type Cache struct {
 	dir   string
 	model string
-	inner Embedder
+	inner search.Embedder
 }
 
 // NewCache returns a cache in dir for embeddings of model by inner.
-func NewCache(dir, model string, inner Embedder) *Cache {
+func NewCache(dir, model string, inner search.Embedder) *Cache {
 	return &Cache{dir: dir, model: model, inner: inner}
 }
 

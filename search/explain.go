@@ -1,0 +1,62 @@
+package search
+
+import (
+	"sort"
+)
+
+// names lists the fields of a set, for explanations.
+func (s fieldSet) names() []string {
+	var out []string
+	for _, f := range fieldNames {
+		if s&f.bit != 0 {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// TermNameBoost is the term of the Match that explains the name boost.
+const TermNameBoost = "(name boost)"
+
+// explainAll explains every hit's score so that its matches add up to it:
+// each term's contribution, and what the name boost added on top.
+func (x *BM25) explainAll(hits []Hit, terms []queryTerm) {
+	for i := range hits {
+		ms := x.explain(x.cat.Index(hits[i].Entry.Name), terms)
+		var sum float64
+		for _, m := range ms {
+			sum += m.Score
+		}
+		if boost := hits[i].Score - sum; boost > 1e-9*hits[i].Score {
+			ms = append(ms, Match{Term: TermNameBoost, Fields: []string{FieldTool}, Score: boost})
+		}
+		hits[i].Matches = ms
+	}
+}
+
+// explain lists what each query term contributed to a document's score:
+// the best of its alternatives, named after the index term that matched.
+func (x *BM25) explain(doc int, terms []queryTerm) []Match {
+	var ms []Match
+	for _, t := range terms {
+		var best Match
+		for _, a := range t.alts {
+			i := sort.Search(len(a.ps), func(i int) bool { return int(a.ps[i].doc) >= doc })
+			if i == len(a.ps) || int(a.ps[i].doc) != doc {
+				continue
+			}
+			p := a.ps[i]
+			if v := a.weight * x.termScore(a.idf, p); v > best.Score {
+				term := t.text
+				if a.text != t.text {
+					term = t.text + "~" + a.text
+				}
+				best = Match{Term: term, Fields: p.fields.names(), Score: v}
+			}
+		}
+		if best.Score > 0 {
+			ms = append(ms, best)
+		}
+	}
+	return ms
+}

@@ -1,0 +1,205 @@
+package search
+
+import (
+	"runtime"
+	"sync"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/wordvec"
+)
+
+type posting struct {
+	doc    int32
+	tf     float32
+	fields fieldSet
+}
+
+// fieldSet is a set of indexed fields, for explanations.
+type fieldSet uint16
+
+const (
+	inName fieldSet = 1 << iota
+	inTitle
+	inTool
+	inServer
+	inDescription
+	inParams
+	inHint
+	inParamDescs
+	inServerInfo
+)
+
+var fieldNames = []struct {
+	bit  fieldSet
+	name string
+}{
+	{inName, FieldName}, {inTitle, FieldTitle}, {inTool, FieldTool},
+	{inServer, FieldServer}, {inHint, FieldHint}, {inDescription, FieldDescription},
+	{inParams, FieldParams}, {inParamDescs, FieldParamDescs}, {inServerInfo, FieldServerInfo},
+}
+
+// The indexed fields, in the order of bm25Config.fields.
+const (
+	fName = iota
+	fTitle
+	fTool
+	fServer
+	fDescription
+	fParams
+	fParamDescs
+	fServerInfo
+	numFields
+)
+
+var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs, inServerInfo}
+
+// fieldTexts calls text with each text of each indexed field of e: one
+// text per field, but one per parameter for the parameter fields.
+func fieldTexts(c *catalog.Catalog, e *catalog.Entry, text func(f int, s string)) {
+	text(fName, e.Name)
+	text(fTitle, e.Title)
+	text(fTool, e.Tool)
+	text(fServer, e.Server)
+	text(fDescription, summary(e))
+	for _, p := range e.Params {
+		text(fParams, p.Name)
+		text(fParamDescs, p.Description)
+	}
+	if srv, ok := c.Server(e.Server); ok {
+		text(fServerInfo, srv.Description)
+		text(fServerInfo, srv.Instructions)
+	}
+}
+
+// newBM25 builds the index in two passes: the first measures every
+// field's length, the second weighs each term occurrence by its field's
+// weight over the field's length norm (BM25F), so that a long description
+// or many parameters do not dilute a match in the name. (Recording counts
+// in one pass instead was no faster and took twice the memory.) Large
+// catalogs are split into contiguous shards indexed in parallel and
+// merged in order.
+func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
+	n := c.Len()
+	x := &BM25{cfg: cfg, cat: c, scratch: make(chan *scratch, 4)}
+	if cfg.rarity {
+		x.words = wordvec.Builtin()
+	}
+	shards := 1
+	if n >= minParallel {
+		shards = min(runtime.GOMAXPROCS(0), n/(minParallel/2))
+	}
+	bounds := func(s int) (int, int) { return s * n / shards, (s + 1) * n / shards }
+
+	lens := make([][numFields]float64, n)
+	sums := make([][numFields]float64, shards)
+	parallel(shards, func(s int) {
+		lo, hi := bounds(s)
+		for i := lo; i < hi; i++ {
+			fieldTexts(c, c.Entry(i), func(f int, text string) {
+				if cfg.fields[f].w != 0 {
+					k := float64(countTokens(text))
+					lens[i][f] += k
+					sums[s][f] += k
+				}
+			})
+		}
+	})
+	var avg [numFields]float64
+	for _, sum := range sums {
+		for f := range avg {
+			avg[f] += sum[f]
+		}
+	}
+	for f := range avg {
+		avg[f] = max(avg[f]/float64(max(n, 1)), 1)
+	}
+
+	parts := make([]map[string][]posting, shards)
+	parallel(shards, func(s int) {
+		lo, hi := bounds(s)
+		parts[s] = indexRange(c, cfg, lens, avg, lo, hi)
+	})
+	x.postings = parts[0]
+	for _, p := range parts[1:] {
+		for t, ps := range p {
+			x.postings[t] = append(x.postings[t], ps...)
+		}
+	}
+	if cfg.stems > 0 {
+		x.stemmed = map[string][]string{}
+		for t := range x.postings {
+			if k := stemKey(t); k != "" {
+				x.stemmed[k] = append(x.stemmed[k], t)
+			}
+		}
+	}
+	return x
+}
+
+// minParallel is the catalog size from which indexing is parallel.
+const minParallel = 2000
+
+// parallel runs f(0) … f(n-1) concurrently and waits for them.
+func parallel(n int, f func(int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for s := range n {
+		wg.Go(func() { f(s) })
+	}
+	wg.Wait()
+}
+
+// indexRange builds the postings of documents lo to hi.
+func indexRange(c *catalog.Catalog, cfg bm25Config, lens [][numFields]float64, avg [numFields]float64, lo, hi int) map[string][]posting {
+	postings := make(map[string][]posting)
+	type acc struct {
+		tf     float64
+		fields fieldSet
+	}
+	slot := make(map[string]int32)
+	var doc []acc
+	var terms, toks []string
+	for i := lo; i < hi; i++ {
+		clear(slot)
+		doc, terms = doc[:0], terms[:0]
+		fieldTexts(c, c.Entry(i), func(f int, s string) {
+			fc := cfg.fields[f]
+			if fc.w == 0 {
+				return
+			}
+			w := fc.w / (1 - fc.b + fc.b*lens[i][f]/avg[f])
+			toks = appendTokens(toks[:0], s)
+			for _, t := range toks {
+				t = foldPlural(t)
+				k, ok := slot[t]
+				if !ok {
+					k = int32(len(doc))
+					slot[t] = k
+					doc = append(doc, acc{})
+					terms = append(terms, t)
+				}
+				doc[k].tf += w
+				doc[k].fields |= fieldBits[f]
+			}
+		})
+		for k, t := range terms {
+			postings[t] = append(postings[t], posting{doc: int32(i), tf: float32(doc[k].tf), fields: doc[k].fields})
+		}
+	}
+	return postings
+}
+
+// summary is the description text indexed for a tool: the whole
+// description of an MCP tool, the first 200 characters of other tools'.
+func summary(e *catalog.Entry) string {
+	if e.IsMCP() {
+		return e.Description
+	}
+	if r := []rune(e.Description); len(r) > 200 {
+		return string(r[:200])
+	}
+	return e.Description
+}

@@ -1,0 +1,247 @@
+package search
+
+import (
+	"context"
+	"math"
+	"strings"
+)
+
+// queryTerm is a distinct query token and the index terms that stand for
+// it: itself, and, when enabled, synonyms and words of the same stem, each
+// with a weight below 1. A document scores the best of them, never their
+// sum, so that expansion can add a match but not multiply one.
+type queryTerm struct {
+	text string
+	alts []alt
+	idf  float64 // the largest idf among the alternatives, for coverage
+}
+
+type alt struct {
+	text   string
+	idf    float64
+	weight float64
+	ps     []posting
+}
+
+// Search implements Engine. The default limit is 8.
+func (x *BM25) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
+	q, limit, hits, done, err := begin(ctx, x.cat, query, limit, DefaultBM25Limit)
+	if done {
+		return hits, err
+	}
+	cs := clauses(q.Text)
+	if !x.cfg.decompose || cs == nil {
+		return x.part(q, q.required(), limit), nil
+	}
+	depth := max(limit, fuseDepth)
+	lists := [][]Hit{x.part(q, q.required(), depth)}
+	weights := []float64{x.cfg.fuseWhole}
+	var parts []string
+	for _, c := range cs {
+		cq, err := ParseQuery(c)
+		if err != nil {
+			continue
+		}
+		lists = append(lists, x.part(cq, q.required(), depth))
+		weights = append(weights, 1)
+		parts = append(parts, c)
+	}
+	hits = fuse(lists, partLabels(parts), weights, x.cfg.fuseK, limit)
+	markWeak(hits, allWeak(lists))
+	return hits, nil
+}
+
+// part ranks one part of a request, the whole of it or one clause, on
+// its own, and flags the hits weak when the best is.
+func (x *BM25) part(q Query, required []string, limit int) []Hit {
+	terms := x.terms(q)
+	hits := x.rank(terms, required, limit)
+	x.explainAll(hits, terms)
+	if len(hits) > 0 && x.strength(hits[0].Score, terms) < x.cfg.weak {
+		markWeak(hits, true)
+	}
+	return hits
+}
+
+// fuseDepth is how deep each ranking fused for a multi-step request goes.
+const fuseDepth = 10
+
+// rank scores the documents matching terms and returns the best limit.
+func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
+	want := limit
+	if x.cfg.nameBoost > 0 {
+		limit = max(limit, x.cfg.rerankDepth)
+	}
+	var sc *scratch
+	select {
+	case sc = <-x.scratch:
+	default:
+		n := x.cat.Len()
+		sc = &scratch{score: make([]float64, n), best: make([]float64, n)}
+	}
+	touched, mine := sc.touched[:0], sc.mine[:0]
+	for _, t := range terms {
+		mine = mine[:0]
+		for _, a := range t.alts {
+			for _, p := range a.ps {
+				v := a.weight * x.termScore(a.idf, p)
+				if sc.best[p.doc] == 0 {
+					mine = append(mine, p.doc)
+				}
+				sc.best[p.doc] = max(sc.best[p.doc], v)
+			}
+		}
+		for _, d := range mine {
+			if sc.score[d] == 0 {
+				touched = append(touched, d)
+			}
+			sc.score[d] += sc.best[d]
+			sc.best[d] = 0
+		}
+	}
+	top := topK{limit: limit}
+	for _, d := range touched {
+		h := Hit{Entry: x.cat.Entry(int(d)), Score: sc.score[d]}
+		sc.score[d] = 0
+		if top.accepts(&h) && x.hasRequired(int(d), required) {
+			top.push(h)
+		}
+	}
+	sc.touched, sc.mine = touched, mine
+	select {
+	case x.scratch <- sc:
+	default:
+	}
+	hits := top.sorted()
+	if x.cfg.nameBoost > 0 {
+		x.boostNames(hits, terms)
+	}
+	return hits[:min(want, len(hits))]
+}
+
+// strength is a score as a share of the best score the query's terms
+// could give: comparable across queries, unlike raw BM25 scores.
+func (x *BM25) strength(score float64, terms []queryTerm) float64 {
+	var best float64
+	for _, t := range terms {
+		best += t.idf * (x.cfg.k1 + 1 + x.cfg.delta)
+	}
+	if best == 0 {
+		return 0
+	}
+	return score / best
+}
+
+// scratch holds per-document accumulators, pooled between searches.
+type scratch struct {
+	score, best   []float64
+	touched, mine []int32
+}
+
+// terms returns the distinct, folded tokens of q, each with the index
+// terms that stand for it, without stop words (and numbers, when so
+// configured) unless nothing else is left.
+func (x *BM25) terms(q Query) []queryTerm {
+	keep := func(t Term) bool {
+		if t.Required {
+			return true
+		}
+		if stopWords[t.Text] {
+			return false
+		}
+		return !x.cfg.dropNumbers || !isNumber(t.Text)
+	}
+	words := make([]string, 0, len(q.Terms))
+	for _, t := range q.Terms {
+		if keep(t) {
+			words = append(words, foldPlural(t.Text))
+		}
+	}
+	if len(words) == 0 {
+		for _, t := range q.Terms {
+			words = append(words, foldPlural(t.Text))
+		}
+	}
+	var terms []queryTerm
+	seen := map[string]bool{}
+	for _, w := range words {
+		if seen[w] {
+			continue
+		}
+		seen[w] = true
+		qt := queryTerm{text: w}
+		qt.add(x, w, 1)
+		if x.cfg.stems > 0 {
+			for _, s := range x.stemmed[stemKey(w)] {
+				if sameStem(w, s) {
+					qt.add(x, s, x.cfg.stems)
+				}
+			}
+		}
+		if x.words != nil {
+			qt.scale(x.words.Rarity(w))
+		}
+		if len(qt.alts) > 0 {
+			terms = append(terms, qt)
+		}
+	}
+	return terms
+}
+
+// add makes an index term an alternative of t, unless it already is one
+// or is not in the index.
+func (t *queryTerm) add(x *BM25, term string, weight float64) {
+	ps := x.postings[term]
+	if len(ps) == 0 {
+		return
+	}
+	for _, a := range t.alts {
+		if a.text == term {
+			return
+		}
+	}
+	n := float64(x.cat.Len())
+	df := float64(len(ps))
+	idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+	t.alts = append(t.alts, alt{text: term, idf: idf, weight: weight, ps: ps})
+	t.idf = max(t.idf, idf*weight)
+}
+
+// scale multiplies the weight of t and of its alternatives by f.
+func (t *queryTerm) scale(f float64) {
+	for i := range t.alts {
+		t.alts[i].weight *= f
+	}
+	t.idf *= f
+}
+
+func isNumber(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func (x *BM25) termScore(idf float64, p posting) float64 {
+	tf := float64(p.tf)
+	return idf * (tf*(x.cfg.k1+1)/(tf+x.cfg.k1) + x.cfg.delta)
+}
+
+// hasRequired reports whether a document's name, description or search
+// hint contains every required term. Required terms are rare, so the
+// lower-cased text is made when asked for, not kept.
+func (x *BM25) hasRequired(doc int, required []string) bool {
+	if len(required) == 0 {
+		return true
+	}
+	e := x.cat.Entry(doc)
+	text := strings.ToLower(e.Name + "\n" + e.Description + "\n" + e.SearchHint)
+	for _, r := range required {
+		if !strings.Contains(text, r) {
+			return false
+		}
+	}
+	return true
+}
