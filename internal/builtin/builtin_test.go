@@ -3,9 +3,12 @@ package builtin
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolshelf/toolshelf/internal/testenv"
 	"os"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -40,7 +43,11 @@ func TestCatalog(t *testing.T) {
 	}
 }
 
-// The committed catalog is what the pinned servers list today.
+// The committed catalog is what the pinned servers list today, started
+// through upstream.Pool as a user's would be (at most MaxStarting at
+// once), and a real call reaches one of them. This is the one test that
+// starts every pinned server for the library; others use the committed
+// catalog, which this test keeps true.
 func TestMatchesLiveServers(t *testing.T) {
 	testenv.RequireNPM(t, "testdata/servers")
 	cfgs, err := upstream.LoadConfig("../../examples/servers.json", nil)
@@ -50,20 +57,28 @@ func TestMatchesLiveServers(t *testing.T) {
 	timeout := testenv.Timeout(upstream.DefaultTimeout)
 	for i := range cfgs {
 		cfgs[i].Timeout = timeout
+		if cfgs[i].Name == "memory" {
+			cfgs[i].Env["MEMORY_FILE_PATH"] = t.TempDir() + "/memory.jsonl"
+		}
 	}
-	p := upstream.NewPool(cfgs, nil)
+	p := upstream.NewPool(cfgs, &upstream.Options{RestartDelay: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); p.Run(ctx) }()
 	defer func() { cancel(); <-done }()
+	start := time.Now()
 	p.Wait(ctx)
+	took := time.Since(start)
 	// A server that did not answer in time is a timeout, not a different
 	// catalog.
+	var slowest time.Duration
 	for _, st := range p.Status() {
 		if st.State != upstream.StateReady {
 			t.Fatalf("%s did not start within %v (scale with $%s): %s %s", st.Name, timeout, testenv.ScaleEnv, st.State, st.Error)
 		}
+		slowest = max(slowest, st.ConnectTime)
 	}
+	t.Logf("%d servers, %d tools in %v (slowest server %v)", len(cfgs), p.Catalog().Len(), took, slowest)
 	live := map[string]string{}
 	for e := range p.Catalog().All() {
 		live[e.Name] = string(e.Raw)
@@ -74,5 +89,18 @@ func TestMatchesLiveServers(t *testing.T) {
 	}
 	if diff := cmp.Diff(committed, live); diff != "" {
 		t.Errorf("the built-in catalog differs from the live servers; run scripts/builtin.sh (-committed +live):\n%s", diff)
+	}
+
+	// A real call: server-memory stores and reads back an entity.
+	args := json.RawMessage(`{"entities":[{"name":"toolshelf","entityType":"project","observations":["defers tool definitions"]}]}`)
+	if _, err := p.Call(ctx, "mcp__memory__create_entities", args); err != nil {
+		t.Fatal(err)
+	}
+	res, err := p.Call(ctx, "mcp__memory__open_nodes", json.RawMessage(`{"names":["toolshelf"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(res); !strings.Contains(string(b), "defers tool definitions") {
+		t.Errorf("open_nodes result: %s", b)
 	}
 }

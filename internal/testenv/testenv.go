@@ -4,9 +4,12 @@
 //
 // Every deadline in a test is a product default (a server's start
 // timeout, a wait for servers still connecting) scaled by one setting,
-// $TOOLSHELF_TEST_SCALE (default 1), so that a loaded machine needs one
-// number changed, not every test. A deadline that passes is reported as
-// a timeout that names what was waited for and for how long.
+// $TOOLSHELF_TEST_SCALE, so that a loaded machine needs one number
+// changed, not every test. Unset, the scale follows the machine's load:
+// the one-minute load average per core when a test binary starts (at
+// least 1), so that eight busy loops on two cores give node servers the
+// four times longer they take to start. A deadline that passes is
+// reported as a timeout that names what was waited for and for how long.
 package testenv
 
 import (
@@ -14,7 +17,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -22,14 +28,30 @@ import (
 // ScaleEnv names the environment variable that scales every deadline.
 const ScaleEnv = "TOOLSHELF_TEST_SCALE"
 
-// Scale returns $TOOLSHELF_TEST_SCALE, or 1 when it is unset or not a
-// positive number.
-func Scale() float64 {
-	f, err := strconv.ParseFloat(os.Getenv(ScaleEnv), 64)
-	if err != nil || f <= 0 {
-		return 1
+// Scale returns $TOOLSHELF_TEST_SCALE when it is a positive number, else
+// the machine's load per core (at least 1), read once.
+func Scale() float64 { return scale() }
+
+var scale = sync.OnceValue(func() float64 {
+	if f, err := strconv.ParseFloat(os.Getenv(ScaleEnv), 64); err == nil && f > 0 {
+		return f
 	}
-	return f
+	return max(1, loadPerCore())
+})
+
+// loadPerCore is the one-minute load average over the cores Go may use,
+// or 0 where /proc/loadavg is not there.
+func loadPerCore() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) == 0 {
+		return 0
+	}
+	load, _ := strconv.ParseFloat(fields[0], 64)
+	return load / float64(runtime.GOMAXPROCS(0))
 }
 
 // Timeout scales a product default for a test.
