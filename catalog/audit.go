@@ -37,15 +37,18 @@ type Finding struct {
 // X"); the finding quotes the text so that a person can judge.
 var modelDirected = []struct {
 	what string
-	re   *regexp.Regexp
+	// words: the lower-cased text must hold one of them for re to be
+	// worth running; most texts hold none, and the expressions are slow.
+	words []string
+	re    *regexp.Regexp
 }{
-	{"tells the model to ignore its instructions", regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|messages)`)},
-	{"demands to be called first", regexp.MustCompile(`(?i)\b(always|must|should)\s+(call|use|run|invoke)\s+this\s+(tool|function)\s+(first|before)`)},
-	{"demands to be called before other tools", regexp.MustCompile(`(?i)\bbefore\s+(using|calling|running|invoking)\s+any\s+other\s+(tools?|functions?)`)},
-	{"asks to keep something from the user", regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never)\s+(tell|inform|mention|reveal|show)\b[^.]{0,30}\b(the\s+)?user`)},
-	{"contains a prompt-like tag", regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?)\s*>`)},
-	{"mentions the system prompt", regexp.MustCompile(`(?i)\bsystem\s+prompt\b`)},
-	{"points at credentials files", regexp.MustCompile(`(?i)(~/\.ssh|\bid_rsa\b|\.aws/credentials|\.netrc\b)`)},
+	{"tells the model to ignore its instructions", []string{"ignore", "disregard", "forget"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|messages)`)},
+	{"demands to be called first", []string{"this"}, regexp.MustCompile(`(?i)\b(always|must|should)\s+(call|use|run|invoke)\s+this\s+(tool|function)\s+(first|before)`)},
+	{"demands to be called before other tools", []string{"before"}, regexp.MustCompile(`(?i)\bbefore\s+(using|calling|running|invoking)\s+any\s+other\s+(tools?|functions?)`)},
+	{"asks to keep something from the user", []string{"user"}, regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never)\s+(tell|inform|mention|reveal|show)\b[^.]{0,30}\b(the\s+)?user`)},
+	{"contains a prompt-like tag", []string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?)\s*>`)},
+	{"mentions the system prompt", []string{"system"}, regexp.MustCompile(`(?i)\bsystem\s+prompt\b`)},
+	{"points at credentials files", []string{"ssh", "id_rsa", "credentials", "netrc"}, regexp.MustCompile(`(?i)(~/\.ssh|\bid_rsa\b|\.aws/credentials|\.netrc\b)`)},
 }
 
 // hiddenRune reports characters that render as nothing: Unicode tag
@@ -118,8 +121,15 @@ func instructionFindings(e *Entry) []Finding {
 				out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("contains invisible character U+%04X, which can hide text from people but not from the model", r)})
 			}
 		}
+		if text == "" {
+			continue
+		}
+		lower := strings.ToLower(text)
 		for _, p := range modelDirected {
-			if m := p.re.FindString(text); m != "" && !seen[p.what] {
+			if seen[p.what] || !slices.ContainsFunc(p.words, func(w string) bool { return strings.Contains(lower, w) }) {
+				continue
+			}
+			if m := p.re.FindString(text); m != "" {
 				seen[p.what] = true
 				out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("%s: %q", p.what, m)})
 			}

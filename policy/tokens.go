@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"math"
 	"sync"
@@ -78,12 +79,46 @@ func (t Tokenizer) CountTokens(_ context.Context, defs []json.RawMessage) (int, 
 	}
 	n := 0
 	for _, d := range defs {
-		c, err := CL100K(string(d))
+		c, err := counted.count(d)
 		if err != nil {
 			return 0, err
 		}
 		n += int(math.Round(float64(c) * f))
 	}
+	return n, nil
+}
+
+// counted remembers the cl100k count of definitions already counted, by
+// content: a new catalog snapshot (one server's list changed) mostly
+// holds definitions counted before, and tokenising is the slow part.
+var counted = &countCache{counts: map[[sha256.Size]byte]int{}}
+
+// maxCounted bounds the cache: a hundred thousand definitions, 4 MB.
+const maxCounted = 100_000
+
+type countCache struct {
+	mu     sync.Mutex
+	counts map[[sha256.Size]byte]int
+}
+
+func (c *countCache) count(def []byte) (int, error) {
+	key := sha256.Sum256(def)
+	c.mu.Lock()
+	n, ok := c.counts[key]
+	c.mu.Unlock()
+	if ok {
+		return n, nil
+	}
+	n, err := CL100K(string(def))
+	if err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	if len(c.counts) >= maxCounted {
+		clear(c.counts)
+	}
+	c.counts[key] = n
+	c.mu.Unlock()
 	return n, nil
 }
 

@@ -23,6 +23,11 @@ type View struct {
 	// Loaded is what stays visible when deferring: the face's own tools
 	// and the catalog tools the checklist keeps.
 	All, Deferrable, Loaded Cost
+	// Tool is what each verified catalog tool costs, by qualified name,
+	// when the counter counts one definition at a time (the offline
+	// tokenizer and the heuristic); nil for a counter that counts sets
+	// (count_tokens). The totals are then sums of these.
+	Tool map[string]Cost
 }
 
 // Definitions returns the definition of every tool of c that a client
@@ -45,8 +50,6 @@ func NewView(ctx context.Context, c *catalog.Catalog, checklist Checklist, extra
 		counter = Tokenizer{}
 	}
 	v := &View{Catalog: c, Checklist: checklist}
-	var all, deferrable []json.RawMessage
-	loaded := append([]json.RawMessage(nil), extra...)
 	for _, d := range extra {
 		var t struct {
 			Name string `json:"name"`
@@ -54,24 +57,66 @@ func NewView(ctx context.Context, c *catalog.Catalog, checklist Checklist, extra
 		_ = json.Unmarshal(d, &t)
 		v.Tools = append(v.Tools, Tool{Name: t.Name})
 	}
+	var all, deferrable []json.RawMessage
+	loaded := append([]json.RawMessage(nil), extra...)
+	var names []string
 	for e := range c.All() {
 		if e.Unverified {
 			continue
 		}
 		def := e.Definition()
-		all = append(all, def)
 		t := ToolOf(e)
 		v.Tools = append(v.Tools, t)
+		all, names = append(all, def), append(names, e.Name)
 		if checklist.Defer(t).Deferred {
 			deferrable = append(deferrable, def)
 		} else {
 			loaded = append(loaded, def)
 		}
 	}
-	v.All = Measure(ctx, counter, all)
-	v.Deferrable = Measure(ctx, counter, deferrable)
-	v.Loaded = Measure(ctx, counter, loaded)
+	if !additive(counter) {
+		v.All = Measure(ctx, counter, all)
+		v.Deferrable = Measure(ctx, counter, deferrable)
+		v.Loaded = Measure(ctx, counter, loaded)
+		return v
+	}
+	// Each definition is counted once; every total is a sum.
+	src := sourceOf(counter)
+	v.All, v.Deferrable, v.Loaded = Cost{Source: src}, Cost{Source: src}, Cost{Source: src}
+	for _, d := range extra {
+		v.Loaded.add(Measure(ctx, counter, []json.RawMessage{d}))
+	}
+	v.Tool = make(map[string]Cost, len(all))
+	for i, d := range all {
+		cost := Measure(ctx, counter, []json.RawMessage{d})
+		v.Tool[names[i]] = cost
+		v.All.add(cost)
+		if checklist.Defer(v.Tools[len(extra)+i]).Deferred {
+			v.Deferrable.add(cost)
+		} else {
+			v.Loaded.add(cost)
+		}
+	}
 	return v
+}
+
+// additive reports whether a counter's count of a set is the sum of its
+// counts of each definition.
+func additive(c Counter) bool {
+	switch c.(type) {
+	case Tokenizer, *Tokenizer:
+		return true
+	}
+	return false
+}
+
+// add adds what one definition costs to a total.
+func (c *Cost) add(d Cost) {
+	c.Tokens += d.Tokens
+	c.Chars += d.Chars
+	if d.Source != c.Source && d.CountError != "" {
+		c.Source, c.CountError = d.Source, d.CountError
+	}
 }
 
 // Decide runs the definitive gate for this catalog: r's Tools, Checklist

@@ -114,12 +114,14 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		return err
 	}
 	defer src.close()
-	list, err := newListReport(ctx, src)
+	// The catalog measured offline, as list and the gateway measure it.
+	offline := policy.NewView(ctx, src.cat, gateway.Checklist, gateway.MetaDefinitions(), nil)
+	list, err := newListReport(ctx, src, offline)
 	if err != nil {
 		return err
 	}
 
-	var counter policy.Counter = policy.Tokenizer{}
+	var counter policy.Counter
 	if o.countTokens {
 		key := e.getenv("ANTHROPIC_API_KEY")
 		if key == "" {
@@ -129,7 +131,10 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	}
 
 	// The gateway's view of the catalog, as serve --mode auto decides.
-	view := policy.NewView(ctx, src.cat, gateway.Checklist, gateway.MetaDefinitions(), counter)
+	view := offline
+	if o.countTokens {
+		view = policy.NewView(ctx, src.cat, gateway.Checklist, gateway.MetaDefinitions(), counter)
+	}
 	var pending []string
 	if src.pool != nil {
 		pending = src.pool.Pending()

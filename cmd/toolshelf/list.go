@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
 	"golang.org/x/text/language"
@@ -41,7 +42,7 @@ Exit status is 1 when a server failed; the others are listed anyway.`,
 					return err
 				}
 				defer src.close()
-				rep, err := newListReport(ctx, src)
+				rep, err := newListReport(ctx, src, policy.NewView(ctx, src.cat, gateway.Checklist, nil, nil))
 				if err != nil {
 					return err
 				}
@@ -87,18 +88,28 @@ type toolCost struct {
 	Shortened   bool   `json:"shortened,omitempty"`
 }
 
-// costOf measures one tool's definition as a request would send it.
-func costOf(ctx context.Context, e *catalog.Entry) (toolCost, error) {
-	def := e.Definition()
-	tokens, err := policy.Tokenizer{}.CountTokens(ctx, []json.RawMessage{def})
-	return toolCost{
+// costOf is what one tool's definition costs as a request would send it:
+// the view's count, or for a tool the view leaves out (unverified, never
+// sent) a count of its own.
+func costOf(ctx context.Context, e *catalog.Entry, view *policy.View) (toolCost, error) {
+	tc := toolCost{
 		Name: e.Name, Tool: e.Tool, Description: e.Description,
-		Chars: policy.Chars([]json.RawMessage{def}), Tokens: tokens,
 		AlwaysLoad: e.AlwaysLoad, Unverified: e.Unverified, Stale: e.Stale, Shortened: e.Shortened,
-	}, err
+	}
+	if c, ok := view.Tool[e.Name]; ok {
+		tc.Chars, tc.Tokens = c.Chars, c.Tokens
+		return tc, nil
+	}
+	def := []json.RawMessage{e.Definition()}
+	tokens, err := policy.Tokenizer{}.CountTokens(ctx, def)
+	tc.Chars, tc.Tokens = policy.Chars(def), tokens
+	return tc, err
 }
 
-func newListReport(ctx context.Context, src *catalogSource) (*listReport, error) {
+// newListReport lists the tools of src with what each costs, from view, a
+// view of src's catalog with the offline tokenizer: the numbers doctor and
+// the gateway use.
+func newListReport(ctx context.Context, src *catalogSource, view *policy.View) (*listReport, error) {
 	rep := &listReport{Source: src.name}
 	status := src.status
 	if status == nil { // a catalog without servers to connect to
@@ -117,7 +128,7 @@ func newListReport(ctx context.Context, src *catalogSource) (*listReport, error)
 		if !ok {
 			continue
 		}
-		tc, err := costOf(ctx, e)
+		tc, err := costOf(ctx, e, view)
 		if err != nil {
 			return nil, err
 		}
