@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
 # Prints the headline retrieval metrics of one engine on every dataset in
 # ../shared/datasets: recall@5, recall@10 and complete@10 per subset, and
-# abstentions. Usage: scripts/evalall.sh [ENGINE]
+# abstentions. Usage: scripts/evalall.sh [ENGINE | --variant NAME]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-engine=${1:-bm25}
+if [[ ${1:-} == --variant ]]; then
+  choice=(--variant "$2")
+else
+  choice=(--engine "${1:-bm25}")
+fi
 go build -o /tmp/toolshelf-eval ./cmd/toolshelf
 for d in ../shared/datasets/*/; do
-  /tmp/toolshelf-eval eval --dataset "$d" --engine "$engine" --json
+  /tmp/toolshelf-eval eval --dataset "$d" "${choice[@]}" --json
 done | python3 -c '
 import json, sys
 dec = json.JSONDecoder(); s = sys.stdin.read(); i = 0

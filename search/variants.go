@@ -65,6 +65,9 @@ var Variants = []NamedVariant{
 	{"server-info-0.1", "server descriptions at 0.1", with(stepRarity, func(v *Variant) { v.ServerInfo = 0.1 })},
 	{"server-info-0.3", "server descriptions at 0.3", with(stepRarity, func(v *Variant) { v.ServerInfo = 0.3 })},
 	{"server-info-1", "server descriptions at 1", with(stepRarity, func(v *Variant) { v.ServerInfo = 1 })},
+	{"weak-0.24", "the default, weak flag at 0.24", with(stepDefault, func(v *Variant) { v.Weak = 0.24 })},
+	{"weak-0.28", "the default, weak flag at 0.28", with(stepDefault, func(v *Variant) { v.Weak = 0.28 })},
+	{"weak-0.32", "the default, weak flag at 0.32", with(stepDefault, func(v *Variant) { v.Weak = 0.32 })},
 }
 
 // VariantNamed returns the variant of a name, or an error listing them.
