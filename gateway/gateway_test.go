@@ -351,7 +351,7 @@ func (a *askedPending) Pending() []string {
 // A crashed server is restarted, and a call made meanwhile waits for it.
 func TestCallDuringRestart(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"crash", "echo"})
-	g, pool := gatewayFor(t, nil, upstream.ServerConfig{Name: "crashy", Command: cmd, Env: env, Timeout: 10 * time.Second})
+	g, pool := gatewayFor(t, nil, upstream.ServerConfig{Name: "crashy", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__crashy__crash"})
 	if !res.IsError {
@@ -548,7 +548,7 @@ func TestActivate(t *testing.T) {
 // A client that goes away mid-call cancels the upstream call.
 func TestClientDisconnectCancels(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
-	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: 10 * time.Second})
+	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
 	url := httpGateway(t, g, nil)
 	marker := filepath.Join(t.TempDir(), "marker")
 	ctx, cancel := context.WithCancel(context.Background())

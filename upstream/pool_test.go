@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/toolshelf/toolshelf/internal/testenv"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 // fake returns the configuration of a subprocess test server.
 func fake(name, mode string, tools []string, extra ...string) ServerConfig {
 	cmd, env := mcptest.Command(mode, tools, extra...)
-	return ServerConfig{Name: name, Command: cmd, Env: env, Timeout: 5 * time.Second}
+	return ServerConfig{Name: name, Command: cmd, Env: env, Timeout: testenv.Timeout(5 * time.Second)}
 }
 
 // startPool starts a pool, waits for every first attempt, and closes it
@@ -185,8 +187,11 @@ func TestPoolKeepsRawTools(t *testing.T) {
 
 func TestPoolFaults(t *testing.T) {
 	refused := refusedURL(t)
+	// Short timeouts, for servers that never answer; scaled, because the
+	// printer must have printed its tools within its timeout.
+	short := testenv.Timeout(500 * time.Millisecond)
 	hang := fake("hang", "hang", nil)
-	hang.Timeout = 500 * time.Millisecond
+	hang.Timeout = short
 	approved := fake("approved", "exit", nil)
 	approved.AutoApprove = []string{"send_message"}
 	cfgs := []ServerConfig{
@@ -194,12 +199,12 @@ func TestPoolFaults(t *testing.T) {
 		fake("exits", "exit", nil),
 		hang,
 		{Name: "missing", Command: "toolshelf-no-such-command-xyz"},
-		{Name: "refused", URL: refused, Timeout: 2 * time.Second},
+		{Name: "refused", URL: refused, Timeout: testenv.Timeout(2 * time.Second)},
 		fake("printer", "functions", []string{"search_docs", "fetch_doc"}),
 		approved,
 		{Name: "unset", Command: "x", err: errors.New("environment variable TOKEN is not set")},
 	}
-	cfgs[5].Timeout = 500 * time.Millisecond
+	cfgs[5].Timeout = short
 	p := startPool(t, cfgs, &Options{RestartDelay: time.Hour})
 
 	if st := statusOf(p, "good"); st.State != StateReady {
@@ -207,7 +212,7 @@ func TestPoolFaults(t *testing.T) {
 	}
 	want := map[string]string{
 		"exits":   "API token is not valid",
-		"hang":    "no answer within 500ms; stopped it; stderr: connecting to the backend...",
+		"hang":    fmt.Sprintf("no answer within %v; stopped it; stderr: connecting to the backend...", short),
 		"missing": `command "toolshelf-no-such-command-xyz" not found`,
 		"refused": "",
 		"unset":   "TOKEN is not set",
@@ -478,7 +483,7 @@ func TestPoolRemote(t *testing.T) {
 	p := startPool(t, []ServerConfig{
 		{Name: "http", Type: "http", URL: streamable.URL, Headers: hdr},
 		{Name: "sse", Type: "sse", URL: sse.URL, Headers: hdr},
-		{Name: "noauth", Type: "http", URL: streamable.URL, Timeout: 2 * time.Second},
+		{Name: "noauth", Type: "http", URL: streamable.URL, Timeout: testenv.Timeout(2 * time.Second)},
 	}, &Options{RestartDelay: time.Hour})
 	for _, name := range []string{"http", "sse"} {
 		if st := statusOf(p, name); st.State != StateReady || st.Tools != 1 {

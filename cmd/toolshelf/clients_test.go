@@ -86,7 +86,7 @@ func startHTTPGateway(t *testing.T, flags ...string) string {
 		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
+		case <-time.After(testenv.Timeout(10 * time.Second)):
 			cmd.Process.Kill()
 			t.Error("the gateway did not stop on SIGINT")
 		}
@@ -105,7 +105,7 @@ func startHTTPGateway(t *testing.T, flags ...string) string {
 	select {
 	case u := <-found:
 		return u
-	case <-time.After(20 * time.Second):
+	case <-time.After(testenv.Timeout(20 * time.Second)):
 		t.Fatal("the gateway did not start listening")
 	}
 	return ""
