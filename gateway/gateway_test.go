@@ -98,7 +98,7 @@ func background(t testing.TB, run func(context.Context) error) {
 }
 
 // connect opens a client session to the gateway's shared server.
-func connect(t *testing.T, g *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+func connect(t testing.TB, g *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
 	t.Helper()
 	st, ct := mcp.NewInMemoryTransports()
 	ctx := context.Background()
@@ -124,7 +124,7 @@ func listNames(t *testing.T, cs *mcp.ClientSession) []string {
 	return names
 }
 
-func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+func call(t testing.TB, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
 	t.Helper()
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
 	if err != nil {

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
@@ -161,7 +163,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 		}
 		return toolError("search_tools: %v", err)
 	}
-	res := searchResult{Query: *in.Query, Matches: []searchMatch{}, ToolsSearched: found.Searched,
+	res := searchResult{Query: cut(*in.Query, echoLimit), Matches: []searchMatch{}, ToolsSearched: found.Searched,
 		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note}
 	for _, h := range found.Hits {
 		schema, _ := catalog.NormalizeSchema(h.Entry.InputSchema)
@@ -229,7 +231,7 @@ func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *
 	names := snap.Catalog.Names()
 	close := fuzzy.Closest(name, names, 5, max(3, len(name)/3))
 	if len(close) < 3 {
-		if hits, err := snap.Engine().Search(ctx, name, 5); err == nil {
+		if hits, err := snap.Engine().Search(ctx, cut(name, fuzzy.MaxName), 5); err == nil {
 			for _, h := range hits {
 				if !contains(close, h.Entry.Name) {
 					close = append(close, h.Entry.Name)
@@ -237,7 +239,7 @@ func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *
 			}
 		}
 	}
-	msg := fmt.Sprintf("call_tool: there is no tool %q.", name)
+	msg := fmt.Sprintf("call_tool: there is no tool %s.", quoteClipped(name))
 	if len(close) > 0 {
 		msg += " Closest: " + strings.Join(close[:min(5, len(close))], ", ") + "."
 	}
@@ -246,6 +248,31 @@ func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *
 		msg += " Still connecting: " + strings.Join(p, ", ") + "."
 	}
 	return toolError("%s", msg)
+}
+
+// echoLimit bounds how much of the model's input (a name, a query) the
+// gateway repeats in a result or a log: a hostile client can send
+// megabytes, and echoing them back costs every party.
+const echoLimit = 200
+
+// quoteClipped quotes s, cut to echoLimit bytes, saying how long it was
+// when it was cut.
+func quoteClipped(s string) string {
+	if len(s) <= echoLimit {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%q… (%d bytes in all)", cut(s, echoLimit), len(s))
+}
+
+// cut returns at most n bytes of s, not splitting a UTF-8 sequence.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 func contains(list []string, s string) bool {

@@ -3,6 +3,8 @@ package search
 import (
 	"context"
 	"errors"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/toolshelf/toolshelf/catalog"
 )
@@ -45,16 +47,24 @@ type Result struct {
 	Searched int
 	// Note tells the model what the result means, when it needs telling.
 	Note string
+	// Cut reports that the query was longer than MaxQuery and was cut.
+	Cut bool
 }
 
 // MaxSelect bounds the tools one select: query returns.
 const MaxSelect = 50
+
+// MaxQuery bounds the bytes of a query that are searched: a model can
+// send megabytes, and no request for a tool needs more than a few
+// sentences. A longer query is cut, and the result says so.
+const MaxQuery = 2000
 
 // The notes of a Result.
 const (
 	NoteWeak    = "No tool fits this request well; these are only the closest matches. Check that one fits before using it."
 	NotePending = "No match yet; some servers are still connecting. Search again shortly."
 	NoteNone    = "No match. Try other words, or mcp__<server> to list a server's tools."
+	NoteCut     = "The query was cut to its first 2,000 bytes."
 )
 
 // Errors a face words for the model.
@@ -70,6 +80,13 @@ func Find(ctx context.Context, eng Engine, c *catalog.Catalog, r Request) (Resul
 	res := Result{Searched: c.Len()}
 	if r.Limit < 0 {
 		return res, ErrLimit
+	}
+	if len(r.Query) > MaxQuery {
+		n := MaxQuery
+		for n > 0 && !utf8.RuneStart(r.Query[n]) {
+			n--
+		}
+		r.Query, res.Cut = r.Query[:n], true
 	}
 	q, err := ParseQuery(r.Query)
 	if err != nil {
@@ -126,6 +143,9 @@ func Find(ctx context.Context, eng Engine, c *catalog.Catalog, r Request) (Resul
 		res.Note = NotePending
 	case len(res.Hits) == 0:
 		res.Note = NoteNone
+	}
+	if res.Cut {
+		res.Note = strings.TrimSpace(res.Note + " " + NoteCut)
 	}
 	return res, nil
 }

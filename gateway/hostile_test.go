@@ -1,0 +1,46 @@
+package gateway
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+// A model writes what it likes into names and queries. A megabyte of it
+// costs bounded work (BenchmarkHostileName measures it) and is not
+// echoed back whole.
+func TestHostileNamesAndQueries(t *testing.T) {
+	cs := connect(t, newGateway(t, CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, nil), nil)
+	huge := strings.Repeat("mcp__github__create_issue_", 1<<20/26)
+
+	res := call(t, cs, toolCall, map[string]any{"name": huge})
+	if !res.IsError || !strings.Contains(text(res), "bytes in all") || len(text(res)) > 2000 {
+		t.Errorf("call_tool with a %d-byte name: %d bytes back: %.300s", len(huge), len(text(res)), text(res))
+	}
+	res = call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_isue"})
+	if !strings.Contains(text(res), "mcp__github__create_issue") {
+		t.Errorf("a near miss gets no suggestion: %s", text(res))
+	}
+
+	res = call(t, cs, toolSearch, map[string]any{"query": "create a github issue " + huge})
+	var sr searchResult
+	if err := json.Unmarshal([]byte(text(res)), &sr); err != nil {
+		t.Fatalf("search_tools with a %d-byte query: %v: %.300s", len(huge), err, text(res))
+	}
+	if len(sr.Query) > echoLimit || !strings.Contains(sr.Note, search.NoteCut) || len(sr.Matches) == 0 {
+		t.Errorf("search_tools with a %d-byte query: query echoed %d bytes, note %q, %d matches", len(huge), len(sr.Query), sr.Note, len(sr.Matches))
+	}
+}
+
+// BenchmarkHostileName is the cost of answering call_tool with a one
+// megabyte unknown name over the built-in catalog (515 tools).
+func BenchmarkHostileName(b *testing.B) {
+	cs := connect(b, newGateway(b, CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, nil), nil)
+	huge := strings.Repeat("x", 1<<20)
+	for b.Loop() {
+		call(b, cs, toolCall, map[string]any{"name": huge})
+	}
+}
