@@ -491,6 +491,21 @@ func TestHTTPAuthAndOrigin(t *testing.T) {
 	if got := listNames(t, cs); len(got) != 3 {
 		t.Errorf("with the token: %v", got)
 	}
+	// The scheme is case-insensitive; the token is not.
+	for auth, want := range map[string]int{"bearer s3cret": 200, "BEARER s3cret": 200, "Bearer S3CRET": 401, "Basic s3cret": 401, "s3cret": 401} {
+		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", auth)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if (resp.StatusCode == 401) != (want == 401) {
+			t.Errorf("Authorization %q: %d, want %d", auth, resp.StatusCode, want)
+		}
+	}
 	for origin, want := range map[string]int{"http://evil.example": 403, url: 200, "http://localhost:1234": 200} {
 		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 		req.Header.Set("Authorization", "Bearer s3cret")

@@ -89,14 +89,17 @@ func bindRequest(ctx context.Context) (context.Context, context.CancelFunc) {
 	return ctx, func() { stop(); cancel() }
 }
 
-// bearer requires the token, compared in constant time.
+// bearer requires the token, compared in constant time. The scheme's
+// name is case-insensitive (RFC 9110, 11.1): "bearer" is as good as
+// "Bearer".
 func bearer(token string, h http.Handler) http.Handler {
 	if token == "" {
 		return h
 	}
-	want := []byte("Bearer " + token)
+	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), want) != 1 {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshelf"`)
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolshelf/toolshelf/catalog"
 	"maps"
 	"os"
 	"path"
@@ -14,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/toolshelf/toolshelf/catalog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
@@ -162,6 +163,8 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 	if getenv == nil {
 		getenv = os.Getenv
 	}
+	// Editors on Windows save JSON with a byte order mark; it is no error.
+	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))
 	cerr := func(offset int, format string, args ...any) error {
 		e := &catalog.FileError{File: file, Err: fmt.Errorf(format, args...)}
 		if offset >= 0 {
@@ -192,8 +195,13 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 		}
 	}
 	var entries map[string]json.RawMessage
-	if err := json.Unmarshal(servers, &entries); err != nil {
+	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {
 		return nil, cerr(keyOffset(data, 0, "mcpServers"), `"mcpServers" must be an object of servers by name`)
+	}
+	if name, first, second := duplicateKey(servers); name != "" {
+		base := bytes.Index(data, servers)
+		line := func(off int) int { return bytes.Count(data[:base+off], []byte("\n")) + 1 }
+		return nil, cerr(base+second, "server %q is defined twice, at lines %d and %d: JSON keeps only the last", name, line(first), line(second))
 	}
 	// Relative folders are resolved now, against the file's folder, so
 	// that a server is the same server (and cache key) however the file
@@ -353,6 +361,37 @@ func keyOffset(data []byte, from int, key string) int {
 		i = j + 1
 	}
 	return -1
+}
+
+// duplicateKey returns a key that an object holds twice, and the offsets
+// in obj of its first and second occurrences: encoding/json keeps the
+// last silently, and a server defined twice is one lost.
+func duplicateKey(obj []byte) (key string, first, second int) {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", 0, 0
+	}
+	seen := map[string]int{}
+	for dec.More() {
+		off := int(dec.InputOffset())
+		t, err := dec.Token()
+		if err != nil {
+			return "", 0, 0
+		}
+		k, _ := t.(string)
+		// InputOffset is where the token began, before any whitespace
+		// and the comma.
+		off += bytes.IndexByte(obj[off:], '"')
+		if at, ok := seen[k]; ok {
+			return k, at, off
+		}
+		seen[k] = off
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", 0, 0
+		}
+	}
+	return "", 0, 0
 }
 
 // didYouMean suggests the closest of known to key.

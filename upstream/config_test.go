@@ -68,6 +68,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad alwaysLoad", `{"mcpServers": {"a": {"command": "x", "alwaysLoad": "yes"}}}`, `"alwaysLoad" must be true, false or a list of tool names`},
 		{"bad pattern", `{"mcpServers": {"a": {"command": "x", "tools": {"allow": ["[a"]}}}}`, `tools pattern "[a" is malformed`},
 		{"server not object", `{"mcpServers": {"a": 3}}`, `server "a" must be an object`},
+		{"null servers", `{"mcpServers": null}`, `servers.json:1: "mcpServers" must be an object of servers by name`},
+		{"twice", "{\"mcpServers\": {\n \"a\": {\"command\": \"x\"},\n \"b\": {\"command\": \"y\"},\n \"a\": {\"command\": \"z\"}}}",
+			`servers.json:4: server "a" is defined twice, at lines 2 and 4: JSON keeps only the last`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -126,5 +129,13 @@ func TestExpand(t *testing.T) {
 	}
 	if x.err != nil {
 		t.Errorf("unexpected error %v", x.err)
+	}
+}
+
+// Editors on Windows write a byte order mark before the JSON.
+func TestParseConfigBOM(t *testing.T) {
+	cfgs, err := ParseConfig([]byte("\xEF\xBB\xBF"+`{"mcpServers": {"a": {"command": "x"}}}`), "servers.json", func(string) string { return "" })
+	if err != nil || len(cfgs) != 1 || cfgs[0].Name != "a" {
+		t.Errorf("ParseConfig with a BOM = %+v, %v", cfgs, err)
 	}
 }
