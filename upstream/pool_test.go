@@ -555,3 +555,27 @@ func TestPoolReadyImpliesPublished(t *testing.T) {
 		}
 	}
 }
+
+// A server that leaves a grandchild in a session of its own, holding its
+// stdout and stderr, and exits: the pool reaps it at once (no zombie),
+// fails it with its reason, and stops without waiting for the grandchild's
+// pipes to close.
+func TestPoolDetachedGrandchild(t *testing.T) {
+	dir := t.TempDir()
+	childPID, grandchildPID := filepath.Join(dir, "child"), filepath.Join(dir, "grandchild")
+	cfg := fake("detacher", "detach", nil, mcptest.PIDEnv+"="+childPID, mcptest.GrandchildEnv+"="+grandchildPID)
+	p := NewPool([]ServerConfig{cfg}, &Options{RestartDelay: time.Hour})
+	stop := run(t, p)
+	grandchild := readPID(t, grandchildPID)
+	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
+	child := readPID(t, childPID)
+	eventually(t, "the server to fail", func() bool { return statusOf(p, "detacher").State == StateFailed })
+	if st := statusOf(p, "detacher"); !strings.Contains(st.Error, "detached a worker") {
+		t.Errorf("error %q does not carry the server's stderr", st.Error)
+	}
+	eventually(t, "the exited server to be reaped", func() bool {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		return err != nil || !strings.Contains(string(b), ") Z ")
+	})
+	stop()
+}

@@ -48,11 +48,13 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 		done:   make(chan struct{}),
 	}
 	cmd.Stderr = p.stderr
+	// A child the server left behind in a session of its own may hold
+	// stdout and stderr open forever: once the server has exited, its
+	// output gets outputDelay to drain, and then the pipes are closed.
+	cmd.WaitDelay = outputDelay
+	raw, rawW := io.Pipe()
+	cmd.Stdout = rawW
 	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
 	}
@@ -62,14 +64,23 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	p.stdin = stdin
 	pr, pw := io.Pipe()
 	p.stdout = pr
+	filtered := make(chan struct{})
 	go func() {
-		filterStdout(stdout, pw, p.output, logger)
-		// Wait only after stdout is drained: Wait closes the pipe.
+		filterStdout(raw, pw, p.output, logger)
+		close(filtered)
+	}()
+	go func() {
+		// Reap the server as soon as it exits, whatever its pipes do.
 		p.err = cmd.Wait()
+		rawW.Close()
+		<-filtered
 		close(p.done)
 	}()
 	return p, nil
 }
+
+// outputDelay is how long a server's output may drain after it exited.
+const outputDelay = time.Second
 
 // startError explains a failure to start a command without repeating its
 // arguments, which may carry secrets.

@@ -9,9 +9,13 @@ import (
 
 // setProcessGroup starts the command in its own process group, so that
 // stopping it also stops what it started (npm wrappers, node launching a
-// native binary, as @azure/mcp does).
+// native binary, as @azure/mcp does), and, where the system has one, with
+// a parent-death signal, so that it does not outlive a toolshelf that was
+// killed without a chance to stop it (SIGKILL, a client that kills its
+// servers).
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setParentDeathSignal(cmd.SysProcAttr)
 }
 
 // signalGroup sends SIGTERM, or SIGKILL when kill is set, to the command's

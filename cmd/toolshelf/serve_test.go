@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -17,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -255,4 +258,52 @@ func descendants(pid int) []int {
 	}
 	walk(pid)
 	return out
+}
+
+// A gateway killed with SIGKILL (as some clients stop their servers)
+// takes its servers with it: none is left running (Linux's parent-death
+// signal).
+func TestServeKilledLeavesNoServers(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the parent-death signal is Linux's")
+	}
+	pidFile := filepath.Join(t.TempDir(), "server.pid")
+	// A server that ignores the end of its stdin, as some real ones do.
+	command, env := mcptest.Command("hang", nil, mcptest.PIDEnv+"="+pidFile)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"child": map[string]any{"command": command, "env": env, "timeout": "1h"}}})
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := exec.Command(exe, "serve", "--config", cfg)
+	gw.Env = append(os.Environ(), runMainEnv+"=1")
+	stdin, err := gw.StdinPipe() // kept open: the gateway serves until killed
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	testenv.Eventually(t, upstream.DefaultTimeout, "the server to start", func() bool {
+		b, _ := os.ReadFile(pidFile)
+		pid, _ = strconv.Atoi(string(b))
+		return pid > 0
+	})
+	gw.Process.Kill()
+	gw.Wait()
+	testenv.Eventually(t, upstream.DefaultTimeout, fmt.Sprintf("server %d to die with its gateway", pid), func() bool {
+		return !alive(pid)
+	})
+}
+
+// alive reports whether a process exists and is not a zombie.
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !bytes.Contains(b[bytes.LastIndexByte(b, ')'):], []byte(") Z "))
 }

@@ -24,6 +24,9 @@ const (
 	PageEnv   = "MCPTEST_PAGE"   // tools/list page size
 	BannerEnv = "MCPTEST_BANNER" // lines printed on stdout before serving
 	PIDEnv    = "MCPTEST_PIDFILE"
+	// GrandchildEnv names the file where the detach mode writes the pid
+	// of the grandchild it leaves behind.
+	GrandchildEnv = "MCPTEST_GRANDCHILD_PIDFILE"
 )
 
 // Command returns the command and environment that start the subprocess
@@ -66,6 +69,11 @@ func serve(mode string) int {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: API token is not valid")
 		return 1
+	case "detach":
+		return detach()
+	case "sleep":
+		time.Sleep(time.Hour)
+		return 0
 	case "hang":
 		fmt.Fprintln(os.Stderr, "connecting to the backend...")
 		_, _ = io.Copy(io.Discard, os.Stdin)

@@ -1,0 +1,13 @@
+//go:build !unix
+
+package mcptest
+
+import (
+	"fmt"
+	"os"
+)
+
+func detach() int {
+	fmt.Fprintln(os.Stderr, "detach needs sessions (unix)")
+	return 1
+}
