@@ -521,8 +521,13 @@ func TestHTTPAuthAndOrigin(t *testing.T) {
 			t.Errorf("Origin %s: %d", origin, resp.StatusCode)
 		}
 	}
-	if b := get(t, url+"/healthz", nil); !strings.Contains(b, `"status": "ok"`) {
-		t.Errorf("healthz needs no token: %s", b)
+	// /healthz says up or down and counts to anyone; each server's state
+	// and error only with the token.
+	if b := get(t, url+"/healthz", nil); !strings.Contains(b, `"status": "ok"`) || !strings.Contains(b, `"serversReady": 2`) || strings.Contains(b, "github") {
+		t.Errorf("healthz without the token: %s", b)
+	}
+	if b := get(t, url+"/healthz", map[string]string{"Authorization": "Bearer s3cret"}); !strings.Contains(b, `"name": "github"`) {
+		t.Errorf("healthz with the token: %s", b)
 	}
 }
 
@@ -637,5 +642,30 @@ func TestBuiltinHybridSearch(t *testing.T) {
 	res := call(t, cs, toolSearch, map[string]any{"query": "post a message to a channel", "limit": 1})
 	if !strings.Contains(text(res), "mcp__slack__post_message") {
 		t.Errorf("hybrid search: %s", text(res))
+	}
+}
+
+// With --activate each session has a server of its own: past
+// MaxSessions a new one is refused with a clear error, and the open ones
+// go on.
+func TestMaxSessions(t *testing.T) {
+	g, _ := gatewayFor(t, &Options{Activate: true, MaxSessions: 2}, standardUpstreams(t)...)
+	url := httpGateway(t, g, nil)
+	a, b := httpClient(t, url, nil, nil), httpClient(t, url, nil, nil)
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
+		t.Errorf("a third session: %v", err)
+	}
+	st, body := post(t, url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if st != http.StatusServiceUnavailable || !strings.Contains(body, "2 sessions are open, the most it serves (--max-sessions)") {
+		t.Errorf("a third session: %d %s", st, body)
+	}
+	for _, cs := range []*mcp.ClientSession{a, b} {
+		if names := listNames(t, cs); len(names) != 3 {
+			t.Errorf("an open session: %v", names)
+		}
+	}
+	if m := get(t, url+"/metrics", nil); !strings.Contains(m, "toolshelf_sessions_refused_total 2") {
+		t.Errorf("metrics: %s", m)
 	}
 }

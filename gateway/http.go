@@ -1,15 +1,17 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -37,29 +39,75 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	if opts == nil {
 		opts = &HTTPOptions{}
 	}
-	getServer := func(*http.Request) *mcp.Server { return s.shared }
-	if s.opts.Activate {
-		getServer = func(*http.Request) *mcp.Server {
-			s.forgetClosed()
-			return s.newMCPServer()
+	// The SDK asks for a server on every request (for its protocol
+	// versions), not only for a new session: with Activate the server of
+	// a new session is made once, by capSessions, and carried in the
+	// request's context.
+	getServer := func(r *http.Request) *mcp.Server {
+		if srv, ok := r.Context().Value(sessionServerKey{}).(*mcp.Server); ok {
+			return srv
 		}
+		return s.shared
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                    !s.opts.Activate,
 		Logger:                       s.sdkLogger,
 		MaxRequestBodyBytes:          MaxRequestBytes,
 		PropagateRequestCancellation: true,
-		SessionTimeout:               30 * time.Minute,
+		SessionTimeout:               s.opts.SessionIdle,
 	})
 	var h http.Handler = mcpHandler
-	if !s.opts.Activate {
+	if s.opts.Activate {
+		h = s.capSessions(h)
+	} else {
 		h = withRequestContext(h)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", checkOrigin(bearer(opts.AuthToken, h)))
 	mux.Handle("/metrics", bearer(opts.AuthToken, http.HandlerFunc(s.met.serve)))
-	mux.HandleFunc("/healthz", s.healthz)
+	mux.Handle("/healthz", s.healthz(opts.AuthToken))
 	return mux
+}
+
+// startsSession reports whether a request is an initialize, which starts
+// a session; other requests without a session id (a newer client's
+// discovery) are served statelessly. The body is read, within
+// MaxRequestBytes, and put back.
+func startsSession(r *http.Request) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == "initialize"
+}
+
+// sessionServerKey carries the server of a new session (Activate).
+type sessionServerKey struct{}
+
+// capSessions makes the server of a new session (a POST without a
+// session id), or refuses it while MaxSessions are open: each costs a
+// server of its own, and a client that opens sessions without end would
+// take the memory.
+func (s *Server) capSessions(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && startsSession(r) {
+			if s.sessionCount() >= s.opts.MaxSessions {
+				s.forgetClosed()
+			}
+			if n := s.sessionCount(); n >= s.opts.MaxSessions {
+				s.met.refusedSession()
+				w.Header().Set("Retry-After", "60")
+				http.Error(w, fmt.Sprintf("toolshelf: %d sessions are open, the most it serves (--max-sessions); try again when one ends", n), http.StatusServiceUnavailable)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), sessionServerKey{}, s.newMCPServer()))
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // requestContextKey carries an HTTP request's context into the tool
@@ -98,14 +146,19 @@ func bearer(token string, h http.Handler) http.Handler {
 	}
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !strings.EqualFold(scheme, "Bearer") || subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), want) != 1 {
+		if !validBearer(r, want) {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshelf"`)
 			http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// validBearer reports whether a request carries the token.
+func validBearer(r *http.Request, token []byte) bool {
+	scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare([]byte(strings.TrimLeft(got, " ")), token) == 1
 }
 
 // checkOrigin refuses requests from a browser page of another origin, as
@@ -147,29 +200,45 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// health is the /healthz document.
+// health is the /healthz document. Without the token (when one is set)
+// it says only whether the gateway is up and how many servers are ready:
+// a server's state and error can name hosts, users and what a broken
+// server printed.
 type health struct {
 	Status  string            `json:"status"` // ok, or degraded when a server is not ready
 	Tools   int               `json:"tools"`
-	Mode    string            `json:"mode"`
-	Servers []upstream.Status `json:"servers"`
+	Mode    string            `json:"mode,omitempty"`
+	Ready   int               `json:"serversReady"`
+	Total   int               `json:"serversTotal"`
+	Servers []upstream.Status `json:"servers,omitempty"`
 }
 
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	snap := s.state.Load()
-	h := health{Status: "ok", Tools: snap.Catalog.Len(), Mode: s.Mode(), Servers: s.up.Status()}
-	if h.Servers == nil {
-		h.Servers = []upstream.Status{}
-	}
-	for _, st := range h.Servers {
-		if st.State != upstream.StateReady && st.State != upstream.StateDisabled {
-			h.Status = "degraded"
+func (s *Server) healthz(token string) http.Handler {
+	authorized := func(r *http.Request) bool { return token == "" || validBearer(r, []byte(token)) }
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		snap := s.state.Load()
+		servers := s.up.Status()
+		h := health{Status: "ok", Tools: snap.Catalog.Len(), Total: len(servers)}
+		for _, st := range servers {
+			switch st.State {
+			case upstream.StateReady:
+				h.Ready++
+			case upstream.StateDisabled:
+			default:
+				h.Status = "degraded"
+			}
 		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(h)
+		if authorized(r) {
+			h.Mode, h.Servers = s.Mode(), servers
+			if h.Servers == nil {
+				h.Servers = []upstream.Status{}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(h)
+	})
 }
 
 // ServeStdio serves one client over stdin and stdout until the client

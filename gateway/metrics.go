@@ -18,6 +18,8 @@ type metrics struct {
 	calls   map[[2]string]uint64 // server, outcome
 	latency map[string]*histogram
 	search  histogram
+	// refused counts sessions refused at MaxSessions.
+	refused uint64
 	// catalog reports the catalog's size and token cost when metrics are
 	// read; counting tokens is too costly to do on every catalog change.
 	catalog func() (tools, tokens, deferred int)
@@ -86,6 +88,12 @@ func (m *metrics) observeSearch(d time.Duration) {
 	m.mu.Unlock()
 }
 
+func (m *metrics) refusedSession() {
+	m.mu.Lock()
+	m.refused++
+	m.mu.Unlock()
+}
+
 func (m *metrics) serve(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	tools, tokens, deferred := m.catalog()
@@ -119,4 +127,7 @@ func (m *metrics) serve(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "# HELP toolshelf_tokens_deferred Estimated tokens of tool definitions kept out of clients' tool lists.")
 	fmt.Fprintln(w, "# TYPE toolshelf_tokens_deferred gauge")
 	fmt.Fprintf(w, "toolshelf_tokens_deferred %d\n", deferred)
+	fmt.Fprintln(w, "# HELP toolshelf_sessions_refused_total New sessions refused because --max-sessions were open.")
+	fmt.Fprintln(w, "# TYPE toolshelf_sessions_refused_total counter")
+	fmt.Fprintf(w, "toolshelf_sessions_refused_total %d\n", m.refused)
 }

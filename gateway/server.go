@@ -74,6 +74,12 @@ type Options struct {
 	// there yet, or nothing matched (default 10s). A one-shot client that
 	// calls as soon as the gateway starts gets an answer, not a retry.
 	PendingWait time.Duration
+	// MaxSessions bounds the sessions served at once with Activate, each
+	// with a server of its own (default 500, about 65 KB each); a client
+	// beyond it is refused with 503 until one ends. SessionIdle is how
+	// long an idle session lives (default 30 minutes).
+	MaxSessions int
+	SessionIdle time.Duration
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -135,6 +141,12 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	if s.opts.PendingWait == 0 {
 		s.opts.PendingWait = 10 * time.Second
 	}
+	if s.opts.MaxSessions <= 0 {
+		s.opts.MaxSessions = 500
+	}
+	if s.opts.SessionIdle <= 0 {
+		s.opts.SessionIdle = 30 * time.Minute
+	}
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
 	s.logger = s.opts.Logger
@@ -158,18 +170,24 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	return s, nil
 }
 
-// Run follows the upstream's catalog, and embeds each new one when a
-// model's embedder is configured, until ctx is done. It returns when
-// every goroutine it started has ended.
+// Run follows the upstream's catalog, embeds each new one when a model's
+// embedder is configured, and forgets ended sessions, until ctx is done.
+// It returns when every goroutine it started has ended.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.shelf.Run(ctx) })
 	defer wg.Wait()
+	sweep := time.NewTicker(time.Minute)
+	defer sweep.Stop()
 	for {
 		ch := s.up.Changed()
 		s.Update(s.up.Catalog())
+	wait:
 		select {
 		case <-ch:
+		case <-sweep.C:
+			s.forgetClosed()
+			goto wait
 		case <-ctx.Done():
 			return nil
 		}
@@ -433,6 +451,13 @@ func (s *Server) forgetClosed() {
 			delete(s.sessions, srv)
 		}
 	}
+}
+
+// sessionCount is the number of per-session servers kept.
+func (s *Server) sessionCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions) - 1 // the shared server is not a session's
 }
 
 func hasSessions(srv *mcp.Server) bool {

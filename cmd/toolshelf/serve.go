@@ -46,13 +46,19 @@ Modes:
 
 --activate adds the tools search_tools finds to that session's tool list and
 sends notifications/tools/list_changed, for clients on MCP revisions before
-2026-07-28 that act on it. Sessions never see each other's tools.
+2026-07-28 that act on it. Sessions never see each other's tools; over HTTP
+at most --max-sessions are open at once (a new one beyond is refused with
+503), and a session idle for 30 minutes ends.
 
 Servers start in the background: the gateway answers at once, with cached
 tool lists where it has them, and search_tools names the servers still
 connecting. An --http address other than loopback requires --auth-token (or
 $TOOLSHELF_AUTH_TOKEN), checked as a bearer token; requests from a browser
-page of another origin are refused. Request bodies are limited to 4 MiB.
+page of another origin are refused. Request bodies are limited to 4 MiB; a
+connection has 10 s to send its headers, a minute to send its body, ten
+minutes to take its response, and is closed after two idle minutes.
+/healthz says up or degraded and how many servers are ready to anyone; each
+server's state and error, and /metrics, need the token when one is set.
 Logs go to stderr, one line per tool call.
 
 ` + engineHelp + `
@@ -75,6 +81,7 @@ allocates about 400 KB per forwarded call.`,
 			fs.StringVar(&o.mode, "mode", "search", "how tools are shown: search, all, auto or auto:N")
 			fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
 			fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
+			fs.IntVar(&o.maxSessions, "max-sessions", 500, "with --activate over HTTP, the most sessions served at once (`N`)")
 			o.engine.register(fs)
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -82,6 +89,9 @@ allocates about 400 KB per forwarded call.`,
 					return usagef("unexpected arguments: %v", args)
 				}
 				if err := checkPositive(fs, "context-window", o.window); err != nil {
+					return err
+				}
+				if err := checkPositive(fs, "max-sessions", o.maxSessions); err != nil {
 					return err
 				}
 				if o.token == "" {
@@ -96,7 +106,7 @@ allocates about 400 KB per forwarded call.`,
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
 	engine                                       engineFlags
-	window                                       int
+	window, maxSessions                          int
 	activate                                     bool
 }
 
@@ -161,7 +171,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	g, err := gateway.New(up, &gateway.Options{
 		Logger: logger, Settings: settings, ContextWindow: o.window,
-		Activate: o.activate, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
+		Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
 	})
 	if err != nil {
 		return badInput(err)
@@ -181,6 +191,17 @@ func version() string {
 		return bi.Main.Version
 	}
 	return "dev"
+}
+
+// httpTimeouts bound what one HTTP connection may hold: a client that
+// sends its headers or body slowly, or leaves a connection idle, gives it
+// up. Writing gets ten minutes: a response streams while a tool runs, and
+// a session's event stream is reopened by the client when it ends.
+var httpTimeouts = struct{ header, read, write, idle time.Duration }{
+	header: 10 * time.Second,
+	read:   time.Minute,
+	write:  10 * time.Minute,
+	idle:   2 * time.Minute,
 }
 
 type nopWriteCloser struct{ io.Writer }
@@ -213,7 +234,10 @@ func serveHTTP(ctx context.Context, g *gateway.Server, o serveOptions, logger *s
 	}
 	srv := &http.Server{
 		Handler:           g.Handler(&gateway.HTTPOptions{AuthToken: o.token}),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: httpTimeouts.header,
+		ReadTimeout:       httpTimeouts.read,
+		WriteTimeout:      httpTimeouts.write,
+		IdleTimeout:       httpTimeouts.idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
 	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "")

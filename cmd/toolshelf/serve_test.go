@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,4 +307,45 @@ func TestServeKilledLeavesNoServers(t *testing.T) {
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	return err == nil && !bytes.Contains(b[bytes.LastIndexByte(b, ')'):], []byte(") Z "))
+}
+
+// A client that sends its body slowly, or not at all, loses the
+// connection when the read timeout passes; others are served.
+func TestServeHTTPSlowClient(t *testing.T) {
+	saved := httpTimeouts
+	t.Cleanup(func() { httpTimeouts = saved })
+	httpTimeouts.read = testenv.Timeout(300 * time.Millisecond)
+	url := startServeHTTP(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(url, "/mcp"), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
+	conn.SetReadDeadline(time.Now().Add(testenv.Timeout(upstream.DefaultTimeout)))
+	_, err = io.ReadAll(conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the server kept a connection whose body never came")
+	}
+}
+
+// startServeHTTP runs serve --http on a free loopback port in-process
+// and returns its /mcp URL.
+func startServeHTTP(t *testing.T, args ...string) string {
+	t.Helper()
+	stderr := &lockedWriter{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, stderr)
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	var url string
+	testenv.Eventually(t, upstream.DefaultTimeout, "serve to listen", func() bool {
+		if m := urlLine.FindStringSubmatch(stderr.String()); m != nil {
+			url = m[1]
+		}
+		return url != ""
+	})
+	return url
 }
