@@ -123,6 +123,7 @@ func node(t *testing.T, node string, args ...string) (string, error) {
 }
 
 func TestTypeScriptSDKClient(t *testing.T) {
+	t.Parallel() // waits on processes of its own
 	requireClients(t)
 	t.Run("stdio", func(t *testing.T) {
 		out, err := node(t, "node", "sdk-client.mjs", "stdio", gatewayCommand(t))
@@ -150,6 +151,7 @@ func TestTypeScriptSDKClient(t *testing.T) {
 }
 
 func TestInspectorCLI(t *testing.T) {
+	t.Parallel() // waits on processes of its own
 	requireClients(t)
 	inspector := filepath.Join("node_modules", ".bin", "mcp-inspector")
 	targets := map[string][]string{
@@ -189,6 +191,7 @@ func TestInspectorCLI(t *testing.T) {
 // a "Total: N passed, M failed" line; it is kept out of the test output so
 // that CI reads go test's own summary.
 func TestConformance(t *testing.T) {
+	t.Parallel() // waits on processes of its own
 	requireClients(t)
 	node22, _ := filepath.Abs(filepath.Join(clientsDir, "node_modules", "node", "bin", "node"))
 	base, err := os.ReadFile(filepath.Join(clientsDir, "conformance-baseline.yml"))

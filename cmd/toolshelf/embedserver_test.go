@@ -21,6 +21,7 @@ import (
 // second for every dozen tools): requests that share almost no words with
 // the tools they need.
 func TestRealEmbeddingModel(t *testing.T) {
+	t.Parallel() // waits on processes of its own
 	dir := filepath.Join("..", "..", "scripts", "embed-server")
 	testenv.RequireNPM(t, "scripts/embed-server")
 	url := startEmbedServer(t, dir)

@@ -203,6 +203,7 @@ func TestImport(t *testing.T) {
 // The acceptance run of the upstream issue: every pinned npm server ready,
 // over 500 tools.
 func TestListRealServers(t *testing.T) {
+	t.Parallel() // waits on processes of its own
 	testenv.RequireNPM(t, "testdata/servers")
 	r := runCLI(t, "list", "--config", realServersConfig(t), "--json")
 	var rep listReport
