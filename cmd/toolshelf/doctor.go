@@ -36,7 +36,8 @@ characters) as a tool-poisoning check.
 
 Tokens are estimated offline (cl100k × 1.23). --count-tokens asks the
 Messages API's count_tokens instead (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL);
-if that fails, the character heuristic is used and the decision says so.
+if that fails, the character heuristic is used and the decision says so;
+without ANTHROPIC_API_KEY the offline count is used, with a note on stderr.
 
 ` + configHelp + `
 
@@ -125,9 +126,12 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	if o.countTokens {
 		key := e.getenv("ANTHROPIC_API_KEY")
 		if key == "" {
-			return usagef("--count-tokens needs ANTHROPIC_API_KEY")
+			// A report is still worth having: count offline, and say so.
+			fmt.Fprintln(e.stderr, "toolshelf doctor: --count-tokens needs ANTHROPIC_API_KEY; counting offline (cl100k × 1.23) instead")
+			o.countTokens = false
+		} else {
+			counter = &anthropic.TokenCounter{Client: anthropic.NewClient(key, &anthropic.Options{BaseURL: e.getenv("ANTHROPIC_BASE_URL")}), Model: o.model}
 		}
-		counter = &anthropic.TokenCounter{Client: anthropic.NewClient(key, &anthropic.Options{BaseURL: e.getenv("ANTHROPIC_BASE_URL")}), Model: o.model}
 	}
 
 	// The gateway's view of the catalog, as serve --mode auto decides.

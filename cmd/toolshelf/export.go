@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -33,7 +34,10 @@ fails is left out and makes the exit status 1.
 				}
 				path := configPath(e, *config)
 				if path == "" {
-					return usagef("no configuration: pass --config FILE")
+					// As the other commands do: the built-in catalog.
+					fmt.Fprintf(e.stderr, "toolshelf: no configuration; exporting the built-in catalog (%d tools of %d servers)\n",
+						builtin.Catalog().Len(), len(builtin.Catalog().ServerNames()))
+					return builtin.Catalog().Encode(e.stdout)
 				}
 				cfgs, err := loadServers(e, path)
 				if err != nil {

@@ -27,14 +27,16 @@ toolshelf configuration ({"mcpServers": ...}) on stdout. Without --from, the
 client's usual file is read:
 
   claude-desktop  <config dir>/Claude/claude_desktop_config.json
-  claude-code     ./.mcp.json, else ~/.claude.json (top level and this folder's project)
+  claude-code     ./.mcp.json, else ~/.claude.json, or $CLAUDE_CONFIG_DIR/.claude.json
+                  when that is set (top level and this folder's project)
   cursor          ./.cursor/mcp.json, else ~/.cursor/mcp.json
   vscode          ./.vscode/mcp.json, else <config dir>/Code/User/mcp.json
 
 Variables are rewritten to toolshelf's ${VAR} form: ${env:VAR} becomes
 ${VAR}, VS Code's ${input:id} becomes ${ID} (set it in the environment), and
 ${workspaceFolder} becomes the current folder. Keys toolshelf does not use
-are dropped and named on stderr.
+are dropped and named on stderr, and so is the entry that runs toolshelf
+itself (a gateway that would start itself).
 
 Save the output as toolshelf/servers.json in your configuration folder, or
 pass it with --config.`,
@@ -59,7 +61,7 @@ func runImport(e *env, client, from string) error {
 	path := from
 	if path == "" {
 		var err error
-		if path, err = defaultClientPath(client); err != nil {
+		if path, err = defaultClientPath(e, client); err != nil {
 			return err
 		}
 	}
@@ -77,6 +79,10 @@ func runImport(e *env, client, from string) error {
 		var entry map[string]any
 		if err := json.Unmarshal(servers[name], &entry); err != nil {
 			return badInput(fmt.Errorf("%s: server %q is not an object", path, name))
+		}
+		if isToolshelf(entry) {
+			fmt.Fprintf(e.stderr, "toolshelf import: skipped %q: it is toolshelf itself, which would start itself\n", name)
+			continue
 		}
 		conv := make(map[string]any)
 		for _, k := range slices.Sorted(maps.Keys(entry)) {
@@ -108,16 +114,43 @@ func runImport(e *env, client, from string) error {
 // importKeys are the server keys a toolshelf configuration takes.
 var importKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "alwaysLoad", "timeout", "autoApprove", "tools"}
 
-// defaultClientPath is where a client keeps its MCP settings.
-func defaultClientPath(client string) (string, error) {
+// isToolshelf reports whether a client's server entry runs toolshelf (the
+// client's entry for the gateway itself): its command, or the first
+// argument of a launcher such as npx, is toolshelf.
+func isToolshelf(entry map[string]any) bool {
+	named := func(v any) bool {
+		s, _ := v.(string)
+		base := strings.TrimSuffix(filepath.Base(s), ".exe")
+		return base == "toolshelf" || strings.HasPrefix(base, "toolshelf@")
+	}
+	if named(entry["command"]) {
+		return true
+	}
+	args, _ := entry["args"].([]any)
+	for _, a := range args {
+		if s, _ := a.(string); strings.HasPrefix(s, "-") {
+			continue // a launcher's flag, such as npx -y
+		}
+		return named(a)
+	}
+	return false
+}
+
+// defaultClientPath is where a client keeps its MCP settings. Claude Code
+// keeps its user settings in $CLAUDE_CONFIG_DIR when that is set.
+func defaultClientPath(e *env, client string) (string, error) {
 	home, _ := os.UserHomeDir()
+	claudeDir := home
+	if d := e.getenv("CLAUDE_CONFIG_DIR"); d != "" {
+		claudeDir = d
+	}
 	cfgDir, _ := os.UserConfigDir()
 	var candidates []string
 	switch client {
 	case "claude-desktop":
 		candidates = []string{filepath.Join(cfgDir, "Claude", "claude_desktop_config.json")}
 	case "claude-code":
-		candidates = []string{".mcp.json", filepath.Join(home, ".claude.json")}
+		candidates = []string{".mcp.json", filepath.Join(claudeDir, ".claude.json")}
 	case "cursor":
 		candidates = []string{filepath.Join(".cursor", "mcp.json"), filepath.Join(home, ".cursor", "mcp.json")}
 	case "vscode":

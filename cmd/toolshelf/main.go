@@ -68,6 +68,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	name, rest := args[0], args[1:]
 	switch name {
+	case "version", "-version", "--version":
+		printVersion(stdout)
+		return exitOK
 	case "help", "-h", "-help", "--help":
 		if len(rest) > 0 {
 			if c := commands[rest[0]]; c != nil {
@@ -173,7 +176,8 @@ Commands:
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprint(w, `
-Run 'toolshelf help <command>' for a command's flags.
+Run 'toolshelf help <command>' for a command's flags, and
+'toolshelf --version' for the version.
 `)
 }
 

@@ -74,6 +74,7 @@ func TestCLI(t *testing.T) {
 		{"missing catalog", []string{"search", "--catalog", "testdata/nope.json", "x"}, 2, "", "testdata/nope.json: no such file"},
 		{"malformed catalog", []string{"search", "--catalog", "testdata/bad-catalog.json", "x"}, 2, "", "testdata/bad-catalog.json:4: invalid character"},
 
+		{"version", []string{"--version"}, 0, "toolshelf ", ""},
 		{"eval", []string{"eval", "--dataset", "testdata/tiny"}, 0, "level=2", ""},
 		{"eval no dataset", []string{"eval"}, 2, "", "--dataset is required"},
 		{"eval missing dataset", []string{"eval", "--dataset", "testdata/nope"}, 2, "", "no such file"},

@@ -185,14 +185,6 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	return serveHTTP(ctx, g, o, logger)
 }
 
-// version is toolshelf's version, as the Go toolchain recorded it.
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
-
 // httpTimeouts bound what one HTTP connection may hold: a client that
 // sends its headers or body slowly, or leaves a connection idle, gives it
 // up. Writing gets ten minutes: a response streams while a tool runs, and

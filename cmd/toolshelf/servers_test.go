@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -84,7 +86,6 @@ func TestListErrors(t *testing.T) {
 		{[]string{"list", "--config", "nope.json"}, "nope.json: no such file"},
 		{[]string{"list", "extra"}, "unexpected arguments"},
 		{[]string{"catalog", "import"}, "want 'toolshelf catalog export'"},
-		{[]string{"catalog", "export"}, "no configuration: pass --config FILE"},
 	} {
 		r := runCLI(t, tt.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tt.stderr) {
@@ -102,6 +103,19 @@ func TestListBuiltin(t *testing.T) {
 	}
 	if rep.Source != "the built-in catalog" || len(rep.Servers) != 20 || rep.Tools < 500 {
 		t.Errorf("report: source %q, %d servers, %d tools", rep.Source, len(rep.Servers), rep.Tools)
+	}
+}
+
+// Without a configuration, export writes the built-in catalog, as the
+// other commands use it.
+func TestCatalogExportBuiltin(t *testing.T) {
+	r := runCLI(t, "catalog", "export")
+	if r.code != 0 || !strings.Contains(r.stderr, "exporting the built-in catalog (515 tools of 20 servers)") {
+		t.Fatalf("export: %d %s", r.code, r.stderr)
+	}
+	c, err := catalog.Decode(strings.NewReader(r.stdout))
+	if err != nil || c.Version() != builtin.Catalog().Version() {
+		t.Errorf("the export is not the built-in catalog: %v", err)
 	}
 }
 
@@ -253,4 +267,30 @@ func realServersConfig(t *testing.T, names ...string) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// Claude Code's settings are found in $CLAUDE_CONFIG_DIR, and the
+// client's entry for toolshelf itself is not imported.
+func TestImportClaudeConfigDir(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".claude.json"), []byte(`{"mcpServers": {
+		"memory": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"]},
+		"toolshelf": {"command": "/usr/local/bin/toolshelf", "args": ["serve"]},
+		"shelf-npx": {"command": "npx", "args": ["-y", "toolshelf@latest", "serve"]}}}`), 0o644)
+	t.Setenv("CLAUDE_CONFIG_DIR", dir)
+	r := runCLI(t, "import", "claude-code")
+	var got struct {
+		MCPServers map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || r.code != 0 {
+		t.Fatalf("code %d: %v\n%s", r.code, err, r.stderr)
+	}
+	if len(got.MCPServers) != 1 || got.MCPServers["memory"] == nil {
+		t.Errorf("imported %v, want memory alone", got.MCPServers)
+	}
+	for _, name := range []string{"toolshelf", "shelf-npx"} {
+		if !strings.Contains(r.stderr, `skipped "`+name+`": it is toolshelf itself`) {
+			t.Errorf("stderr does not say %s was skipped: %s", name, r.stderr)
+		}
+	}
 }
