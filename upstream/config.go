@@ -74,6 +74,9 @@ type ServerConfig struct {
 	// err is a problem that stops this server but not the others, such as
 	// an environment variable that is not set.
 	err error
+	// expanded are the values ${VAR} references expanded to: secrets,
+	// for redaction.
+	expanded []string
 }
 
 // transport returns the effective transport type.
@@ -314,7 +317,7 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			sc.Headers[k] = x.expand(j.Headers[k], "headers."+k)
 		}
 	}
-	sc.err = x.err
+	sc.err, sc.expanded = x.err, x.values
 	if sc.Command != "" && sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) {
 		sc.Cwd = filepath.Join(dir, sc.Cwd)
 	}

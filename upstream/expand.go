@@ -11,6 +11,8 @@ import (
 type expander struct {
 	getenv func(string) string
 	err    error
+	// values are what references expanded to, for redaction.
+	values []string
 }
 
 func (x *expander) expand(s, where string) string {
@@ -36,6 +38,7 @@ func (x *expander) expand(s, where string) string {
 			b.WriteString(s[i : i+end+1]) // not a variable reference
 		} else if v := x.getenv(name); v != "" {
 			b.WriteString(v)
+			x.values = append(x.values, v)
 		} else if hasDef {
 			b.WriteString(def)
 		} else if x.err == nil {

@@ -135,10 +135,12 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	ch := make(chan struct{})
 	p.changed.Store(&ch)
 	for _, cfg := range configs {
+		red := NewRedactor(cfg.secrets()...)
 		s := &server{
 			cfg:     cfg,
 			pool:    p,
-			logger:  p.logger.With("server", cfg.Name),
+			redact:  red,
+			logger:  slog.New(&redactingHandler{p.logger.Handler(), red}).With("server", cfg.Name),
 			relist:  make(chan struct{}, 1),
 			settled: make(chan struct{}),
 			ready:   make(chan struct{}),
@@ -247,10 +249,20 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	}
 	res, err := c.call(ctx, e.Tool, args)
 	if err != nil {
-		return nil, fmt.Errorf("server %s: %w", e.Server, err)
+		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
 	}
 	return res, nil
 }
+
+// redactedError is an error whose message has had secrets removed; it
+// still unwraps to the error it came from, for errors.Is.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // publish builds a new catalog from every server's tools and, if it
 // differs from the current one, stores it and tells Changed's waiters.
@@ -283,7 +295,8 @@ func (p *Pool) publish() {
 type server struct {
 	cfg     ServerConfig
 	pool    *Pool
-	logger  *slog.Logger
+	logger  *slog.Logger // redacts what it logs
+	redact  *Redactor
 	relist  chan struct{} // list_changed received; buffered 1
 	settled chan struct{} // closed when the first attempt has ended
 
@@ -485,7 +498,7 @@ func (s *server) setTools(info catalog.Server, raws []json.RawMessage, source st
 func (s *server) fail(err error, output []byte, retry bool) {
 	s.logger.Warn("server failed", "error", err, "retrying", retry)
 	s.mu.Lock()
-	s.state, s.err = StateFailed, err.Error()
+	s.state, s.err = StateFailed, s.redact.Redact(err.Error())
 	have := len(s.entries) > 0 && (s.source == SourceLive || s.source == SourceCache)
 	s.mu.Unlock()
 	if !have {
@@ -504,7 +517,7 @@ func (s *server) fail(err error, output []byte, retry bool) {
 func (s *server) lost(err error) {
 	s.logger.Warn("connection lost; restarting", "error", err)
 	s.mu.Lock()
-	s.state, s.err, s.conn = StateRestarting, err.Error(), nil
+	s.state, s.err, s.conn = StateRestarting, s.redact.Redact(err.Error()), nil
 	s.ready = make(chan struct{})
 	s.mu.Unlock()
 	s.markStale()

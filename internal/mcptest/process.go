@@ -19,7 +19,7 @@ import (
 
 // Environment variables that script the subprocess server.
 const (
-	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, hang, exit, functions
+	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, hang, exit, leak, functions, detach
 	ToolsEnv  = "MCPTEST_TOOLS"  // comma-separated tool names
 	PageEnv   = "MCPTEST_PAGE"   // tools/list page size
 	BannerEnv = "MCPTEST_BANNER" // lines printed on stdout before serving
@@ -68,6 +68,10 @@ func serve(mode string) int {
 		return serveRaw()
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: API token is not valid")
+		return 1
+	case "leak":
+		// Prints what it was given, as careless servers do, and exits.
+		fmt.Fprintf(os.Stderr, "fatal: cannot log in with %s (from %s)\n", os.Getenv("LEAK_TOKEN"), os.Getenv("LEAK_URL"))
 		return 1
 	case "detach":
 		return detach()

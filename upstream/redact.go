@@ -1,0 +1,160 @@
+package upstream
+
+import (
+	"context"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Redacted replaces a secret in what toolshelf prints, logs or serves.
+const Redacted = "[redacted]"
+
+// minSecret is the shortest configured value taken for a secret: shorter
+// values ("1", "true", "dev") are settings, and hiding them would hide
+// words of every message.
+const minSecret = 6
+
+// A Redactor removes secrets from text: the values a server's
+// configuration holds (its env and header values, what ${VAR} expanded
+// to, the password and query values of its URL), credentials in any URL,
+// and values of well-known secret shapes (GitHub, OpenAI, Slack and AWS
+// keys, JSON web tokens, "token=…", "Bearer …"). A server's stderr, its
+// errors and its status pass through one before anyone sees them.
+type Redactor struct {
+	secrets []string // longest first, so that a secret containing another goes whole
+}
+
+// NewRedactor returns a redactor of the given secrets (and the shapes
+// every redactor knows).
+func NewRedactor(secrets ...string) *Redactor {
+	r := &Redactor{}
+	for _, s := range secrets {
+		s = strings.TrimSpace(s)
+		if len(s) >= minSecret && !slices.Contains(r.secrets, s) {
+			r.secrets = append(r.secrets, s)
+		}
+	}
+	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	return r
+}
+
+var (
+	urlPattern    = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s"'<>]+`)
+	secretShapes  = regexp.MustCompile(`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`)
+	secretAssigns = regexp.MustCompile(`(?i)\b((?:bearer|basic)\s+|(?:access[_-]?token|api[_-]?key|apikey|auth[_-]?token|client[_-]?secret|password|passwd|secret|token)["']?\s*[:=]\s*["']?)([^\s"',;&]{4,})`)
+)
+
+// Redact returns s without the secrets it holds.
+func (r *Redactor) Redact(s string) string {
+	if r != nil {
+		for _, secret := range r.secrets {
+			s = strings.ReplaceAll(s, secret, Redacted)
+		}
+	}
+	s = urlPattern.ReplaceAllStringFunc(s, redactURL)
+	s = secretShapes.ReplaceAllString(s, Redacted)
+	return secretAssigns.ReplaceAllString(s, "${1}"+Redacted)
+}
+
+// redactURL hides a URL's password and query values, keeping the rest:
+// which host failed is worth knowing.
+func redactURL(match string) string {
+	// Punctuation that ends a sentence is not the URL's.
+	raw := strings.TrimRight(match, ".,:;!?)")
+	tail := match[len(raw):]
+	u, err := url.Parse(raw)
+	if err != nil {
+		return match
+	}
+	changed := false
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "x")
+		changed = true
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k := range q {
+			q[k] = []string{"x"}
+		}
+		u.RawQuery = q.Encode()
+		changed = true
+	}
+	if !changed {
+		return match
+	}
+	return strings.NewReplacer(":x@", ":"+Redacted+"@", "=x", "="+Redacted).Replace(u.String()) + tail
+}
+
+// secrets lists what a server's configuration holds that may be secret.
+func (c *ServerConfig) secrets() []string {
+	out := slices.Clone(c.expanded)
+	for _, v := range c.Env {
+		out = append(out, v)
+	}
+	for _, v := range c.Headers {
+		out = append(out, v)
+		if _, token, ok := strings.Cut(v, " "); ok {
+			out = append(out, token) // "Bearer <token>": the token alone too
+		}
+	}
+	if u, err := url.Parse(c.URL); err == nil {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p)
+		}
+		for _, vs := range u.Query() {
+			out = append(out, vs...)
+		}
+	}
+	return out
+}
+
+// redactingHandler passes log records on with their message and string
+// and error attributes redacted.
+type redactingHandler struct {
+	slog.Handler
+	r *Redactor
+}
+
+func (h *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.Redact(rec.Message), rec.PC)
+	rec.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.Handler.Handle(ctx, out)
+}
+
+func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, h.r.Redact(v.String()))
+	case slog.KindAny:
+		if err, ok := v.Any().(error); ok {
+			return slog.String(a.Key, h.r.Redact(err.Error()))
+		}
+	case slog.KindGroup:
+		attrs := v.Group()
+		red := make([]any, len(attrs))
+		for i, g := range attrs {
+			red[i] = h.attr(g)
+		}
+		return slog.Group(a.Key, red...)
+	}
+	return a
+}
+
+func (h *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	red := make([]slog.Attr, len(as))
+	for i, a := range as {
+		red[i] = h.attr(a)
+	}
+	return &redactingHandler{h.Handler.WithAttrs(red), h.r}
+}
+
+func (h *redactingHandler) WithGroup(name string) slog.Handler {
+	return &redactingHandler{h.Handler.WithGroup(name), h.r}
+}
