@@ -18,8 +18,7 @@ const Redacted = "[redacted]"
 const minSecret = 6
 
 // A Redactor removes secrets from text: the values a server's
-// configuration holds (its env and header values, what ${VAR} expanded
-// to, the password and query values of its URL), credentials in any URL,
+// configuration holds (see ServerConfig.secrets), credentials in any URL,
 // and values of well-known secret shapes (GitHub, OpenAI, Slack and AWS
 // keys, JSON web tokens, "token=…", "Bearer …"). A server's stderr, its
 // errors and its status pass through one before anyone sees them.
@@ -88,11 +87,16 @@ func redactURL(match string) string {
 	return strings.NewReplacer(":x@", ":"+Redacted+"@", "=x", "="+Redacted).Replace(u.String()) + tail
 }
 
-// secrets lists what a server's configuration holds that may be secret.
+// secrets lists what a server's configuration holds that may be secret:
+// every value a ${VAR} expanded to, every header value, the env values
+// whose names say they are secret (GITHUB_TOKEN, API_KEY; not NODE_ENV),
+// and its URL's password and query values.
 func (c *ServerConfig) secrets() []string {
 	out := slices.Clone(c.expanded)
-	for _, v := range c.Env {
-		out = append(out, v)
+	for k, v := range c.Env {
+		if secretName.MatchString(k) {
+			out = append(out, v)
+		}
 	}
 	for _, v := range c.Headers {
 		out = append(out, v)
@@ -110,6 +114,9 @@ func (c *ServerConfig) secrets() []string {
 	}
 	return out
 }
+
+// secretName matches the names of env variables that hold secrets.
+var secretName = regexp.MustCompile(`(?i)(token|key|secret|passw|auth|credential|cookie|session|private|pat$)`)
 
 // redactingHandler passes log records on with their message and string
 // and error attributes redacted.
