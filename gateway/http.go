@@ -63,7 +63,7 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 		h = withRequestContext(h)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", checkOrigin(bearer(opts.AuthToken, h)))
+	mux.Handle("/mcp", checkOrigin(bearer(opts.AuthToken, checkIDs(h))))
 	mux.Handle("/metrics", bearer(opts.AuthToken, http.HandlerFunc(s.met.serve)))
 	mux.Handle("/healthz", s.healthz(opts.AuthToken))
 	return mux

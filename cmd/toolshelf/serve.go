@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/policy"
@@ -180,7 +178,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 
 	if o.http == "" {
 		logger.Info("serving MCP over stdio", "mode", g.Mode())
-		return g.ServeStdio(ctx, &mcp.IOTransport{Reader: io.NopCloser(e.stdin), Writer: nopWriteCloser{e.stdout}})
+		return g.ServeStdio(ctx, gateway.StdioTransport(e.stdin, e.stdout))
 	}
 	return serveHTTP(ctx, g, o, logger)
 }
@@ -195,10 +193,6 @@ var httpTimeouts = struct{ header, read, write, idle time.Duration }{
 	write:  10 * time.Minute,
 	idle:   2 * time.Minute,
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // checkListenAddr refuses to serve a non-loopback address without a
 // token: the gateway can call every tool of every server.

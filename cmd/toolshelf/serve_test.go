@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -348,4 +349,39 @@ func startServeHTTP(t *testing.T, args ...string) string {
 		return url != ""
 	})
 	return url
+}
+
+// JSON-RPC ids come back exactly, or are refused: the SDK reads numbers
+// into an int64, so a larger or fractional id would come back changed and
+// match no request.
+func TestServeJSONRPCIDs(t *testing.T) {
+	s := startServe(t)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, id := range []string{"12345678901234567890", "1.5", "9007199254740993", "1e3", "true"} {
+		r := s.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+		if code(r) != -32600 || !strings.Contains(fmt.Sprint(r["error"]), "id "+id+" must be") {
+			t.Errorf("id %s: %v", id, r)
+		}
+	}
+	for _, id := range []string{"9007199254740991", "-42", `"a-string"`} {
+		r := s.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"ping"}`)
+		if b, _ := json.Marshal(r["id"]); string(b) != id || r["error"] != nil {
+			t.Errorf("id %s came back as %s: %v", id, b, r)
+		}
+	}
+	// Over HTTP the same ids are refused with 400.
+	url := startServeHTTP(t)
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "id 1.5 must be") {
+		t.Errorf("HTTP id 1.5: %d %s", resp.StatusCode, b)
+	}
 }
