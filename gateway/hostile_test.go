@@ -35,6 +35,23 @@ func TestHostileNamesAndQueries(t *testing.T) {
 	}
 }
 
+// A server that writes a megabyte of description costs a ranked search
+// result ten kilobytes of it; select: gives the whole text.
+func TestLongDescriptionsAreCut(t *testing.T) {
+	long := strings.Repeat("Reads a ledger entry. ", 50_000)
+	g, _ := gatewayFor(t, nil, memServer(t, "ledger", []json.RawMessage{rawTool("read_entry", long, nil)}))
+	cs := connect(t, g, nil)
+	var sr searchResult
+	json.Unmarshal([]byte(text(call(t, cs, toolSearch, map[string]any{"query": "read a ledger entry"}))), &sr)
+	if len(sr.Matches) != 1 || len(sr.Matches[0].Description) > maxDescription+200 || !strings.Contains(sr.Matches[0].Description, "select:mcp__ledger__read_entry gives the whole text") {
+		t.Errorf("ranked result: %d matches, description %d bytes", len(sr.Matches), len(sr.Matches[0].Description))
+	}
+	json.Unmarshal([]byte(text(call(t, cs, toolSearch, map[string]any{"query": "select:mcp__ledger__read_entry"}))), &sr)
+	if len(sr.Matches) != 1 || sr.Matches[0].Description != long {
+		t.Errorf("select: did not give the whole description")
+	}
+}
+
 // BenchmarkHostileName is the cost of answering call_tool with a one
 // megabyte unknown name over the built-in catalog (515 tools).
 func BenchmarkHostileName(b *testing.B) {

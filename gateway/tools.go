@@ -167,8 +167,14 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note}
 	for _, h := range found.Hits {
 		schema, _ := catalog.NormalizeSchema(h.Entry.InputSchema)
+		desc := h.Entry.Description
+		if !found.Select && len(desc) > maxDescription {
+			// A server can write a megabyte of description; five of them
+			// would fill the turn. select: gives the whole text.
+			desc = cut(desc, maxDescription) + fmt.Sprintf("… (cut at %d of %d bytes; select:%s gives the whole text)", maxDescription, len(desc), h.Entry.Name)
+		}
 		res.Matches = append(res.Matches, searchMatch{
-			Name: h.Entry.Name, Server: h.Entry.Server, Description: h.Entry.Description,
+			Name: h.Entry.Name, Server: h.Entry.Server, Description: desc,
 			InputSchema: schema, Unverified: h.Entry.Unverified,
 		})
 	}
@@ -249,6 +255,10 @@ func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *
 	}
 	return toolError("%s", msg)
 }
+
+// maxDescription bounds a description in ranked search results; the
+// longest real tool descriptions measured are under 10,000 bytes.
+const maxDescription = 10_000
 
 // echoLimit bounds how much of the model's input (a name, a query) the
 // gateway repeats in a result or a log: a hostile client can send
