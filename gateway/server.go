@@ -182,14 +182,15 @@ func (s *Server) Run(ctx context.Context) error {
 	for {
 		ch := s.up.Changed()
 		s.Update(s.up.Catalog())
-	wait:
-		select {
-		case <-ch:
-		case <-sweep.C:
-			s.forgetClosed()
-			goto wait
-		case <-ctx.Done():
-			return nil
+		for changed := false; !changed; {
+			select {
+			case <-ch:
+				changed = true
+			case <-sweep.C:
+				s.forgetClosed()
+			case <-ctx.Done():
+				return nil
+			}
 		}
 	}
 }
