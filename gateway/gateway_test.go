@@ -436,6 +436,8 @@ func TestHTTP(t *testing.T) {
 		// pre-2026 revision with 400; over stdio it is -32601 (TestStdio).
 		{`{"jsonrpc":"2.0","id":1,"method":"no/such","params":{}}`, 400, "not handled"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"` + strings.Repeat("x", MaxRequestBytes) + `"}}}`, 413, ""},
+		// JSON nested deeper than any decoder takes.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"x","arguments":` + strings.Repeat("[", 100_000) + strings.Repeat("]", 100_000) + `}}}`, 400, ""},
 	} {
 		st, b := post(t, url+"/mcp", tt.body)
 		if st != tt.status || !strings.Contains(b, tt.want) {

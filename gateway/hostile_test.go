@@ -61,3 +61,13 @@ func BenchmarkHostileName(b *testing.B) {
 		call(b, cs, toolCall, map[string]any{"name": huge})
 	}
 }
+
+// BenchmarkHostileQuery is the cost of search_tools with a one megabyte
+// query (cut to MaxQuery) over the built-in catalog.
+func BenchmarkHostileQuery(b *testing.B) {
+	cs := connect(b, newGateway(b, CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, nil), nil)
+	huge := strings.Repeat("create a github issue ", 1<<20/22)
+	for b.Loop() {
+		call(b, cs, toolSearch, map[string]any{"query": huge})
+	}
+}
