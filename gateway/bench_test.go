@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -159,11 +158,11 @@ func TestLoad(t *testing.T) {
 			return err == nil && res.IsError && len(text(res)) < 2000, fmt.Sprint("1 MB name: ", err)
 		},
 		func() (bool, string) { // malformed JSON: 400
-			st, _ := rawPost(url+"/mcp", "Bearer "+token, `{"jsonrpc":"2.0","id":1,"method":`)
+			st, _, _ := postWith(url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":`, map[string]string{"Authorization": "Bearer " + token})
 			return st == http.StatusBadRequest, fmt.Sprint("malformed JSON: ", st)
 		},
 		func() (bool, string) { // a wrong token: 401
-			st, _ := rawPost(url+"/mcp", "Bearer wrong", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+			st, _, _ := postWith(url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{"Authorization": "Bearer wrong"})
 			return st == http.StatusUnauthorized, fmt.Sprint("wrong token: ", st)
 		},
 	}
@@ -212,21 +211,6 @@ func TestLoad(t *testing.T) {
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	t.Logf("%d clients, %v: %d well-formed requests (%.0f/s), p50 %v, p99 %v, max %v; %d hostile requests refused; peak RSS %s",
 		clients, *loadDuration, len(lat), float64(len(lat))/loadDuration.Seconds(), pct(0.50), pct(0.99), lat[len(lat)-1], hostileDone, peakRSS())
-}
-
-// rawPost sends one JSON-RPC body as a client would, without a session.
-func rawPost(url, auth, body string) (int, string) {
-	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", auth)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // peakRSS is the process's peak resident memory (Linux), or "unknown".

@@ -466,17 +466,30 @@ func get(t *testing.T, url string, hdr map[string]string) string {
 
 func post(t *testing.T, url, body string) (int, string) {
 	t.Helper()
+	st, b, err := postWith(url, body, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, b
+}
+
+// postWith sends one JSON-RPC body as a client would, without a session,
+// with extra headers; it may run in any goroutine.
+func postWith(url, body string, hdr map[string]string) (int, string, error) {
 	req, _ := http.NewRequest("POST", url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return 0, "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(b), nil
 }
 
 func TestHTTPAuthAndOrigin(t *testing.T) {
@@ -494,33 +507,17 @@ func TestHTTPAuthAndOrigin(t *testing.T) {
 		t.Errorf("with the token: %v", got)
 	}
 	// The scheme is case-insensitive; the token is not.
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	for auth, want := range map[string]int{"bearer s3cret": 200, "BEARER s3cret": 200, "Bearer S3CRET": 401, "Basic s3cret": 401, "s3cret": 401} {
-		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Authorization", auth)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if (resp.StatusCode == 401) != (want == 401) {
-			t.Errorf("Authorization %q: %d, want %d", auth, resp.StatusCode, want)
+		st, _, err := postWith(url+"/mcp", ping, map[string]string{"Authorization": auth})
+		if err != nil || (st == 401) != (want == 401) {
+			t.Errorf("Authorization %q: %d %v, want %d", auth, st, err, want)
 		}
 	}
 	for origin, want := range map[string]int{"http://evil.example": 403, url: 200, "http://localhost:1234": 200} {
-		req, _ := http.NewRequest("POST", url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Authorization", "Bearer s3cret")
-		req.Header.Set("Origin", origin)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if (resp.StatusCode == 403) != (want == 403) {
-			t.Errorf("Origin %s: %d", origin, resp.StatusCode)
+		st, _, err := postWith(url+"/mcp", ping, map[string]string{"Authorization": "Bearer s3cret", "Origin": origin})
+		if err != nil || (st == 403) != (want == 403) {
+			t.Errorf("Origin %s: %d %v", origin, st, err)
 		}
 	}
 	// /healthz says up or down and counts to anyone; each server's state
