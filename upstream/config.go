@@ -92,6 +92,9 @@ func (c *ServerConfig) transport() string {
 	return "stdio"
 }
 
+// StartTimeout is how long the server has to start and list its tools.
+func (c *ServerConfig) StartTimeout() time.Duration { return c.timeout() }
+
 // timeout returns the effective per-server deadline.
 func (c *ServerConfig) timeout() time.Duration {
 	if c.Timeout > 0 {

@@ -144,6 +144,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	defer cancel() // before the wait: deferred calls run last first
 
 	var up gateway.Upstream
+	var pendingWait time.Duration
 	switch path := configPath(e, o.config); {
 	case o.catalog != "":
 		c, err := loadCatalogFile(o.catalog)
@@ -166,10 +167,15 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		})
 		wg.Go(func() { pool.Run(ctx) })
 		up = pool
+		// A search or call waits for servers still starting as long as
+		// they may take: the longest start timeout configured.
+		for _, c := range cfgs {
+			pendingWait = max(pendingWait, c.StartTimeout())
+		}
 	}
 	g, err := gateway.New(up, &gateway.Options{
 		Logger: logger, Settings: settings, ContextWindow: o.window,
-		Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
+		PendingWait: pendingWait, Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
 	})
 	if err != nil {
 		return badInput(err)
