@@ -57,24 +57,32 @@ func NewView(ctx context.Context, c *catalog.Catalog, checklist Checklist, extra
 		_ = json.Unmarshal(d, &t)
 		v.Tools = append(v.Tools, Tool{Name: t.Name})
 	}
-	var all, deferrable []json.RawMessage
-	loaded := append([]json.RawMessage(nil), extra...)
-	var names []string
+	type sent struct {
+		name     string
+		def      json.RawMessage
+		deferred bool
+	}
+	var tools []sent
 	for e := range c.All() {
 		if e.Unverified {
 			continue
 		}
-		def := e.Definition()
 		t := ToolOf(e)
 		v.Tools = append(v.Tools, t)
-		all, names = append(all, def), append(names, e.Name)
-		if checklist.Defer(t).Deferred {
-			deferrable = append(deferrable, def)
-		} else {
-			loaded = append(loaded, def)
-		}
+		tools = append(tools, sent{e.Name, e.Definition(), checklist.Defer(t).Deferred})
 	}
 	if !additive(counter) {
+		// A counter of sets (count_tokens) is asked once a set.
+		var all, deferrable []json.RawMessage
+		loaded := append([]json.RawMessage(nil), extra...)
+		for _, t := range tools {
+			all = append(all, t.def)
+			if t.deferred {
+				deferrable = append(deferrable, t.def)
+			} else {
+				loaded = append(loaded, t.def)
+			}
+		}
 		v.All = Measure(ctx, counter, all)
 		v.Deferrable = Measure(ctx, counter, deferrable)
 		v.Loaded = Measure(ctx, counter, loaded)
@@ -86,12 +94,12 @@ func NewView(ctx context.Context, c *catalog.Catalog, checklist Checklist, extra
 	for _, d := range extra {
 		v.Loaded.add(Measure(ctx, counter, []json.RawMessage{d}))
 	}
-	v.Tool = make(map[string]Cost, len(all))
-	for i, d := range all {
-		cost := Measure(ctx, counter, []json.RawMessage{d})
-		v.Tool[names[i]] = cost
+	v.Tool = make(map[string]Cost, len(tools))
+	for _, t := range tools {
+		cost := Measure(ctx, counter, []json.RawMessage{t.def})
+		v.Tool[t.name] = cost
 		v.All.add(cost)
-		if checklist.Defer(v.Tools[len(extra)+i]).Deferred {
+		if t.deferred {
 			v.Deferrable.add(cost)
 		} else {
 			v.Loaded.add(cost)

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // These tests drive the gateway with MCP clients nobody here wrote, pinned
@@ -45,7 +43,10 @@ func gatewayCommand(t *testing.T, flags ...string) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	cfg := scaledClientsConfig(t, dir)
+	// The gateway is a process of its own, which reads no test setting:
+	// its servers get the scaled start timeout in the file.
+	src, _ := filepath.Abs("testdata/clients.json")
+	cfg := scaledConfig(t, src)
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	for k, v := range map[string]string{
@@ -228,34 +229,4 @@ func TestConformance(t *testing.T) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// scaledClientsConfig writes testdata/clients.json into dir with each
-// server's start timeout the product default scaled for this machine: the
-// gateway is a process of its own, which reads no test setting.
-func scaledClientsConfig(t *testing.T, dir string) string {
-	t.Helper()
-	src, _ := filepath.Abs("testdata/clients.json")
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		MCPServers map[string]map[string]any `json:"mcpServers"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	for _, srv := range cfg.MCPServers {
-		if cwd, ok := srv["cwd"].(string); ok {
-			srv["cwd"] = filepath.Join(filepath.Dir(src), cwd)
-		}
-		srv["timeout"] = testenv.Timeout(upstream.DefaultTimeout).String()
-	}
-	b, _ := json.Marshal(cfg)
-	path := filepath.Join(dir, "clients.json")
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -244,13 +244,19 @@ func TestListRealServers(t *testing.T) {
 }
 
 // realServersConfig writes a copy of examples/servers.json, the pinned npm
-// servers, keeping only the named ones (all when none are named), with
-// paths made absolute and each server's timeout the product default
-// scaled for this machine (testenv).
+// servers, keeping only the named ones (all when none are named).
 func realServersConfig(t *testing.T, names ...string) string {
 	t.Helper()
-	examples := filepath.Join(testenv.Root(t), "examples")
-	data, err := os.ReadFile(filepath.Join(examples, "servers.json"))
+	return scaledConfig(t, filepath.Join(testenv.Root(t), "examples", "servers.json"), names...)
+}
+
+// scaledConfig writes a copy of the configuration file src, keeping only
+// the named servers (all when none are named), with relative folders made
+// absolute and each server's start timeout the product default scaled for
+// this machine (testenv).
+func scaledConfig(t *testing.T, src string, names ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,12 +272,12 @@ func realServersConfig(t *testing.T, names ...string) string {
 			continue
 		}
 		if cwd, ok := srv["cwd"].(string); ok {
-			srv["cwd"] = filepath.Join(examples, cwd)
+			srv["cwd"] = filepath.Join(filepath.Dir(src), cwd)
 		}
 		srv["timeout"] = testenv.Timeout(upstream.DefaultTimeout).String()
 	}
 	b, _ := json.Marshal(cfg)
-	path := filepath.Join(t.TempDir(), "servers.json")
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
