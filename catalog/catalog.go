@@ -66,9 +66,13 @@ func New(entries []Entry, servers []Server) *Catalog {
 			continue
 		}
 		seen[k] = true
+		server := e.Server
+		if e.Unprefixed {
+			server = ""
+		}
 		var ok bool
-		e.Name, ok = qualify(e.Server, e.Tool)
-		e.Shortened = e.Name != fullName(e.Server, e.Tool)
+		e.Name, ok = qualify(server, e.Tool)
+		e.Shortened = e.Name != fullName(server, e.Tool)
 		c.entries = append(c.entries, e)
 		clean = append(clean, ok)
 	}

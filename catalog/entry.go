@@ -60,6 +60,10 @@ type Entry struct {
 	// Stale marks a tool from a cached tool list that the server has not
 	// confirmed since toolshelf started.
 	Stale bool
+	// Unprefixed keeps the tool's own name as its Name, without the
+	// mcp__<server>__ prefix (its server's "prefix": false). Such a name
+	// is sanitised and shortened like any other, and must not collide.
+	Unprefixed bool
 }
 
 // IsMCP reports whether the tool comes from an MCP server.

@@ -27,3 +27,17 @@ func (c CatalogOnly) Status() []upstream.Status { return nil }
 func (c CatalogOnly) Call(context.Context, string, json.RawMessage) (*mcp.CallToolResult, error) {
 	return nil, fmt.Errorf("toolshelf is serving %s, which has no servers to call; configure your MCP servers to call tools", c.Source)
 }
+
+func (c CatalogOnly) Offers() []upstream.Offer                      { return nil }
+func (c CatalogOnly) Notices() <-chan upstream.Notice               { return nil }
+func (c CatalogOnly) SetLogLevel(context.Context, mcp.LoggingLevel) {}
+
+func (c CatalogOnly) Session(context.Context, string, func(context.Context, *mcp.ClientSession) error) error {
+	return fmt.Errorf("toolshelf is serving %s, which has no servers", c.Source)
+}
+
+func (c CatalogOnly) Subscribe(context.Context, string, string) error {
+	return fmt.Errorf("toolshelf is serving %s, which has no servers", c.Source)
+}
+
+func (c CatalogOnly) Unsubscribe(context.Context, string, string) error { return nil }

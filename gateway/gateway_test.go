@@ -564,11 +564,12 @@ func TestActivate(t *testing.T) {
 	}
 }
 
-// A client that goes away mid-call cancels the upstream call.
+// A client that goes away mid-call cancels the upstream call (stateless:
+// each request is bound to its HTTP request).
 func TestClientDisconnectCancels(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
 	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
-	url := httpGateway(t, g, nil)
+	url := httpGateway(t, g, &HTTPOptions{Stateless: true})
 	marker := filepath.Join(t.TempDir(), "marker")
 	ctx, cancel := context.WithCancel(context.Background())
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__slow__wait","arguments":{"marker":` + strconv.Quote(marker) + `}}}}`

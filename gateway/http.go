@@ -26,15 +26,22 @@ type HTTPOptions struct {
 	// AuthToken, when set, is required as "Authorization: Bearer <token>"
 	// on every request but /healthz.
 	AuthToken string
+	// Stateless serves without sessions: any number of gateway replicas
+	// can answer a client, but servers cannot send it requests (sampling,
+	// elicitation, roots), which need the session to answer on. Ignored
+	// with Activate, whose tool lists are per session.
+	Stateless bool
 }
 
 // Handler serves MCP over streamable HTTP at /mcp, each upstream's state
 // at /healthz, and Prometheus metrics at /metrics.
 //
-// The transport is stateless (every MCP revision, 2026-07-28 included, and
-// any number of gateway replicas) unless the gateway activates tools per
-// session, which needs sessions: then it is stateful, for clients on
-// revisions before 2026-07-28, which are the ones activation is for.
+// The transport has sessions unless opts.Stateless: a server's request to
+// a client (sampling, elicitation, roots) is sent on the client's session,
+// and activation keeps a tool list per session. A client on MCP revision
+// 2026-07-28, which has no sessions, is told to use an earlier revision by
+// a gateway with sessions (the go-sdk does this), and is served as is by a
+// stateless one.
 func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	if opts == nil {
 		opts = &HTTPOptions{}
@@ -50,17 +57,20 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 		return s.shared
 	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Stateless:                    !s.opts.Activate,
+		Stateless:                    opts.Stateless && !s.opts.Activate,
 		Logger:                       s.sdkLogger,
 		MaxRequestBodyBytes:          MaxRequestBytes,
 		PropagateRequestCancellation: true,
 		SessionTimeout:               s.opts.SessionIdle,
 	})
 	var h http.Handler = mcpHandler
-	if s.opts.Activate {
-		h = s.capSessions(h)
-	} else {
+	if opts.Stateless && !s.opts.Activate {
 		h = withRequestContext(h)
+	} else {
+		// With sessions, a client cancels with notifications/cancelled;
+		// the SDK gives handlers the context of the session's first
+		// request, so requests cannot be bound to their HTTP requests.
+		h = s.capSessions(h)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", checkOrigin(bearer(opts.AuthToken, checkIDs(h))))
@@ -95,16 +105,18 @@ type sessionServerKey struct{}
 func (s *Server) capSessions(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" && startsSession(r) {
-			if s.sessionCount() >= s.opts.MaxSessions {
+			if s.openSessions() >= s.opts.MaxSessions {
 				s.forgetClosed()
 			}
-			if n := s.sessionCount(); n >= s.opts.MaxSessions {
+			if n := s.openSessions(); n >= s.opts.MaxSessions {
 				s.met.refusedSession()
 				w.Header().Set("Retry-After", "60")
 				http.Error(w, fmt.Sprintf("toolshelf: %d sessions are open, the most it serves (--max-sessions); try again when one ends", n), http.StatusServiceUnavailable)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), sessionServerKey{}, s.newMCPServer()))
+			if s.opts.Activate {
+				r = r.WithContext(context.WithValue(r.Context(), sessionServerKey{}, s.newMCPServer()))
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

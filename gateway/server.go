@@ -43,6 +43,16 @@ type Upstream interface {
 	Pending() []string
 	Status() []upstream.Status
 	Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error)
+
+	// Offers, Session, Subscribe, Unsubscribe, SetLogLevel and Notices
+	// forward what MCP servers offer besides tools (see
+	// [upstream.Pool]).
+	Offers() []upstream.Offer
+	Session(ctx context.Context, server string, f func(context.Context, *mcp.ClientSession) error) error
+	Subscribe(ctx context.Context, server, uri string) error
+	Unsubscribe(ctx context.Context, server, uri string) error
+	SetLogLevel(ctx context.Context, level mcp.LoggingLevel)
+	Notices() <-chan upstream.Notice
 }
 
 // Options configures a Server. Nil means defaults.
@@ -74,8 +84,8 @@ type Options struct {
 	// there yet, or nothing matched (default 10s). A one-shot client that
 	// calls as soon as the gateway starts gets an answer, not a retry.
 	PendingWait time.Duration
-	// MaxSessions bounds the sessions served at once with Activate, each
-	// with a server of its own (default 500, about 65 KB each); a client
+	// MaxSessions bounds the HTTP sessions served at once (default 500;
+	// with Activate each has a server of its own, about 65 KB); a client
 	// beyond it is refused with 503 until one ends. SessionIdle is how
 	// long an idle session lives (default 30 minutes).
 	MaxSessions int
@@ -93,11 +103,14 @@ type Server struct {
 
 	state   atomic.Pointer[snapshot]
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every Update
+	offers  atomic.Pointer[offerTable]
+	subs    subscriptions
 
 	mu       sync.Mutex
 	shared   *mcp.Server               // the server of every session unless Activate
 	sessions map[*mcp.Server]*exposure // Activate: one server per session
 	decision string                    // the last auto-mode decision logged
+	logLevel mcp.LoggingLevel          // the level asked of servers
 }
 
 // snapshot is what the gateway serves from one catalog.
@@ -111,6 +124,7 @@ type exposure struct {
 	server    *mcp.Server
 	listed    map[string]string // name → version of the definition listed
 	activated map[string]bool   // Activate: tools this session found
+	offered   map[string]string // prompts, resources, templates served → their definition
 	created   time.Time
 }
 
@@ -123,6 +137,8 @@ var Checklist = policy.Checklist{SearchTool: toolSearch, Essential: []string{too
 // [Server.Update] instead. The error is an unknown engine kind.
 func New(up Upstream, opts *Options) (*Server, error) {
 	s := &Server{up: up, sessions: make(map[*mcp.Server]*exposure)}
+	s.subs.by = make(map[subKey]map[*mcp.ServerSession]bool)
+	s.offers.Store(&offerTable{})
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -167,6 +183,7 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	s.met = newMetrics(s.catalogMetrics)
 	s.shared = s.newMCPServer()
 	s.Update(up.Catalog())
+	s.updateOffers(up.Offers())
 	return s, nil
 }
 
@@ -182,12 +199,16 @@ func (s *Server) Run(ctx context.Context) error {
 	for {
 		ch := s.up.Changed()
 		s.Update(s.up.Catalog())
+		s.updateOffers(s.up.Offers())
 		for changed := false; !changed; {
 			select {
 			case <-ch:
 				changed = true
+			case n := <-s.up.Notices():
+				s.relay(ctx, n)
 			case <-sweep.C:
 				s.forgetClosed()
+				s.pruneSubscriptions(ctx)
 			case <-ctx.Done():
 				return nil
 			}
@@ -213,18 +234,32 @@ func (s *Server) MCPServer() *mcp.Server { return s.shared }
 // newMCPServer makes an mcp.Server with the meta tools and registers its
 // exposure.
 func (s *Server) newMCPServer() *mcp.Server {
+	// Prompts, resources, completions and logging are declared whether
+	// or not a server offers them yet: servers connect after clients do,
+	// and a session's capabilities cannot change.
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolshelf", Title: "toolshelf gateway", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.instructions(),
 		Logger:       s.sdkLogger,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		Capabilities: &mcp.ServerCapabilities{
+			Tools:       &mcp.ToolCapabilities{ListChanged: true},
+			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
+			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
+			Completions: &mcp.CompletionCapabilities{},
+			Logging:     &mcp.LoggingCapabilities{},
+		},
+		CompletionHandler:  s.complete,
+		SubscribeHandler:   s.subscribe,
+		UnsubscribeHandler: s.unsubscribe,
 	})
-	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, created: time.Now()}
+	srv.AddReceivingMiddleware(s.watchLevel)
+	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
 	s.mu.Lock()
 	s.sessions[srv] = x
 	s.mu.Unlock()
 	if snap := s.state.Load(); snap != nil {
 		s.sync(x, snap)
 	}
+	s.syncOffers(x, s.offers.Load())
 	return srv
 }
 
@@ -363,7 +398,7 @@ func directTool(e *catalog.Entry) *mcp.Tool {
 // forward returns the handler of a directly listed tool.
 func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.call(ctx, name, req.Params.Arguments), nil
+		return s.call(forCaller(ctx, req.Session, req.Params.GetProgressToken()), name, req.Params.Arguments), nil
 	}
 }
 
@@ -452,6 +487,19 @@ func (s *Server) forgetClosed() {
 			delete(s.sessions, srv)
 		}
 	}
+}
+
+// openSessions is the number of sessions served: per-session servers
+// kept (Activate), or the shared server's sessions.
+func (s *Server) openSessions() int {
+	if s.opts.Activate {
+		return s.sessionCount()
+	}
+	n := 0
+	for range s.shared.Sessions() {
+		n++
+	}
+	return n
 }
 
 // sessionCount is the number of per-session servers kept.

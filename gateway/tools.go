@@ -100,7 +100,7 @@ func (s *Server) addMetaTools(x *exposure) {
 		return s.searchTools(ctx, x, req.Params.Arguments), nil
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.callTool(ctx, req.Params.Arguments), nil
+		return s.callTool(forCaller(ctx, req.Session, req.Params.GetProgressToken()), req.Params.Arguments), nil
 	})
 	x.listed[toolSearch] = "meta"
 	x.listed[toolCall] = "meta"

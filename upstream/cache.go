@@ -21,11 +21,13 @@ func DefaultCacheDir() string {
 	return filepath.Join(dir, "toolshelf", "tools")
 }
 
-// cacheFile is what is cached for one server: its last good tool list.
+// cacheFile is what is cached for one server: its last good tool list
+// and what else it offered.
 type cacheFile struct {
 	Server catalog.Server    `json:"server"`
 	Saved  time.Time         `json:"saved"`
 	Tools  []json.RawMessage `json:"tools"`
+	Offer  *Offer            `json:"offer,omitempty"`
 }
 
 // cacheKey identifies a server by how it is reached, not by its name or
@@ -59,14 +61,14 @@ func loadCache(dir string, cfg *ServerConfig) (*cacheFile, bool) {
 // saveCache writes a server's tool list atomically: to a temporary file in
 // the same folder, then renamed over the old one, so that a reader never
 // sees half a file.
-func saveCache(dir string, cfg *ServerConfig, info catalog.Server, tools []json.RawMessage) error {
+func saveCache(dir string, cfg *ServerConfig, info catalog.Server, tools []json.RawMessage, offer *Offer) error {
 	if dir == "" || cfg.transport() == "in-process" {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	data, err := json.Marshal(cacheFile{Server: info, Saved: time.Now().UTC(), Tools: tools})
+	data, err := json.Marshal(cacheFile{Server: info, Saved: time.Now().UTC(), Tools: tools, Offer: offer})
 	if err != nil {
 		return err
 	}

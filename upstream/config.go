@@ -49,6 +49,11 @@ type ServerConfig struct {
 
 	// Disabled servers are not started.
 	Disabled bool
+	// NoPrefix ("prefix": false) lists the server's tools under their own
+	// names instead of mcp__<server>__<tool>. A name that another server's
+	// tool already has is then an error: that tool is left out and the
+	// error names both servers.
+	NoPrefix bool
 	// AlwaysLoad marks tools that are never deferred: all of the server's
 	// tools when AlwaysLoadAll is set, else the tools named here.
 	AlwaysLoadAll bool
@@ -132,6 +137,7 @@ type serverJSON struct {
 	URL         string            `json:"url"`
 	Headers     map[string]string `json:"headers"`
 	Disabled    bool              `json:"disabled"`
+	Prefix      *bool             `json:"prefix"`
 	AlwaysLoad  json.RawMessage   `json:"alwaysLoad"`
 	Timeout     json.RawMessage   `json:"timeout"`
 	AutoApprove []string          `json:"autoApprove"`
@@ -142,7 +148,7 @@ type serverJSON struct {
 }
 
 // serverKeys are the keys a server entry may have.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "alwaysLoad", "timeout", "autoApprove", "tools"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "alwaysLoad", "timeout", "autoApprove", "tools"}
 
 // LoadConfig reads a configuration file in the "mcpServers" shape that
 // Claude Desktop, Claude Code (.mcp.json) and Cursor use:
@@ -253,6 +259,7 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 	}
 	sc := ServerConfig{
 		Name: name, Type: j.Type, Disabled: j.Disabled, AutoApprove: j.AutoApprove,
+		NoPrefix: j.Prefix != nil && !*j.Prefix,
 	}
 	switch j.Type {
 	case "":

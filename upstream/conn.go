@@ -27,14 +27,14 @@ type conn struct {
 	cancel  context.CancelFunc // ends the connection's lifetime context
 	proc    *process           // nil unless the server is a process toolshelf started
 	info    catalog.Server
+	caps    *mcp.ServerCapabilities
 }
 
-// dial connects to the server and initializes a session, within ctx's
-// deadline. onChange is called when the server sends
-// notifications/tools/list_changed. The returned conn is never nil, even
-// with an error, so that the caller can read what a failed process
-// printed; the caller closes it.
-func dial(ctx context.Context, cfg *ServerConfig, version string, onChange func(), logger *slog.Logger) (*conn, error) {
+// dial connects to the server with client and initializes a session,
+// within ctx's deadline. The returned conn is never nil, even with an
+// error, so that the caller can read what a failed process printed; the
+// caller closes it.
+func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, logger *slog.Logger) (*conn, error) {
 	life, cancel := context.WithCancel(context.Background())
 	c := &conn{cancel: cancel}
 	kind, ok := transportNamed(cfg.transport())
@@ -45,14 +45,6 @@ func dial(ctx context.Context, cfg *ServerConfig, version string, onChange func(
 	if err != nil {
 		return c, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: version}, &mcp.ClientOptions{
-		// No roots: toolshelf has none to offer, and the go-sdk's default
-		// roots capability makes some servers add tools of their own.
-		Capabilities: &mcp.ClientCapabilities{},
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			onChange()
-		},
-	})
 	session, err := client.Connect(ctx, tapTransport{lifetimeTransport{t, life}}, nil)
 	if err != nil {
 		return c, c.explain(err)
@@ -60,6 +52,7 @@ func dial(ctx context.Context, cfg *ServerConfig, version string, onChange func(
 	c.session = session
 	c.info = catalog.Server{Name: cfg.Name}
 	if r := session.InitializeResult(); r != nil {
+		c.caps = r.Capabilities
 		c.info.ProtocolVersion = r.ProtocolVersion
 		c.info.Instructions = r.Instructions
 		if r.ServerInfo != nil {
@@ -137,10 +130,13 @@ func parseListResult(raw json.RawMessage) (tools []json.RawMessage, fromFunction
 	return []json.RawMessage{}, false
 }
 
-// call forwards a tools/call. Cancelling ctx sends notifications/cancelled
-// to the server.
-func (c *conn) call(ctx context.Context, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+// call forwards a tools/call, asking for progress with token unless it is
+// empty. Cancelling ctx sends notifications/cancelled to the server.
+func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, token string) (*mcp.CallToolResult, error) {
 	params := &mcp.CallToolParams{Name: tool}
+	if token != "" {
+		params.SetProgressToken(token)
+	}
 	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		params.Arguments = args
 	}

@@ -150,6 +150,7 @@ func entries(cfg *ServerConfig, raws []json.RawMessage, unverified bool) (out []
 			e.AlwaysLoad = true
 		}
 		e.Unverified = unverified
+		e.Unprefixed = cfg.NoPrefix
 		out = append(out, e)
 	}
 	return out, bad

@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -105,13 +106,20 @@ type Pool struct {
 	starting chan struct{} // a slot per server starting (MaxStarting)
 	// published, when set (by tests), sees every snapshot in order.
 	published func(*catalog.Catalog)
+	// conflicts are the name collisions of the last snapshot, by server
+	// (servers with "prefix": false); guarded by pubMu.
+	conflicts map[string]string
+	offerGen  atomic.Int64 // counts offer changes
+	pubGen    int64        // offerGen when last published; guarded by pubMu
+	notices   chan Notice
+	dropped   atomic.Int64 // notices dropped
 }
 
 // NewPool returns a pool of the given servers; nothing is started until
 // [Pool.Run]. Cached tool lists are loaded at once, so the pool's first
 // catalog already holds the tools of every server seen before.
 func NewPool(configs []ServerConfig, opts *Options) *Pool {
-	p := &Pool{byName: make(map[string]*server)}
+	p := &Pool{byName: make(map[string]*server), notices: make(chan Notice, 256)}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -137,21 +145,27 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	for _, cfg := range configs {
 		red := NewRedactor(cfg.secrets()...)
 		s := &server{
-			cfg:     cfg,
-			pool:    p,
-			redact:  red,
-			logger:  slog.New(&redactingHandler{p.logger.Handler(), red}).With("server", cfg.Name),
-			relist:  make(chan struct{}, 1),
-			settled: make(chan struct{}),
-			ready:   make(chan struct{}),
-			state:   StateConnecting,
+			cfg:         cfg,
+			pool:        p,
+			redact:      red,
+			logger:      slog.New(&redactingHandler{p.logger.Handler(), red}).With("server", cfg.Name),
+			relist:      make(chan struct{}, 1),
+			settled:     make(chan struct{}),
+			relistOffer: make(chan struct{}, 1),
+			ready:       make(chan struct{}),
+			state:       StateConnecting,
 		}
 		if cfg.Disabled {
 			s.state = StateDisabled
 			close(s.settled)
 		} else if f, ok := loadCache(p.opts.CacheDir, &cfg); ok {
 			s.setTools(f.Server, f.Tools, SourceCache)
+			if f.Offer != nil {
+				s.offers.offer = *f.Offer
+			}
 		}
+		s.client = mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: p.opts.Version}, s.clientOptions())
+		s.client.AddReceivingMiddleware(s.rootsMiddleware)
 		p.servers = append(p.servers, s)
 		p.byName[cfg.Name] = s
 	}
@@ -247,7 +261,9 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.call(ctx, e.Tool, args)
+	token, end := s.flights.start(ctx)
+	defer end()
+	res, err := c.call(ctx, e.Tool, args, token)
 	if err != nil {
 		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
 	}
@@ -271,24 +287,68 @@ func (p *Pool) publish() {
 	defer p.pubMu.Unlock()
 	var all []catalog.Entry
 	var infos []catalog.Server
+	owner := make(map[string]string) // a tool's name → the server that has it
+	conflicts := make(map[string]string)
 	for _, s := range p.servers {
 		s.mu.Lock()
-		all = append(all, s.entries...)
+		for _, e := range s.entries {
+			name := e.Tool
+			if !e.Unprefixed {
+				name = catalog.Prefix + e.Server + "__" + e.Tool
+			}
+			if o, ok := owner[name]; ok && o != e.Server {
+				// Names kept as the servers give them must be unique:
+				// the server first in name order keeps the name.
+				conflicts[s.cfg.Name] = fmt.Sprintf("tool %q is also a tool of server %s; it is left out (set \"prefix\": true on one of them)", e.Tool, o)
+				continue
+			}
+			owner[name] = e.Server
+			all = append(all, e)
+		}
 		if s.state != StateDisabled {
 			infos = append(infos, s.info)
 		}
 		s.mu.Unlock()
 	}
+	p.noteConflicts(conflicts)
 	c := catalog.New(all, infos)
+	gen := p.offerGen.Load()
 	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {
+		if gen != p.pubGen {
+			p.pubGen = gen
+			next := make(chan struct{})
+			close(*p.changed.Swap(&next))
+		}
 		return
 	}
+	p.pubGen = gen
 	p.snap.Store(c)
 	if p.published != nil {
 		p.published(c)
 	}
 	next := make(chan struct{})
 	close(*p.changed.Swap(&next))
+}
+
+// noteConflicts logs name collisions when they change, and keeps them for
+// Status.
+func (p *Pool) noteConflicts(conflicts map[string]string) {
+	if maps.Equal(conflicts, p.conflicts) {
+		return
+	}
+	for name, msg := range conflicts {
+		if p.conflicts[name] != msg {
+			p.logger.Error("tool name collision", "server", name, "error", msg)
+		}
+	}
+	p.conflicts = conflicts
+}
+
+// conflict returns a server's name collision, if it has one.
+func (p *Pool) conflict(server string) string {
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	return p.conflicts[server]
 }
 
 // server is one upstream server and its supervisor's state.
@@ -299,6 +359,11 @@ type server struct {
 	redact  *Redactor
 	relist  chan struct{} // list_changed received; buffered 1
 	settled chan struct{} // closed when the first attempt has ended
+	// relistOffer: prompts or resources list_changed received; buffered 1
+	relistOffer chan struct{}
+	client      *mcp.Client // with the handlers that route to clients
+	flights     flights     // requests in flight, with their clients
+	offers      offerState
 
 	mu          sync.Mutex
 	state       State
@@ -306,6 +371,7 @@ type server struct {
 	conn        *conn
 	ready       chan struct{} // closed while state is ready
 	entries     []catalog.Entry
+	rawTools    []json.RawMessage // the last tools/list, unfiltered, for the cache
 	info        catalog.Server
 	source      string
 	restarts    int
@@ -313,13 +379,18 @@ type server struct {
 }
 
 func (s *server) status() Status {
+	conflict := s.pool.conflict(s.cfg.Name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Status{
+	st := Status{
 		Name: s.cfg.Name, Transport: s.cfg.transport(), State: s.state, Error: s.err,
 		Tools: len(s.entries), Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
 		Restarts: s.restarts, ConnectTime: s.connectTime,
 	}
+	if st.Error == "" {
+		st.Error = conflict
+	}
+	return st
 }
 
 // run is the server's supervisor: connect, serve until the connection is
@@ -389,11 +460,18 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	c, err := dial(dctx, &s.cfg, s.pool.opts.Version, s.signalRelist, s.logger)
+	c, err := dial(dctx, &s.cfg, s.client, s.logger)
 	var tools []json.RawMessage
 	var fromFunctions bool
 	if err == nil {
 		tools, fromFunctions, err = c.listTools(dctx)
+	}
+	var offer Offer
+	if err == nil {
+		var oerr error
+		if offer, oerr = c.listOffer(dctx); oerr != nil {
+			s.logger.Warn("listing prompts or resources failed; serving what was listed", "error", s.redact.Redact(oerr.Error()))
+		}
 	}
 	if err != nil {
 		if dctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
@@ -411,7 +489,9 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	}
 	// Publish the tools before the server stops counting as pending, so
 	// that nobody sees it neither pending nor in the catalog.
+	s.acceptOffer(offer)
 	s.accept(c.info, tools)
+	s.restore(dctx, c)
 	s.mu.Lock()
 	s.conn = c
 	s.state = StateReady
@@ -426,8 +506,32 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 // in a new snapshot, and cached on disk for the next start.
 func (s *server) accept(info catalog.Server, tools []json.RawMessage) {
 	s.setTools(info, tools, SourceLive)
+	s.mu.Lock()
+	s.rawTools = tools
+	s.mu.Unlock()
 	s.pool.publish()
-	if err := saveCache(s.pool.opts.CacheDir, &s.cfg, info, tools); err != nil {
+	s.saveCache()
+}
+
+// acceptOffer makes an offer the server just gave its live offer, as
+// accept does for tools.
+func (s *server) acceptOffer(o Offer) {
+	s.setOffer(o)
+	s.saveCache()
+}
+
+// saveCache writes the server's tools and offer for the next start.
+func (s *server) saveCache() {
+	s.mu.Lock()
+	info, tools := s.info, s.rawTools
+	s.mu.Unlock()
+	if tools == nil {
+		return // not listed on this run yet
+	}
+	s.offers.mu.Lock()
+	o := s.offers.offer
+	s.offers.mu.Unlock()
+	if err := saveCache(s.pool.opts.CacheDir, &s.cfg, info, tools, &o); err != nil {
 		s.logger.Warn("could not cache the tool list", "error", err)
 	}
 }
@@ -466,14 +570,16 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			}
 			s.accept(c.info, tools)
 			s.logger.Info("tool list changed", "tools", s.status().Tools)
+		case <-s.relistOffer:
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+			o, err := c.listOffer(lctx)
+			cancel()
+			if err != nil {
+				s.logger.Warn("listing prompts or resources after list_changed failed; keeping the previous lists", "error", s.redact.Redact(err.Error()))
+				continue
+			}
+			s.acceptOffer(o)
 		}
-	}
-}
-
-func (s *server) signalRelist() {
-	select {
-	case s.relist <- struct{}{}:
-	default:
 	}
 }
 

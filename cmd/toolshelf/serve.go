@@ -28,7 +28,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the MCP gateway in front of the configured servers",
-		usage:   "[--config FILE | --catalog FILE] [--http ADDR] [--mode search|all|auto[:N]] [--activate] [--engine ENGINE] [flags]",
+		usage:   "[--config FILE | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--engine ENGINE] [flags]",
 		help: `
 Runs toolshelf as an MCP server: the one server a client (Claude Desktop,
 Claude Code, Cursor, VS Code, ...) is configured with, in front of all the
@@ -42,11 +42,23 @@ Modes:
   auto[:N]  all when the tools' definitions cost under N% (default 10) of
             --context-window tokens, else search; the decision is logged
 
+Besides tools, the servers' prompts, resources, resource templates and
+completions are served, under their own names (a name two servers share is
+given the server's: <server>__<prompt>, toolshelf://<server>/<uri>).
+What a server asks of the client while it works on a request (sampling,
+elicitation, roots) goes to the client that made the request, and so do its
+progress notifications and log messages; a client's cancellation reaches
+the server.
+
+Over HTTP, each client has a session (Mcp-Session-Id), so that servers can
+ask it things; at most --max-sessions are open at once (a new one beyond is
+refused with 503), and a session idle for 30 minutes ends. --stateless
+serves without sessions, for several gateways behind a load balancer: a
+server's requests to the client then fail.
+
 --activate adds the tools search_tools finds to that session's tool list and
 sends notifications/tools/list_changed, for clients on MCP revisions before
-2026-07-28 that act on it. Sessions never see each other's tools; over HTTP
-at most --max-sessions are open at once (a new one beyond is refused with
-503), and a session idle for 30 minutes ends.
+2026-07-28 that act on it. Sessions never see each other's tools.
 
 Servers start in the background: the gateway answers at once, with cached
 tool lists where it has them, and search_tools names the servers still
@@ -79,7 +91,8 @@ allocates about 400 KB per forwarded call.`,
 			fs.StringVar(&o.mode, "mode", "search", "how tools are shown: search, all, auto or auto:N")
 			fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
 			fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
-			fs.IntVar(&o.maxSessions, "max-sessions", 500, "with --activate over HTTP, the most sessions served at once (`N`)")
+			fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
+			fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
 			o.engine.register(fs)
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -105,7 +118,7 @@ type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
 	engine                                       engineFlags
 	window, maxSessions                          int
-	activate                                     bool
+	activate, stateless                          bool
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
@@ -225,7 +238,7 @@ func serveHTTP(ctx context.Context, g *gateway.Server, o serveOptions, logger *s
 		return fmt.Errorf("listen: %v", err)
 	}
 	srv := &http.Server{
-		Handler:           g.Handler(&gateway.HTTPOptions{AuthToken: o.token}),
+		Handler:           g.Handler(&gateway.HTTPOptions{AuthToken: o.token, Stateless: o.stateless}),
 		ReadHeaderTimeout: httpTimeouts.header,
 		ReadTimeout:       httpTimeouts.read,
 		WriteTimeout:      httpTimeouts.write,

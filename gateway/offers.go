@@ -1,0 +1,336 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/yosida95/uritemplate/v3"
+)
+
+// The gateway serves its servers' prompts, resources and resource
+// templates as its own, and sends prompts/get, resources/read,
+// completion/complete and resources/subscribe to the server that owns
+// what they name.
+//
+// Names are kept as the servers give them. Where two servers offer a
+// prompt of the same name, each of those prompts is served as
+// <server>__<name>; where two offer the same resource URI or template,
+// each is served as toolshelf://<server>/<uri>. Nothing is renamed while
+// its name is unique, so a user with one server sees exactly its names.
+
+// collisionScheme prefixes a resource URI or template that two servers
+// share.
+const collisionScheme = "toolshelf://"
+
+// offerTable is what the gateway serves of its servers' offers.
+type offerTable struct {
+	prompts   map[string]promptRef // by served name
+	resources map[string]resRef    // by served URI
+	templates []templateRef        // sorted by served template
+	exposed   map[[2]string]string // {server, URI as the server names it} → served URI
+}
+
+type promptRef struct {
+	server string
+	prompt mcp.Prompt // as served
+	name   string     // as the server names it
+}
+
+type resRef struct {
+	server   string
+	resource mcp.Resource // as served
+	uri      string       // as the server names it
+}
+
+type templateRef struct {
+	server   string
+	template mcp.ResourceTemplate // as served
+	orig     string               // as the server writes it
+	match    *uritemplate.Template
+}
+
+// newOfferTable names every offer uniquely. Offers that cannot be served
+// (a URI that does not parse, a template that is not one) are left out
+// and reported.
+func newOfferTable(offers []upstream.Offer) (*offerTable, []error) {
+	t := &offerTable{prompts: map[string]promptRef{}, resources: map[string]resRef{}, exposed: map[[2]string]string{}}
+	var bad []error
+	count := map[string]int{}
+	for _, o := range offers {
+		for _, p := range o.Prompts {
+			count["p\x00"+p.Name]++
+		}
+		for _, r := range o.Resources {
+			count["r\x00"+r.URI]++
+		}
+		for _, rt := range o.Templates {
+			count["t\x00"+rt.URITemplate]++
+		}
+	}
+	for _, o := range offers {
+		for _, p := range o.Prompts {
+			if p == nil || p.Name == "" {
+				continue
+			}
+			served := *p
+			if count["p\x00"+p.Name] > 1 {
+				served.Name = o.Server + "__" + p.Name
+			}
+			t.prompts[served.Name] = promptRef{o.Server, served, p.Name}
+		}
+		for _, r := range o.Resources {
+			if r == nil {
+				continue
+			}
+			served := *r
+			if count["r\x00"+r.URI] > 1 {
+				served.URI = collisionScheme + o.Server + "/" + r.URI
+			}
+			if u, err := url.Parse(served.URI); err != nil || u.Scheme == "" {
+				bad = append(bad, fmt.Errorf("server %s: resource URI %q is not an absolute URI; left out", o.Server, cut(r.URI, echoLimit)))
+				continue
+			}
+			t.resources[served.URI] = resRef{o.Server, served, r.URI}
+			t.exposed[[2]string{o.Server, r.URI}] = served.URI
+		}
+		for _, rt := range o.Templates {
+			if rt == nil {
+				continue
+			}
+			served := *rt
+			if count["t\x00"+rt.URITemplate] > 1 {
+				served.URITemplate = collisionScheme + o.Server + "/" + rt.URITemplate
+			}
+			m, err := uritemplate.New(served.URITemplate)
+			if err != nil {
+				bad = append(bad, fmt.Errorf("server %s: resource template %q: %v; left out", o.Server, cut(rt.URITemplate, echoLimit), err))
+				continue
+			}
+			t.templates = append(t.templates, templateRef{o.Server, served, rt.URITemplate, m})
+		}
+	}
+	slices.SortFunc(t.templates, func(a, b templateRef) int {
+		return strings.Compare(a.template.URITemplate, b.template.URITemplate)
+	})
+	return t, bad
+}
+
+// owner returns the server of a served resource URI (listed, or matching
+// a template) and the URI as that server names it.
+func (t *offerTable) owner(uri string) (server, orig string, ok bool) {
+	if r, ok := t.resources[uri]; ok {
+		return r.server, r.uri, true
+	}
+	for _, rt := range t.templates {
+		if rt.match.Regexp().MatchString(uri) {
+			orig := uri
+			if rt.orig != rt.template.URITemplate {
+				orig = strings.TrimPrefix(uri, collisionScheme+rt.server+"/")
+			}
+			return rt.server, orig, true
+		}
+	}
+	return "", "", false
+}
+
+// served returns the URI under which a server's resource is served.
+func (t *offerTable) served(server, uri string) string {
+	if s, ok := t.exposed[[2]string{server, uri}]; ok {
+		return s
+	}
+	for _, rt := range t.templates {
+		if rt.server == server && rt.orig != rt.template.URITemplate {
+			if u := collisionScheme + server + "/" + uri; rt.match.Regexp().MatchString(u) {
+				return u
+			}
+		}
+	}
+	return uri
+}
+
+// updateOffers makes tbl the offers every session is served.
+func (s *Server) updateOffers(offers []upstream.Offer) {
+	tbl, bad := newOfferTable(offers)
+	for _, err := range bad {
+		s.logger.Warn("a server's offer cannot be served", "error", err)
+	}
+	s.offers.Store(tbl)
+	s.mu.Lock()
+	xs := make([]*exposure, 0, len(s.sessions))
+	for _, x := range s.sessions {
+		xs = append(xs, x)
+	}
+	s.mu.Unlock()
+	for _, x := range xs {
+		s.syncOffers(x, tbl)
+	}
+}
+
+// syncOffers makes an mcp.Server serve what tbl holds; the SDK tells its
+// sessions (prompts or resources list_changed).
+func (s *Server) syncOffers(x *exposure, tbl *offerTable) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	want := map[string]string{}
+	def := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	for name, p := range tbl.prompts {
+		want["p\x00"+name] = def(p)
+	}
+	for uri, r := range tbl.resources {
+		want["r\x00"+uri] = def(r.resource) + r.server
+	}
+	for _, rt := range tbl.templates {
+		want["t\x00"+rt.template.URITemplate] = def(rt.template) + rt.server
+	}
+	var prompts, resources, templates []string
+	for k := range x.offered {
+		if _, ok := want[k]; !ok {
+			kind, name, _ := strings.Cut(k, "\x00")
+			switch kind {
+			case "p":
+				prompts = append(prompts, name)
+			case "r":
+				resources = append(resources, name)
+			case "t":
+				templates = append(templates, name)
+			}
+			delete(x.offered, k)
+		}
+	}
+	x.server.RemovePrompts(prompts...)
+	x.server.RemoveResources(resources...)
+	x.server.RemoveResourceTemplates(templates...)
+	for k, v := range want {
+		if x.offered[k] == v {
+			continue
+		}
+		kind, name, _ := strings.Cut(k, "\x00")
+		switch kind {
+		case "p":
+			p := tbl.prompts[name]
+			x.server.AddPrompt(&p.prompt, s.getPrompt)
+		case "r":
+			r := tbl.resources[name]
+			x.server.AddResource(&r.resource, s.readResource)
+		case "t":
+			for _, rt := range tbl.templates {
+				if rt.template.URITemplate == name {
+					x.server.AddResourceTemplate(&rt.template, s.readResource)
+				}
+			}
+		}
+		x.offered[k] = v
+	}
+}
+
+// forCaller returns the context of a request to a server made for the
+// session of req.
+func forCaller(ctx context.Context, ss *mcp.ServerSession, token any) context.Context {
+	if ss == nil {
+		return ctx
+	}
+	return upstream.WithClient(ctx, ss, token)
+}
+
+func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	p, ok := s.offers.Load().prompts[req.Params.Name]
+	if !ok {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoteClipped(req.Params.Name))}
+	}
+	params := *req.Params
+	params.Name = p.name
+	var res *mcp.GetPromptResult
+	err := s.up.Session(forCaller(ctx, req.Session, req.Params.GetProgressToken()), p.server, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.GetPrompt(ctx, &params)
+		return err
+	})
+	return res, passOn(err)
+}
+
+func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	tbl := s.offers.Load()
+	server, orig, ok := tbl.owner(req.Params.URI)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(req.Params.URI)
+	}
+	params := *req.Params
+	params.URI = orig
+	var res *mcp.ReadResourceResult
+	err := s.up.Session(forCaller(ctx, req.Session, req.Params.GetProgressToken()), server, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.ReadResource(ctx, &params)
+		return err
+	})
+	if err != nil {
+		return nil, passOn(err)
+	}
+	for _, c := range res.Contents {
+		if c != nil && c.URI == orig {
+			c.URI = req.Params.URI
+		}
+	}
+	return res, nil
+}
+
+func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	tbl := s.offers.Load()
+	params := *req.Params
+	ref := *req.Params.Ref
+	var server string
+	switch ref.Type {
+	case "ref/prompt":
+		p, ok := tbl.prompts[ref.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown prompt %s", quoteClipped(ref.Name))}
+		}
+		server, ref.Name = p.server, p.name
+	case "ref/resource":
+		for _, rt := range tbl.templates {
+			if rt.template.URITemplate == ref.URI {
+				server, ref.URI = rt.server, rt.orig
+			}
+		}
+		if server == "" {
+			var ok bool
+			if server, ref.URI, ok = tbl.owner(ref.URI); !ok {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("no resource or template %s", quoteClipped(req.Params.Ref.URI))}
+			}
+		}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown reference type %s", quoteClipped(ref.Type))}
+	}
+	params.Ref = &ref
+	var res *mcp.CompleteResult
+	err := s.up.Session(forCaller(ctx, req.Session, nil), server, func(ctx context.Context, cs *mcp.ClientSession) error {
+		var err error
+		res, err = cs.Complete(ctx, &params)
+		return err
+	})
+	return res, passOn(err)
+}
+
+// passOn returns a server's error as the gateway's answer: a JSON-RPC
+// error keeps its code and message (a prompt's missing argument is the
+// client's to fix); anything else is an internal error that says which
+// server failed.
+func passOn(err error) error {
+	if err == nil {
+		return nil
+	}
+	// err's text has had secrets removed; the error it wraps has not, so
+	// only its code is taken from it.
+	var rpc *jsonrpc.Error
+	if errors.As(err, &rpc) {
+		return &jsonrpc.Error{Code: rpc.Code, Message: cut(err.Error(), maxDescription)}
+	}
+	return err
+}

@@ -1,0 +1,227 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Offer is what a server offers besides tools: its prompts, resources and
+// resource templates as it listed them, and what its capabilities say it
+// accepts. Like tools, offers are cached on disk and kept while the
+// server restarts.
+type Offer struct {
+	Server    string                  `json:"-"`
+	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
+	Resources []*mcp.Resource         `json:"resources,omitempty"`
+	Templates []*mcp.ResourceTemplate `json:"resourceTemplates,omitempty"`
+	// Subscribe: resources/subscribe; Complete: completion/complete;
+	// Logging: logging/setLevel.
+	Subscribe bool `json:"subscribe,omitempty"`
+	Complete  bool `json:"complete,omitempty"`
+	Logging   bool `json:"logging,omitempty"`
+}
+
+func (o *Offer) empty() bool {
+	return len(o.Prompts) == 0 && len(o.Resources) == 0 && len(o.Templates) == 0 && !o.Complete
+}
+
+// maxOffered bounds the prompts, resources or templates kept of one
+// server: a server that pages without end must not take the memory.
+const maxOffered = 10_000
+
+// listOffer lists what the connection's server offers besides tools, as
+// its capabilities announce. A listing that fails leaves that part empty
+// and is reported in err; the rest is kept.
+func (c *conn) listOffer(ctx context.Context) (Offer, error) {
+	var o Offer
+	caps := c.caps
+	if caps == nil {
+		return o, nil
+	}
+	var errs []error
+	if caps.Prompts != nil {
+		o.Prompts, errs = collect(c.session.Prompts(ctx, nil), "prompts/list", errs)
+	}
+	if caps.Resources != nil {
+		o.Resources, errs = collect(c.session.Resources(ctx, nil), "resources/list", errs)
+		o.Templates, errs = collect(c.session.ResourceTemplates(ctx, nil), "resources/templates/list", errs)
+		o.Subscribe = caps.Resources.Subscribe
+	}
+	o.Complete = caps.Completions != nil
+	o.Logging = caps.Logging != nil
+	return o, errors.Join(errs...)
+}
+
+// collect reads a paged listing, up to maxOffered items.
+func collect[T any](seq func(func(T, error) bool), method string, errs []error) ([]T, []error) {
+	var out []T
+	for v, err := range seq {
+		if err != nil {
+			if rpc := (*jsonrpc.Error)(nil); errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeMethodNotFound {
+				return out, errs // announced but not served: nothing offered
+			}
+			return out, append(errs, fmt.Errorf("%s: %w", method, err))
+		}
+		if len(out) == maxOffered {
+			return out, append(errs, fmt.Errorf("%s: more than %d items; the rest are left out", method, maxOffered))
+		}
+		out = append(out, v)
+	}
+	return out, errs
+}
+
+// offers tracks the offers of a pool's servers and the resource
+// subscriptions made through it.
+type offerState struct {
+	mu       sync.Mutex
+	offer    Offer
+	subs     map[string]bool // URIs subscribed to, as the server names them
+	logLevel mcp.LoggingLevel
+}
+
+// Offers returns what every server offers besides tools, sorted by
+// server name; servers that offer nothing are left out.
+func (p *Pool) Offers() []Offer {
+	var out []Offer
+	for _, s := range p.servers {
+		s.offers.mu.Lock()
+		o := s.offers.offer
+		s.offers.mu.Unlock()
+		if !o.empty() {
+			o.Server = s.cfg.Name
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// setOffer replaces a server's offer and publishes it.
+func (s *server) setOffer(o Offer) {
+	s.offers.mu.Lock()
+	s.offers.offer = o
+	s.offers.mu.Unlock()
+	s.pool.offerGen.Add(1)
+	s.pool.publish()
+}
+
+// Session runs f with the named server's live session, as a request made
+// for the client WithClient put in ctx, waiting for the server as Call
+// does. The error f returns is passed on with secrets removed.
+func (p *Pool) Session(ctx context.Context, server string, f func(context.Context, *mcp.ClientSession) error) error {
+	s := p.byName[server]
+	if s == nil {
+		return fmt.Errorf("no server %q", server)
+	}
+	c, err := s.waitReady(ctx)
+	if err != nil {
+		return err
+	}
+	_, end := s.flights.start(ctx)
+	defer end()
+	if err := f(ctx, c.session); err != nil {
+		if ctx.Err() == nil {
+			err = c.explain(err)
+		}
+		return &redactedError{s.redact.Redact(err.Error()), err}
+	}
+	return nil
+}
+
+// Subscribe subscribes to a resource of a server; the server's updates of
+// it come as Notices. The subscription is made again whenever the server
+// reconnects, until Unsubscribe.
+func (p *Pool) Subscribe(ctx context.Context, server, uri string) error {
+	s := p.byName[server]
+	if s == nil {
+		return fmt.Errorf("no server %q", server)
+	}
+	s.offers.mu.Lock()
+	if s.offers.subs == nil {
+		s.offers.subs = make(map[string]bool)
+	}
+	s.offers.subs[uri] = true
+	s.offers.mu.Unlock()
+	return p.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
+	})
+}
+
+// Unsubscribe ends a subscription made with Subscribe.
+func (p *Pool) Unsubscribe(ctx context.Context, server, uri string) error {
+	s := p.byName[server]
+	if s == nil {
+		return fmt.Errorf("no server %q", server)
+	}
+	s.offers.mu.Lock()
+	delete(s.offers.subs, uri)
+	s.offers.mu.Unlock()
+	return p.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
+		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
+	})
+}
+
+// SetLogLevel asks every server that logs to send its log messages at
+// level and above, now and whenever one connects. A failure is logged.
+func (p *Pool) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) {
+	for _, s := range p.servers {
+		s.offers.mu.Lock()
+		s.offers.logLevel = level
+		logs := s.offers.offer.Logging
+		s.offers.mu.Unlock()
+		s.mu.Lock()
+		c := s.conn
+		s.mu.Unlock()
+		if logs && c != nil && !c.dead() {
+			if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+				s.logger.Warn("logging/setLevel failed", "error", s.redact.Redact(err.Error()))
+			}
+		}
+	}
+}
+
+// restore makes a new connection what the last one was: subscribed to
+// the same resources and logging at the same level.
+func (s *server) restore(ctx context.Context, c *conn) {
+	s.offers.mu.Lock()
+	subs := slices.Sorted(func(yield func(string) bool) {
+		for u := range s.offers.subs {
+			if !yield(u) {
+				return
+			}
+		}
+	})
+	level := s.offers.logLevel
+	s.offers.mu.Unlock()
+	if level != "" && c.caps != nil && c.caps.Logging != nil {
+		if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			s.logger.Warn("logging/setLevel failed", "error", s.redact.Redact(err.Error()))
+		}
+	}
+	for _, u := range subs {
+		if err := c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: u}); err != nil {
+			s.logger.Warn("could not subscribe again after reconnecting", "uri", u, "error", s.redact.Redact(err.Error()))
+		}
+	}
+}
+
+// notice queues a Notice for the gateway; when the queue is full, it is
+// dropped and counted.
+func (p *Pool) notice(n Notice) {
+	select {
+	case p.notices <- n:
+	default:
+		if d := p.dropped.Add(1); d&(d-1) == 0 { // log at 1, 2, 4, 8, ...
+			p.logger.Warn("server notices dropped: nobody reads them fast enough", "dropped", d)
+		}
+	}
+}
+
+// Notices returns the channel of what servers send that no single
+// request caused (see Notice).
+func (p *Pool) Notices() <-chan Notice { return p.notices }
