@@ -53,7 +53,7 @@ func TestLongDescriptionsAreCut(t *testing.T) {
 }
 
 // BenchmarkHostileName is the cost of answering call_tool with a one
-// megabyte unknown name over the built-in catalog (515 tools).
+// megabyte unknown name over the built-in catalog (519 tools).
 func BenchmarkHostileName(b *testing.B) {
 	cs := connect(b, newGateway(b, CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, nil), nil)
 	huge := strings.Repeat("x", 1<<20)

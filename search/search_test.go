@@ -36,7 +36,7 @@ func tinyCatalog(t testing.TB, tools ...[3]string) *catalog.Catalog {
 
 // realCatalog loads the built-in catalog: the tools/list results of the
 // pinned npm MCP servers of testdata/servers, run as examples/servers.json
-// runs them (515 tools from 20 servers).
+// runs them (519 tools from 20 servers).
 func realCatalog(t testing.TB) *catalog.Catalog {
 	t.Helper()
 	f, err := os.Open(filepath.Join("..", "internal", "builtin", "catalog.json"))

@@ -130,12 +130,21 @@ func parseListResult(raw json.RawMessage) (tools []json.RawMessage, fromFunction
 	return []json.RawMessage{}, false
 }
 
-// call forwards a tools/call, asking for progress with token unless it is
-// empty. Cancelling ctx sends notifications/cancelled to the server.
-func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, token string) (*mcp.CallToolResult, error) {
+// call forwards a tools/call, asking for progress with token and for log
+// messages at level unless they are empty. Cancelling ctx sends
+// notifications/cancelled to the server.
+func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, token string, level mcp.LoggingLevel) (*mcp.CallToolResult, error) {
 	params := &mcp.CallToolParams{Name: tool}
 	if token != "" {
 		params.SetProgressToken(token)
+	}
+	if level != "" {
+		// MCP 2026-07-28 has no logging/setLevel: the level travels with
+		// each request. Servers on earlier revisions ignore it.
+		if params.Meta == nil {
+			params.Meta = mcp.Meta{}
+		}
+		params.Meta[mcp.MetaKeyLogLevel] = string(level)
 	}
 	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		params.Arguments = args

@@ -263,7 +263,10 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	}
 	token, end := s.flights.start(ctx)
 	defer end()
-	res, err := c.call(ctx, e.Tool, args, token)
+	s.offers.mu.Lock()
+	level := s.offers.logLevel
+	s.offers.mu.Unlock()
+	res, err := c.call(ctx, e.Tool, args, token, level)
 	if err != nil {
 		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
 	}

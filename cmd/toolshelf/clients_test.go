@@ -38,15 +38,20 @@ const runMainEnv = "TOOLSHELF_TEST_RUN_MAIN"
 // environment variables of their own.
 func gatewayCommand(t *testing.T, flags ...string) string {
 	t.Helper()
+	// The gateway is a process of its own, which reads no test setting:
+	// its servers get the scaled start timeout in the file.
+	src, _ := filepath.Abs("testdata/clients.json")
+	return gatewayScript(t, scaledConfig(t, src), flags...)
+}
+
+// gatewayScript is gatewayCommand with a configuration file of its own.
+func gatewayScript(t *testing.T, cfg string, flags ...string) string {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	// The gateway is a process of its own, which reads no test setting:
-	// its servers get the scaled start timeout in the file.
-	src, _ := filepath.Abs("testdata/clients.json")
-	cfg := scaledConfig(t, src)
 	var b strings.Builder
 	b.WriteString("#!/bin/sh\n")
 	for k, v := range map[string]string{
@@ -76,7 +81,14 @@ var urlLine = regexp.MustCompile(`url=(http://\S+/mcp)`)
 // returns its /mcp URL.
 func startHTTPGateway(t *testing.T, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(gatewayCommand(t, append([]string{"--http", "127.0.0.1:0"}, flags...)...))
+	return runHTTPScript(t, gatewayCommand(t, append([]string{"--http", "127.0.0.1:0"}, flags...)...))
+}
+
+// runHTTPScript runs a gateway script that serves HTTP and returns its /mcp
+// URL.
+func runHTTPScript(t *testing.T, script string) string {
+	t.Helper()
+	cmd := exec.Command(script)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -190,19 +202,17 @@ func TestInspectorCLI(t *testing.T) {
 }
 
 // TestConformance runs the MCP conformance suite against the gateway's
-// HTTP transport, stateless and stateful (--activate), with the expected
-// failures of testdata/clients/conformance-baseline.yml. The suite prints
-// a "Total: N passed, M failed" line; it is kept out of the test output so
-// that CI reads go test's own summary.
+// own search mode over HTTP, stateless and with sessions (--activate,
+// which keeps a server per session), with the expected failures of
+// testdata/clients/conformance-baseline.yml.
 func TestConformance(t *testing.T) {
 	t.Parallel() // waits on processes of its own
 	requireClients(t)
-	node22, _ := filepath.Abs(filepath.Join(clientsDir, "node_modules", "node", "bin", "node"))
 	base, err := os.ReadFile(filepath.Join(clientsDir, "conformance-baseline.yml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, flags := range map[string][]string{"stateless": nil, "stateful": {"--activate"}} {
+	for name, flags := range map[string][]string{"stateless": {"--stateless"}, "sessions": {"--activate"}} {
 		t.Run(name, func(t *testing.T) {
 			baseline := filepath.Join(t.TempDir(), "baseline.yml")
 			b := string(base)
@@ -213,14 +223,12 @@ func TestConformance(t *testing.T) {
 			}
 			os.WriteFile(baseline, []byte(b), 0o644)
 			url := startHTTPGateway(t, flags...)
-			out, err := node(t, node22, "node_modules/@modelcontextprotocol/conformance/dist/index.js",
-				"server", "--url", url, "--suite", "active", "--expected-failures", baseline, "-o", t.TempDir())
-			summary := strings.NewReplacer("Total:", "conformance total:").Replace(lastLines(out, 40))
+			out, err := runConformance(t, url, "--expected-failures", baseline)
 			if err != nil {
-				t.Fatalf("conformance suite: %v\n%s", err, summary)
+				t.Fatalf("conformance suite: %v\n%s", err, lastLines(out, 40))
 			}
 			if !strings.Contains(out, "✓ tools-list") || !strings.Contains(out, "✓ server-initialize") {
-				t.Errorf("core scenarios did not pass:\n%s", summary)
+				t.Errorf("core scenarios did not pass:\n%s", lastLines(out, 40))
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 func init() {
@@ -32,7 +34,9 @@ turn without deferral and with it (the gateway's search tools plus the
 alwaysLoad tools) and the saving; and warnings: shortened names, tool names
 shared by servers, schemas that had to be normalised, descriptions over
 2,000 characters, and text aimed at the model (instructions, hidden
-characters) as a tool-poisoning check.
+characters) as a tool-poisoning check. Servers' prompts, resources and
+resource templates are counted too: they are listed to clients (as slash
+commands, @-mentions), not sent to the model every turn.
 
 Tokens are estimated offline (cl100k × 1.23). --count-tokens asks the
 Messages API's count_tokens instead (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL);
@@ -91,6 +95,11 @@ type doctorServer struct {
 	Chars   int        `json:"chars"`
 	Tokens  int        `json:"tokens"`
 	Largest []toolCost `json:"largest"`
+	// Prompts, Resources (resources and templates) and their definitions'
+	// tokens, as the server listed them.
+	Prompts     int `json:"prompts"`
+	Resources   int `json:"resources"`
+	OfferTokens int `json:"offerTokens"`
 }
 
 type perTurn struct {
@@ -157,8 +166,18 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	if rep.Warnings == nil {
 		rep.Warnings = []catalog.Finding{}
 	}
+	offers := map[string]upstream.Offer{}
+	if src.pool != nil {
+		for _, o := range src.pool.Offers() {
+			offers[o.Server] = o
+		}
+	}
 	for _, s := range list.Servers {
 		ds := doctorServer{Name: s.Name, State: string(s.State), Error: s.Error, Tools: s.Tools, Chars: s.Chars, Tokens: s.Tokens}
+		if o, ok := offers[s.Name]; ok {
+			ds.Prompts, ds.Resources = len(o.Prompts), len(o.Resources)+len(o.Templates)
+			ds.OfferTokens = offerTokens(ctx, o)
+		}
 		largest := slices.Clone(s.Entries)
 		slices.SortStableFunc(largest, func(a, b toolCost) int { return cmp.Compare(b.Tokens, a.Tokens) })
 		ds.Largest = largest[:min(3, len(largest))]
@@ -203,6 +222,13 @@ func (r *doctorReport) write(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", s.Name, s.State, s.Tools, num(s.Chars), num(s.Tokens), strings.Join(largest, ", "))
 	}
 	tw.Flush()
+	var prompts, resources, tokens int
+	for _, s := range r.Servers {
+		prompts, resources, tokens = prompts+s.Prompts, resources+s.Resources, tokens+s.OfferTokens
+	}
+	if prompts+resources > 0 {
+		fmt.Fprintf(w, "Prompts and resources (listed to clients, not sent each turn): %d prompts, %d resources and templates, %s tokens\n", prompts, resources, num(tokens))
+	}
 	for _, s := range r.Servers {
 		if s.Error != "" {
 			fmt.Fprintf(w, "  %s: %s\n", s.Name, s.Error)
@@ -236,4 +262,26 @@ func (r *doctorReport) write(w io.Writer) {
 		}
 		fmt.Fprintf(w, "  %-16s %s: %s\n", f.Kind, subject, f.Message)
 	}
+}
+
+// offerTokens estimates the tokens of a server's prompt, resource and
+// template definitions, as a client receives them.
+func offerTokens(ctx context.Context, o upstream.Offer) int {
+	var defs []json.RawMessage
+	add := func(v any) {
+		if b, err := json.Marshal(v); err == nil {
+			defs = append(defs, b)
+		}
+	}
+	for _, p := range o.Prompts {
+		add(p)
+	}
+	for _, r := range o.Resources {
+		add(r)
+	}
+	for _, t := range o.Templates {
+		add(t)
+	}
+	n, _ := policy.Tokenizer{}.CountTokens(ctx, defs)
+	return n
 }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
 func TestDoctorBuiltin(t *testing.T) {
@@ -44,7 +46,7 @@ func doctorJSON(t *testing.T, args ...string) doctorReport {
 
 func TestDoctorDecisions(t *testing.T) {
 	rep := doctorJSON(t)
-	if !rep.Decision.Enabled || rep.PerTurn.SavedPercent < 95 || rep.PerTurn.With.Tools != 2 || rep.PerTurn.Without.Tools != 515 || len(rep.Servers) != 20 {
+	if !rep.Decision.Enabled || rep.PerTurn.SavedPercent < 95 || rep.PerTurn.With.Tools != 2 || rep.PerTurn.Without.Tools != 519 || len(rep.Servers) != 20 {
 		t.Errorf("report: decision %+v, per turn %+v", rep.Decision, rep.PerTurn)
 	}
 	for _, tt := range []struct {
@@ -101,7 +103,7 @@ func TestDoctorCountTokens(t *testing.T) {
 	t.Setenv("ENABLE_TOOL_SEARCH", "auto")
 	t.Setenv("ANTHROPIC_BASE_URL", api.URL)
 	rep := doctorJSON(t, "--count-tokens")
-	if rep.Decision.TokenSource != "count_tokens" || rep.Decision.Tokens != 100*515 || rep.Decision.Reason != "auto_above_threshold" {
+	if rep.Decision.TokenSource != "count_tokens" || rep.Decision.Tokens != 100*519 || rep.Decision.Reason != "auto_above_threshold" {
 		t.Errorf("decision: %s (%+v)", rep.Summary, rep.Decision)
 	}
 
@@ -152,5 +154,20 @@ func TestOneTokenTotal(t *testing.T) {
 	}
 	if sum != list.Tokens {
 		t.Errorf("list's servers add up to %d tokens, its total is %d", sum, list.Tokens)
+	}
+}
+
+// doctor counts what a server offers besides tools: server-everything has
+// prompts, resources and resource templates.
+func TestDoctorCountsPromptsAndResources(t *testing.T) {
+	t.Parallel() // waits on a process of its own
+	testenv.RequireNPM(t, "testdata/servers")
+	rep := doctorJSON(t, "--config", realServersConfig(t, "everything"))
+	if len(rep.Servers) != 1 {
+		t.Fatalf("servers: %+v", rep.Servers)
+	}
+	s := rep.Servers[0]
+	if s.Prompts == 0 || s.Resources == 0 || s.OfferTokens <= 0 {
+		t.Errorf("everything: %d prompts, %d resources, %d tokens", s.Prompts, s.Resources, s.OfferTokens)
 	}
 }

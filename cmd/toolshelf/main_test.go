@@ -70,7 +70,7 @@ func TestCLI(t *testing.T) {
 		{"bad regex", []string{"search", "--catalog", realCatalog, "--engine", "regex", "(x"}, 2, "", `invalid pattern "(x": missing closing )`},
 		{"long regex", []string{"search", "--catalog", realCatalog, "--engine", "regex", strings.Repeat("x", 201)}, 2, "", "the limit is 200"},
 		{"bad engine", []string{"search", "--catalog", realCatalog, "--engine", "vector", "x"}, 2, "", `unknown engine "vector"`},
-		{"built-in catalog", []string{"search", "create", "a", "pull", "request"}, 0, "1  mcp__github__create_pull_request", "using the built-in catalog (515 tools of 20 servers)"},
+		{"built-in catalog", []string{"search", "create", "a", "pull", "request"}, 0, "1  mcp__github__create_pull_request", "using the built-in catalog (519 tools of 20 servers)"},
 		{"missing catalog", []string{"search", "--catalog", "testdata/nope.json", "x"}, 2, "", "testdata/nope.json: no such file"},
 		{"malformed catalog", []string{"search", "--catalog", "testdata/bad-catalog.json", "x"}, 2, "", "testdata/bad-catalog.json:4: invalid character"},
 

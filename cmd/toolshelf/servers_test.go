@@ -110,7 +110,7 @@ func TestListBuiltin(t *testing.T) {
 // other commands use it.
 func TestCatalogExportBuiltin(t *testing.T) {
 	r := runCLI(t, "catalog", "export")
-	if r.code != 0 || !strings.Contains(r.stderr, "exporting the built-in catalog (515 tools of 20 servers)") {
+	if r.code != 0 || !strings.Contains(r.stderr, "exporting the built-in catalog (519 tools of 20 servers)") {
 		t.Fatalf("export: %d %s", r.code, r.stderr)
 	}
 	c, err := catalog.Decode(strings.NewReader(r.stdout))

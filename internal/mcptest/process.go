@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -75,6 +76,13 @@ func serve(mode string) int {
 		return 1
 	case "detach":
 		return detach()
+	case "fixture":
+		// The conformance fixture (see Fixture) over stdio.
+		if err := Fixture().Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return 0
 	case "sleep":
 		time.Sleep(time.Hour)
 		return 0
