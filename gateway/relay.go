@@ -11,11 +11,6 @@ import (
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
-// maxSubscriptions bounds the resources subscribed to through the
-// gateway at once: each costs a subscription on a server, and a client
-// that subscribes without end must not make the gateway do the same.
-const maxSubscriptions = 10_000
-
 // subscriptions are the sessions subscribed to each server's resources.
 // A server is subscribed to once, however many sessions want it, and
 // unsubscribed from when the last one leaves.
@@ -35,9 +30,9 @@ func (s *Server) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error
 	s.subs.mu.Lock()
 	sessions := s.subs.by[k]
 	first := len(sessions) == 0
-	if first && len(s.subs.by) >= maxSubscriptions {
+	if first && len(s.subs.by) >= s.opts.MaxSubscriptions {
 		s.subs.mu.Unlock()
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("toolshelf holds %d resource subscriptions, the most it keeps; unsubscribe from some first", maxSubscriptions)}
+		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("toolshelf holds %d resource subscriptions, the most it keeps; unsubscribe from some first", s.opts.MaxSubscriptions)}
 	}
 	if sessions == nil {
 		sessions = make(map[*mcp.ServerSession]bool)

@@ -90,6 +90,11 @@ type Options struct {
 	// long an idle session lives (default 30 minutes).
 	MaxSessions int
 	SessionIdle time.Duration
+	// MaxSubscriptions bounds the resources subscribed to through the
+	// gateway at once (default 10,000): each costs a subscription on a
+	// server, and a client that subscribes without end must not make the
+	// gateway do the same.
+	MaxSubscriptions int
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -159,6 +164,9 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	}
 	if s.opts.MaxSessions <= 0 {
 		s.opts.MaxSessions = 500
+	}
+	if s.opts.MaxSubscriptions <= 0 {
+		s.opts.MaxSubscriptions = 10_000
 	}
 	if s.opts.SessionIdle <= 0 {
 		s.opts.SessionIdle = 30 * time.Minute

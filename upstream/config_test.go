@@ -22,7 +22,7 @@ func TestParseConfig(t *testing.T) {
     },
     "remote": {"type": "http", "url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"}, "alwaysLoad": true, "timeout": "1m30s"},
     "legacy": {"type": "sse", "url": "http://127.0.0.1:9/sse", "disabled": true},
-    "local": {"command": "./server", "cwd": "sub"}
+    "local": {"command": "./server", "cwd": "sub", "prefix": false}
   }
 }`
 	got, err := ParseConfig([]byte(data), "/etc/toolshelf/servers.json", getenv)
@@ -35,7 +35,7 @@ func TestParseConfig(t *testing.T) {
 			AlwaysLoad: []string{"create_issue"}, Timeout: 30 * time.Second, AutoApprove: []string{"list_issues"},
 			Allow: []string{"*_issue*"}, Deny: []string{"delete_*"}},
 		{Name: "legacy", Type: "sse", URL: "http://127.0.0.1:9/sse", Disabled: true},
-		{Name: "local", Command: "./server", Cwd: "/etc/toolshelf/sub"},
+		{Name: "local", Command: "./server", Cwd: "/etc/toolshelf/sub", NoPrefix: true},
 		{Name: "remote", Type: "http", URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ghp_secret"},
 			AlwaysLoadAll: true, Timeout: 90 * time.Second},
 	}
@@ -60,6 +60,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"unknown top key", "{\"mcpServers\": {},\n \"mcpServer\": {}}", `servers.json:2: unknown key "mcpServer" (did you mean "mcpServers"?)`},
 		{"unknown server key", "{\"mcpServers\": {\"a\": {\n\"command\": \"x\",\n\"arg\": []}}}", `servers.json:3: server "a": unknown key "arg" (did you mean "args"?)`},
 		{"wrong type", `{"mcpServers": {"a": {"command": "x", "args": "one"}}}`, `server "a": "args" has the wrong type`},
+		{"prefix not a boolean", `{"mcpServers": {"a": {"command": "x", "prefix": "no"}}}`, `server "a": "prefix" has the wrong type: want bool`},
 		{"neither", `{"mcpServers": {"a": {"env": {}}}}`, `server "a": needs "command" (a stdio server) or "url" (a remote server)`},
 		{"both", `{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}`, `has both "command" and "url"`},
 		{"bad type", `{"mcpServers": {"a": {"type": "websocket", "url": "ws://h"}}}`, `unknown type "websocket" (want stdio, http or sse)`},

@@ -1,0 +1,328 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// inMemory serves srv as an upstream named name.
+func inMemory(name string, srv *mcp.Server) upstream.ServerConfig {
+	return upstream.ServerConfig{Name: name, Dial: func(context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(context.Background(), st)
+		return ct, nil
+	}}
+}
+
+// legacyServer asks its client things from inside its tools, as servers
+// on MCP revisions before 2026-07-28 do (the newer revision asks in the
+// result instead; the conformance fixture does that).
+func legacyServer(subscribed *atomic.Int32) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "test"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: []string{"2025-11-25"},
+		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
+			subscribed.Add(1)
+			return nil
+		},
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	add := func(name string, h func(context.Context, *mcp.CallToolRequest) (string, error)) {
+		s.AddTool(&mcp.Tool{Name: name, InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			out, err := h(ctx, req)
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: out}}}, nil
+		})
+	}
+	add("elicit", func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "who are you?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s %v", res.Action, res.Content["name"]), nil
+	})
+	add("sample", func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		if err != nil {
+			return "", err
+		}
+		return res.Content.(*mcp.TextContent).Text, nil
+	})
+	add("roots", func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+		res, err := req.Session.ListRoots(ctx, nil)
+		if err != nil {
+			return "", err
+		}
+		return res.Roots[0].URI, nil
+	})
+	add("progress", func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+		for i := range 3 {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 3})
+		}
+		// A client handles notifications in order with requests, but a
+		// response may overtake them: the ping's answer says the
+		// notifications before it were handled.
+		return "done", req.Session.Ping(ctx, nil)
+	})
+	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "item", URITemplate: "legacy://item/{id}"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "item"}}}, nil
+	})
+	return s
+}
+
+// legacy is the MCP revision of today's clients (Claude Code, the
+// TypeScript SDK), which a server can send requests to while it works.
+const legacy = "2025-11-25"
+
+// connectWith connects a client of the test's making to the gateway, on
+// the legacy revision.
+func connectWith(t *testing.T, g *Server, c *mcp.Client) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	go g.MCPServer().Run(context.Background(), st)
+	cs, err := c.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// connectLegacy connects a client with opts on the legacy revision.
+func connectLegacy(t *testing.T, g *Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	return connectWith(t, g, mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, opts))
+}
+
+func answering(name string) *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+		},
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "sampled by " + name}}, nil
+		},
+		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
+	}
+}
+
+// What a server asks of a client while it works on a call goes to the
+// client that made the call, and only to it.
+func TestServerRequestsReachTheirClient(t *testing.T) {
+	var subscribed atomic.Int32
+	g, _ := gatewayFor(t, &Options{Settings: allMode}, inMemory("legacy", legacyServer(&subscribed)))
+	ca := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, answering("a"))
+	ca.AddRoots(&mcp.Root{URI: "file:///a"})
+	a := connectWith(t, g, ca)
+	b := connectLegacy(t, g, answering("b"))
+
+	for _, tc := range []struct {
+		cs         *mcp.ClientSession
+		tool, want string
+	}{
+		{a, "mcp__legacy__elicit", "accept a"},
+		{b, "mcp__legacy__elicit", "accept b"},
+		{a, "mcp__legacy__sample", "sampled by a"},
+		{b, "mcp__legacy__sample", "sampled by b"},
+		{a, "mcp__legacy__roots", "file:///a"},
+	} {
+		if res := call(t, tc.cs, tc.tool, nil); res.IsError || text(res) != tc.want {
+			t.Errorf("%s: %s (want %q)", tc.tool, text(res), tc.want)
+		}
+	}
+
+	// Progress reaches the caller under the caller's own token.
+	got := make(chan any, 10)
+	progress := &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		got <- req.Params.ProgressToken
+	}}
+	c := connectLegacy(t, g, progress)
+	params := &mcp.CallToolParams{Name: "mcp__legacy__progress"}
+	params.SetProgressToken("mine")
+	if _, err := c.CallTool(context.Background(), params); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		select {
+		case tok := <-got:
+			if tok != "mine" {
+				t.Errorf("progress token %v, want the client's own", tok)
+			}
+		case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+			t.Fatal("fewer than three progress notifications")
+		}
+	}
+}
+
+var allMode = policy.Settings{Mode: policy.ModeStandard}
+
+// A server's request the client cannot answer gets the protocol's error
+// at once, and the gateway goes on serving.
+func TestServerRequestFaults(t *testing.T) {
+	var subscribed atomic.Int32
+	g, _ := gatewayFor(t, &Options{Settings: allMode}, inMemory("legacy", legacyServer(&subscribed)))
+
+	// No sampling capability: the server gets an error that says so.
+	plain := connectLegacy(t, g, nil)
+	if res := call(t, plain, "mcp__legacy__sample", nil); !res.IsError || !strings.Contains(text(res), "did not declare the capability") {
+		t.Errorf("sampling without the capability: %s", text(res))
+	}
+
+	// A client that goes away while the server waits for its answer: the
+	// call ends, and the next client is asked as if nothing happened.
+	asked, release := make(chan struct{}), make(chan struct{})
+	defer close(release)
+	st, ct := mcp.NewInMemoryTransports()
+	go g.MCPServer().Run(context.Background(), st)
+	wire := &killable{Transport: ct}
+	gone, err := mcp.NewClient(&mcp.Implementation{Name: "gone", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			close(asked)
+			<-release
+			return nil, errors.New("gone")
+		}}).Connect(context.Background(), wire, &mcp.ClientSessionOptions{ProtocolVersion: legacy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		_, err := gone.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__legacy__elicit"})
+		errc <- err
+	}()
+	<-asked
+	wire.conn.Close() // the client's process dies
+	select {
+	case <-errc:
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		t.Fatal("the call of a client that went away did not end")
+	}
+	next := connectLegacy(t, g, answering("next"))
+	testenv.Eventually(t, upstream.DefaultTimeout, "the next client to be asked", func() bool {
+		res := call(t, next, "mcp__legacy__elicit", nil)
+		return text(res) == "accept next"
+	})
+
+	// A URI no server owns.
+	_, err = next.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "nobody://x"})
+	var rpc *jsonrpc.Error
+	if !errors.As(err, &rpc) || rpc.Code != mcp.CodeResourceNotFound {
+		t.Errorf("reading a URI no server owns: %v", err)
+	}
+}
+
+// Subscriptions: a storm is bounded; a server that restarts is
+// subscribed again, and its updates still reach the subscriber.
+func TestSubscriptions(t *testing.T) {
+	var subscribed atomic.Int32
+	srv := legacyServer(&subscribed)
+	g, _ := gatewayFor(t, &Options{MaxSubscriptions: 5}, inMemory("legacy", srv))
+	updated := make(chan string, 10)
+	cs := connectLegacy(t, g, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+		updated <- req.Params.URI
+	}})
+	var refused error
+	for i := range 8 {
+		if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: fmt.Sprintf("legacy://item/%d", i)}); err != nil {
+			refused = err
+			break
+		}
+	}
+	if refused == nil || !strings.Contains(refused.Error(), "5 resource subscriptions") {
+		t.Errorf("the sixth subscription: %v", refused)
+	}
+	if n := subscribed.Load(); n != 5 {
+		t.Errorf("the server got %d subscriptions, want 5", n)
+	}
+
+	// The server's connection drops; the pool reconnects and subscribes
+	// again, and an update reaches the client.
+	for ss := range srv.Sessions() {
+		ss.Close()
+	}
+	testenv.Eventually(t, upstream.DefaultTimeout, "the five subscriptions to be made again", func() bool { return subscribed.Load() >= 10 })
+	if err := srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "legacy://item/3"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case uri := <-updated:
+		if uri != "legacy://item/3" {
+			t.Errorf("updated %s", uri)
+		}
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		t.Error("no update after the server restarted")
+	}
+}
+
+// Prompts, resources and templates keep their names unless two servers
+// share one; then each is named for its server, and still reaches it.
+func TestOffersNamedUniquely(t *testing.T) {
+	only := mcp.NewServer(&mcp.Implementation{Name: "only", Version: "test"}, nil)
+	only.AddPrompt(&mcp.Prompt{Name: "unique"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "from only"}}}}, nil
+	})
+	g, _ := gatewayFor(t, nil, inMemory("a", mcptest.Fixture()), inMemory("b", mcptest.Fixture()), inMemory("only", only))
+	cs := connectLegacy(t, g, nil)
+	ctx := context.Background()
+
+	var prompts []string
+	for p, err := range cs.Prompts(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		prompts = append(prompts, p.Name)
+	}
+	for _, want := range []string{"unique", "a__test_simple_prompt", "b__test_simple_prompt"} {
+		if !slices.Contains(prompts, want) {
+			t.Errorf("prompt %s not among %v", want, prompts)
+		}
+	}
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "unique"})
+	if err != nil || res.Messages[0].Content.(*mcp.TextContent).Text != "from only" {
+		t.Errorf("unique: %v %v", res, err)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "b__test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x", "arg2": "y"}}); err != nil {
+		t.Errorf("b's prompt: %v", err)
+	}
+
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "toolshelf://b/test://static-text"})
+	if err != nil || read.Contents[0].URI != "toolshelf://b/test://static-text" || read.Contents[0].Text == "" {
+		t.Errorf("b's resource: %+v %v", read, err)
+	}
+	read, err = cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "toolshelf://a/test://template/7/data"})
+	if err != nil || !strings.Contains(read.Contents[0].Text, `"7"`) {
+		t.Errorf("a's template: %+v %v", read, err)
+	}
+	done, err := cs.Complete(ctx, &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: "a__test_prompt_with_arguments"}, Argument: mcp.CompleteParamsArgument{Name: "arg1", Value: "pa"}})
+	if err != nil || !slices.Contains(done.Completion.Values, "paris") {
+		t.Errorf("completion through the gateway: %+v %v", done, err)
+	}
+}
+
+// killable is a transport whose connection a test can drop, as a client
+// process that dies drops it.
+type killable struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (k *killable) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := k.Transport.Connect(ctx)
+	k.conn = c
+	return c, err
+}
