@@ -326,3 +326,40 @@ func (k *killable) Connect(ctx context.Context) (mcp.Connection, error) {
 	k.conn = c
 	return c, err
 }
+
+// A client on MCP 2026-07-28 takes a server's questions as the call's
+// result and calls again with the answers; the gateway turns a legacy
+// server's mid-call questions into such rounds, directly listed tools and
+// call_tool alike.
+func TestServerRequestsToNewClients(t *testing.T) {
+	var subscribed atomic.Int32
+	for _, mode := range []policy.Settings{allMode, {Mode: policy.ModeAlways}} {
+		g, _ := gatewayFor(t, &Options{Settings: mode}, inMemory("legacy", legacyServer(&subscribed)))
+		c := mcp.NewClient(&mcp.Implementation{Name: "new", Version: "1"}, answering("new"))
+		c.AddRoots(&mcp.Root{URI: "file:///new"})
+		st, ct := mcp.NewInMemoryTransports()
+		go g.MCPServer().Run(context.Background(), st)
+		cs, err := c.Connect(context.Background(), ct, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if v := cs.InitializeResult().ProtocolVersion; v < "2026-07-28" {
+			t.Fatalf("the client negotiated %s", v)
+		}
+		for tool, want := range map[string]string{"elicit": "accept new", "sample": "sampled by new", "roots": "file:///new"} {
+			name, args := "mcp__legacy__"+tool, any(nil)
+			if mode.Mode == policy.ModeAlways {
+				name, args = toolCall, map[string]any{"name": "mcp__legacy__" + tool}
+			}
+			if res := call(t, cs, name, args); res.IsError || text(res) != want {
+				t.Errorf("%s %s: %s (want %q)", mode.Mode, tool, text(res), want)
+			}
+		}
+		// Answers for no waiting call (a guess, or one that expired).
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: map[string]any{"name": "mcp__legacy__elicit"}, RequestState: "guessed"})
+		if mode.Mode == policy.ModeAlways && (err != nil || !res.IsError || !strings.Contains(text(res), "has ended")) {
+			t.Errorf("answers for no call: %v %v", err, res)
+		}
+	}
+}

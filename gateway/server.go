@@ -110,6 +110,7 @@ type Server struct {
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every Update
 	offers  atomic.Pointer[offerTable]
 	subs    subscriptions
+	rounds  rounds
 
 	mu       sync.Mutex
 	shared   *mcp.Server               // the server of every session unless Activate
@@ -406,6 +407,11 @@ func directTool(e *catalog.Entry) *mcp.Tool {
 // forward returns the handler of a directly listed tool.
 func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Session != nil && usesRounds(req.Session) {
+			return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
+				return s.call(ctx, name, req.Params.Arguments)
+			}), nil
+		}
 		return s.call(forCaller(ctx, req.Session, req.Params.GetProgressToken()), name, req.Params.Arguments), nil
 	}
 }

@@ -100,6 +100,11 @@ func (s *Server) addMetaTools(x *exposure) {
 		return s.searchTools(ctx, x, req.Params.Arguments), nil
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Session != nil && usesRounds(req.Session) {
+			return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
+				return s.callTool(ctx, req.Params.Arguments)
+			}), nil
+		}
 		return s.callTool(forCaller(ctx, req.Session, req.Params.GetProgressToken()), req.Params.Arguments), nil
 	})
 	x.listed[toolSearch] = "meta"
