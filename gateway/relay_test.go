@@ -75,10 +75,10 @@ func legacyServer(subscribed *atomic.Int32) *mcp.Server {
 		for i := range 3 {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 3})
 		}
-		// A client handles notifications in order with requests, but a
-		// response may overtake them: the ping's answer says the
-		// notifications before it were handled.
-		return "done", req.Session.Ping(ctx, nil)
+		// The result follows at once: the go-sdk client queues
+		// notifications but not responses, so the pool must see that the
+		// progress is passed on first.
+		return "done", nil
 	})
 	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "item", URITemplate: "legacy://item/{id}"}, func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "item"}}}, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -78,6 +79,73 @@ type flights struct {
 	mu     sync.Mutex
 	byPtr  map[*flight]bool
 	tokens map[string]*flight
+	// queued counts progress notifications read but not yet passed on,
+	// by token; passedOn is closed and replaced whenever one is.
+	queued   map[string]int
+	passedOn chan struct{}
+}
+
+// arrived records a progress notification as read from the connection.
+func (fs *flights) arrived(token string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if _, ours := fs.tokens[token]; !ours {
+		return
+	}
+	if fs.queued == nil {
+		fs.queued = make(map[string]int)
+	}
+	fs.queued[token]++
+}
+
+// passed records a progress notification as handled.
+func (fs *flights) passed(token any) {
+	s, _ := token.(string)
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if fs.queued[s] == 0 {
+		return
+	}
+	if fs.queued[s]--; fs.queued[s] == 0 {
+		delete(fs.queued, s)
+	}
+	if fs.passedOn != nil {
+		close(fs.passedOn)
+		fs.passedOn = nil
+	}
+}
+
+// drainWait bounds drain: the handler runs in microseconds, and a
+// notification it never gets must not hold a call's answer for long.
+const drainWait = time.Second
+
+// drain waits until the progress notifications of token read so far have
+// been passed on.
+func (fs *flights) drain(ctx context.Context, token string) {
+	timer := time.NewTimer(drainWait)
+	defer timer.Stop()
+	for {
+		fs.mu.Lock()
+		n := fs.queued[token]
+		if fs.passedOn == nil {
+			fs.passedOn = make(chan struct{})
+		}
+		ch := fs.passedOn
+		fs.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			fs.mu.Lock()
+			delete(fs.queued, token)
+			fs.mu.Unlock()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 var tokenSeq atomic.Int64
@@ -107,6 +175,7 @@ func (fs *flights) start(ctx context.Context) (token string, end func()) {
 		fs.mu.Lock()
 		delete(fs.byPtr, f)
 		delete(fs.tokens, f.ours)
+		delete(fs.queued, f.ours)
 		fs.mu.Unlock()
 	}
 }
@@ -220,6 +289,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 			s.pool.notice(Notice{Server: s.cfg.Name, Updated: req.Params.URI})
 		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			defer s.flights.passed(req.Params.ProgressToken)
 			f, ok := s.flights.byToken(req.Params.ProgressToken)
 			if !ok {
 				return // a request that has ended, or a token of no request

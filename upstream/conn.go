@@ -31,10 +31,10 @@ type conn struct {
 }
 
 // dial connects to the server with client and initializes a session,
-// within ctx's deadline. The returned conn is never nil, even with an
+// within ctx's deadline. fs learns of progress as it arrives. The returned conn is never nil, even with an
 // error, so that the caller can read what a failed process printed; the
 // caller closes it.
-func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, logger *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, fs *flights, logger *slog.Logger) (*conn, error) {
 	life, cancel := context.WithCancel(context.Background())
 	c := &conn{cancel: cancel}
 	kind, ok := transportNamed(cfg.transport())
@@ -45,7 +45,7 @@ func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, logger *sl
 	if err != nil {
 		return c, err
 	}
-	session, err := client.Connect(ctx, tapTransport{lifetimeTransport{t, life}}, nil)
+	session, err := client.Connect(ctx, tapTransport{lifetimeTransport{t, life}, fs}, nil)
 	if err != nil {
 		return c, c.explain(err)
 	}

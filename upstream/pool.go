@@ -267,6 +267,12 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	level := s.offers.logLevel
 	s.offers.mu.Unlock()
 	res, err := c.call(ctx, e.Tool, args, token, level)
+	if token != "" {
+		// The response may overtake progress sent before it: pass that on
+		// before the caller answers its client, which ignores progress of
+		// a request it has its answer to.
+		s.flights.drain(ctx, token)
+	}
 	if err != nil {
 		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
 	}
@@ -463,7 +469,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
 	defer cancel()
-	c, err := dial(dctx, &s.cfg, s.client, s.logger)
+	c, err := dial(dctx, &s.cfg, s.client, &s.flights, s.logger)
 	var tools []json.RawMessage
 	var fromFunctions bool
 	if err == nil {

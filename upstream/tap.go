@@ -35,20 +35,28 @@ func withCapture(ctx context.Context, c *capture) context.Context {
 	return context.WithValue(ctx, captureKey{}, c)
 }
 
-type tapTransport struct{ mcp.Transport }
+// The tap also sees progress notifications in the order they came, before
+// the go-sdk queues them for its handler, so that a call's response can
+// wait for the progress sent before it (flights.drain).
+
+type tapTransport struct {
+	mcp.Transport
+	flights *flights
+}
 
 func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	c, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &tapConn{Connection: c, pending: make(map[jsonrpc.ID]*capture)}, nil
+	return &tapConn{Connection: c, pending: make(map[jsonrpc.ID]*capture), flights: t.flights}, nil
 }
 
 type tapConn struct {
 	mcp.Connection
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*capture
+	flights *flights
 }
 
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -64,6 +72,16 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/progress" && c.flights != nil {
+		var p struct {
+			Token any `json:"progressToken"`
+		}
+		if json.Unmarshal(req.Params, &p) == nil {
+			if token, ok := p.Token.(string); ok {
+				c.flights.arrived(token)
+			}
+		}
+	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
 		cp := c.pending[resp.ID]
