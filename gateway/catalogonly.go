@@ -31,6 +31,9 @@ func (c CatalogOnly) Call(context.Context, string, json.RawMessage) (*mcp.CallTo
 func (c CatalogOnly) Offers() []upstream.Offer                      { return nil }
 func (c CatalogOnly) Notices() <-chan upstream.Notice               { return nil }
 func (c CatalogOnly) SetLogLevel(context.Context, mcp.LoggingLevel) {}
+func (c CatalogOnly) Progress(context.Context, *mcp.ProgressNotificationParams) bool {
+	return false
+}
 
 func (c CatalogOnly) Session(context.Context, string, func(context.Context, *mcp.ClientSession) error) error {
 	return fmt.Errorf("toolshelf is serving %s, which has no servers", c.Source)

@@ -30,12 +30,15 @@ func inMemory(name string, srv *mcp.Server) upstream.ServerConfig {
 // legacyServer asks its client things from inside its tools, as servers
 // on MCP revisions before 2026-07-28 do (the newer revision asks in the
 // result instead; the conformance fixture does that).
-func legacyServer(subscribed *atomic.Int32) *mcp.Server {
+func legacyServer(h *hooks) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "legacy", Version: "test"}, &mcp.ServerOptions{
 		SupportedProtocolVersions: []string{"2025-11-25"},
 		SubscribeHandler: func(context.Context, *mcp.SubscribeRequest) error {
-			subscribed.Add(1)
+			h.subscribed.Add(1)
 			return nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationServerRequest) {
+			h.progress <- req.Params.ProgressToken
 		},
 		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
 	})
@@ -57,8 +60,9 @@ func legacyServer(subscribed *atomic.Int32) *mcp.Server {
 		return fmt.Sprintf("%s %v", res.Action, res.Content["name"]), nil
 	})
 	add("sample", func(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
-		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
-			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		p := &mcp.CreateMessageParams{MaxTokens: 10, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}}
+		p.SetProgressToken("server-token")
+		res, err := req.Session.CreateMessage(ctx, p)
 		if err != nil {
 			return "", err
 		}
@@ -90,6 +94,15 @@ func legacyServer(subscribed *atomic.Int32) *mcp.Server {
 // TypeScript SDK), which a server can send requests to while it works.
 const legacy = "2025-11-25"
 
+// hooks are what the legacy server saw: subscriptions, and progress the
+// client reported on its requests.
+type hooks struct {
+	subscribed atomic.Int32
+	progress   chan any
+}
+
+func newHooks() *hooks { return &hooks{progress: make(chan any, 10)} }
+
 // connectWith connects a client of the test's making to the gateway, on
 // the legacy revision.
 func connectWith(t *testing.T, g *Server, c *mcp.Client) *mcp.ClientSession {
@@ -115,7 +128,14 @@ func answering(name string) *mcp.ClientOptions {
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
 		},
-		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1})
+				// The gateway handles notifications in order with requests
+				// but answers at once: the ping's answer says the progress
+				// was handled before the sampling answer overtakes it.
+				_ = req.Session.Ping(ctx, nil)
+			}
 			return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "sampled by " + name}}, nil
 		},
 		Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}},
@@ -125,8 +145,8 @@ func answering(name string) *mcp.ClientOptions {
 // What a server asks of a client while it works on a call goes to the
 // client that made the call, and only to it.
 func TestServerRequestsReachTheirClient(t *testing.T) {
-	var subscribed atomic.Int32
-	g, _ := gatewayFor(t, &Options{Settings: allMode}, inMemory("legacy", legacyServer(&subscribed)))
+	h := newHooks()
+	g, _ := gatewayFor(t, &Options{Settings: allMode}, inMemory("legacy", legacyServer(h)))
 	ca := mcp.NewClient(&mcp.Implementation{Name: "a", Version: "1"}, answering("a"))
 	ca.AddRoots(&mcp.Root{URI: "file:///a"})
 	a := connectWith(t, g, ca)
@@ -144,6 +164,19 @@ func TestServerRequestsReachTheirClient(t *testing.T) {
 	} {
 		if res := call(t, tc.cs, tc.tool, nil); res.IsError || text(res) != tc.want {
 			t.Errorf("%s: %s (want %q)", tc.tool, text(res), tc.want)
+		}
+	}
+
+	// The client's progress on the server's sampling request went back to
+	// the server under the server's own token.
+	for range 2 {
+		select {
+		case tok := <-h.progress:
+			if tok != "server-token" {
+				t.Errorf("the server got progress under %v", tok)
+			}
+		case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+			t.Fatal("the client's progress on sampling did not reach the server")
 		}
 	}
 
@@ -175,8 +208,8 @@ var allMode = policy.Settings{Mode: policy.ModeStandard}
 // A server's request the client cannot answer gets the protocol's error
 // at once, and the gateway goes on serving.
 func TestServerRequestFaults(t *testing.T) {
-	var subscribed atomic.Int32
-	g, _ := gatewayFor(t, &Options{Settings: allMode}, inMemory("legacy", legacyServer(&subscribed)))
+	h := newHooks()
+	g, _ := gatewayFor(t, &Options{Settings: allMode}, inMemory("legacy", legacyServer(h)))
 
 	// No sampling capability: the server gets an error that says so.
 	plain := connectLegacy(t, g, nil)
@@ -229,8 +262,8 @@ func TestServerRequestFaults(t *testing.T) {
 // Subscriptions: a storm is bounded; a server that restarts is
 // subscribed again, and its updates still reach the subscriber.
 func TestSubscriptions(t *testing.T) {
-	var subscribed atomic.Int32
-	srv := legacyServer(&subscribed)
+	h := newHooks()
+	srv := legacyServer(h)
 	g, _ := gatewayFor(t, &Options{MaxSubscriptions: 5}, inMemory("legacy", srv))
 	updated := make(chan string, 10)
 	cs := connectLegacy(t, g, &mcp.ClientOptions{ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
@@ -246,7 +279,7 @@ func TestSubscriptions(t *testing.T) {
 	if refused == nil || !strings.Contains(refused.Error(), "5 resource subscriptions") {
 		t.Errorf("the sixth subscription: %v", refused)
 	}
-	if n := subscribed.Load(); n != 5 {
+	if n := h.subscribed.Load(); n != 5 {
 		t.Errorf("the server got %d subscriptions, want 5", n)
 	}
 
@@ -255,7 +288,7 @@ func TestSubscriptions(t *testing.T) {
 	for ss := range srv.Sessions() {
 		ss.Close()
 	}
-	testenv.Eventually(t, upstream.DefaultTimeout, "the five subscriptions to be made again", func() bool { return subscribed.Load() >= 10 })
+	testenv.Eventually(t, upstream.DefaultTimeout, "the five subscriptions to be made again", func() bool { return h.subscribed.Load() >= 10 })
 	if err := srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "legacy://item/3"}); err != nil {
 		t.Fatal(err)
 	}
@@ -332,9 +365,9 @@ func (k *killable) Connect(ctx context.Context) (mcp.Connection, error) {
 // server's mid-call questions into such rounds, directly listed tools and
 // call_tool alike.
 func TestServerRequestsToNewClients(t *testing.T) {
-	var subscribed atomic.Int32
+	h := newHooks()
 	for _, mode := range []policy.Settings{allMode, {Mode: policy.ModeAlways}} {
-		g, _ := gatewayFor(t, &Options{Settings: mode}, inMemory("legacy", legacyServer(&subscribed)))
+		g, _ := gatewayFor(t, &Options{Settings: mode}, inMemory("legacy", legacyServer(h)))
 		c := mcp.NewClient(&mcp.Implementation{Name: "new", Version: "1"}, answering("new"))
 		c.AddRoots(&mcp.Root{URI: "file:///new"})
 		st, ct := mcp.NewInMemoryTransports()

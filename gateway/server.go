@@ -53,6 +53,7 @@ type Upstream interface {
 	Unsubscribe(ctx context.Context, server, uri string) error
 	SetLogLevel(ctx context.Context, level mcp.LoggingLevel)
 	Notices() <-chan upstream.Notice
+	Progress(ctx context.Context, p *mcp.ProgressNotificationParams) bool
 }
 
 // Options configures a Server. Nil means defaults.
@@ -256,7 +257,11 @@ func (s *Server) newMCPServer() *mcp.Server {
 			Completions: &mcp.CompletionCapabilities{},
 			Logging:     &mcp.LoggingCapabilities{},
 		},
-		CompletionHandler:  s.complete,
+		CompletionHandler: s.complete,
+		// A client's progress on a server's request goes back to it.
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationServerRequest) {
+			s.up.Progress(ctx, req.Params)
+		},
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 	})

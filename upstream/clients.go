@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -261,7 +262,9 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 				return nil, err
 			}
 			defer done()
-			return cl.CreateMessage(sctx, req.Params)
+			p := *req.Params
+			defer s.pool.progressBack(req.Session, &p)()
+			return cl.CreateMessage(sctx, &p)
 		},
 		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			url := req.Params.Mode == "url"
@@ -276,7 +279,9 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 				return nil, err
 			}
 			defer done()
-			return cl.Elicit(sctx, req.Params)
+			p := *req.Params
+			defer s.pool.progressBack(req.Session, &p)()
+			return cl.Elicit(sctx, &p)
 		},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { signal(s.relist) },
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
@@ -331,4 +336,51 @@ func signal(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// Progress flows the other way too: a client may report progress on a
+// server's request (a long sampling). The pool gives the request a token
+// of its own, unique across servers, and sends the client's progress back
+// to the server under the server's token.
+
+// backRoute is where a client's progress on a server's request goes.
+type backRoute struct {
+	session *mcp.ClientSession
+	token   any
+}
+
+// progressBack replaces the progress token of a server's request p, if it
+// has one, with a token of the pool's, and returns the function that
+// forgets it once the request is answered.
+func (p *Pool) progressBack(cs *mcp.ClientSession, params interface {
+	GetProgressToken() any
+	GetMeta() map[string]any
+	SetMeta(map[string]any)
+}) func() {
+	token := params.GetProgressToken()
+	if token == nil || cs == nil {
+		return func() {}
+	}
+	ours := fmt.Sprintf("toolshelf-back-%d", tokenSeq.Add(1))
+	meta := maps.Clone(params.GetMeta())
+	meta["progressToken"] = ours
+	params.SetMeta(meta)
+	p.back.Store(ours, backRoute{cs, token})
+	return func() { p.back.Delete(ours) }
+}
+
+// Progress sends a client's progress notification back to the server
+// whose request it is about. It reports whether the token was one of a
+// server's requests in progress.
+func (p *Pool) Progress(ctx context.Context, params *mcp.ProgressNotificationParams) bool {
+	token, _ := params.ProgressToken.(string)
+	v, ok := p.back.Load(token)
+	if !ok {
+		return false
+	}
+	r := v.(backRoute)
+	q := *params
+	q.ProgressToken = r.token
+	_ = r.session.NotifyProgress(ctx, &q)
+	return true
 }

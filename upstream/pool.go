@@ -113,6 +113,7 @@ type Pool struct {
 	pubGen    int64        // offerGen when last published; guarded by pubMu
 	notices   chan Notice
 	dropped   atomic.Int64 // notices dropped
+	back      sync.Map     // progress token → backRoute (see Progress)
 }
 
 // NewPool returns a pool of the given servers; nothing is started until
