@@ -34,6 +34,22 @@ type stdioSession struct {
 	out    *bufio.Scanner
 	done   chan int
 	stderr *lockedWriter
+
+	hangUpOnce sync.Once
+}
+
+// hangUp closes serve's stdin and reads what serve still writes until it
+// closes stdout, as a client process's pipe would take it: the gateway may
+// be sending a notification (a server's prompts or resources changed) as
+// the client goes.
+func (s *stdioSession) hangUp() {
+	s.hangUpOnce.Do(func() {
+		s.in.Close()
+		go func() {
+			for s.out.Scan() {
+			}
+		}()
+	})
 }
 
 func startServe(t *testing.T, args ...string) *stdioSession {
@@ -48,7 +64,7 @@ func startServe(t *testing.T, args ...string) *stdioSession {
 		outW.Close()
 	}()
 	t.Cleanup(func() {
-		inW.Close()
+		s.hangUp()
 		cancel()
 		select {
 		case <-s.done:
@@ -200,7 +216,7 @@ func TestServeShutdownLeavesNothing(t *testing.T) {
 		t.Fatalf("want at least 3 server processes, found %v", children)
 	}
 
-	s.in.Close() // the client goes away: serve returns
+	s.hangUp() // the client goes away: serve returns
 	select {
 	case code := <-s.done:
 		s.done <- code // for the cleanup
