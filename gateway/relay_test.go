@@ -396,3 +396,33 @@ func TestServerRequestsToNewClients(t *testing.T) {
 		}
 	}
 }
+
+// A server's prompts/list_changed reaches the gateway's clients with the
+// new list.
+func TestOffersFollowListChanged(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "dyn", Version: "test"}, nil)
+	prompt := func(name string) {
+		srv.AddPrompt(&mcp.Prompt{Name: name}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: name}}}}, nil
+		})
+	}
+	prompt("first")
+	g, _ := gatewayFor(t, nil, inMemory("dyn", srv))
+	changed := make(chan struct{}, 10)
+	cs := connectLegacy(t, g, &mcp.ClientOptions{PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	prompt("second")
+	select {
+	case <-changed:
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		t.Fatal("no prompts/list_changed reached the client")
+	}
+	testenv.Eventually(t, upstream.DefaultTimeout, "the new prompt to be listed", func() bool {
+		res, err := cs.ListPrompts(context.Background(), nil)
+		return err == nil && len(res.Prompts) == 2
+	})
+	if res, err := cs.GetPrompt(context.Background(), &mcp.GetPromptParams{Name: "second"}); err != nil || res.Messages[0].Content.(*mcp.TextContent).Text != "second" {
+		t.Errorf("the new prompt: %v %v", res, err)
+	}
+}
