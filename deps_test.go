@@ -24,7 +24,8 @@ var mayImport = map[string][]string{
 	"evaluate":           {"catalog", "search"},
 	"embedding":          {"search"},
 	"anthropic":          {"policy"},
-	"upstream":           {"catalog", "internal/fuzzy"},
+	"upstream":           {"catalog", "internal/fuzzy", "signin"},
+	"signin":             {},
 	"gateway":            {"catalog", "search", "policy", "shelf", "upstream", "internal/fuzzy"},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},
@@ -32,8 +33,9 @@ var mayImport = map[string][]string{
 	"internal/testenv":   {},
 	"internal/mcptest":   {},
 	"internal/fakeembed": {},
+	"internal/oauthtest": {},
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
-		"internal/fuzzy", "policy", "search", "shelf", "upstream"},
+		"internal/fuzzy", "policy", "search", "shelf", "signin", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream"},
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/catalog"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
 )
@@ -71,6 +72,11 @@ type ServerConfig struct {
 	Allow []string
 	Deny  []string
 
+	// OAuth is how toolshelf identifies itself when a remote server asks
+	// for sign-in ("oauth" in the configuration); nil registers
+	// dynamically. Tokens come from Options.Tokens (toolshelf auth login).
+	OAuth *OAuthConfig
+
 	// Dial, when set, is used instead of Command or URL to reach the
 	// server: for in-process servers. It is called for every connection
 	// attempt, so a restart gets a fresh transport.
@@ -82,6 +88,16 @@ type ServerConfig struct {
 	// expanded are the values ${VAR} references expanded to: secrets,
 	// for redaction.
 	expanded []string
+	// oauth sends the server's token (Options.Tokens), for remote servers.
+	oauth auth.OAuthHandler
+}
+
+// OAuthConfig is a client registered with a server's authorization server
+// ahead of time, or a Client ID Metadata Document to use as the client id.
+type OAuthConfig struct {
+	ClientID          string `json:"clientId"`
+	ClientSecret      string `json:"clientSecret"`
+	ClientMetadataURL string `json:"clientMetadataUrl"`
 }
 
 // transport returns the effective transport type.
@@ -138,6 +154,7 @@ type serverJSON struct {
 	Headers     map[string]string `json:"headers"`
 	Disabled    bool              `json:"disabled"`
 	Prefix      *bool             `json:"prefix"`
+	OAuth       *OAuthConfig      `json:"oauth"`
 	AlwaysLoad  json.RawMessage   `json:"alwaysLoad"`
 	Timeout     json.RawMessage   `json:"timeout"`
 	AutoApprove []string          `json:"autoApprove"`
@@ -148,7 +165,7 @@ type serverJSON struct {
 }
 
 // serverKeys are the keys a server entry may have.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "alwaysLoad", "timeout", "autoApprove", "tools"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools"}
 
 // LoadConfig reads a configuration file in the "mcpServers" shape that
 // Claude Desktop, Claude Code (.mcp.json) and Cursor use:
@@ -319,6 +336,16 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		sc.Env = make(map[string]string, len(j.Env))
 		for _, k := range slices.Sorted(maps.Keys(j.Env)) {
 			sc.Env[k] = x.expand(j.Env[k], "env."+k)
+		}
+	}
+	if j.OAuth != nil {
+		if !kind.remote && j.URL == "" {
+			return sc, errors.New(`"oauth" is for remote servers ("url")`)
+		}
+		sc.OAuth = &OAuthConfig{
+			ClientID:          x.expand(j.OAuth.ClientID, "oauth.clientId"),
+			ClientSecret:      x.expand(j.OAuth.ClientSecret, "oauth.clientSecret"),
+			ClientMetadataURL: x.expand(j.OAuth.ClientMetadataURL, "oauth.clientMetadataUrl"),
 		}
 	}
 	if j.Headers != nil {

@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/signin"
 )
 
 // ClientName is how toolshelf introduces itself to upstream servers.
@@ -269,4 +272,54 @@ func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set(k, v)
 	}
 	return t.base.RoundTrip(req)
+}
+
+// hasAuthorization reports whether the configuration sends its own
+// Authorization header: then toolshelf adds no token of its own.
+func hasAuthorization(headers map[string]string) bool {
+	for k := range headers {
+		if strings.EqualFold(k, "Authorization") {
+			return true
+		}
+	}
+	return false
+}
+
+// bearerClient is headerClient for the legacy SSE transport, which takes
+// no OAuth handler: it sends the stored token, and a 401 is an error that
+// says how to sign in.
+func bearerClient(cfg *ServerConfig) *http.Client {
+	if cfg.oauth == nil {
+		return headerClient(cfg.Headers)
+	}
+	base := http.DefaultTransport
+	if hc := headerClient(cfg.Headers); hc != nil {
+		base = hc.Transport
+	}
+	return &http.Client{Transport: bearerTransport{cfg.oauth, cfg.Name, base}}
+}
+
+type bearerTransport struct {
+	oauth  auth.OAuthHandler
+	server string
+	base   http.RoundTripper
+}
+
+func (t bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ts, err := t.oauth.TokenSource(req.Context())
+	if err != nil {
+		return nil, err
+	}
+	if ts != nil {
+		if tok, err := ts.Token(); err == nil {
+			req = req.Clone(req.Context())
+			tok.SetAuthHeader(req)
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		resp.Body.Close()
+		return nil, &signin.NeedsAuthError{Server: t.server, Reason: "the server refused the request"}
+	}
+	return resp, err
 }

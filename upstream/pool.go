@@ -31,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/signin"
 )
 
 // State is where a server is in its life.
@@ -42,6 +43,7 @@ const (
 	StateFailed     State = "failed"     // could not connect; retried with backoff unless its configuration is at fault
 	StateRestarting State = "restarting" // the connection was lost; reconnecting
 	StateDisabled   State = "disabled"   // "disabled": true in the configuration
+	StateNeedsAuth  State = "needs-auth" // asks for sign-in; toolshelf auth login NAME
 )
 
 // Where a server's current tools came from.
@@ -89,6 +91,10 @@ type Options struct {
 	// with every failure up to MaxRestartDelay. Defaults: 1s and 1m.
 	RestartDelay    time.Duration
 	MaxRestartDelay time.Duration
+	// Tokens holds the sign-ins of remote servers that ask for OAuth
+	// (toolshelf auth login). Nil sends no token: such a server fails
+	// with its 401.
+	Tokens *signin.Store
 }
 
 // Pool is a set of upstream servers and the catalog of their tools.
@@ -144,6 +150,9 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	ch := make(chan struct{})
 	p.changed.Store(&ch)
 	for _, cfg := range configs {
+		if p.opts.Tokens != nil && cfg.URL != "" && cfg.Dial == nil && !hasAuthorization(cfg.Headers) {
+			cfg.oauth = p.opts.Tokens.Handler(cfg.Name, cfg.URL, nil)
+		}
 		red := NewRedactor(cfg.secrets()...)
 		s := &server{
 			cfg:         cfg,
@@ -612,9 +621,19 @@ func (s *server) setTools(info catalog.Server, raws []json.RawMessage, source st
 // an earlier connection) are kept; otherwise the discovery fallbacks are
 // tried on what the server printed, then on the autoApprove names.
 func (s *server) fail(err error, output []byte, retry bool) {
+	state := StateFailed
+	if errors.Is(err, signin.ErrNeedsAuth) {
+		// Its tools stay searchable from the cache; it is tried again,
+		// so that a sign-in in another terminal is picked up.
+		state = StateNeedsAuth
+		var na *signin.NeedsAuthError
+		if errors.As(err, &na) {
+			err = na
+		}
+	}
 	s.logger.Warn("server failed", "error", err, "retrying", retry)
 	s.mu.Lock()
-	s.state, s.err = StateFailed, s.redact.Redact(err.Error())
+	s.state, s.err = state, s.redact.Redact(err.Error())
 	have := len(s.entries) > 0 && (s.source == SourceLive || s.source == SourceCache)
 	s.mu.Unlock()
 	if !have {
@@ -676,7 +695,7 @@ func (s *server) waitReady(ctx context.Context) (*conn, error) {
 			ready = nil
 		case StateDisabled:
 			return nil, fmt.Errorf("server %s is disabled", s.cfg.Name)
-		case StateFailed:
+		case StateFailed, StateNeedsAuth:
 			return nil, fmt.Errorf("server %s is not available: %s", s.cfg.Name, reason)
 		}
 		poll := time.After(10 * time.Millisecond) // for a change that closes no channel

@@ -98,6 +98,9 @@ func (c *ServerConfig) secrets() []string {
 			out = append(out, v)
 		}
 	}
+	if c.OAuth != nil && c.OAuth.ClientSecret != "" {
+		out = append(out, c.OAuth.ClientSecret)
+	}
 	for _, v := range c.Headers {
 		out = append(out, v)
 		if _, token, ok := strings.Cut(v, " "); ok {

@@ -27,10 +27,10 @@ var transports = []transportKind{
 		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxFrame}, nil
 	}},
 	{name: "http", remote: true, dial: func(_ context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
-		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers), MaxRetries: -1}, nil
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers), MaxRetries: -1, OAuthHandler: cfg.oauth}, nil
 	}},
 	{name: "sse", remote: true, dial: func(_ context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
-		return &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers)}, nil
+		return &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: bearerClient(cfg)}, nil
 	}},
 	{name: "in-process", dial: func(ctx context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
 		return cfg.Dial(ctx)

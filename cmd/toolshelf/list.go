@@ -29,7 +29,8 @@ definitions cost (characters, and tokens estimated offline: cl100k times
 
 ` + configHelp + `
 
-Exit status is 1 when a server failed; the others are listed anyway.`,
+Exit status is 1 when a server failed or needs sign-in (toolshelf auth
+login); the others are listed anyway.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
 			asJSON := fs.Bool("json", false, "print JSON")
@@ -151,16 +152,22 @@ func newListReport(ctx context.Context, src *catalogSource, view *policy.View) (
 
 // failure reports the servers that failed, as the command's error.
 func (r *listReport) failure() error {
-	var failed []string
+	var failed, signIn []string
 	for _, s := range r.Servers {
-		if s.State == upstream.StateFailed {
+		switch s.State {
+		case upstream.StateFailed:
 			failed = append(failed, s.Name)
+		case upstream.StateNeedsAuth:
+			signIn = append(signIn, s.Name)
 		}
 	}
-	if len(failed) == 0 {
-		return nil
+	switch {
+	case len(failed) > 0:
+		return fmt.Errorf("%d of %d servers failed: %v", len(failed), len(r.Servers), failed)
+	case len(signIn) > 0:
+		return fmt.Errorf("%d of %d servers need sign-in (toolshelf auth login SERVER): %v", len(signIn), len(r.Servers), signIn)
 	}
-	return fmt.Errorf("%d of %d servers failed: %v", len(failed), len(r.Servers), failed)
+	return nil
 }
 
 func (r *listReport) write(w io.Writer) {

@@ -15,6 +15,7 @@ import (
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -177,6 +178,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 			Logger:   logger.With("component", "upstream"),
 			CacheDir: upstream.DefaultCacheDir(),
 			Version:  version(),
+			Tokens:   signin.Open(e.getenv(envTokens)),
 		})
 		wg.Go(func() { pool.Run(ctx) })
 		up = pool

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -81,7 +82,7 @@ func (p *runningPool) stop() {
 // server has connected or failed once, showing progress on stderr when it
 // is a terminal. The caller stops the pool.
 func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*runningPool, error) {
-	opts := &upstream.Options{Logger: o.logger}
+	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens))}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}

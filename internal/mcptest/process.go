@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
@@ -76,6 +77,21 @@ func serve(mode string) int {
 		return 1
 	case "detach":
 		return detach()
+	case "browse":
+		// A headless browser: follows the URL it is given, with its
+		// redirects (a sign-in page that approves at once, back to the
+		// client's loopback listener).
+		resp, err := http.Get(os.Args[len(os.Args)-1])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			fmt.Fprintln(os.Stderr, "the sign-in ended with HTTP", resp.StatusCode)
+			return 1
+		}
+		return 0
 	case "fixture":
 		// The conformance fixture (see Fixture) over stdio.
 		if err := Fixture().Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {

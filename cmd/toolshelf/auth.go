@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os/exec"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolshelf/toolshelf/signin"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// envTokens names the token file instead of the default one.
+const envTokens = "TOOLSHELF_TOKENS"
+
+// loginWait is how long auth login waits for the browser to come back.
+const loginWait = 5 * time.Minute
+
+func init() {
+	register(&command{
+		name:    "auth",
+		summary: "sign in to remote servers that ask for OAuth, and out",
+		usage:   "login SERVER [--no-browser] | status [--json] | logout SERVER   [--config FILE]",
+		help: `
+Remote MCP servers (type http or sse) that answer 401 ask for OAuth sign-in,
+as the MCP authorization specification describes. toolshelf signs in once,
+here, and serve, list and doctor send the token afterwards, refreshing it
+when it expires; they never open a browser themselves: a server without a
+usable token is listed as needs-auth with this command in its error, its
+tools stay searchable from the cache, and calls to them say how to sign in.
+
+  login SERVER   discovers the server's authorization server, registers
+                 toolshelf with it (or uses "oauth": {"clientId",
+                 "clientSecret"} or {"clientMetadataUrl"} from the server's
+                 configuration), prints the authorization URL and opens it
+                 in a browser ($BROWSER, else xdg-open or open; not with
+                 --no-browser), and waits up to five minutes for the browser
+                 to come back to a listener on 127.0.0.1.
+  status         which remote servers are signed in, until when, with which
+                 scopes. Tokens are never printed.
+  logout SERVER  forgets the server's tokens.
+
+Tokens are kept in toolshelf/tokens.json under the user's configuration
+folder (or $TOOLSHELF_TOKENS), mode 0600, replaced whole on every change.
+
+` + configHelp,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+			noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL only")
+			asJSON := fs.Bool("json", false, "status: print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) == 0 {
+					return usagef("auth needs login, status or logout")
+				}
+				store := signin.Open(e.getenv(envTokens))
+				switch sub, rest := args[0], args[1:]; sub {
+				case "login", "logout":
+					if len(rest) != 1 {
+						return usagef("auth %s needs the name of one server", sub)
+					}
+					if sub == "logout" {
+						return authLogout(e, store, rest[0])
+					}
+					cfg, err := remoteServer(e, *config, rest[0])
+					if err != nil {
+						return err
+					}
+					return authLogin(ctx, e, store, cfg, !*noBrowser)
+				case "status":
+					if len(rest) > 0 {
+						return usagef("unexpected arguments: %v", rest)
+					}
+					return authStatus(e, store, *config, *asJSON)
+				default:
+					return usagef("unknown auth command %q (want login, status or logout)%s", sub, didYouMean(sub, []string{"login", "status", "logout"}))
+				}
+			}
+		},
+	})
+}
+
+// remoteServer returns the configuration of a remote server by name.
+func remoteServer(e *env, configFlag, name string) (*upstream.ServerConfig, error) {
+	path := configPath(e, configFlag)
+	if path == "" {
+		return nil, usagef("no configuration: pass --config FILE or set $%s", envConfig)
+	}
+	cfgs, err := loadServers(e, path)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for i := range cfgs {
+		if cfgs[i].Name == name {
+			if cfgs[i].URL == "" {
+				return nil, usagef("server %q is not a remote server (it has no \"url\"); only remote servers sign in", name)
+			}
+			return &cfgs[i], nil
+		}
+		names = append(names, cfgs[i].Name)
+	}
+	return nil, usagef("no server %q in %s%s", name, path, didYouMean(name, names))
+}
+
+func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *upstream.ServerConfig, browser bool) error {
+	ctx, cancel := context.WithTimeout(ctx, loginWait)
+	defer cancel()
+	opts := &signin.LoginOptions{
+		Headers: cfg.Headers,
+		SSE:     cfg.Type == "sse",
+		Open: func(ctx context.Context, url string) error {
+			fmt.Fprintf(e.stderr, "To sign in to %s, open:\n\n  %s\n\nWaiting for the browser to come back (up to %v)...\n", cfg.Name, url, loginWait)
+			if browser {
+				openBrowser(e, url)
+			}
+			return nil
+		},
+	}
+	if o := cfg.OAuth; o != nil {
+		opts.ClientID, opts.ClientSecret, opts.ClientMetadataURL = o.ClientID, o.ClientSecret, o.ClientMetadataURL
+	}
+	rec, err := signin.Login(ctx, store, cfg.Name, cfg.URL, opts)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("%v (no browser came back within %v)", err, loginWait)
+		}
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Signed in to %s%s; the token is kept in %s.\n", cfg.Name, expiryNote(rec), store.Path())
+	return nil
+}
+
+// openBrowser opens url with $BROWSER, else xdg-open or open, if there is
+// one; the URL is printed either way.
+func openBrowser(e *env, url string) {
+	var cmd *exec.Cmd
+	if b := e.getenv("BROWSER"); b != "" {
+		cmd = exec.Command(b, url)
+	} else {
+		for _, name := range []string{"xdg-open", "open"} {
+			if p, err := exec.LookPath(name); err == nil {
+				cmd = exec.Command(p, url)
+				break
+			}
+		}
+	}
+	if cmd == nil {
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(e.stderr, "(could not open a browser: %v)\n", err)
+		return
+	}
+	go cmd.Wait()
+}
+
+func expiryNote(r *signin.Record) string {
+	if r.Expiry.IsZero() {
+		return ""
+	}
+	note := fmt.Sprintf(" until %s", r.Expiry.Local().Format(time.DateTime))
+	if r.RefreshToken != "" {
+		note += " (refreshed automatically)"
+	}
+	return note
+}
+
+func authLogout(e *env, store *signin.Store, name string) error {
+	ok, err := store.Delete(name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		fmt.Fprintf(e.stdout, "%s was not signed in.\n", name)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "Signed out of %s.\n", name)
+	return nil
+}
+
+// authEntry is one line of auth status. Its JSON form is stable.
+type authEntry struct {
+	Server     string    `json:"server"`
+	URL        string    `json:"url,omitempty"`
+	State      string    `json:"state"` // signed-in, expired, not-signed-in
+	Expiry     time.Time `json:"expiry,omitzero"`
+	Refreshing bool      `json:"refreshable"`
+	Scopes     []string  `json:"scopes,omitempty"`
+}
+
+func authStatus(e *env, store *signin.Store, configFlag string, asJSON bool) error {
+	recs, err := store.List()
+	if err != nil {
+		return err
+	}
+	var entries []authEntry
+	seen := map[string]bool{}
+	add := func(name, url string) {
+		entry := authEntry{Server: name, URL: url, State: "not-signed-in"}
+		for _, r := range recs {
+			if r.Server == name && (url == "" || r.Resource == url) {
+				entry.URL, entry.Expiry, entry.Scopes, entry.Refreshing = r.Resource, r.Expiry, r.Scopes, r.RefreshToken != ""
+				entry.State = "signed-in"
+				if !r.Expiry.IsZero() && time.Now().After(r.Expiry) {
+					entry.State = "expired"
+				}
+			}
+		}
+		seen[name] = true
+		entries = append(entries, entry)
+	}
+	if path := configPath(e, configFlag); path != "" {
+		cfgs, err := loadServers(e, path)
+		if err != nil {
+			return err
+		}
+		for _, c := range cfgs {
+			if c.URL != "" {
+				add(c.Name, c.URL)
+			}
+		}
+	}
+	for _, r := range recs {
+		if !seen[r.Server] {
+			add(r.Server, "")
+		}
+	}
+	if asJSON {
+		if entries == nil {
+			entries = []authEntry{}
+		}
+		return writeJSON(e.stdout, entries)
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(e.stdout, "No remote servers are configured, and none is signed in.")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tSTATE\tEXPIRES\tSCOPES")
+	for _, en := range entries {
+		expires := "-"
+		if !en.Expiry.IsZero() {
+			expires = en.Expiry.Local().Format(time.DateTime)
+			if en.Refreshing {
+				expires += " (refreshable)"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", en.Server, en.State, expires, strings.Join(en.Scopes, " "))
+	}
+	tw.Flush()
+	for _, en := range entries {
+		if en.State != "signed-in" {
+			fmt.Fprintf(e.stdout, "\nSign in with: toolshelf auth login SERVER\n")
+			break
+		}
+	}
+	return nil
+}

@@ -1,0 +1,167 @@
+// Package oauthtest is an MCP server protected by OAuth and its
+// authorization server, both on loopback, for tests of signing in: the
+// authorization server registers clients (RFC 7591), approves every
+// authorization request at once (redirecting with a code), checks PKCE,
+// and issues access and refresh tokens; the MCP server takes only its
+// current access tokens.
+package oauthtest
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Server is the pair: URL is the MCP endpoint.
+type Server struct {
+	URL    string
+	AS     *httptest.Server
+	MCP    *httptest.Server
+	Scopes []string
+
+	mu       sync.Mutex
+	codes    map[string]string // code → PKCE challenge
+	access   map[string]bool   // valid access tokens
+	refresh  map[string]bool   // valid refresh tokens
+	n        int
+	Refreshs int // refresh grants served
+	Calls    int // MCP requests with a valid token
+}
+
+// New starts both servers; they stop when the test ends. mcpServer is
+// the protected server (its tools are what the tests call).
+func New(t interface{ Cleanup(func()) }, mcpServer *mcp.Server) *Server {
+	s := &Server{codes: map[string]string{}, access: map[string]bool{}, refresh: map[string]bool{}, Scopes: []string{"tools"}}
+	s.AS = httptest.NewServer(http.HandlerFunc(s.serveAS))
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
+	s.MCP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+			writeJSON(w, http.StatusOK, map[string]any{"resource": s.URL, "authorization_servers": []string{s.AS.URL}, "scopes_supported": s.Scopes})
+			return
+		}
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		s.mu.Lock()
+		ok := s.access[tok]
+		if ok {
+			s.Calls++
+		}
+		s.mu.Unlock()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, s.MCP.URL))
+			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+	s.URL = s.MCP.URL + "/mcp"
+	t.Cleanup(func() { s.MCP.Close(); s.AS.Close() })
+	return s
+}
+
+// Expire makes every access token invalid, as their expiry would: the
+// next request is refused and the client must refresh.
+func (s *Server) Expire() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.access)
+}
+
+// Revoke makes every token invalid, refresh tokens too.
+func (s *Server) Revoke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.access)
+	clear(s.refresh)
+}
+
+func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/.well-known/oauth-authorization-server":
+		writeJSON(w, http.StatusOK, map[string]any{
+			"issuer": s.AS.URL, "authorization_endpoint": s.AS.URL + "/authorize", "token_endpoint": s.AS.URL + "/token",
+			"registration_endpoint": s.AS.URL + "/register", "code_challenge_methods_supported": []string{"S256"},
+			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
+			"token_endpoint_auth_methods_supported": []string{"none"}, "scopes_supported": s.Scopes,
+		})
+	case "/register":
+		var md map[string]any
+		json.NewDecoder(r.Body).Decode(&md)
+		md["client_id"] = "registered-client"
+		writeJSON(w, http.StatusCreated, md)
+	case "/authorize":
+		q := r.URL.Query()
+		if q.Get("code_challenge_method") != "S256" || q.Get("resource") != s.URL {
+			http.Error(w, "PKCE S256 and the resource parameter are required", http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.n++
+		code := fmt.Sprintf("code-%d", s.n)
+		s.codes[code] = q.Get("code_challenge")
+		s.mu.Unlock()
+		u, _ := url.Parse(q.Get("redirect_uri"))
+		v := u.Query()
+		v.Set("code", code)
+		v.Set("state", q.Get("state"))
+		u.RawQuery = v.Encode()
+		http.Redirect(w, r, u.String(), http.StatusFound)
+	case "/token":
+		r.ParseForm()
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		switch r.Form.Get("grant_type") {
+		case "authorization_code":
+			challenge, ok := s.codes[r.Form.Get("code")]
+			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
+			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
+				return
+			}
+			delete(s.codes, r.Form.Get("code"))
+		case "refresh_token":
+			if !s.refresh[r.Form.Get("refresh_token")] {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
+				return
+			}
+			delete(s.refresh, r.Form.Get("refresh_token"))
+			s.Refreshs++
+		default:
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": "unsupported_grant_type"})
+			return
+		}
+		s.n++
+		at, rt := fmt.Sprintf("access-%d", s.n), fmt.Sprintf("refresh-%d", s.n)
+		s.access[at], s.refresh[rt] = true, true
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt, "expires_in": 3600, "scope": strings.Join(s.Scopes, " ")})
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// Browse is a headless browser: it follows the authorization URL, with
+// its redirects, back to the client's loopback listener.
+func Browse(authURL string) error {
+	resp, err := http.Get(authURL)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the sign-in page ended with HTTP %d", resp.StatusCode)
+	}
+	return nil
+}

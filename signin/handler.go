@@ -1,0 +1,177 @@
+package signin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+// ErrNeedsAuth is the error of a server that asks for sign-in when
+// toolshelf has no token it accepts; errors.Is finds it in a
+// [*NeedsAuthError].
+var ErrNeedsAuth = errors.New("needs sign-in")
+
+// NeedsAuthError says which server needs sign-in, why, and the command
+// that does it.
+type NeedsAuthError struct {
+	Server string
+	Reason string
+}
+
+func (e *NeedsAuthError) Error() string {
+	return fmt.Sprintf("server %s needs sign-in (%s): run 'toolshelf auth login %s'", e.Server, e.Reason, e.Server)
+}
+
+func (e *NeedsAuthError) Is(target error) bool { return target == ErrNeedsAuth }
+
+// Handler returns the OAuth handler of a server's connections: it sends
+// the server's stored token, refreshes it when it expires or is refused,
+// keeps refreshed tokens, and never opens a browser: with no token the
+// server accepts, Authorize returns a [*NeedsAuthError].
+func (s *Store) Handler(server, resource string, client *http.Client) auth.OAuthHandler {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	return &storedHandler{store: s, server: server, resource: resource, client: client}
+}
+
+type storedHandler struct {
+	store            *Store
+	server, resource string
+	client           *http.Client
+
+	mu  sync.Mutex
+	rec *Record
+	ts  oauth2.TokenSource
+}
+
+// load reads the server's record once, and builds its token source.
+func (h *storedHandler) load() (oauth2.TokenSource, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ts != nil {
+		return h.ts, nil
+	}
+	rec, err := h.store.Get(h.server, h.resource)
+	if err != nil || rec == nil {
+		return nil, err
+	}
+	h.setLocked(rec, rec.token())
+	return h.ts, nil
+}
+
+// setLocked makes tok the token sent, refreshed with rec's configuration
+// and kept in the store whenever it changes.
+func (h *storedHandler) setLocked(rec *Record, tok *oauth2.Token) {
+	h.rec = rec
+	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, h.client)
+	h.ts = &keeping{handler: h, base: rec.config().TokenSource(ctx, tok), last: tok.AccessToken}
+}
+
+func (h *storedHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
+	return h.load()
+}
+
+// Authorize is called when the server refused a request: a refresh is
+// tried once; anything else needs the user.
+func (h *storedHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
+	defer resp.Body.Close()
+	defer io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	insufficient := false
+	for _, c := range challenges {
+		if c.Params["error"] == "insufficient_scope" {
+			insufficient = true
+		}
+	}
+	if resp.StatusCode == http.StatusForbidden && !insufficient {
+		return nil // not about sign-in: the retry gets the server's own error
+	}
+	if insufficient {
+		return &NeedsAuthError{Server: h.server, Reason: "the token lacks a scope the server asks for"}
+	}
+	if _, err := h.load(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	rec := h.rec
+	h.mu.Unlock()
+	if rec == nil {
+		return &NeedsAuthError{Server: h.server, Reason: "not signed in"}
+	}
+	if rec.RefreshToken == "" {
+		return &NeedsAuthError{Server: h.server, Reason: "the token was refused and cannot be refreshed"}
+	}
+	// The server refused a token it had taken: get a new one now, whatever
+	// its expiry says.
+	cctx := context.WithValue(ctx, oauth2.HTTPClient, h.client)
+	tok, err := rec.config().TokenSource(cctx, &oauth2.Token{RefreshToken: rec.RefreshToken}).Token()
+	if err != nil {
+		return &NeedsAuthError{Server: h.server, Reason: "the token was refused and refreshing it failed: " + describe(err)}
+	}
+	h.mu.Lock()
+	h.setLocked(rec, tok)
+	h.mu.Unlock()
+	return h.keep(tok)
+}
+
+// keep stores a new token of the handler's record.
+func (h *storedHandler) keep(tok *oauth2.Token) error {
+	h.mu.Lock()
+	rec := *h.rec
+	h.mu.Unlock()
+	rec.AccessToken, rec.TokenType, rec.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
+	if tok.RefreshToken != "" {
+		rec.RefreshToken = tok.RefreshToken
+	}
+	h.mu.Lock()
+	h.rec = &rec
+	h.mu.Unlock()
+	return h.store.Put(&rec)
+}
+
+// keeping is a token source that stores every token it refreshes.
+type keeping struct {
+	handler *storedHandler
+	base    oauth2.TokenSource
+	mu      sync.Mutex
+	last    string
+}
+
+func (k *keeping) Token() (*oauth2.Token, error) {
+	tok, err := k.base.Token()
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	changed := tok.AccessToken != k.last
+	k.last = tok.AccessToken
+	k.mu.Unlock()
+	if changed {
+		// A refresh that cannot be stored still serves this process.
+		_ = k.handler.keep(tok)
+	}
+	return tok, nil
+}
+
+// describe words an OAuth error without the response body, which may
+// echo a token.
+func describe(err error) string {
+	var re *oauth2.RetrieveError
+	if errors.As(err, &re) {
+		if re.ErrorCode != "" {
+			return fmt.Sprintf("the token endpoint answered %s", re.ErrorCode)
+		}
+		if re.Response != nil {
+			return fmt.Sprintf("the token endpoint answered HTTP %d", re.Response.StatusCode)
+		}
+	}
+	return err.Error()
+}
