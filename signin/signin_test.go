@@ -3,6 +3,7 @@ package signin
 import (
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,3 +94,51 @@ func TestLoginRefreshAndSignInAgain(t *testing.T) {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// A sign-in that goes wrong says which server and what failed, and
+// writes no token.
+func TestLoginFaults(t *testing.T) {
+	for _, tc := range []struct {
+		fault, want string
+		open        func(ctx context.Context, url string) error
+	}{
+		{"no-code", "without an authorization code", nil},
+		{"html-token", "the token endpoint answered HTTP 500", nil},
+		{"bad-metadata", "remote", nil},
+		{"", "state mismatch", func(_ context.Context, authURL string) error {
+			// The browser comes back with a state of its own.
+			u, _ := url.Parse(authURL)
+			back := u.Query().Get("redirect_uri") + "?code=x&state=forged"
+			return oauthtest.Browse(back)
+		}},
+	} {
+		t.Run(tc.fault+tc.want, func(t *testing.T) {
+			s := protected(t)
+			s.Fault = tc.fault
+			store := Open(filepath.Join(t.TempDir(), "tokens.json"))
+			open := tc.open
+			if open == nil {
+				open = func(_ context.Context, url string) error {
+					_ = oauthtest.Browse(url) // the page may end badly; the listener says why
+					return nil
+				}
+			}
+			_, err := Login(context.Background(), store, "remote", s.URL, &LoginOptions{Open: open})
+			if err == nil || !strings.Contains(err.Error(), "remote") || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one naming the server and %q", err, tc.want)
+			}
+			if _, err := os.Stat(store.Path()); !os.IsNotExist(err) {
+				t.Errorf("a token file was written: %v", err)
+			}
+		})
+	}
+
+	// An authorization server that is down.
+	s := protected(t)
+	s.AS.Close()
+	store := Open(filepath.Join(t.TempDir(), "tokens.json"))
+	_, err := Login(context.Background(), store, "remote", s.URL, &LoginOptions{Open: browse})
+	if err == nil || !strings.Contains(err.Error(), "server remote") {
+		t.Errorf("authorization server down: %v", err)
+	}
+}

@@ -34,6 +34,12 @@ type Server struct {
 	n        int
 	Refreshs int // refresh grants served
 	Calls    int // MCP requests with a valid token
+
+	// Fault makes the servers misbehave: "no-code" (the authorization
+	// redirect carries no code), "html-token" (the token endpoint answers
+	// an HTML error page), "bad-metadata" (the protected resource
+	// metadata is not JSON).
+	Fault string
 }
 
 // New starts both servers; they stop when the test ends. mcpServer is
@@ -44,6 +50,10 @@ func New(t interface{ Cleanup(func()) }, mcpServer *mcp.Server) *Server {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
 	s.MCP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
+			if s.Fault == "bad-metadata" {
+				fmt.Fprint(w, "<html>not metadata</html>")
+				return
+			}
 			writeJSON(w, http.StatusOK, map[string]any{"resource": s.URL, "authorization_servers": []string{s.AS.URL}, "scopes_supported": s.Scopes})
 			return
 		}
@@ -109,11 +119,19 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		u, _ := url.Parse(q.Get("redirect_uri"))
 		v := u.Query()
-		v.Set("code", code)
+		if s.Fault != "no-code" {
+			v.Set("code", code)
+		}
 		v.Set("state", q.Get("state"))
 		u.RawQuery = v.Encode()
 		http.Redirect(w, r, u.String(), http.StatusFound)
 	case "/token":
+		if s.Fault == "html-token" {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, "<html><body>Internal error</body></html>")
+			return
+		}
 		r.ParseForm()
 		s.mu.Lock()
 		defer s.mu.Unlock()
