@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
 )
@@ -78,6 +79,8 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 			}
 			select {
 			case cb := <-back:
+				// One answer per authorization: a second round (step-up,
+				// or the SDK retrying) waits for the browser again.
 				if cb.err != nil {
 					return nil, cb.err
 				}
@@ -109,21 +112,30 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 		return nil, fmt.Errorf("server %s: %w", server, err)
 	}
 
-	req, resp, err := probe(ctx, client, resource, opts)
-	if err != nil {
-		return nil, fmt.Errorf("server %s: %w", server, err)
-	}
-	if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
-		resp.Body.Close()
-		return nil, fmt.Errorf("server %s does not ask for sign-in (it answered HTTP %d without a token)", server, resp.StatusCode)
-	}
-	if err := h.Authorize(ctx, req, resp); err != nil {
+	if opts.SSE {
+		// The legacy SSE transport takes no OAuth handler: ask the
+		// endpoint directly and authorize on its challenge.
+		req, resp, err := probe(ctx, client, resource, opts)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: %w", server, err)
+		}
+		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
+			resp.Body.Close()
+			return nil, fmt.Errorf("server %s does not ask for sign-in (it answered HTTP %d without a token)", server, resp.StatusCode)
+		}
+		if err := h.Authorize(ctx, req, resp); err != nil {
+			return nil, fmt.Errorf("server %s: signing in failed: %s", server, describe(err))
+		}
+	} else if err := verify(ctx, resource, opts.Headers, h); err != nil {
+		// Connecting runs the flow (the 401's challenge) and listing the
+		// tools proves the token, asking for more scopes if the server
+		// says it lacks some (step-up).
 		return nil, fmt.Errorf("server %s: signing in failed: %s", server, describe(err))
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	if tok == nil {
-		return nil, fmt.Errorf("server %s: signing in gave no token", server)
+		return nil, fmt.Errorf("server %s does not ask for sign-in: it answered without a token", server)
 	}
 	rec := &Record{
 		Server: server, Resource: resource, Scopes: cfg.Scopes,
@@ -134,6 +146,36 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 		return nil, fmt.Errorf("keeping the token: %w", err)
 	}
 	return rec, nil
+}
+
+// verify connects to a streamable HTTP server with the signing-in handler
+// and lists its tools.
+func verify(ctx context.Context, resource string, headers map[string]string, h auth.OAuthHandler) error {
+	var hc *http.Client
+	if len(headers) > 0 {
+		hc = &http.Client{Transport: headerTransport{headers, http.DefaultTransport}}
+	}
+	tr := &mcp.StreamableClientTransport{Endpoint: resource, HTTPClient: hc, OAuthHandler: h, MaxRetries: -1}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "toolshelf", Version: "auth"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(ctx, tr, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
+	_, err = cs.ListTools(ctx, nil)
+	return err
+}
+
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(req)
 }
 
 // probe asks the server without a token, as a client connecting would.
@@ -165,10 +207,10 @@ type callback struct {
 	err              error
 }
 
-// callbackHandler takes the browser's return to the loopback listener:
-// the first request with a code or an error ends the wait.
+// callbackHandler takes the browser's returns to the loopback listener,
+// one per authorization (step-up authorizes again); a return nobody waits
+// for is turned away.
 func callbackHandler(server string, back chan<- callback) http.Handler {
-	var once sync.Once
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path != "/callback" {
 			http.NotFound(w, r)
@@ -183,11 +225,16 @@ func callbackHandler(server string, back chan<- callback) http.Handler {
 			cb.err = errors.New("the browser came back without an authorization code")
 		}
 		sent := false
-		once.Do(func() { back <- cb; sent = true })
+		select {
+		case back <- cb:
+			sent = true
+		default:
+		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		switch {
 		case !sent:
-			fmt.Fprint(w, "<p>This sign-in has already ended.</p>")
+			w.WriteHeader(http.StatusConflict)
+			fmt.Fprint(w, "<p>No sign-in is waiting for this page.</p>")
 		case cb.err != nil:
 			w.WriteHeader(http.StatusBadRequest)
 			fmt.Fprintf(w, "<p>Signing in to %s failed: %s</p>", html.EscapeString(server), html.EscapeString(cb.err.Error()))
