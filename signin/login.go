@@ -16,6 +16,10 @@ import (
 	"golang.org/x/oauth2"
 )
 
+// ErrNotAsked is Login's error for a server that served its tools
+// without asking for sign-in: there is nothing to keep.
+var ErrNotAsked = errors.New("the server does not ask for sign-in")
+
 // LoginOptions configures [Login].
 type LoginOptions struct {
 	// Open shows the user the authorization URL: prints it, opens a
@@ -121,7 +125,7 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 		}
 		if resp.StatusCode != http.StatusUnauthorized && resp.StatusCode != http.StatusForbidden {
 			resp.Body.Close()
-			return nil, fmt.Errorf("server %s does not ask for sign-in (it answered HTTP %d without a token)", server, resp.StatusCode)
+			return nil, ErrNotAsked
 		}
 		if err := h.Authorize(ctx, req, resp); err != nil {
 			return nil, fmt.Errorf("server %s: signing in failed: %s", server, describe(err))
@@ -135,7 +139,7 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 	mu.Lock()
 	defer mu.Unlock()
 	if tok == nil {
-		return nil, fmt.Errorf("server %s does not ask for sign-in: it answered without a token", server)
+		return nil, ErrNotAsked
 	}
 	rec := &Record{
 		Server: server, Resource: resource, Scopes: cfg.Scopes,

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os/exec"
 	"strings"
 	"text/tabwriter"
@@ -24,7 +26,7 @@ func init() {
 	register(&command{
 		name:    "auth",
 		summary: "sign in to remote servers that ask for OAuth, and out",
-		usage:   "login SERVER [--no-browser] | status [--json] | logout SERVER   [--config FILE]",
+		usage:   "login (SERVER | --url URL [--name NAME]) [--no-browser] [--client-id ID [--client-secret S] | --client-metadata-url URL] | status [--json] | logout SERVER   [--config FILE]",
 		help: `
 Remote MCP servers (type http or sse) that answer 401 ask for OAuth sign-in,
 as the MCP authorization specification describes. toolshelf signs in once,
@@ -40,6 +42,12 @@ tools stay searchable from the cache, and calls to them say how to sign in.
                  in a browser ($BROWSER, else xdg-open or open; not with
                  --no-browser), and waits up to five minutes for the browser
                  to come back to a listener on 127.0.0.1.
+                 --url signs in to a server that is not configured (its
+                 token is kept under --name, default the URL's host);
+                 --client-id/--client-secret/--client-metadata-url override
+                 the configuration's "oauth". login connects and lists the
+                 server's tools to prove the token, signing in again with
+                 more scopes if the server asks for them.
   status         which remote servers are signed in, until when, with which
                  scopes. Tokens are never printed.
   logout SERVER  forgets the server's tokens.
@@ -52,24 +60,44 @@ folder (or $TOOLSHELF_TOKENS), mode 0600, replaced whole on every change.
 			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
 			noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL only")
 			asJSON := fs.Bool("json", false, "status: print JSON")
+			rawURL := fs.String("url", "", "login: sign in to the server at `URL`, not one of the configuration (named by --name)")
+			name := fs.String("name", "", "login --url: the `NAME` to keep the token under (default: the URL's host)")
+			var client upstream.OAuthConfig
+			fs.StringVar(&client.ClientID, "client-id", "", "login: a client `ID` registered with the authorization server ahead of time")
+			fs.StringVar(&client.ClientSecret, "client-secret", "", "login: that client's `SECRET`")
+			fs.StringVar(&client.ClientMetadataURL, "client-metadata-url", "", "login: an https `URL` of a Client ID Metadata Document to use as the client id")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
 					return usagef("auth needs login, status or logout")
 				}
 				store := signin.Open(e.getenv(envTokens))
 				switch sub, rest := args[0], args[1:]; sub {
-				case "login", "logout":
-					if len(rest) != 1 {
-						return usagef("auth %s needs the name of one server", sub)
+				case "login":
+					var cfg *upstream.ServerConfig
+					switch {
+					case *rawURL != "" && len(rest) == 0:
+						u, err := url.Parse(*rawURL)
+						if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+							return usagef("--url %q is not an http or https URL", *rawURL)
+						}
+						cfg = &upstream.ServerConfig{Name: cmp.Or(*name, u.Hostname()), URL: *rawURL}
+					case *rawURL == "" && len(rest) == 1:
+						var err error
+						if cfg, err = remoteServer(e, *config, rest[0]); err != nil {
+							return err
+						}
+					default:
+						return usagef("auth login needs the name of one server, or --url")
 					}
-					if sub == "logout" {
-						return authLogout(e, store, rest[0])
-					}
-					cfg, err := remoteServer(e, *config, rest[0])
-					if err != nil {
-						return err
+					if client != (upstream.OAuthConfig{}) {
+						cfg.OAuth = &client
 					}
 					return authLogin(ctx, e, store, cfg, !*noBrowser)
+				case "logout":
+					if len(rest) != 1 {
+						return usagef("auth logout needs the name of one server")
+					}
+					return authLogout(e, store, rest[0])
 				case "status":
 					if len(rest) > 0 {
 						return usagef("unexpected arguments: %v", rest)
@@ -124,6 +152,10 @@ func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *upstream.S
 		opts.ClientID, opts.ClientSecret, opts.ClientMetadataURL = o.ClientID, o.ClientSecret, o.ClientMetadataURL
 	}
 	rec, err := signin.Login(ctx, store, cfg.Name, cfg.URL, opts)
+	if errors.Is(err, signin.ErrNotAsked) {
+		fmt.Fprintf(e.stdout, "%s does not ask for sign-in: it served its tools without a token. Nothing to keep.\n", cfg.Name)
+		return nil
+	}
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
 			return fmt.Errorf("%v (no browser came back within %v)", err, loginWait)
