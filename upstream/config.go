@@ -98,7 +98,17 @@ type OAuthConfig struct {
 	ClientID          string `json:"clientId"`
 	ClientSecret      string `json:"clientSecret"`
 	ClientMetadataURL string `json:"clientMetadataUrl"`
+	// Grant is "authorization_code" (the default: a user signs in with
+	// toolshelf auth login) or "client_credentials" (machine to machine:
+	// toolshelf gets tokens itself with ClientID and ClientSecret).
+	Grant string `json:"grant"`
 }
+
+// The grants an OAuthConfig may name.
+const (
+	GrantAuthorizationCode = "authorization_code"
+	GrantClientCredentials = "client_credentials"
+)
 
 // transport returns the effective transport type.
 func (c *ServerConfig) transport() string {
@@ -346,6 +356,16 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			ClientID:          x.expand(j.OAuth.ClientID, "oauth.clientId"),
 			ClientSecret:      x.expand(j.OAuth.ClientSecret, "oauth.clientSecret"),
 			ClientMetadataURL: x.expand(j.OAuth.ClientMetadataURL, "oauth.clientMetadataUrl"),
+			Grant:             j.OAuth.Grant,
+		}
+		switch j.OAuth.Grant {
+		case "", GrantAuthorizationCode:
+		case GrantClientCredentials:
+			if j.OAuth.ClientID == "" || j.OAuth.ClientSecret == "" {
+				return sc, errors.New(`"oauth": the client_credentials grant needs "clientId" and "clientSecret"`)
+			}
+		default:
+			return sc, fmt.Errorf(`"oauth": unknown grant %q (want authorization_code or client_credentials)`, j.OAuth.Grant)
 		}
 	}
 	if j.Headers != nil {

@@ -150,7 +150,11 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	ch := make(chan struct{})
 	p.changed.Store(&ch)
 	for _, cfg := range configs {
-		if p.opts.Tokens != nil && cfg.URL != "" && cfg.Dial == nil && !hasAuthorization(cfg.Headers) {
+		switch {
+		case cfg.URL == "" || cfg.Dial != nil || hasAuthorization(cfg.Headers):
+		case cfg.OAuth != nil && cfg.OAuth.Grant == GrantClientCredentials:
+			cfg.oauth = signin.ClientCredentials(cfg.OAuth.ClientID, cfg.OAuth.ClientSecret)
+		case p.opts.Tokens != nil:
 			cfg.oauth = p.opts.Tokens.Handler(cfg.Name, cfg.URL, nil)
 		}
 		red := NewRedactor(cfg.secrets()...)

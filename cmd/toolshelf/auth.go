@@ -45,7 +45,9 @@ tools stay searchable from the cache, and calls to them say how to sign in.
                  --url signs in to a server that is not configured (its
                  token is kept under --name, default the URL's host);
                  --client-id/--client-secret/--client-metadata-url override
-                 the configuration's "oauth". login connects and lists the
+                 the configuration's "oauth"; --grant client_credentials
+                 checks a machine-to-machine client (serve then gets its
+                 tokens itself, nothing is kept). login connects and lists the
                  server's tools to prove the token, signing in again with
                  more scopes if the server asks for them.
   status         which remote servers are signed in, until when, with which
@@ -66,6 +68,7 @@ folder (or $TOOLSHELF_TOKENS), mode 0600, replaced whole on every change.
 			fs.StringVar(&client.ClientID, "client-id", "", "login: a client `ID` registered with the authorization server ahead of time")
 			fs.StringVar(&client.ClientSecret, "client-secret", "", "login: that client's `SECRET`")
 			fs.StringVar(&client.ClientMetadataURL, "client-metadata-url", "", "login: an https `URL` of a Client ID Metadata Document to use as the client id")
+			fs.StringVar(&client.Grant, "grant", "", "login: `authorization_code` (default) or client_credentials (check a machine-to-machine client)")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) == 0 {
 					return usagef("auth needs login, status or logout")
@@ -137,6 +140,18 @@ func remoteServer(e *env, configFlag, name string) (*upstream.ServerConfig, erro
 func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *upstream.ServerConfig, browser bool) error {
 	ctx, cancel := context.WithTimeout(ctx, loginWait)
 	defer cancel()
+	if o := cfg.OAuth; o != nil && o.Grant == upstream.GrantClientCredentials {
+		// Machine to machine: nothing to sign in to or keep; check that the
+		// credentials are taken.
+		if o.ClientID == "" || o.ClientSecret == "" {
+			return usagef("the client_credentials grant needs a client id and secret")
+		}
+		if err := signin.Check(ctx, cfg.URL, cfg.Headers, signin.ClientCredentials(o.ClientID, o.ClientSecret)); err != nil {
+			return fmt.Errorf("server %s: the client credentials were not accepted: %v", cfg.Name, err)
+		}
+		fmt.Fprintf(e.stdout, "%s takes the client credentials; serve gets its tokens itself.\n", cfg.Name)
+		return nil
+	}
 	opts := &signin.LoginOptions{
 		Headers: cfg.Headers,
 		SSE:     cfg.Type == "sse",

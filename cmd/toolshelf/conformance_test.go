@@ -154,6 +154,10 @@ func conformanceContextFlags() []string {
 	if c.ClientSecret != "" {
 		flags = append(flags, "--client-secret", c.ClientSecret)
 	}
+	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/client-credentials-") {
+		// A machine-to-machine client, as its configuration would say.
+		flags = append(flags, "--grant", "client_credentials")
+	}
 	if os.Getenv("MCP_CONFORMANCE_SCENARIO") == "auth/basic-cimd" {
 		// The scenario's authorization server expects this Client ID
 		// Metadata Document URL, as a user configures their own.
