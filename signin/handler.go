@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -85,17 +87,21 @@ func (h *storedHandler) Authorize(ctx context.Context, req *http.Request, resp *
 	defer resp.Body.Close()
 	defer io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
 	challenges, _ := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
-	insufficient := false
+	insufficient, wanted := false, []string(nil)
 	for _, c := range challenges {
 		if c.Params["error"] == "insufficient_scope" {
 			insufficient = true
+			wanted = append(wanted, strings.Fields(c.Params["scope"])...)
 		}
 	}
 	if resp.StatusCode == http.StatusForbidden && !insufficient {
 		return nil // not about sign-in: the retry gets the server's own error
 	}
 	if insufficient {
-		return &NeedsAuthError{Server: h.server, Reason: "the token lacks a scope the server asks for"}
+		// Step-up needs the user: remember what the server asked for, so
+		// that the next auth login asks for it too.
+		h.want(wanted)
+		return &NeedsAuthError{Server: h.server, Reason: fmt.Sprintf("the server asks for scope %q, which the token lacks", strings.Join(wanted, " "))}
 	}
 	if _, err := h.load(); err != nil {
 		return err
@@ -174,4 +180,27 @@ func describe(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// want records scopes the server asked for in the server's record.
+func (h *storedHandler) want(scopes []string) {
+	if _, err := h.load(); err != nil {
+		return
+	}
+	h.mu.Lock()
+	if h.rec == nil {
+		h.mu.Unlock()
+		return
+	}
+	rec := *h.rec
+	h.mu.Unlock()
+	for _, sc := range scopes {
+		if !slices.Contains(rec.Want, sc) {
+			rec.Want = append(rec.Want, sc)
+		}
+	}
+	h.mu.Lock()
+	h.rec = &rec
+	h.mu.Unlock()
+	_ = h.store.Put(&rec)
 }

@@ -7,6 +7,7 @@ import (
 	"html"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -101,6 +102,19 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 		},
 		RequestRefreshToken: true,
 		Client:              client,
+	}
+	if prev, _ := store.Get(server, resource); prev != nil && len(prev.Want) > 0 {
+		// The server asked for more than the last sign-in got (a 403
+		// insufficient_scope while serving): ask for that too.
+		hc.ScopeFilter = func(discovered []string) []string {
+			out := slices.Clone(discovered)
+			for _, sc := range prev.Want {
+				if !slices.Contains(out, sc) {
+					out = append(out, sc)
+				}
+			}
+			return out
+		}
 	}
 	if opts.ClientID != "" {
 		hc.PreregisteredClient = &oauthex.ClientCredentials{ClientID: opts.ClientID}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -140,5 +141,41 @@ func TestLoginFaults(t *testing.T) {
 	_, err := Login(context.Background(), store, "remote", s.URL, &LoginOptions{Open: browse})
 	if err == nil || !strings.Contains(err.Error(), "server remote") {
 		t.Errorf("authorization server down: %v", err)
+	}
+}
+
+// A server that asks for more scope on a call (403 insufficient_scope):
+// the handler does not open a browser but says what is missing, and the
+// next login asks for it too.
+func TestStepUpAtTheNextLogin(t *testing.T) {
+	s := protected(t)
+	s.CallScope = "write"
+	store := Open(filepath.Join(t.TempDir(), "tokens.json"))
+	if _, err := Login(context.Background(), store, "remote", s.URL, &LoginOptions{Open: browse}); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := connect(t, store, s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "secret"})
+	cs.Close()
+	if !errors.Is(err, ErrNeedsAuth) || !strings.Contains(err.Error(), `"tools write"`) {
+		t.Fatalf("a call needing more scope: %v", err)
+	}
+	rec, err := Login(context.Background(), store, "remote", s.URL, &LoginOptions{Open: browse})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rec.Scopes, "write") {
+		t.Errorf("the second login asked for %v, not the scope the server wanted", rec.Scopes)
+	}
+	cs, err = connect(t, store, s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "secret"}); err != nil || res.IsError {
+		t.Errorf("the call after signing in again: %v %+v", err, res)
 	}
 }

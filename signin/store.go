@@ -34,6 +34,9 @@ type Record struct {
 	Resource string   `json:"resource"` // the server's URL
 	Issuer   string   `json:"issuer,omitempty"`
 	Scopes   []string `json:"scopes,omitempty"`
+	// Want are scopes a server asked for that the token lacks
+	// (insufficient_scope): the next login asks for them too.
+	Want []string `json:"wantScopes,omitempty"`
 
 	AccessToken  string    `json:"accessToken"`
 	TokenType    string    `json:"tokenType,omitempty"`

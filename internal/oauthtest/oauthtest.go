@@ -7,13 +7,16 @@
 package oauthtest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 
@@ -28,12 +31,16 @@ type Server struct {
 	Scopes []string
 
 	mu       sync.Mutex
-	codes    map[string]string // code → PKCE challenge
-	access   map[string]bool   // valid access tokens
-	refresh  map[string]bool   // valid refresh tokens
+	codes    map[string]grant  // by code
+	access   map[string]string // valid access tokens → their scopes
+	refresh  map[string]string // valid refresh tokens → their scopes
 	n        int
 	Refreshs int // refresh grants served
 	Calls    int // MCP requests with a valid token
+
+	// CallScope, when set, is a scope tools/call needs beyond Scopes: a
+	// token without it gets 403 insufficient_scope (step-up).
+	CallScope string
 
 	// Fault makes the servers misbehave: "no-code" (the authorization
 	// redirect carries no code), "html-token" (the token endpoint answers
@@ -45,7 +52,7 @@ type Server struct {
 // New starts both servers; they stop when the test ends. mcpServer is
 // the protected server (its tools are what the tests call).
 func New(t interface{ Cleanup(func()) }, mcpServer *mcp.Server) *Server {
-	s := &Server{codes: map[string]string{}, access: map[string]bool{}, refresh: map[string]bool{}, Scopes: []string{"tools"}}
+	s := &Server{codes: map[string]grant{}, access: map[string]string{}, refresh: map[string]string{}, Scopes: []string{"tools"}}
 	s.AS = httptest.NewServer(http.HandlerFunc(s.serveAS))
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
 	s.MCP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,15 +65,23 @@ func New(t interface{ Cleanup(func()) }, mcpServer *mcp.Server) *Server {
 			return
 		}
 		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.mu.Lock()
-		ok := s.access[tok]
+		scopes, ok := s.access[tok]
 		if ok {
 			s.Calls++
 		}
 		s.mu.Unlock()
+		prm := fmt.Sprintf(`resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, s.MCP.URL)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, s.MCP.URL))
+			w.Header().Set("WWW-Authenticate", "Bearer "+prm)
 			http.Error(w, "sign in first", http.StatusUnauthorized)
+			return
+		}
+		if s.CallScope != "" && bytes.Contains(body, []byte(`"tools/call"`)) && !slices.Contains(strings.Fields(scopes), s.CallScope) {
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s", %s`, strings.Join(append(slices.Clone(s.Scopes), s.CallScope), " "), prm))
+			http.Error(w, "more scope needed", http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
@@ -115,7 +130,7 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.n++
 		code := fmt.Sprintf("code-%d", s.n)
-		s.codes[code] = q.Get("code_challenge")
+		s.codes[code] = grant{challenge: q.Get("code_challenge"), scope: q.Get("scope")}
 		s.mu.Unlock()
 		u, _ := url.Parse(q.Get("redirect_uri"))
 		v := u.Query()
@@ -135,17 +150,20 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		var scope string
 		switch r.Form.Get("grant_type") {
 		case "authorization_code":
-			challenge, ok := s.codes[r.Form.Get("code")]
+			g, ok := s.codes[r.Form.Get("code")]
 			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
-			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != challenge {
+			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
 				return
 			}
 			delete(s.codes, r.Form.Get("code"))
+			scope = g.scope
 		case "refresh_token":
-			if !s.refresh[r.Form.Get("refresh_token")] {
+			var ok bool
+			if scope, ok = s.refresh[r.Form.Get("refresh_token")]; !ok {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
 				return
 			}
@@ -157,12 +175,14 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		}
 		s.n++
 		at, rt := fmt.Sprintf("access-%d", s.n), fmt.Sprintf("refresh-%d", s.n)
-		s.access[at], s.refresh[rt] = true, true
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt, "expires_in": 3600, "scope": strings.Join(s.Scopes, " ")})
+		s.access[at], s.refresh[rt] = scope, scope
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt, "expires_in": 3600, "scope": scope})
 	default:
 		http.NotFound(w, r)
 	}
 }
+
+type grant struct{ challenge, scope string }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
