@@ -88,4 +88,17 @@ func TestAuthEndToEnd(t *testing.T) {
 	if b, _ := os.ReadFile(tokens); strings.Contains(string(b), "access-") {
 		t.Errorf("a token is still in the file: %s", b)
 	}
+
+	// Signed out, the server's tools are still found (from the cache),
+	// and calling one says how to sign in.
+	s = startServe(t, "--config", cfg)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if found := resultText(s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"read the secret note"}}}`)); !strings.Contains(found, "mcp__remote__read_secret_note") {
+		t.Errorf("search_tools after logout: %s", found)
+	}
+	if got := resultText(s.send(fmt.Sprintf(callTool, 5))); !strings.Contains(got, "toolshelf auth login remote") {
+		t.Errorf("call_tool after logout: %s", got)
+	}
+	s.hangUp()
 }
