@@ -73,8 +73,7 @@ func (h *storedHandler) load() (oauth2.TokenSource, error) {
 // and kept in the store whenever it changes.
 func (h *storedHandler) setLocked(rec *Record, tok *oauth2.Token) {
 	h.rec = rec
-	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, h.client)
-	h.ts = &keeping{handler: h, base: rec.config().TokenSource(ctx, tok), last: tok.AccessToken}
+	h.ts = &keeping{handler: h, base: oauth2.ReuseTokenSource(tok, refresher{h.client, rec}), last: tok.AccessToken}
 }
 
 func (h *storedHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
@@ -117,8 +116,7 @@ func (h *storedHandler) Authorize(ctx context.Context, req *http.Request, resp *
 	}
 	// The server refused a token it had taken: get a new one now, whatever
 	// its expiry says.
-	cctx := context.WithValue(ctx, oauth2.HTTPClient, h.client)
-	tok, err := rec.config().TokenSource(cctx, &oauth2.Token{RefreshToken: rec.RefreshToken}).Token()
+	tok, err := refresh(ctx, h.client, rec)
 	if err != nil {
 		return &NeedsAuthError{Server: h.server, Reason: "the token was refused and refreshing it failed: " + describe(err)}
 	}

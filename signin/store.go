@@ -54,12 +54,6 @@ func (r *Record) token() *oauth2.Token {
 	return &oauth2.Token{AccessToken: r.AccessToken, TokenType: r.TokenType, RefreshToken: r.RefreshToken, Expiry: r.Expiry}
 }
 
-// config returns the OAuth configuration that refreshes the record's token.
-func (r *Record) config() *oauth2.Config {
-	return &oauth2.Config{ClientID: r.ClientID, ClientSecret: r.ClientSecret, Scopes: r.Scopes,
-		Endpoint: oauth2.Endpoint{TokenURL: r.TokenURL, AuthStyle: oauth2.AuthStyle(r.AuthStyle)}}
-}
-
 // Store is the token file: every sign-in by server and resource, written
 // with mode 0600 and replaced whole (write, then rename), so that a
 // reader never sees half a file. It is safe for concurrent use within a

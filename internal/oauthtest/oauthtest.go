@@ -162,6 +162,10 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 			delete(s.codes, r.Form.Get("code"))
 			scope = g.scope
 		case "refresh_token":
+			if r.Form.Get("resource") != s.URL {
+				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_target"})
+				return
+			}
 			var ok bool
 			if scope, ok = s.refresh[r.Form.Get("refresh_token")]; !ok {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
