@@ -61,6 +61,10 @@ server's requests to the client then fail.
 sends notifications/tools/list_changed, for clients on MCP revisions before
 2026-07-28 that act on it. Sessions never see each other's tools.
 
+Remote servers that ask for OAuth get the tokens of 'toolshelf auth login';
+serve refreshes them and never opens a browser: a server without a usable
+token is needs-auth, and calls to its tools say how to sign in.
+
 Servers start in the background: the gateway answers at once, with cached
 tool lists where it has them, and search_tools names the servers still
 connecting. An --http address other than loopback requires --auth-token (or
