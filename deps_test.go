@@ -26,7 +26,8 @@ var mayImport = map[string][]string{
 	"anthropic":          {"policy"},
 	"upstream":           {"catalog", "internal/fuzzy", "signin"},
 	"signin":             {},
-	"gateway":            {"catalog", "search", "policy", "shelf", "upstream", "internal/fuzzy"},
+	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "upstream", "internal/fuzzy"},
+	"audit":              {},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},
 	"internal/fuzzy":     {},
@@ -35,7 +36,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
-		"internal/fuzzy", "policy", "search", "shelf", "signin", "upstream"},
+		"audit", "internal/fuzzy", "policy", "search", "shelf", "signin", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream"},
 }
 

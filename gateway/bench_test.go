@@ -7,14 +7,17 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -140,7 +143,17 @@ func TestLoad(t *testing.T) {
 		Env:     map[string]string{"MEMORY_FILE_PATH": t.TempDir() + "/m.jsonl"},
 		Timeout: testenv.Timeout(upstream.DefaultTimeout),
 	}
-	g, _ := gatewayFor(t, nil, memory)
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditLog, err := audit.Open(auditFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	actx, cancelAudit := context.WithCancel(context.Background())
+	auditDone := make(chan struct{})
+	go func() { defer close(auditDone); auditLog.Run(actx) }()
+	stopAudit := func() { cancelAudit(); <-auditDone }
+	t.Cleanup(stopAudit)
+	g, _ := gatewayFor(t, &Options{Audit: auditLog}, memory)
 	const token = "load-token"
 	url := httpGateway(t, g, &HTTPOptions{AuthToken: token})
 	authed := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
@@ -152,8 +165,10 @@ func TestLoad(t *testing.T) {
 		sessions[i] = httpClient(t, url, nil, authed)
 	}
 	huge := strings.Repeat("n", 1<<20)
+	var hugeCalls atomic.Int64 // tools/call requests among the hostile ones
 	hostile := []func() (ok bool, what string){
 		func() (bool, string) { // a one-megabyte unknown name: a short tool error
+			hugeCalls.Add(1)
 			res, err := sessions[0].CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: map[string]any{"name": huge}})
 			return err == nil && res.IsError && len(text(res)) < 2000, fmt.Sprint("1 MB name: ", err)
 		},
@@ -206,6 +221,17 @@ func TestLoad(t *testing.T) {
 	wg.Wait()
 	if len(failures) > 0 {
 		t.Fatalf("%d of %d requests failed; first: %s", len(failures), len(lat)+hostileDone, failures[0])
+	}
+	// The audit log holds one line per tools/call request made: the
+	// well-formed ones and the 1 MB names (malformed bodies and wrong
+	// tokens never reach a tool).
+	stopAudit()
+	recs, bad, err := audit.Read(auditFile, time.Time{})
+	if err != nil || bad > 0 {
+		t.Fatalf("reading the audit log: %v (%d bad lines)", err, bad)
+	}
+	if want := len(lat) + int(hugeCalls.Load()); len(recs) != want || auditLog.Dropped() != 0 {
+		t.Errorf("the audit log has %d lines (%d dropped), want %d", len(recs), auditLog.Dropped(), want)
 	}
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
@@ -91,6 +92,9 @@ type Options struct {
 	// long an idle session lives (default 30 minutes).
 	MaxSessions int
 	SessionIdle time.Duration
+	// Audit, when set, gets one record per tools/call request (a search
+	// or a call); the caller runs it (audit.Log.Run).
+	Audit *audit.Log
 	// MaxSubscriptions bounds the resources subscribed to through the
 	// gateway at once (default 10,000): each costs a subscription on a
 	// server, and a client that subscribes without end must not make the
@@ -412,12 +416,14 @@ func directTool(e *catalog.Entry) *mcp.Tool {
 // forward returns the handler of a directly listed tool.
 func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Session != nil && usesRounds(req.Session) {
-			return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-				return s.call(ctx, name, req.Params.Arguments)
-			}), nil
-		}
-		return s.call(forCaller(ctx, req.Session, req.Params.GetProgressToken()), name, req.Params.Arguments), nil
+		return s.audited(ctx, req, "call", name, func() *mcp.CallToolResult {
+			if req.Session != nil && usesRounds(req.Session) {
+				return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
+					return s.call(ctx, name, req.Params.Arguments)
+				})
+			}
+			return s.call(forCaller(ctx, req.Session, req.Params.GetProgressToken()), name, req.Params.Arguments)
+		}), nil
 	}
 }
 

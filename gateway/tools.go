@@ -97,15 +97,19 @@ func MetaDefinitions() []json.RawMessage {
 
 func (s *Server) addMetaTools(x *exposure) {
 	x.server.AddTool(metaTools[0], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.searchTools(ctx, x, req.Params.Arguments), nil
+		return s.audited(ctx, req, "search", toolSearch, func() *mcp.CallToolResult {
+			return s.searchTools(ctx, x, req.Params.Arguments)
+		}), nil
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if req.Session != nil && usesRounds(req.Session) {
-			return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-				return s.callTool(ctx, req.Params.Arguments)
-			}), nil
-		}
-		return s.callTool(forCaller(ctx, req.Session, req.Params.GetProgressToken()), req.Params.Arguments), nil
+		return s.audited(ctx, req, "call", calledName(req.Params.Arguments), func() *mcp.CallToolResult {
+			if req.Session != nil && usesRounds(req.Session) {
+				return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
+					return s.callTool(ctx, req.Params.Arguments)
+				})
+			}
+			return s.callTool(forCaller(ctx, req.Session, req.Params.GetProgressToken()), req.Params.Arguments)
+		}), nil
 	})
 	x.listed[toolSearch] = "meta"
 	x.listed[toolCall] = "meta"

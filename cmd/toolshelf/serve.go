@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/policy"
@@ -29,7 +30,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the MCP gateway in front of the configured servers",
-		usage:   "[--config FILE | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--engine ENGINE] [flags]",
+		usage:   "[--config FILE | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--audit FILE] [--engine ENGINE] [flags]",
 		help: `
 Runs toolshelf as an MCP server: the one server a client (Claude Desktop,
 Claude Code, Cursor, VS Code, ...) is configured with, in front of all the
@@ -65,6 +66,13 @@ Remote servers that ask for OAuth get the tokens of 'toolshelf auth login';
 serve refreshes them and never opens a browser: a server without a usable
 token is needs-auth, and calls to its tools say how to sign in.
 
+--audit FILE appends one JSON line per search and per tool call: time,
+client and version, tool, server, duration, outcome, request and response
+sizes, and a SHA-256 of the arguments (never their values). It is written
+by a goroutine of its own through a bounded queue (a record that finds it
+full is dropped and the count written as a line of its own), rotated at
+64 MiB keeping three files. 'toolshelf audit' reads it.
+
 Servers start in the background: the gateway answers at once, with cached
 tool lists where it has them, and search_tools names the servers still
 connecting. An --http address other than loopback requires --auth-token (or
@@ -98,6 +106,7 @@ allocates about 400 KB per forwarded call.`,
 			fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
 			fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
 			fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
+			fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
 			o.engine.register(fs)
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -121,6 +130,7 @@ allocates about 400 KB per forwarded call.`,
 
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
+	audit                                        string
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless                          bool
@@ -150,6 +160,22 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		// gateway's live heap is a few MB: collecting less often takes a
 		// third off a call's time (docs/benchmarks.md).
 		debug.SetGCPercent(serveGCPercent)
+	}
+
+	// The audit log is written until everything below has returned, so
+	// that the last calls' records are in it: its stop is deferred first,
+	// and runs last.
+	var auditLog *audit.Log
+	if o.audit != "" {
+		l, err := audit.Open(o.audit, &audit.Options{Logger: logger})
+		if err != nil {
+			return badInput(err)
+		}
+		actx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() { defer close(done); l.Run(actx) }()
+		defer func() { stop(); <-done }()
+		auditLog = l
 	}
 
 	// Everything serve starts, it owns: the pool's servers, the gateway's
@@ -195,6 +221,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	g, err := gateway.New(up, &gateway.Options{
 		Logger: logger, Settings: settings, ContextWindow: o.window,
 		PendingWait: pendingWait, Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
+		Audit: auditLog,
 	})
 	if err != nil {
 		return badInput(err)

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolshelf/toolshelf/audit"
+)
+
+func init() {
+	register(&command{
+		name:    "audit",
+		summary: "read the audit log that serve --audit writes",
+		usage:   "tail [-n N] FILE | summary [--since DURATION] [--json] FILE",
+		help: `
+  tail FILE      the last -n records (default 20), one line each.
+  summary FILE   per tool: calls, errors and their rate, median and slowest
+                 duration; searches; records dropped; slowest tools first.
+                 --since 1h counts only the last hour.
+
+Rotated files (FILE.1, FILE.2, ...) are read too, oldest first.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			n := fs.Int("n", 20, "tail: how many records")
+			since := fs.Duration("since", 0, "summary: only records of the last `DURATION` (such as 1h)")
+			asJSON := fs.Bool("json", false, "summary: print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 2 || (args[0] != "tail" && args[0] != "summary") {
+					return usagef("audit needs tail FILE or summary FILE")
+				}
+				var from time.Time
+				if *since > 0 {
+					from = time.Now().Add(-*since)
+				}
+				recs, bad, err := audit.Read(args[1], from)
+				if err != nil {
+					return err
+				}
+				if bad > 0 {
+					fmt.Fprintf(e.stderr, "toolshelf audit: %d lines of %s are not records; skipped\n", bad, args[1])
+				}
+				if args[0] == "tail" {
+					if *n < 1 {
+						return usagef("-n must be a positive integer, got %d", *n)
+					}
+					for _, r := range recs[max(0, len(recs)-*n):] {
+						fmt.Fprintf(e.stdout, "%s  %-6s  %-10s  %-40s  %-10s  %8.1f ms  %s %s\n",
+							r.Time.Local().Format(time.DateTime), r.Kind, r.Outcome, r.Tool, r.Server, r.DurationMS, r.Client, r.ClientVersion)
+					}
+					return nil
+				}
+				sum := summarize(recs)
+				if *asJSON {
+					return writeJSON(e.stdout, sum)
+				}
+				sum.write(e)
+				return nil
+			}
+		},
+	})
+}
+
+// auditSummary is what audit summary prints. Its JSON form is stable.
+type auditSummary struct {
+	Records  int           `json:"records"`
+	Searches int           `json:"searches"`
+	Calls    int           `json:"calls"`
+	Dropped  int64         `json:"dropped"`
+	Tools    []toolSummary `json:"tools"`
+}
+
+type toolSummary struct {
+	Tool     string  `json:"tool"`
+	Server   string  `json:"server,omitempty"`
+	Calls    int     `json:"calls"`
+	Errors   int     `json:"errors"`
+	MedianMS float64 `json:"medianMs"`
+	MaxMS    float64 `json:"maxMs"`
+}
+
+func summarize(recs []audit.Record) auditSummary {
+	s := auditSummary{Records: len(recs), Tools: []toolSummary{}}
+	durations := map[string][]float64{}
+	byTool := map[string]*toolSummary{}
+	for _, r := range recs {
+		switch r.Kind {
+		case "search":
+			s.Searches++
+		case "dropped":
+			s.Dropped += r.Dropped
+		case "call":
+			s.Calls++
+			t := byTool[r.Tool]
+			if t == nil {
+				t = &toolSummary{Tool: r.Tool, Server: r.Server}
+				byTool[r.Tool] = t
+			}
+			t.Calls++
+			if r.Outcome != "ok" {
+				t.Errors++
+			}
+			durations[r.Tool] = append(durations[r.Tool], r.DurationMS)
+		}
+	}
+	for name, t := range byTool {
+		d := durations[name]
+		slices.Sort(d)
+		t.MedianMS, t.MaxMS = d[len(d)/2], d[len(d)-1]
+		s.Tools = append(s.Tools, *t)
+	}
+	slices.SortFunc(s.Tools, func(a, b toolSummary) int {
+		return cmp.Or(cmp.Compare(b.MaxMS, a.MaxMS), cmp.Compare(a.Tool, b.Tool))
+	})
+	return s
+}
+
+func (s *auditSummary) write(e *env) {
+	fmt.Fprintf(e.stdout, "%d records: %d searches, %d tool calls", s.Records, s.Searches, s.Calls)
+	if s.Dropped > 0 {
+		fmt.Fprintf(e.stdout, ", %d records dropped (the log could not keep up)", s.Dropped)
+	}
+	fmt.Fprintln(e.stdout)
+	if len(s.Tools) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nTOOL\tSERVER\tCALLS\tERRORS\tMEDIAN ms\tMAX ms")
+	for _, t := range s.Tools {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d (%.0f%%)\t%.1f\t%.1f\n", t.Tool, t.Server, t.Calls, t.Errors, 100*float64(t.Errors)/float64(t.Calls), t.MedianMS, t.MaxMS)
+	}
+	tw.Flush()
+}
