@@ -235,8 +235,8 @@ func TestLoad(t *testing.T) {
 	}
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
-	t.Logf("%d clients, %v: %d well-formed requests (%.0f/s), p50 %v, p99 %v, max %v; %d hostile requests refused; peak RSS %s",
-		clients, *loadDuration, len(lat), float64(len(lat))/loadDuration.Seconds(), pct(0.50), pct(0.99), lat[len(lat)-1], hostileDone, peakRSS())
+	t.Logf("%d clients, %v: %d well-formed requests (%.0f/s), p50 %v, p99 %v, max %v; %d hostile requests refused; %d audit lines; peak RSS %s",
+		clients, *loadDuration, len(lat), float64(len(lat))/loadDuration.Seconds(), pct(0.50), pct(0.99), lat[len(lat)-1], hostileDone, len(recs), peakRSS())
 }
 
 // peakRSS is the process's peak resident memory (Linux), or "unknown".
