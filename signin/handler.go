@@ -105,6 +105,19 @@ func (h *storedHandler) Authorize(ctx context.Context, req *http.Request, resp *
 	if _, err := h.load(); err != nil {
 		return err
 	}
+	// A sign-in made since (toolshelf auth login in another terminal)
+	// replaces what this handler holds.
+	if stored, err := h.store.Get(h.server, h.resource); err == nil && stored != nil {
+		h.mu.Lock()
+		newer := h.rec == nil || stored.AccessToken != h.rec.AccessToken
+		if newer {
+			h.setLocked(stored, stored.token())
+		}
+		h.mu.Unlock()
+		if newer {
+			return nil
+		}
+	}
 	h.mu.Lock()
 	rec := h.rec
 	h.mu.Unlock()

@@ -86,6 +86,15 @@ func TestLoginRefreshAndSignInAgain(t *testing.T) {
 		t.Errorf("error %q does not say %q", err, want)
 	}
 
+	// The user signs in again elsewhere: the connection's handler takes
+	// the new token at the next refusal.
+	if _, err := Login(context.Background(), store, "remote", s.URL, &LoginOptions{Open: browse}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := call(); err != nil || res.IsError {
+		t.Fatalf("after signing in again: %v %+v", err, res)
+	}
+
 	if ok, err := store.Delete("remote"); !ok || err != nil {
 		t.Errorf("logout: %v %v", ok, err)
 	}
