@@ -120,6 +120,18 @@ func (s *Server) servers() []*mcp.Server {
 	return out
 }
 
+// relayNotices passes the upstream's notices on until ctx is done.
+func (s *Server) relayNotices(ctx context.Context) {
+	for {
+		select {
+		case n := <-s.up.Notices():
+			s.relay(ctx, n)
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // relay passes on what a server sent that no single request caused: a
 // log message to every session that set a level, a resource update to
 // the sessions subscribed to it.

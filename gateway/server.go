@@ -207,6 +207,9 @@ func New(up Upstream, opts *Options) (*Server, error) {
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.shelf.Run(ctx) })
+	// Notices go to clients from a goroutine of their own: a slow client
+	// must not hold up the catalog.
+	wg.Go(func() { s.relayNotices(ctx) })
 	defer wg.Wait()
 	sweep := time.NewTicker(time.Minute)
 	defer sweep.Stop()
@@ -218,8 +221,6 @@ func (s *Server) Run(ctx context.Context) error {
 			select {
 			case <-ch:
 				changed = true
-			case n := <-s.up.Notices():
-				s.relay(ctx, n)
 			case <-sweep.C:
 				s.forgetClosed()
 				s.pruneSubscriptions(ctx)
