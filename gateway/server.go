@@ -202,8 +202,9 @@ func New(up Upstream, opts *Options) (*Server, error) {
 }
 
 // Run follows the upstream's catalog, embeds each new one when a model's
-// embedder is configured, and forgets ended sessions, until ctx is done.
-// It returns when every goroutine it started has ended.
+// embedder is configured, passes servers' notices to clients, and forgets
+// ended sessions, until ctx is done. It returns when every goroutine it
+// started has ended.
 func (s *Server) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { s.shelf.Run(ctx) })
