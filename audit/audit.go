@@ -20,8 +20,9 @@ import (
 	"time"
 )
 
-// Record is one line of the log. Argument values are never kept, only a
-// hash, so that two calls with the same arguments can be matched.
+// Record is one line of the log. Argument values are kept only when asked
+// for; the hash is always there, so that two calls with the same arguments
+// can be matched.
 type Record struct {
 	Time          time.Time `json:"time"`
 	Kind          string    `json:"kind"` // call, search, or dropped
@@ -35,6 +36,9 @@ type Record struct {
 	RequestBytes  int       `json:"requestBytes"`
 	ResponseBytes int       `json:"responseBytes"`
 	ArgsSHA256    string    `json:"argsSha256,omitempty"`
+	// Args are the arguments' values, only when the gateway is asked to
+	// keep them (serve --audit-args), with secrets removed.
+	Args string `json:"args,omitempty"`
 	// Dropped is the number of records dropped since the last such line
 	// (Kind "dropped").
 	Dropped int64 `json:"dropped,omitempty"`

@@ -25,6 +25,9 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 		RequestBytes: len(req.Params.Arguments), ArgsSHA256: audit.Hash(req.Params.Arguments),
 		Outcome: "ok",
 	}
+	if s.opts.AuditArgs {
+		r.Args = cut(s.up.Redact(string(req.Params.Arguments)), maxAuditArgs)
+	}
 	if req.Session != nil {
 		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
 			r.Client, r.ClientVersion = cut(p.ClientInfo.Name, echoLimit), cut(p.ClientInfo.Version, echoLimit)
@@ -47,6 +50,9 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 	s.opts.Audit.Add(r)
 	return res
 }
+
+// maxAuditArgs bounds the argument values kept in one audit record.
+const maxAuditArgs = 64 << 10
 
 // calledName reads the tool name call_tool was given, for the record.
 func calledName(raw json.RawMessage) string {

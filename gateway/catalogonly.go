@@ -44,3 +44,5 @@ func (c CatalogOnly) Subscribe(context.Context, string, string) error {
 }
 
 func (c CatalogOnly) Unsubscribe(context.Context, string, string) error { return nil }
+
+func (c CatalogOnly) Redact(s string) string { return s }

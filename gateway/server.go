@@ -55,6 +55,8 @@ type Upstream interface {
 	SetLogLevel(ctx context.Context, level mcp.LoggingLevel)
 	Notices() <-chan upstream.Notice
 	Progress(ctx context.Context, p *mcp.ProgressNotificationParams) bool
+	// Redact removes the servers' secrets from a text.
+	Redact(s string) string
 }
 
 // Options configures a Server. Nil means defaults.
@@ -95,6 +97,9 @@ type Options struct {
 	// Audit, when set, gets one record per tools/call request (a search
 	// or a call); the caller runs it (audit.Log.Run).
 	Audit *audit.Log
+	// AuditArgs adds the arguments' values to each audit record, with
+	// the servers' secrets removed and cut at 64 KB.
+	AuditArgs bool
 	// MaxSubscriptions bounds the resources subscribed to through the
 	// gateway at once (default 10,000): each costs a subscription on a
 	// server, and a client that subscribes without end must not make the

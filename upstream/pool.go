@@ -235,6 +235,15 @@ func (p *Pool) Status() []Status {
 	return out
 }
 
+// Redact removes every server's secrets (expanded variables, headers,
+// client secrets, credentials in URLs) from s.
+func (p *Pool) Redact(s string) string {
+	for _, srv := range p.servers {
+		s = srv.redact.Redact(s)
+	}
+	return s
+}
+
 // Pending returns the names of the servers still connecting or
 // reconnecting: their tools may yet appear.
 func (p *Pool) Pending() []string {

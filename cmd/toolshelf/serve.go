@@ -68,7 +68,8 @@ token is needs-auth, and calls to its tools say how to sign in.
 
 --audit FILE appends one JSON line per search and per tool call: time,
 client and version, tool, server, duration, outcome, request and response
-sizes, and a SHA-256 of the arguments (never their values). It is written
+sizes, and a SHA-256 of the arguments; their values only with
+--audit-args, with the servers' secrets removed. It is written
 by a goroutine of its own through a bounded queue (a record that finds it
 full is dropped and the count written as a line of its own), rotated at
 64 MiB keeping three files. 'toolshelf audit' reads it.
@@ -107,6 +108,7 @@ allocates about 400 KB per forwarded call.`,
 			fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
 			fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
 			fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
+			fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
 			o.engine.register(fs)
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -133,7 +135,7 @@ type serveOptions struct {
 	audit                                        string
 	engine                                       engineFlags
 	window, maxSessions                          int
-	activate, stateless                          bool
+	activate, stateless, auditArgs               bool
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
@@ -221,7 +223,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	g, err := gateway.New(up, &gateway.Options{
 		Logger: logger, Settings: settings, ContextWindow: o.window,
 		PendingWait: pendingWait, Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
-		Audit: auditLog,
+		Audit: auditLog, AuditArgs: o.auditArgs,
 	})
 	if err != nil {
 		return badInput(err)

@@ -1,0 +1,50 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/audit"
+)
+
+// With AuditArgs, a record keeps the arguments' values, without the
+// servers' secrets; without it, only their hash.
+func TestAuditArgs(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		file := filepath.Join(t.TempDir(), "audit.jsonl")
+		l, err := audit.Open(file, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); l.Run(ctx) }()
+		cfg := memServer(t, "github", []json.RawMessage{rawTool("create_issue", "Create a new issue", nil)})
+		cfg.Headers = map[string]string{"Authorization": "Bearer tok-0123456789abcdef"}
+		g, _ := gatewayFor(t, &Options{Audit: l, AuditArgs: keep}, cfg)
+		cs := connect(t, g, nil)
+		call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{"text": "leaked tok-0123456789abcdef here"}})
+		cancel()
+		<-done
+		recs, _, err := audit.Read(file, time.Time{})
+		if err != nil || len(recs) != 1 {
+			t.Fatalf("records: %v %v", recs, err)
+		}
+		r := recs[0]
+		if r.ArgsSHA256 == "" || r.Tool != "mcp__github__create_issue" || r.Server != "github" || r.Client != "test" {
+			t.Errorf("record: %+v", r)
+		}
+		switch {
+		case strings.Contains(r.Args, "tok-0123456789abcdef"):
+			t.Errorf("a secret is in the audit log: %s", r.Args)
+		case keep && !strings.Contains(r.Args, "leaked"):
+			t.Errorf("the arguments were not kept: %q", r.Args)
+		case !keep && r.Args != "":
+			t.Errorf("arguments kept without AuditArgs: %q", r.Args)
+		}
+	}
+}
