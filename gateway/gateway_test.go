@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -649,7 +650,15 @@ func TestBuiltinHybridSearch(t *testing.T) {
 // MaxSessions a new one is refused with a clear error, and the open ones
 // go on.
 func TestMaxSessions(t *testing.T) {
-	g, _ := gatewayFor(t, &Options{Activate: true, MaxSessions: 2}, standardUpstreams(t)...)
+	// Sessions are capped with a server per session (Activate) and with
+	// the one shared server (the default).
+	for _, activate := range []bool{true, false} {
+		t.Run(fmt.Sprint("activate=", activate), func(t *testing.T) { testMaxSessions(t, activate) })
+	}
+}
+
+func testMaxSessions(t *testing.T, activate bool) {
+	g, _ := gatewayFor(t, &Options{Activate: activate, MaxSessions: 2}, standardUpstreams(t)...)
 	url := httpGateway(t, g, nil)
 	a, b := httpClient(t, url, nil, nil), httpClient(t, url, nil, nil)
 	_, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp"}, nil)

@@ -116,6 +116,14 @@ func (s *Server) capSessions(h http.Handler) http.Handler {
 			}
 			if s.opts.Activate {
 				r = r.WithContext(context.WithValue(r.Context(), sessionServerKey{}, s.newMCPServer()))
+			} else {
+				h.ServeHTTP(w, r)
+				if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+					s.mu.Lock()
+					s.initialized[id] = true
+					s.mu.Unlock()
+				}
+				return
 			}
 		}
 		h.ServeHTTP(w, r)

@@ -126,6 +126,9 @@ type Server struct {
 	shared   *mcp.Server               // the server of every session unless Activate
 	sessions map[*mcp.Server]*exposure // Activate: one server per session
 	decision string                    // the last auto-mode decision logged
+	// initialized are the ids of the HTTP sessions an initialize started
+	// on the shared server (see openSessions).
+	initialized map[string]bool
 	logLevel mcp.LoggingLevel          // the level asked of servers
 }
 
@@ -152,7 +155,7 @@ var Checklist = policy.Checklist{SearchTool: toolSearch, Essential: []string{too
 // follows up's changes; tests and callers with a fixed catalog may call
 // [Server.Update] instead. The error is an unknown engine kind.
 func New(up Upstream, opts *Options) (*Server, error) {
-	s := &Server{up: up, sessions: make(map[*mcp.Server]*exposure)}
+	s := &Server{up: up, sessions: make(map[*mcp.Server]*exposure), initialized: make(map[string]bool)}
 	s.subs.by = make(map[subKey]map[*mcp.ServerSession]bool)
 	s.offers.Store(&offerTable{})
 	if opts != nil {
@@ -527,11 +530,20 @@ func (s *Server) openSessions() int {
 	if s.opts.Activate {
 		return s.sessionCount()
 	}
-	n := 0
-	for range s.shared.Sessions() {
-		n++
+	// Only sessions that an initialize started count: the SDK also serves
+	// a newer client's server/discover on a short-lived session of its own.
+	live := map[string]bool{}
+	for ss := range s.shared.Sessions() {
+		live[ss.ID()] = true
 	}
-	return n
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for id := range s.initialized {
+		if !live[id] {
+			delete(s.initialized, id)
+		}
+	}
+	return len(s.initialized)
 }
 
 // sessionCount is the number of per-session servers kept.
