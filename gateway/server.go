@@ -129,7 +129,7 @@ type Server struct {
 	// initialized are the ids of the HTTP sessions an initialize started
 	// on the shared server (see openSessions).
 	initialized map[string]bool
-	logLevel mcp.LoggingLevel          // the level asked of servers
+	logLevel    mcp.LoggingLevel // the level asked of servers
 }
 
 // snapshot is what the gateway serves from one catalog.
