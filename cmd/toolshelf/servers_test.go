@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/catalog"
@@ -23,7 +24,9 @@ func fakeConfig(t *testing.T, servers map[string][2]string) string {
 	m := map[string]any{}
 	for name, spec := range servers {
 		cmd, env := mcptest.Command(spec[0], strings.Split(spec[1], ","))
-		m[name] = map[string]any{"command": cmd, "env": env, "timeout": 5}
+		// The start timeout scales with the machine's load: a test binary
+		// built with -race starts slowly on a busy machine.
+		m[name] = map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()}
 	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": m})
 	path := filepath.Join(t.TempDir(), "servers.json")
