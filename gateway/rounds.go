@@ -61,6 +61,16 @@ func usesRounds(ss *mcp.ServerSession) bool {
 	return p != nil && p.ProtocolVersion >= "2026-07-28"
 }
 
+// forClient runs a tools/call request's upstream work for the session
+// that made it: in rounds for a 2026-07-28 client, else with the session
+// as the client that the server's requests and progress go to.
+func (s *Server) forClient(ctx context.Context, req *mcp.CallToolRequest, run func(context.Context) *mcp.CallToolResult) *mcp.CallToolResult {
+	if req.Session != nil && usesRounds(req.Session) {
+		return s.callRounds(ctx, req, run)
+	}
+	return run(forCaller(ctx, req.Session, req.Params.GetProgressToken()))
+}
+
 // callRounds runs a call for a 2026-07-28 client: run (the upstream call)
 // starts, or resumes when req carries the RequestState of a waiting call.
 func (s *Server) callRounds(ctx context.Context, req *mcp.CallToolRequest, run func(context.Context) *mcp.CallToolResult) *mcp.CallToolResult {
@@ -192,25 +202,16 @@ type roundClient struct {
 }
 
 func (c roundClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	res, err := c.rt.ask(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	r, ok := res.(*mcp.ElicitResult)
-	if !ok {
-		return nil, fmt.Errorf("the client answered elicitation/create with a %T", res)
-	}
-	return r, nil
+	return askAs[*mcp.ElicitResult](ctx, c.rt, p, "elicitation/create")
 }
 
 func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	res, err := c.rt.ask(ctx, p)
+	r, err := askAs[*mcp.CreateMessageWithToolsResult](ctx, c.rt, p, "sampling/createMessage")
 	if err != nil {
 		return nil, err
 	}
-	r, ok := res.(*mcp.CreateMessageWithToolsResult)
-	if !ok || len(r.Content) != 1 {
-		return nil, fmt.Errorf("the client answered sampling/createMessage with a %T", res)
+	if len(r.Content) != 1 {
+		return nil, fmt.Errorf("the client answered sampling/createMessage with %d content blocks, not 1", len(r.Content))
 	}
 	return &mcp.CreateMessageResult{Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
 }
@@ -219,13 +220,20 @@ func (c roundClient) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mc
 	if p == nil {
 		p = &mcp.ListRootsParams{}
 	}
-	res, err := c.rt.ask(ctx, p)
+	return askAs[*mcp.ListRootsResult](ctx, c.rt, p, "roots/list")
+}
+
+// askAs asks the client and checks that the answer is of the type the
+// method answers with.
+func askAs[T mcp.InputResponse](ctx context.Context, rt *pendingCall, req mcp.InputRequest, method string) (T, error) {
+	var zero T
+	res, err := rt.ask(ctx, req)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	r, ok := res.(*mcp.ListRootsResult)
+	r, ok := res.(T)
 	if !ok {
-		return nil, fmt.Errorf("the client answered roots/list with a %T", res)
+		return zero, fmt.Errorf("the client answered %s with a %T", method, res)
 	}
 	return r, nil
 }

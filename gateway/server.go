@@ -427,12 +427,9 @@ func directTool(e *catalog.Entry) *mcp.Tool {
 func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "call", name, func() *mcp.CallToolResult {
-			if req.Session != nil && usesRounds(req.Session) {
-				return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-					return s.call(ctx, name, req.Params.Arguments)
-				})
-			}
-			return s.call(forCaller(ctx, req.Session, req.Params.GetProgressToken()), name, req.Params.Arguments)
+			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
+				return s.call(ctx, name, req.Params.Arguments)
+			})
 		}), nil
 	}
 }

@@ -103,12 +103,9 @@ func (s *Server) addMetaTools(x *exposure) {
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "call", calledName(req.Params.Arguments), func() *mcp.CallToolResult {
-			if req.Session != nil && usesRounds(req.Session) {
-				return s.callRounds(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-					return s.callTool(ctx, req.Params.Arguments)
-				})
-			}
-			return s.callTool(forCaller(ctx, req.Session, req.Params.GetProgressToken()), req.Params.Arguments)
+			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
+				return s.callTool(ctx, req.Params.Arguments)
+			})
 		}), nil
 	})
 	x.listed[toolSearch] = "meta"
