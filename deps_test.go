@@ -24,7 +24,8 @@ var mayImport = map[string][]string{
 	"evaluate":           {"catalog", "search"},
 	"embedding":          {"search"},
 	"anthropic":          {"policy"},
-	"upstream":           {"catalog", "internal/fuzzy", "signin"},
+	"upstream":           {"catalog", "internal/fuzzy", "pin", "signin"},
+	"pin":                {"catalog"},
 	"signin":             {},
 	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "upstream", "internal/fuzzy"},
 	"audit":              {},
@@ -36,7 +37,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
-		"audit", "internal/fuzzy", "policy", "search", "shelf", "signin", "upstream"},
+		"audit", "internal/fuzzy", "pin", "policy", "search", "shelf", "signin", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream"},
 }
 

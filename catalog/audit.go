@@ -28,6 +28,11 @@ type Finding struct {
 	Tool    string `json:"tool,omitempty"` // qualified name; the tool's own name for collisions
 	Server  string `json:"server,omitempty"`
 	Message string `json:"message"`
+	// High marks the findings most likely to be an attack (hidden text,
+	// orders to ignore instructions or to keep things from the user,
+	// credentials files): a new or changed tool with one is quarantined
+	// when tool definitions are pinned.
+	High bool `json:"high,omitempty"`
 }
 
 // modelDirected matches text in a tool's description or parameters that
@@ -37,18 +42,19 @@ type Finding struct {
 // X"); the finding quotes the text so that a person can judge.
 var modelDirected = []struct {
 	what string
+	high bool
 	// words: the lower-cased text must hold one of them for re to be
 	// worth running; most texts hold none, and the expressions are slow.
 	words []string
 	re    *regexp.Regexp
 }{
-	{"tells the model to ignore its instructions", []string{"ignore", "disregard", "forget"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|messages)`)},
-	{"demands to be called first", []string{"this"}, regexp.MustCompile(`(?i)\b(always|must|should)\s+(call|use|run|invoke)\s+this\s+(tool|function)\s+(first|before)`)},
-	{"demands to be called before other tools", []string{"before"}, regexp.MustCompile(`(?i)\bbefore\s+(using|calling|running|invoking)\s+any\s+other\s+(tools?|functions?)`)},
-	{"asks to keep something from the user", []string{"user"}, regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never)\s+(tell|inform|mention|reveal|show)\b[^.]{0,30}\b(the\s+)?user`)},
-	{"contains a prompt-like tag", []string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?)\s*>`)},
-	{"mentions the system prompt", []string{"system"}, regexp.MustCompile(`(?i)\bsystem\s+prompt\b`)},
-	{"points at credentials files", []string{"ssh", "id_rsa", "credentials", "netrc"}, regexp.MustCompile(`(?i)(~/\.ssh|\bid_rsa\b|\.aws/credentials|\.netrc\b)`)},
+	{"tells the model to ignore its instructions", true, []string{"ignore", "disregard", "forget"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|messages)`)},
+	{"demands to be called first", false, []string{"this"}, regexp.MustCompile(`(?i)\b(always|must|should)\s+(call|use|run|invoke)\s+this\s+(tool|function)\s+(first|before)`)},
+	{"demands to be called before other tools", false, []string{"before"}, regexp.MustCompile(`(?i)\bbefore\s+(using|calling|running|invoking)\s+any\s+other\s+(tools?|functions?)`)},
+	{"asks to keep something from the user", true, []string{"user"}, regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never)\s+(tell|inform|mention|reveal|show)\b[^.]{0,30}\b(the\s+)?user`)},
+	{"contains a prompt-like tag", true, []string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?)\s*>`)},
+	{"mentions the system prompt", false, []string{"system"}, regexp.MustCompile(`(?i)\bsystem\s+prompt\b`)},
+	{"points at credentials files", true, []string{"ssh", "id_rsa", "credentials", "netrc"}, regexp.MustCompile(`(?i)(~/\.ssh|\bid_rsa\b|\.aws/credentials|\.netrc\b)`)},
 }
 
 // hiddenRune reports characters that render as nothing: Unicode tag
@@ -80,13 +86,13 @@ func (c *Catalog) Audit() []Finding {
 		}
 		if e.Shortened {
 			out = append(out, Finding{FindingShortened, e.Name, e.Server,
-				fmt.Sprintf("%q of %s is named %s: the full name is over %d characters or collides with another", e.Tool, e.Server, e.Name, MaxNameLen)})
+				fmt.Sprintf("%q of %s is named %s: the full name is over %d characters or collides with another", e.Tool, e.Server, e.Name, MaxNameLen), false})
 		}
 		if _, changed := NormalizeSchema(e.InputSchema); changed && !e.Unverified {
-			out = append(out, Finding{FindingSchema, e.Name, e.Server, `the input schema is not an object schema ("type":"object"); it is given one when re-exposed`})
+			out = append(out, Finding{FindingSchema, e.Name, e.Server, `the input schema is not an object schema ("type":"object"); it is given one when re-exposed`, false})
 		}
 		if n := utf8.RuneCountInString(e.Description); n > LongDescription {
-			out = append(out, Finding{FindingLongDescription, e.Name, e.Server, fmt.Sprintf("the description is %d characters, paid for in every request that loads the tool", n)})
+			out = append(out, Finding{FindingLongDescription, e.Name, e.Server, fmt.Sprintf("the description is %d characters, paid for in every request that loads the tool", n), false})
 		}
 		out = append(out, instructionFindings(e)...)
 	}
@@ -101,9 +107,20 @@ func (c *Catalog) Audit() []Finding {
 			names = append(names, e.Name)
 		}
 		out = append(out, Finding{FindingCollision, tool, strings.Join(servers, ", "),
-			fmt.Sprintf("%q is a tool of %s; kept apart as %s", tool, strings.Join(servers, " and "), strings.Join(names, ", "))})
+			fmt.Sprintf("%q is a tool of %s; kept apart as %s", tool, strings.Join(servers, " and "), strings.Join(names, ", ")), false})
 	}
 	return out
+}
+
+// Poisoning returns the first high-risk finding of the tool-poisoning
+// check on the tool's texts (see [Finding.High]), or "".
+func (e *Entry) Poisoning() string {
+	for _, f := range instructionFindings(e) {
+		if f.High {
+			return f.Message
+		}
+	}
+	return ""
 }
 
 // instructionFindings checks a tool's texts for model-directed content.
@@ -118,7 +135,7 @@ func instructionFindings(e *Entry) []Finding {
 		for _, r := range text {
 			if hiddenRune(r) && !seen["hidden"] {
 				seen["hidden"] = true
-				out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("contains invisible character U+%04X, which can hide text from people but not from the model", r)})
+				out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("contains invisible character U+%04X, which can hide text from people but not from the model", r), true})
 			}
 		}
 		if text == "" {
@@ -131,7 +148,7 @@ func instructionFindings(e *Entry) []Finding {
 			}
 			if m := p.re.FindString(text); m != "" {
 				seen[p.what] = true
-				out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("%s: %q", p.what, m)})
+				out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("%s: %q", p.what, m), p.high})
 			}
 		}
 	}

@@ -275,11 +275,20 @@ func (c *Catalog) ServerNames() []string {
 // Filter returns a catalog of the entries for which keep returns true,
 // with the same names (names are not reassigned) and servers.
 func (c *Catalog) Filter(keep func(*Entry) bool) *Catalog {
+	return c.Map(func(e Entry) (Entry, bool) { return e, keep(&e) })
+}
+
+// Map returns a catalog of the entries f keeps, as f returns them, with
+// the same names and servers: a view of a catalog (a profile's) whose
+// tools are called by the names the whole catalog gives them. f must not
+// change an entry's Name.
+func (c *Catalog) Map(f func(Entry) (Entry, bool)) *Catalog {
 	out := &Catalog{byName: make(map[string]int), servers: c.servers}
 	for i := range c.entries {
-		if keep(&c.entries[i]) {
-			out.byName[c.entries[i].Name] = len(out.entries)
-			out.entries = append(out.entries, c.entries[i])
+		if e, ok := f(c.entries[i]); ok {
+			e.Name = c.entries[i].Name
+			out.byName[e.Name] = len(out.entries)
+			out.entries = append(out.entries, e)
 		}
 	}
 	out.version = out.computeVersion()

@@ -23,6 +23,7 @@ func (c CatalogOnly) Catalog() *catalog.Catalog { return c.Cat }
 func (c CatalogOnly) Pending() []string         { return nil }
 func (c CatalogOnly) Changed() <-chan struct{}  { return nil }
 func (c CatalogOnly) Status() []upstream.Status { return nil }
+func (c CatalogOnly) Held() []upstream.Held     { return nil }
 
 func (c CatalogOnly) Call(context.Context, string, json.RawMessage) (*mcp.CallToolResult, error) {
 	return nil, fmt.Errorf("toolshelf is serving %s, which has no servers to call; configure your MCP servers to call tools", c.Source)

@@ -419,7 +419,7 @@ func TestHTTP(t *testing.T) {
 		t.Errorf("healthz: %+v", h)
 	}
 	body := get(t, url+"/metrics", nil)
-	for _, want := range []string{`toolshelf_calls_total{server="github",outcome="ok"} 1`, `toolshelf_call_duration_seconds_count{server="github"} 1`, "toolshelf_catalog_tools 6", "toolshelf_search_duration_seconds_count 0"} {
+	for _, want := range []string{`toolshelf_calls_total{profile="everything",server="github",outcome="ok"} 1`, `toolshelf_call_duration_seconds_count{profile="everything",server="github"} 1`, `toolshelf_catalog_tools{profile="everything"} 6`, `toolshelf_search_duration_seconds_count{profile="everything"} 0`} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q:\n%s", want, body)
 		}
@@ -674,7 +674,7 @@ func testMaxSessions(t *testing.T, activate bool) {
 			t.Errorf("an open session: %v", names)
 		}
 	}
-	if m := get(t, url+"/metrics", nil); !strings.Contains(m, "toolshelf_sessions_refused_total 2") {
+	if m := get(t, url+"/metrics", nil); !strings.Contains(m, `toolshelf_sessions_refused_total{profile="everything"} 2`) {
 		t.Errorf("metrics: %s", m)
 	}
 }

@@ -31,6 +31,15 @@ type HTTPOptions struct {
 	// elicitation, roots), which need the session to answer on. Ignored
 	// with Activate, whose tool lists are per session.
 	Stateless bool
+	// Profiles are the gateways of other profiles, served at
+	// /mcp/<profile> beside this one at /mcp; their calls are in
+	// /metrics with their profile's label.
+	Profiles []*Server
+	// Tokens binds bearer tokens to the profiles they open (token →
+	// profile name). A profile's path takes AuthToken or one of its own
+	// tokens; a token of another profile is refused with 403. A path
+	// with neither is open, as /mcp is without AuthToken.
+	Tokens map[string]string
 }
 
 // Handler serves MCP over streamable HTTP at /mcp, each upstream's state
@@ -46,6 +55,20 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	if opts == nil {
 		opts = &HTTPOptions{}
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", checkOrigin(opts.authorize(s.opts.Profile, checkIDs(s.mcpHandler(opts)))))
+	ms := []*metrics{s.met}
+	for _, p := range opts.Profiles {
+		mux.Handle("/mcp/"+p.opts.Profile, checkOrigin(opts.authorize(p.opts.Profile, checkIDs(p.mcpHandler(opts)))))
+		ms = append(ms, p.met)
+	}
+	mux.Handle("/metrics", bearer(opts.AuthToken, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeMetrics(w, ms) })))
+	mux.Handle("/healthz", s.healthz(opts.AuthToken))
+	return mux
+}
+
+// mcpHandler is the streamable HTTP transport of one gateway.
+func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 	// The SDK asks for a server on every request (for its protocol
 	// versions), not only for a new session: with Activate the server of
 	// a new session is made once, by capSessions, and carried in the
@@ -63,20 +86,13 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 		PropagateRequestCancellation: true,
 		SessionTimeout:               s.opts.SessionIdle,
 	})
-	var h http.Handler = mcpHandler
 	if opts.Stateless && !s.opts.Activate {
-		h = withRequestContext(h)
-	} else {
-		// With sessions, a client cancels with notifications/cancelled;
-		// the SDK gives handlers the context of the session's first
-		// request, so requests cannot be bound to their HTTP requests.
-		h = s.capSessions(h)
+		return withRequestContext(mcpHandler)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", checkOrigin(bearer(opts.AuthToken, checkIDs(h))))
-	mux.Handle("/metrics", bearer(opts.AuthToken, http.HandlerFunc(s.met.serve)))
-	mux.Handle("/healthz", s.healthz(opts.AuthToken))
-	return mux
+	// With sessions, a client cancels with notifications/cancelled;
+	// the SDK gives handlers the context of the session's first
+	// request, so requests cannot be bound to their HTTP requests.
+	return s.capSessions(mcpHandler)
 }
 
 // startsSession reports whether a request is an initialize, which starts
@@ -175,6 +191,45 @@ func bearer(token string, h http.Handler) http.Handler {
 	})
 }
 
+// authorize lets a request to a profile's path through when it carries
+// AuthToken or a token of that profile; a token of another profile gets
+// 403, no token or an unknown one 401.
+func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
+	var own [][]byte
+	if o.AuthToken != "" {
+		own = append(own, []byte(o.AuthToken))
+	}
+	others := map[string][]byte{} // profile → a token of it, for the 403
+	var otherTokens [][]byte
+	for tok, p := range o.Tokens {
+		if p == profile {
+			own = append(own, []byte(tok))
+		} else {
+			otherTokens = append(otherTokens, []byte(tok))
+			others[string(tok)] = []byte(p)
+		}
+	}
+	if len(own) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for _, t := range own {
+			if validBearer(r, t) {
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		for _, t := range otherTokens {
+			if validBearer(r, t) {
+				http.Error(w, fmt.Sprintf("this token opens profile %s, not %s", others[string(t)], profile), http.StatusForbidden)
+				return
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toolshelf"`)
+		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+	})
+}
+
 // validBearer reports whether a request carries the token.
 func validBearer(r *http.Request, token []byte) bool {
 	scheme, got, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -225,12 +280,14 @@ func isLoopbackHost(h string) bool {
 // a server's state and error can name hosts, users and what a broken
 // server printed.
 type health struct {
-	Status  string            `json:"status"` // ok, or degraded when a server is not ready
-	Tools   int               `json:"tools"`
-	Mode    string            `json:"mode,omitempty"`
-	Ready   int               `json:"serversReady"`
-	Total   int               `json:"serversTotal"`
-	Servers []upstream.Status `json:"servers,omitempty"`
+	Status string `json:"status"` // ok, or degraded when a server is not ready
+	Tools  int    `json:"tools"`
+	Mode   string `json:"mode,omitempty"`
+	Ready  int    `json:"serversReady"`
+	Total  int    `json:"serversTotal"`
+	// Quarantined counts the tools the lock file keeps out.
+	Quarantined int               `json:"quarantined,omitempty"`
+	Servers     []upstream.Status `json:"servers,omitempty"`
 }
 
 func (s *Server) healthz(token string) http.Handler {
@@ -250,6 +307,9 @@ func (s *Server) healthz(token string) http.Handler {
 		}
 		if authorized(r) {
 			h.Mode, h.Servers = s.Mode(), servers
+			for _, st := range servers {
+				h.Quarantined += st.Quarantined
+			}
 			if h.Servers == nil {
 				h.Servers = []upstream.Status{}
 			}

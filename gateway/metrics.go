@@ -14,6 +14,7 @@ import (
 // exposition format by hand: a few counters and histograms do not justify
 // the client library and its dependencies.
 type metrics struct {
+	profile string // every line's profile label
 	mu      sync.Mutex
 	calls   map[[2]string]uint64 // server, outcome
 	latency map[string]*histogram
@@ -66,8 +67,8 @@ func (h *histogram) write(w http.ResponseWriter, name, labels string) {
 	fmt.Fprintf(w, "%s_sum%s %g\n%s_count%s %d\n", name, labels, h.sum, name, labels, h.n)
 }
 
-func newMetrics(catalog func() (tools, tokens, deferred int)) *metrics {
-	return &metrics{calls: map[[2]string]uint64{}, latency: map[string]*histogram{}, catalog: catalog}
+func newMetrics(profile string, catalog func() (tools, tokens, deferred int)) *metrics {
+	return &metrics{profile: profile, calls: map[[2]string]uint64{}, latency: map[string]*histogram{}, catalog: catalog}
 }
 
 func (m *metrics) observeCall(server, outcome string, d time.Duration) {
@@ -94,40 +95,53 @@ func (m *metrics) refusedSession() {
 	m.mu.Unlock()
 }
 
-func (m *metrics) serve(w http.ResponseWriter, _ *http.Request) {
+// writeMetrics writes the metrics of the gateways of every profile, each
+// family once, each line labelled with its profile.
+func writeMetrics(w http.ResponseWriter, ms []*metrics) {
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-	tools, tokens, deferred := m.catalog()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	fmt.Fprintln(w, "# HELP toolshelf_calls_total Tool calls forwarded upstream, by server and outcome (ok, tool_error, error, cancelled).")
-	fmt.Fprintln(w, "# TYPE toolshelf_calls_total counter")
-	keys := slices.SortedFunc(maps.Keys(m.calls), func(a, b [2]string) int {
-		if a[0] != b[0] {
-			return strings.Compare(a[0], b[0])
+	type sizes struct{ tools, tokens, deferred int }
+	cat := make([]sizes, len(ms))
+	for i, m := range ms {
+		cat[i].tools, cat[i].tokens, cat[i].deferred = m.catalog()
+		m.mu.Lock()
+		defer m.mu.Unlock()
+	}
+	family := func(name, kind, help string) {
+		fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, kind)
+	}
+	family("toolshelf_calls_total", "counter", "Tool calls forwarded upstream, by profile, server and outcome (ok, tool_error, error, cancelled).")
+	for _, m := range ms {
+		keys := slices.SortedFunc(maps.Keys(m.calls), func(a, b [2]string) int {
+			if a[0] != b[0] {
+				return strings.Compare(a[0], b[0])
+			}
+			return strings.Compare(a[1], b[1])
+		})
+		for _, k := range keys {
+			fmt.Fprintf(w, "toolshelf_calls_total{profile=%q,server=%q,outcome=%q} %d\n", m.profile, k[0], k[1], m.calls[k])
 		}
-		return strings.Compare(a[1], b[1])
-	})
-	for _, k := range keys {
-		fmt.Fprintf(w, "toolshelf_calls_total{server=%q,outcome=%q} %d\n", k[0], k[1], m.calls[k])
 	}
-	fmt.Fprintln(w, "# HELP toolshelf_call_duration_seconds Time of forwarded tool calls, by server.")
-	fmt.Fprintln(w, "# TYPE toolshelf_call_duration_seconds histogram")
-	for _, server := range slices.Sorted(maps.Keys(m.latency)) {
-		m.latency[server].write(w, "toolshelf_call_duration_seconds", fmt.Sprintf("server=%q", server))
+	family("toolshelf_call_duration_seconds", "histogram", "Time of forwarded tool calls, by profile and server.")
+	for _, m := range ms {
+		for _, server := range slices.Sorted(maps.Keys(m.latency)) {
+			m.latency[server].write(w, "toolshelf_call_duration_seconds", fmt.Sprintf("profile=%q,server=%q", m.profile, server))
+		}
 	}
-	fmt.Fprintln(w, "# HELP toolshelf_search_duration_seconds Time of search_tools searches.")
-	fmt.Fprintln(w, "# TYPE toolshelf_search_duration_seconds histogram")
-	m.search.write(w, "toolshelf_search_duration_seconds", "")
-	fmt.Fprintln(w, "# HELP toolshelf_catalog_tools Tools in the catalog.")
-	fmt.Fprintln(w, "# TYPE toolshelf_catalog_tools gauge")
-	fmt.Fprintf(w, "toolshelf_catalog_tools %d\n", tools)
-	fmt.Fprintln(w, "# HELP toolshelf_catalog_tokens Estimated tokens of every tool definition in the catalog.")
-	fmt.Fprintln(w, "# TYPE toolshelf_catalog_tokens gauge")
-	fmt.Fprintf(w, "toolshelf_catalog_tokens %d\n", tokens)
-	fmt.Fprintln(w, "# HELP toolshelf_tokens_deferred Estimated tokens of tool definitions kept out of clients' tool lists.")
-	fmt.Fprintln(w, "# TYPE toolshelf_tokens_deferred gauge")
-	fmt.Fprintf(w, "toolshelf_tokens_deferred %d\n", deferred)
-	fmt.Fprintln(w, "# HELP toolshelf_sessions_refused_total New sessions refused because --max-sessions were open.")
-	fmt.Fprintln(w, "# TYPE toolshelf_sessions_refused_total counter")
-	fmt.Fprintf(w, "toolshelf_sessions_refused_total %d\n", m.refused)
+	family("toolshelf_search_duration_seconds", "histogram", "Time of search_tools searches, by profile.")
+	for _, m := range ms {
+		m.search.write(w, "toolshelf_search_duration_seconds", fmt.Sprintf("profile=%q", m.profile))
+	}
+	gauge := func(name, help string, value func(i int) int) {
+		family(name, "gauge", help)
+		for i, m := range ms {
+			fmt.Fprintf(w, "%s{profile=%q} %d\n", name, m.profile, value(i))
+		}
+	}
+	gauge("toolshelf_catalog_tools", "Tools in the profile's catalog.", func(i int) int { return cat[i].tools })
+	gauge("toolshelf_catalog_tokens", "Estimated tokens of every tool definition in the profile's catalog.", func(i int) int { return cat[i].tokens })
+	gauge("toolshelf_tokens_deferred", "Estimated tokens of tool definitions kept out of clients' tool lists.", func(i int) int { return cat[i].deferred })
+	family("toolshelf_sessions_refused_total", "counter", "New sessions refused because --max-sessions were open, by profile.")
+	for _, m := range ms {
+		fmt.Fprintf(w, "toolshelf_sessions_refused_total{profile=%q} %d\n", m.profile, m.refused)
+	}
 }

@@ -43,6 +43,9 @@ type Upstream interface {
 	Changed() <-chan struct{}
 	Pending() []string
 	Status() []upstream.Status
+	// Held lists the tools the lock file keeps out (pinned definitions):
+	// a call to one is told why.
+	Held() []upstream.Held
 	Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error)
 
 	// Offers, Session, Subscribe, Unsubscribe, SetLogLevel and Notices
@@ -105,6 +108,11 @@ type Options struct {
 	// server, and a client that subscribes without end must not make the
 	// gateway do the same.
 	MaxSubscriptions int
+	// Profile names the profile the gateway serves (upstream.Profile;
+	// default upstream.DefaultProfile) in logs, metrics and the audit
+	// log. The upstream is expected to be that profile's view
+	// ([Views.For]): the view is what keeps other tools out.
+	Profile string
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -187,10 +195,14 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	}
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
+	if s.opts.Profile == "" {
+		s.opts.Profile = upstream.DefaultProfile
+	}
 	s.logger = s.opts.Logger
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	s.logger = s.logger.With("profile", s.opts.Profile)
 	sh, err := shelf.New(&shelf.Options{
 		Engine: s.opts.Engine, Embedder: s.opts.Embedder, Counter: s.opts.Counter,
 		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger,
@@ -202,12 +214,15 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	// The SDK logs every session start and end at info; only its warnings
 	// are the operator's business.
 	s.sdkLogger = slog.New(&minLevel{s.logger.Handler(), slog.LevelWarn})
-	s.met = newMetrics(s.catalogMetrics)
+	s.met = newMetrics(s.opts.Profile, s.catalogMetrics)
 	s.shared = s.newMCPServer()
 	s.Update(up.Catalog())
 	s.updateOffers(up.Offers())
 	return s, nil
 }
+
+// Profile returns the name of the profile the gateway serves.
+func (s *Server) Profile() string { return s.opts.Profile }
 
 // Run follows the upstream's catalog, embeds each new one when a model's
 // embedder is configured, passes servers' notices to clients, and forgets

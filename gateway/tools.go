@@ -240,6 +240,12 @@ func (s *Server) callTool(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 // unknownTool explains a call to a name the catalog does not have and
 // names the closest tools.
 func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *mcp.CallToolResult {
+	for _, h := range s.up.Held() {
+		if h.Name == name || (h.Tool == name && !strings.HasPrefix(name, catalog.Prefix)) {
+			s.logger.Warn("call to a quarantined tool refused", "tool", h.Name, "status", h.Status)
+			return toolError("call_tool: %s", h.Message())
+		}
+	}
 	names := snap.Catalog.Names()
 	close := fuzzy.Closest(name, names, 5, max(3, len(name)/3))
 	if len(close) < 3 {

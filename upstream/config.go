@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/pin"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -189,16 +190,60 @@ var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "heade
 // process environment when getenv is nil). Servers are returned sorted by
 // name, disabled ones included.
 func LoadConfig(file string, getenv func(string) string) ([]ServerConfig, error) {
-	data, err := os.ReadFile(file)
+	c, err := Load(file, getenv)
 	if err != nil {
 		return nil, err
 	}
-	return ParseConfig(data, file, getenv)
+	return c.Servers, nil
 }
 
 // ParseConfig parses configuration data; file names it in errors and
 // anchors relative paths (the current folder when empty).
 func ParseConfig(data []byte, file string, getenv func(string) string) ([]ServerConfig, error) {
+	c, err := Parse(data, file, getenv)
+	if err != nil {
+		return nil, err
+	}
+	return c.Servers, nil
+}
+
+// Config is a whole configuration file: the servers, and what toolshelf
+// does with them.
+type Config struct {
+	// Servers are "mcpServers", sorted by name, disabled ones included.
+	Servers []ServerConfig
+	// Trust is "trust": what happens to a tool seen for the first time
+	// (pinned on first use, or held for approval). See package pin.
+	Trust pin.Trust
+	// Profiles are "profiles", sorted by name.
+	Profiles []Profile
+}
+
+// Profile returns the profile with the given name.
+func (c *Config) Profile(name string) (*Profile, bool) {
+	for i := range c.Profiles {
+		if c.Profiles[i].Name == name {
+			return &c.Profiles[i], true
+		}
+	}
+	return nil, false
+}
+
+// configKeys are the keys a configuration may have at its top.
+var configKeys = []string{"mcpServers", "trust", "profiles"}
+
+// Load reads a whole configuration file (see LoadConfig).
+func Load(file string, getenv func(string) string) (*Config, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, file, getenv)
+}
+
+// Parse parses a whole configuration; file names it in errors and anchors
+// relative paths (the current folder when empty).
+func Parse(data []byte, file string, getenv func(string) string) (*Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
@@ -229,9 +274,22 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 		return nil, cerr(-1, `no "mcpServers" object%s`, hint)
 	}
 	for k := range top {
-		if k != "mcpServers" {
-			return nil, cerr(keyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\")", k, didYouMean(k, []string{"mcpServers"}))
+		if !slices.Contains(configKeys, k) {
+			return nil, cerr(keyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\" and \"profiles\")", k, didYouMean(k, configKeys))
 		}
+	}
+	cfg := &Config{}
+	if raw, ok := top["trust"]; ok {
+		var t string
+		if err := json.Unmarshal(raw, &t); err != nil {
+			return nil, cerr(keyOffset(data, 0, "trust"), `"trust" must be a string`)
+		}
+		var err error
+		if cfg.Trust, err = pin.ParseTrust(t); err != nil {
+			return nil, cerr(keyOffset(data, 0, "trust"), "%v", err)
+		}
+	} else {
+		cfg.Trust = pin.TrustOnFirstUse
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {
@@ -249,7 +307,6 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 	if err != nil {
 		return nil, cerr(-1, "%v", err)
 	}
-	var out []ServerConfig
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		raw := entries[name]
 		at := keyOffset(data, 0, name)
@@ -274,9 +331,21 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 		if err != nil {
 			return nil, cerr(at, "server %q: %v", name, err)
 		}
-		out = append(out, sc)
+		cfg.Servers = append(cfg.Servers, sc)
 	}
-	return out, nil
+	if raw, ok := top["profiles"]; ok {
+		ps, err := parseProfiles(raw, cfg.Servers, getenv)
+		if err != nil {
+			var at *keyedError
+			off := keyOffset(data, 0, "profiles")
+			if errors.As(err, &at) && at.key != "" {
+				off = keyOffset(data, max(off, 0), at.key)
+			}
+			return nil, cerr(off, "%v", err)
+		}
+		cfg.Profiles = ps
+	}
+	return cfg, nil
 }
 
 // config validates an entry and builds its ServerConfig.

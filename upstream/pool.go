@@ -31,6 +31,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/signin"
 )
 
@@ -63,7 +64,10 @@ type Status struct {
 	Error string `json:"error,omitempty"`
 	// Tools is the number of tools in the catalog from this server, and
 	// Source where they came from.
-	Tools           int    `json:"tools"`
+	Tools int `json:"tools"`
+	// Quarantined is the number of the server's tools that the lock
+	// file keeps out (see [Pool.Held]).
+	Quarantined     int    `json:"quarantined,omitempty"`
 	Source          string `json:"source,omitempty"`
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
 	// Restarts counts reconnections after the first attempt.
@@ -95,6 +99,11 @@ type Options struct {
 	// (toolshelf auth login). Nil sends no token: such a server fails
 	// with its 401.
 	Tokens *signin.Store
+	// Pins, when set, holds back every tool whose definition is not the
+	// one pinned in the lock file (see [Held]); tools seen for the first
+	// time are pinned or held as the lock's trust setting says. The pool
+	// reads the file again when another process changes it.
+	Pins *pin.Lock
 }
 
 // Pool is a set of upstream servers and the catalog of their tools.
@@ -120,6 +129,10 @@ type Pool struct {
 	notices   chan Notice
 	dropped   atomic.Int64 // notices dropped
 	back      sync.Map     // progress token → backRoute (see Progress)
+	// held are the tools the lock file keeps out, by server; guarded by
+	// pubMu. quarantines counts tools held since the start.
+	held        map[string][]Held
+	quarantines atomic.Int64
 }
 
 // NewPool returns a pool of the given servers; nothing is started until
@@ -198,6 +211,11 @@ func (p *Pool) Run(ctx context.Context) error {
 		return errors.New("upstream: the pool is already running or has run")
 	}
 	var wg sync.WaitGroup
+	if p.opts.Pins != nil {
+		wctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go p.watchPins(wctx)
+	}
 	for _, s := range p.servers {
 		if !s.cfg.Disabled {
 			wg.Go(func() { s.run(ctx) })
@@ -271,6 +289,11 @@ var (
 func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	e, ok := p.Catalog().Lookup(name)
 	if !ok {
+		for _, h := range p.Held() {
+			if h.Name == name {
+				return nil, fmt.Errorf("%w: %s", ErrQuarantined, h.Message())
+			}
+		}
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
 	if e.Unverified {
@@ -321,9 +344,14 @@ func (p *Pool) publish() {
 	var infos []catalog.Server
 	owner := make(map[string]string) // a tool's name → the server that has it
 	conflicts := make(map[string]string)
+	held := make(map[string][]Held)
 	for _, s := range p.servers {
 		s.mu.Lock()
-		for _, e := range s.entries {
+		kept, h := p.judge(s, s.entries)
+		if len(h) > 0 {
+			held[s.cfg.Name] = h
+		}
+		for _, e := range kept {
 			name := e.Tool
 			if !e.Unprefixed {
 				name = catalog.Prefix + e.Server + "__" + e.Tool
@@ -343,6 +371,7 @@ func (p *Pool) publish() {
 		s.mu.Unlock()
 	}
 	p.noteConflicts(conflicts)
+	p.noteHeld(held)
 	c := catalog.New(all, infos)
 	gen := p.offerGen.Load()
 	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {

@@ -22,7 +22,7 @@ func init() {
 	register(&command{
 		name:    "doctor",
 		summary: "explain what the tools cost and whether they are deferred",
-		usage:   "[--config FILE | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json]",
+		usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json]",
 		help: `
 Reports, for the configured servers (or a catalog file, or the built-in
 catalog): each server's state, tools, characters and estimated tokens and
@@ -36,7 +36,11 @@ shared by servers, schemas that had to be normalised, descriptions over
 2,000 characters, and text aimed at the model (instructions, hidden
 characters) as a tool-poisoning check. Servers' prompts, resources and
 resource templates are counted too: they are listed to clients (as slash
-commands, @-mentions), not sent to the model every turn.
+commands, @-mentions), not sent to the model every turn. Tools quarantined
+by toolshelf.lock (see 'toolshelf tools') are listed with why.
+
+--profile NAME reports what a client of the configuration's profile NAME
+sees: its servers and tools, its cost and its deferral decision.
 
 Tokens are estimated offline (cl100k × 1.23). --count-tokens asks the
 Messages API's count_tokens instead (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL);
@@ -51,6 +55,7 @@ the README and stay stable.`,
 			var o doctorOptions
 			fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
 			fs.StringVar(&o.catalog, "catalog", "", "examine a catalog `FILE` instead of servers")
+			fs.StringVar(&o.profile, "profile", "", "report on the configuration's profile `NAME` only")
 			fs.StringVar(&o.model, "model", "claude-sonnet-4-5", "the `MODEL` the decision is for")
 			fs.IntVar(&o.window, "context-window", 0, "context window in `TOKENS` (default: the model's)")
 			fs.BoolVar(&o.countTokens, "count-tokens", false, "count tokens with the Messages API (needs ANTHROPIC_API_KEY)")
@@ -69,9 +74,9 @@ the README and stay stable.`,
 }
 
 type doctorOptions struct {
-	config, catalog, model string
-	window                 int
-	countTokens, json      bool
+	config, catalog, model, profile string
+	window                          int
+	countTokens, json               bool
 }
 
 // doctorReport is the output of toolshelf doctor; its JSON form is stable.
@@ -85,6 +90,10 @@ type doctorReport struct {
 	Summary       string            `json:"summary"`
 	PerTurn       perTurn           `json:"perTurn"`
 	Warnings      []catalog.Finding `json:"warnings"`
+	// Profile is the profile reported on ("everything" without
+	// --profile); Quarantined the tools toolshelf.lock keeps out.
+	Profile     string          `json:"profile"`
+	Quarantined []upstream.Held `json:"quarantined"`
 }
 
 type doctorServer struct {
@@ -124,6 +133,11 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		return err
 	}
 	defer src.close()
+	if o.profile != "" {
+		if err := src.narrow(o.profile); err != nil {
+			return err
+		}
+	}
 	// The catalog measured offline, as list and the gateway measure it.
 	offline := policy.NewView(ctx, src.cat, gateway.Checklist, gateway.MetaDefinitions(), nil)
 	list, err := newListReport(ctx, src, offline)
@@ -162,6 +176,7 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	rep := doctorReport{
 		Source: src.name, Model: o.model, ContextWindow: decision.ContextWindow, Settings: settings,
 		Decision: decision, Summary: decision.String(), Warnings: src.cat.Audit(),
+		Profile: profileOrDefault(o.profile), Quarantined: src.held(),
 	}
 	if rep.Warnings == nil {
 		rep.Warnings = []catalog.Finding{}
@@ -211,7 +226,11 @@ func provider(e *env) string {
 }
 
 func (r *doctorReport) write(w io.Writer) {
-	fmt.Fprintf(w, "toolshelf doctor: %d servers, %d tools, from %s\n\n", len(r.Servers), r.PerTurn.Without.Tools, r.Source)
+	fmt.Fprintf(w, "toolshelf doctor: %d servers, %d tools, from %s", len(r.Servers), r.PerTurn.Without.Tools, r.Source)
+	if r.Profile != upstream.DefaultProfile {
+		fmt.Fprintf(w, ", profile %s", r.Profile)
+	}
+	fmt.Fprint(w, "\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tSTATE\tTOOLS\tCHARS\tTOKENS\tLARGEST TOOLS (tokens)")
 	for _, s := range r.Servers {
@@ -232,6 +251,13 @@ func (r *doctorReport) write(w io.Writer) {
 	for _, s := range r.Servers {
 		if s.Error != "" {
 			fmt.Fprintf(w, "  %s: %s\n", s.Name, s.Error)
+		}
+	}
+
+	if len(r.Quarantined) > 0 {
+		fmt.Fprintf(w, "\nQuarantined by toolshelf.lock (%d; review with toolshelf tools diff):\n", len(r.Quarantined))
+		for _, h := range r.Quarantined {
+			fmt.Fprintf(w, "  %s/%s: %s: %s\n", h.Server, h.Tool, h.Status, h.Why)
 		}
 	}
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -109,6 +110,7 @@ allocates about 400 KB per forwarded call.`,
 			fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
 			fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
 			fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
+			fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 			o.engine.register(fs)
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
 			return func(ctx context.Context, e *env, args []string) error {
@@ -132,7 +134,7 @@ allocates about 400 KB per forwarded call.`,
 
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
-	audit                                        string
+	audit, profile                               string
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless, auditArgs               bool
@@ -190,8 +192,13 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	defer cancel() // before the wait: deferred calls run last first
 
 	var up gateway.Upstream
+	var cfg *upstream.Config
 	var pendingWait time.Duration
-	switch path := configPath(e, o.config); {
+	path := configPath(e, o.config)
+	if o.profile != "" && (o.catalog != "" || path == "") {
+		return usagef("--profile needs a configuration with \"profiles\"")
+	}
+	switch {
 	case o.catalog != "":
 		c, err := loadCatalogFile(o.catalog)
 		if err != nil {
@@ -202,39 +209,123 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		logger.Info("no configuration; serving the built-in catalog for search only", "tools", builtin.Catalog().Len())
 		up = gateway.CatalogOnly{Cat: builtin.Catalog(), Source: "its built-in catalog"}
 	default:
-		cfgs, err := loadServers(e, path)
+		if cfg, err = loadConfig(e, path); err != nil {
+			return err
+		}
+		if o.profile != "" {
+			if _, ok := cfg.Profile(o.profile); !ok {
+				return usagef("--profile %q: %s has no such profile%s", o.profile, path, profileList(cfg))
+			}
+		}
+		pins, err := openPins(path, cfg)
 		if err != nil {
 			return err
 		}
-		pool := upstream.NewPool(cfgs, &upstream.Options{
+		pool := upstream.NewPool(cfg.Servers, &upstream.Options{
 			Logger:   logger.With("component", "upstream"),
 			CacheDir: upstream.DefaultCacheDir(),
 			Version:  version(),
 			Tokens:   signin.Open(e.getenv(envTokens)),
+			Pins:     pins,
 		})
 		wg.Go(func() { pool.Run(ctx) })
+		wg.Go(func() { warnProfiles(ctx, pool, cfg.Profiles, logger) })
 		up = pool
 		// A search or call waits for servers still starting as long as
 		// they may take: the longest start timeout configured.
-		for _, c := range cfgs {
+		for _, c := range cfg.Servers {
 			pendingWait = max(pendingWait, c.StartTimeout())
 		}
 	}
-	g, err := gateway.New(up, &gateway.Options{
-		Logger: logger, Settings: settings, ContextWindow: o.window,
-		PendingWait: pendingWait, Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
-		Audit: auditLog, AuditArgs: o.auditArgs,
-	})
-	if err != nil {
-		return badInput(err)
+	newGateway := func(up gateway.Upstream, profile string) (*gateway.Server, error) {
+		g, err := gateway.New(up, &gateway.Options{
+			Logger: logger, Settings: settings, ContextWindow: o.window,
+			PendingWait: pendingWait, Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
+			Audit: auditLog, AuditArgs: o.auditArgs, Profile: profile,
+		})
+		if err != nil {
+			return nil, badInput(err)
+		}
+		wg.Go(func() { g.Run(ctx) })
+		return g, nil
 	}
-	wg.Go(func() { g.Run(ctx) })
+
+	// Without profiles the gateway has the pool to itself. With them,
+	// each profile's gateway sees the pool through its profile's view.
+	var g *gateway.Server
+	var others []*gateway.Server
+	tokens := map[string]string{}
+	if cfg == nil || len(cfg.Profiles) == 0 {
+		if g, err = newGateway(up, ""); err != nil {
+			return err
+		}
+	} else {
+		views := gateway.NewViews(up)
+		wg.Go(func() { views.Run(ctx) })
+		for i := range cfg.Profiles {
+			p := &cfg.Profiles[i]
+			for _, t := range p.Tokens {
+				tokens[t] = p.Name
+			}
+			if o.profile != "" && p.Name != o.profile {
+				continue
+			}
+			pg, err := newGateway(views.For(p), p.Name)
+			if err != nil {
+				return err
+			}
+			if o.profile != "" {
+				g = pg // --profile: the profile alone, at /mcp
+				continue
+			}
+			others = append(others, pg)
+		}
+		if g == nil {
+			if g, err = newGateway(views.For(nil), ""); err != nil {
+				return err
+			}
+		}
+	}
 
 	if o.http == "" {
-		logger.Info("serving MCP over stdio", "mode", g.Mode())
+		logger.Info("serving MCP over stdio", "mode", g.Mode(), "profile", profileOrDefault(o.profile))
 		return g.ServeStdio(ctx, gateway.StdioTransport(e.stdin, e.stdout))
 	}
-	return serveHTTP(ctx, g, o, logger)
+	return serveHTTP(ctx, g, &gateway.HTTPOptions{AuthToken: o.token, Stateless: o.stateless, Profiles: others, Tokens: tokens}, o, logger)
+}
+
+// profileOrDefault names the profile served.
+func profileOrDefault(name string) string {
+	if name == "" {
+		return upstream.DefaultProfile
+	}
+	return name
+}
+
+// profileList says which profiles a configuration has, for an error.
+func profileList(cfg *upstream.Config) string {
+	if len(cfg.Profiles) == 0 {
+		return ` (it has no "profiles")`
+	}
+	var names []string
+	for _, p := range cfg.Profiles {
+		names = append(names, p.Name)
+	}
+	return " (it has " + strings.Join(names, ", ") + ")"
+}
+
+// warnProfiles logs, once the servers have started, the profiles'
+// patterns and load names that match none of their tools: a typo would
+// otherwise silently give a profile nothing, or everything.
+func warnProfiles(ctx context.Context, pool *upstream.Pool, profiles []upstream.Profile, logger *slog.Logger) {
+	if len(profiles) == 0 || pool.Wait(ctx) != nil {
+		return
+	}
+	for i := range profiles {
+		for _, w := range profiles[i].Unmatched(pool.Catalog()) {
+			logger.Warn("profile "+profiles[i].Name+": "+w, "profile", profiles[i].Name)
+		}
+	}
 }
 
 // httpTimeouts bound what one HTTP connection may hold: a client that
@@ -267,20 +358,23 @@ func checkListenAddr(addr, token string) error {
 	return usagef("--http %q listens beyond this machine; set --auth-token or $%s", addr, envAuthToken)
 }
 
-func serveHTTP(ctx context.Context, g *gateway.Server, o serveOptions, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, g *gateway.Server, hopts *gateway.HTTPOptions, o serveOptions, logger *slog.Logger) error {
 	l, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
 	}
 	srv := &http.Server{
-		Handler:           g.Handler(&gateway.HTTPOptions{AuthToken: o.token, Stateless: o.stateless}),
+		Handler:           g.Handler(hopts),
 		ReadHeaderTimeout: httpTimeouts.header,
 		ReadTimeout:       httpTimeouts.read,
 		WriteTimeout:      httpTimeouts.write,
 		IdleTimeout:       httpTimeouts.idle,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "")
+	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "", "profile", profileOrDefault(o.profile))
+	for _, p := range hopts.Profiles {
+		logger.Info("serving a profile over HTTP", "url", "http://"+l.Addr().String()+"/mcp/"+p.Profile(), "profile", p.Profile())
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {

@@ -132,7 +132,7 @@ func TestServeStdio(t *testing.T) {
 	}
 	// Nothing but JSON-RPC went to stdout (checked by send), and the call
 	// was logged on stderr.
-	if !strings.Contains(s.stderr.String(), "msg=call tool=mcp__tracker__list_issues server=tracker") {
+	if !strings.Contains(s.stderr.String(), "msg=call profile=everything tool=mcp__tracker__list_issues server=tracker") {
 		t.Errorf("no call log line:\n%s", s.stderr)
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -45,9 +47,20 @@ func configPath(e *env, flagValue string) string {
 	return ""
 }
 
-// loadServers reads a configuration file; its problems are usage errors.
+// loadServers reads a configuration file's servers; its problems are
+// usage errors.
 func loadServers(e *env, path string) ([]upstream.ServerConfig, error) {
-	cfgs, err := upstream.LoadConfig(path, e.getenv)
+	cfg, err := loadConfig(e, path)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Servers, nil
+}
+
+// loadConfig reads a whole configuration file; its problems are usage
+// errors.
+func loadConfig(e *env, path string) (*upstream.Config, error) {
+	cfg, err := upstream.Load(path, e.getenv)
 	if err != nil {
 		var ce *catalog.FileError
 		if errors.As(err, &ce) {
@@ -55,13 +68,24 @@ func loadServers(e *env, path string) ([]upstream.ServerConfig, error) {
 		}
 		return nil, usagef("config: %v", err)
 	}
-	return cfgs, nil
+	return cfg, nil
+}
+
+// openPins opens the lock file beside a configuration file
+// (toolshelf.lock): the tool definitions the user trusts.
+func openPins(path string, cfg *upstream.Config) (*pin.Lock, error) {
+	l, err := pin.Open(pin.Beside(path), cfg.Trust)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return l, nil
 }
 
 // connectOptions shape how a command connects to servers.
 type connectOptions struct {
 	useCache bool // seed from and write to the disk cache
 	logger   *slog.Logger
+	pins     *pin.Lock // hold back tools whose definitions are not pinned
 }
 
 // runningPool is a pool that a command runs in the background.
@@ -82,7 +106,7 @@ func (p *runningPool) stop() {
 // server has connected or failed once, showing progress on stderr when it
 // is a terminal. The caller stops the pool.
 func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*runningPool, error) {
-	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens))}
+	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}
@@ -155,10 +179,42 @@ func isTerminal(w io.Writer) bool {
 
 // catalogSource is where a command's tools come from.
 type catalogSource struct {
-	cat    *catalog.Catalog
-	pool   *runningPool // nil unless servers were started
-	status []upstream.Status
-	name   string // for messages: a file name, or "the built-in catalog"
+	cat     *catalog.Catalog
+	pool    *runningPool // nil unless servers were started
+	status  []upstream.Status
+	name    string            // for messages: a file name, or "the built-in catalog"
+	config  *upstream.Config  // nil without a configuration file
+	profile *upstream.Profile // set by narrow
+}
+
+// narrow makes the source what a client of a profile sees.
+func (s *catalogSource) narrow(profile string) error {
+	if s.config == nil {
+		return usagef("--profile needs a configuration with \"profiles\"")
+	}
+	p, ok := s.config.Profile(profile)
+	if !ok {
+		return usagef("--profile %q: %s has no such profile%s", profile, s.name, profileList(s.config))
+	}
+	s.cat = p.View(s.cat)
+	s.status = slices.DeleteFunc(s.status, func(st upstream.Status) bool { return !p.HasServer(st.Name) })
+	s.profile = p
+	return nil
+}
+
+// held returns the tools the lock file keeps out, of the source's
+// servers (of its profile's, with a profile).
+func (s *catalogSource) held() []upstream.Held {
+	out := []upstream.Held{}
+	if s.pool == nil {
+		return out
+	}
+	for _, h := range s.pool.Held() {
+		if s.profile == nil || s.profile.HasServer(h.Server) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 func (s *catalogSource) close() {
@@ -184,13 +240,17 @@ func openCatalog(ctx context.Context, e *env, catalogFile, configFlag string) (*
 			builtin.Catalog().Len(), len(builtin.Catalog().ServerNames()))
 		return &catalogSource{cat: builtin.Catalog(), name: "the built-in catalog"}, nil
 	}
-	cfgs, err := loadServers(e, path)
+	cfg, err := loadConfig(e, path)
 	if err != nil {
 		return nil, err
 	}
-	p, err := connect(ctx, e, cfgs, connectOptions{useCache: true})
+	pins, err := openPins(path, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &catalogSource{cat: p.Catalog(), pool: p, status: p.Status(), name: path}, nil
+	p, err := connect(ctx, e, cfg.Servers, connectOptions{useCache: true, pins: pins})
+	if err != nil {
+		return nil, err
+	}
+	return &catalogSource{cat: p.Catalog(), pool: p, status: p.Status(), name: path, config: cfg}, nil
 }

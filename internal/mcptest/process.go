@@ -2,6 +2,7 @@ package mcptest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,6 +27,8 @@ const (
 	PageEnv   = "MCPTEST_PAGE"   // tools/list page size
 	BannerEnv = "MCPTEST_BANNER" // lines printed on stdout before serving
 	PIDEnv    = "MCPTEST_PIDFILE"
+	// DescribeEnv gives one tool another description: "tool=text".
+	DescribeEnv = "MCPTEST_DESCRIBE"
 	// GrandchildEnv names the file where the detach mode writes the pid
 	// of the grandchild it leaves behind.
 	GrandchildEnv = "MCPTEST_GRANDCHILD_PIDFILE"
@@ -128,7 +131,18 @@ func serve(mode string) int {
 		}
 	}
 	page, _ := strconv.Atoi(os.Getenv(PageEnv))
-	s, err := NewServer("mcptest", SimpleTools(names...), &mcp.ServerOptions{PageSize: page, Instructions: "A scripted test server."})
+	tools := SimpleTools(names...)
+	if tool, text, ok := strings.Cut(os.Getenv(DescribeEnv), "="); ok {
+		for i, n := range names {
+			if n == tool {
+				var m map[string]any
+				json.Unmarshal(tools[i], &m)
+				m["description"] = text
+				tools[i], _ = json.Marshal(m)
+			}
+		}
+	}
+	s, err := NewServer("mcptest", tools, &mcp.ServerOptions{PageSize: page, Instructions: "A scripted test server."})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

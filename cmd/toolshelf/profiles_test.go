@@ -1,0 +1,163 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+// Tokens of the profiles in profilesConfig.
+const (
+	opsToken      = "ops-0123456789abcdef0123456789abcdef"
+	readonlyToken = "ro-0123456789abcdef0123456789abcdef"
+	adminToken    = "admin-0123456789abcdef0123456789"
+)
+
+// profilesConfig has two servers and two profiles: ops (the tracker's
+// tools) and readonly (the list and read tools of both, with files' read
+// listed directly).
+func profilesConfig(t *testing.T) string {
+	t.Helper()
+	servers := map[string]any{}
+	for name, tools := range map[string][]string{"tracker": {"create_issue", "list_issues"}, "files": {"read", "write"}} {
+		cmd, env := mcptest.Command("serve", tools)
+		servers[name] = map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()}
+	}
+	cfg := map[string]any{
+		"mcpServers": servers,
+		"profiles": map[string]any{
+			"ops": map[string]any{"servers": []string{"tracker"}, "tokens": []string{opsToken}},
+			"readonly": map[string]any{
+				"servers": []string{"tracker", "files"},
+				"tools":   map[string]any{"allow": []string{"*__list_*", "*__read"}},
+				"load":    []string{"mcp__files__read"},
+				"tokens":  []string{"${READONLY_TOKEN}"},
+			},
+		},
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+type profileRun struct {
+	Refused string
+	Listed  []string
+	Found   []string
+	Calls   map[string]struct {
+		Error bool
+		Text  string
+	}
+}
+
+// probe runs the TypeScript SDK client against one profile's URL.
+func probe(t *testing.T, url, token, query string, tools ...string) profileRun {
+	t.Helper()
+	out, err := node(t, "node", append([]string{"profile-client.mjs", url, token, query}, tools...)...)
+	if err != nil {
+		t.Fatalf("profile client: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var r profileRun
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("profile client output: %v\n%s", err, out)
+	}
+	return r
+}
+
+// Two profiles over HTTP, each used by a real client (the TypeScript
+// SDK): each sees and finds only its tools, a call by exact name to a
+// tool outside it fails, and a token opens its own profile only.
+func TestProfilesOverHTTP(t *testing.T) {
+	t.Parallel() // waits on processes of its own
+	requireClients(t)
+	script := gatewayScript(t, profilesConfig(t), "--http", "127.0.0.1:0", "--auth-token", adminToken)
+	// The readonly profile's token comes from the environment.
+	data, _ := os.ReadFile(script)
+	os.WriteFile(script, []byte(strings.Replace(string(data), "exec ", "export READONLY_TOKEN="+readonlyToken+"\nexec ", 1)), 0o755)
+	url := runHTTPScript(t, script)
+
+	ops := probe(t, url+"/ops", opsToken, "issue", "mcp__tracker__create_issue", "mcp__files__read")
+	if ops.Refused != "" {
+		t.Fatalf("ops refused: %s", ops.Refused)
+	}
+	if want := []string{"call_tool", "search_tools"}; !slices.Equal(ops.Listed, want) {
+		t.Errorf("ops lists %v, want %v", ops.Listed, want)
+	}
+	if want := []string{"mcp__tracker__create_issue", "mcp__tracker__list_issues"}; !slices.Equal(ops.Found, want) {
+		t.Errorf("ops finds %v, want %v", ops.Found, want)
+	}
+	if c := ops.Calls["mcp__tracker__create_issue"]; c.Error || !strings.Contains(c.Text, `"tool":"create_issue"`) {
+		t.Errorf("ops calling its tool: %+v", c)
+	}
+	if c := ops.Calls["mcp__files__read"]; !c.Error || strings.Contains(c.Text, `"tool":"read"`) {
+		t.Errorf("ops called a tool outside its profile: %+v", c)
+	}
+
+	ro := probe(t, url+"/readonly", readonlyToken, "issue file", "mcp__files__read", "mcp__tracker__create_issue", "mcp__files__write")
+	if ro.Refused != "" {
+		t.Fatalf("readonly refused: %s", ro.Refused)
+	}
+	if want := []string{"call_tool", "mcp__files__read", "search_tools"}; !slices.Equal(ro.Listed, want) {
+		t.Errorf("readonly lists %v, want %v (its load tool beside the meta tools)", ro.Listed, want)
+	}
+	for _, name := range ro.Found {
+		if name != "mcp__tracker__list_issues" && name != "mcp__files__read" {
+			t.Errorf("readonly finds %s, outside its profile", name)
+		}
+	}
+	if c := ro.Calls["mcp__files__read"]; c.Error {
+		t.Errorf("readonly calling its tool: %+v", c)
+	}
+	for _, name := range []string{"mcp__tracker__create_issue", "mcp__files__write"} {
+		if c := ro.Calls[name]; !c.Error {
+			t.Errorf("readonly called %s, outside its profile: %+v", name, c)
+		}
+	}
+
+	// A token opens its own profile and no other; the admin token opens
+	// everything at /mcp.
+	if r := probe(t, url+"/readonly", opsToken, "issue"); !strings.Contains(r.Refused, "403") {
+		t.Errorf("the ops token on readonly: %+v", r)
+	}
+	if r := probe(t, url+"/ops", "", "issue"); !strings.Contains(r.Refused, "401") {
+		t.Errorf("no token on ops: %+v", r)
+	}
+	if r := probe(t, url, readonlyToken, "issue"); !strings.Contains(r.Refused, "403") {
+		t.Errorf("the readonly token on everything: %+v", r)
+	}
+	all := probe(t, url, adminToken, "issue file", "mcp__files__write")
+	if c := all.Calls["mcp__files__write"]; c.Error {
+		t.Errorf("everything with the admin token: %+v", all)
+	}
+
+	// Metrics carry the profile.
+	req, _ := http.NewRequest("GET", strings.TrimSuffix(url, "/mcp")+"/metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	if _, err := io.Copy(&b, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`toolshelf_calls_total{profile="ops",server="tracker",outcome="ok"} 1`, `toolshelf_calls_total{profile="readonly",server="files",outcome="ok"} 1`} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("metrics lack %s:\n%s", want, b.String())
+		}
+	}
+}

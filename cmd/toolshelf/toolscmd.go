@@ -1,0 +1,190 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/fuzzy"
+	"github.com/toolshelf/toolshelf/pin"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+func init() {
+	register(&command{
+		name:    "tools",
+		summary: "review tools whose definitions changed, and approve or deny them",
+		usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL]  [--config FILE]",
+		help: `
+Every tool's definition (name, title, description, input and output schema,
+annotations) is pinned in toolshelf.lock, beside the configuration file, by
+a SHA-256 of its canonical JSON; the file holds the definitions too, so that
+a change reads well in a pull request. A tool whose definition changed since
+it was pinned (a "rug pull"), a new or changed tool that the tool-poisoning
+check flags as high risk, a new tool when the configuration says
+"trust": "approve", and a denied tool are quarantined: not listed, not
+searchable, and a call to one is refused with a message that names the
+change. The server's other tools keep working.
+
+  diff [SERVER]         what is quarantined and why; for a changed tool,
+                        field by field: texts as a word diff ([-removed-]
+                        {+added+}), schemas as the JSON paths that changed
+  approve SERVER        pin the current definitions of the server's
+                        quarantined tools, letting them in
+  approve SERVER/TOOL   the same for one tool (also lifts a denial)
+  deny SERVER[/TOOL]    keep the server's quarantined tools (or one tool,
+                        quarantined or not) out until approved
+
+The commands connect to the servers to read their current definitions. A
+running 'toolshelf serve' reads toolshelf.lock again within seconds of a
+change.
+
+` + configHelp,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) == 0 {
+					return usagef("tools needs diff, approve or deny")
+				}
+				verb, rest := args[0], args[1:]
+				switch {
+				case verb == "diff" && len(rest) <= 1:
+				case (verb == "approve" || verb == "deny") && len(rest) == 1:
+				case verb == "approve" || verb == "deny":
+					return usagef("tools %s needs SERVER or SERVER/TOOL", verb)
+				case verb == "diff":
+					return usagef("tools diff takes at most one SERVER")
+				default:
+					return usagef("unknown tools command %q%s", verb, didYouMeanWord(verb, []string{"diff", "approve", "deny"}))
+				}
+				var server, tool string
+				if len(rest) == 1 {
+					server, tool, _ = strings.Cut(rest[0], "/")
+				}
+				return runTools(ctx, e, *config, verb, server, tool)
+			}
+		},
+	})
+}
+
+// didYouMeanWord suggests the closest of some words.
+func didYouMeanWord(w string, words []string) string {
+	if c := fuzzy.Closest(w, words, 1, 3); len(c) > 0 {
+		return fmt.Sprintf(" (did you mean %q?)", c[0])
+	}
+	return ""
+}
+
+func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string) error {
+	path := configPath(e, configFlag)
+	if path == "" {
+		return usagef("tools needs a configuration: pinned definitions live in %s beside it", pin.FileName)
+	}
+	cfg, err := loadConfig(e, path)
+	if err != nil {
+		return err
+	}
+	cfgs := cfg.Servers
+	if server != "" {
+		var names []string
+		for _, c := range cfg.Servers {
+			names = append(names, c.Name)
+		}
+		i := slices.IndexFunc(cfg.Servers, func(c upstream.ServerConfig) bool { return c.Name == server })
+		if i < 0 {
+			return usagef("%s has no server %q%s", path, server, didYouMeanWord(server, names))
+		}
+		cfgs = cfg.Servers[i : i+1]
+	}
+	pins, err := openPins(path, cfg)
+	if err != nil {
+		return err
+	}
+	p, err := connect(ctx, e, cfgs, connectOptions{pins: pins})
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	for _, st := range p.Status() {
+		if st.State != upstream.StateReady && st.State != upstream.StateDisabled {
+			fmt.Fprintf(e.stderr, "toolshelf tools: server %s is %s: its current tools are not known (%s)\n", st.Name, st.State, st.Error)
+		}
+	}
+	held := p.Held()
+	if tool != "" {
+		held = slices.DeleteFunc(held, func(h upstream.Held) bool { return h.Tool != tool })
+	}
+	switch verb {
+	case "diff":
+		if len(held) == 0 {
+			fmt.Fprintf(e.stdout, "no tool is quarantined (%s)\n", pins.Path())
+			return nil
+		}
+		for _, h := range held {
+			fmt.Fprintf(e.stdout, "%s/%s: %s: %s\n", h.Server, h.Tool, h.Status, h.Why)
+			for _, line := range pin.Diff(h.Pinned, h.Current) {
+				fmt.Fprintf(e.stdout, "    %s\n", line)
+			}
+		}
+		fmt.Fprintf(e.stdout, "%d quarantined; approve with: toolshelf tools approve SERVER[/TOOL]\n", len(held))
+		return nil
+	case "approve":
+		if len(held) == 0 {
+			if tool != "" {
+				if _, ok := findTool(p, server, tool); ok {
+					fmt.Fprintf(e.stdout, "%s/%s is not quarantined\n", server, tool)
+					return nil
+				}
+				return usagef("server %s has no tool %q", server, tool)
+			}
+			fmt.Fprintf(e.stdout, "no tool of %s is quarantined\n", server)
+			return nil
+		}
+		for _, h := range held {
+			pins.Approve(h.Server, h.Tool, h.Current)
+		}
+	case "deny":
+		if len(held) == 0 && tool != "" {
+			// A tool that works today can be denied too.
+			en, ok := findTool(p, server, tool)
+			if !ok {
+				return usagef("server %s has no tool %q", server, tool)
+			}
+			def, err := pin.Canonical(en.Raw)
+			if err != nil {
+				return err
+			}
+			held = []upstream.Held{{Server: server, Tool: tool, Current: def}}
+		}
+		if len(held) == 0 {
+			fmt.Fprintf(e.stdout, "no tool of %s is quarantined; name one to deny it: toolshelf tools deny %s/TOOL\n", server, server)
+			return nil
+		}
+		for _, h := range held {
+			pins.Deny(h.Server, h.Tool, h.Current)
+		}
+	}
+	if err := pins.Save(); err != nil {
+		return err
+	}
+	var names []string
+	for _, h := range held {
+		names = append(names, h.Server+"/"+h.Tool)
+	}
+	past := map[string]string{"approve": "approved", "deny": "denied"}[verb]
+	fmt.Fprintf(e.stdout, "%s %d in %s: %s\n", past, len(held), pins.Path(), strings.Join(names, ", "))
+	return nil
+}
+
+// findTool finds a server's tool in the pool's catalog.
+func findTool(p *runningPool, server, tool string) (*catalog.Entry, bool) {
+	for e := range p.Catalog().All() {
+		if e.Server == server && e.Tool == tool {
+			return e, true
+		}
+	}
+	return nil, false
+}

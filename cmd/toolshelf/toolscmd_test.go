@@ -1,0 +1,135 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/pin"
+)
+
+// pinnedConfig writes a configuration whose server "files" (a go-sdk
+// server in a subprocess) has the tools read and write; describe, when
+// set, gives one of them another description ("read=...").
+func pinnedConfig(t *testing.T, path, describe, extra string) {
+	t.Helper()
+	cmd, env := mcptest.Command("serve", []string{"read", "write"}, mcptest.DescribeEnv+"="+describe)
+	srv, _ := json.Marshal(map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()})
+	data := fmt.Sprintf(`{"mcpServers": {"files": %s}%s}`, srv, extra)
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A server that rewrites a tool's description after it was trusted (a
+// rug pull): the tool is quarantined and cannot be called, the server's
+// other tool works, tools diff shows the change, and tools approve lets
+// the tool in again, in the gateway that is running.
+func TestRugPullQuarantined(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	pinnedConfig(t, cfg, "", "")
+	if r := runCLI(t, "list", "--config", cfg); r.code != 0 {
+		t.Fatalf("list: %d\n%s", r.code, r.stderr)
+	}
+	lock := mustRead(t, pin.Beside(cfg))
+	if !strings.Contains(string(lock), `"Test tool read."`) {
+		t.Fatalf("the first run did not pin the tools:\n%s", lock)
+	}
+
+	pinnedConfig(t, cfg, "read=Test tool read. Also uploads the file to a backup service.", "")
+	s := startServe(t, "--config", cfg)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	call := func(id int, tool string) map[string]any {
+		return s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":%q,"arguments":{"text":"x"}}}}`, id, tool))
+	}
+	// The other tool first: once it answers, the server is connected and
+	// its tools judged.
+	if r := call(2, "mcp__files__write"); !strings.Contains(resultText(r), `"tool":"write"`) {
+		t.Fatalf("the unchanged tool: %v", r)
+	}
+	r := call(3, "mcp__files__read")
+	text := resultText(r)
+	if isErr, _ := r["result"].(map[string]any)["isError"].(bool); !isErr ||
+		!strings.Contains(text, "quarantined") || !strings.Contains(text, "description") ||
+		!strings.Contains(text, "toolshelf tools approve files/read") {
+		t.Errorf("the changed tool was not refused with the change and the command: %v", r)
+	}
+	r = s.send(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"read file"}}}`)
+	if strings.Contains(resultText(r), "mcp__files__read") {
+		t.Errorf("a quarantined tool was found by search: %v", resultText(r))
+	}
+	if !strings.Contains(s.stderr.String(), "tool quarantined") {
+		t.Errorf("the quarantine was not logged:\n%s", s.stderr)
+	}
+
+	d := runCLI(t, "tools", "diff", "--config", cfg)
+	if d.code != 0 || !strings.Contains(d.stdout, "files/read: changed") ||
+		!strings.Contains(d.stdout, "description: Test tool read. {+Also uploads the file to a backup service.+}") {
+		t.Errorf("tools diff: %d\n%s%s", d.code, d.stdout, d.stderr)
+	}
+	if st := runCLI(t, "doctor", "--config", cfg); !strings.Contains(st.stdout, "Quarantined by toolshelf.lock (1;") {
+		t.Errorf("doctor does not count the quarantined tool:\n%s", st.stdout)
+	}
+
+	a := runCLI(t, "tools", "approve", "files/read", "--config", cfg)
+	if a.code != 0 || !strings.Contains(a.stdout, "approved 1") {
+		t.Fatalf("tools approve: %d\n%s%s", a.code, a.stdout, a.stderr)
+	}
+	// The running gateway reads the lock file again.
+	testenv.Eventually(t, 3*time.Minute, "the approved tool to be callable", func() bool {
+		return strings.Contains(resultText(call(5, "mcp__files__read")), `"tool":"read"`)
+	})
+	if d := runCLI(t, "tools", "diff", "--config", cfg); !strings.Contains(d.stdout, "no tool is quarantined") {
+		t.Errorf("after approval: %s", d.stdout)
+	}
+
+	// A denied tool stays out, whatever its definition.
+	if r := runCLI(t, "tools", "deny", "files/write", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "denied 1") {
+		t.Fatalf("tools deny: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "list", "--config", cfg); strings.Contains(r.stdout, "mcp__files__write") {
+		t.Errorf("a denied tool is listed:\n%s", r.stdout)
+	}
+}
+
+// With "trust": "approve" a new tool waits for a person.
+func TestTrustApproveHoldsNewTools(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	pinnedConfig(t, cfg, "", `, "trust": "approve"`)
+	r := runCLI(t, "list", "--config", cfg)
+	if strings.Contains(r.stdout, "mcp__files__read") {
+		t.Errorf("an unapproved tool is listed:\n%s", r.stdout)
+	}
+	if d := runCLI(t, "tools", "diff", "files", "--config", cfg); !strings.Contains(d.stdout, "files/read: new") {
+		t.Errorf("tools diff: %s%s", d.stdout, d.stderr)
+	}
+	if a := runCLI(t, "tools", "approve", "files", "--config", cfg); !strings.Contains(a.stdout, "approved 2") {
+		t.Errorf("tools approve files: %s%s", a.stdout, a.stderr)
+	}
+	if r := runCLI(t, "list", "--config", cfg); !strings.Contains(r.stdout, "mcp__files__read") {
+		t.Errorf("an approved tool is not listed:\n%s", r.stdout)
+	}
+}
+
+// A lock file broken by hand is an error with its line, and changes
+// nothing.
+func TestMalformedLockFile(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	pinnedConfig(t, cfg, "", "")
+	bad := "{\n  \"version\": 1,\n  \"servers\": {\"files\": {\"read\": {\"sha256\": \"00\", \"definition\": {\"name\": \"read\"}}}}\n}\n"
+	os.WriteFile(pin.Beside(cfg), []byte(bad), 0o644)
+	r := runCLI(t, "list", "--config", cfg)
+	if r.code != exitUsage || !strings.Contains(r.stderr, pin.Beside(cfg)+":3:") || !strings.Contains(r.stderr, "sha256 does not match") {
+		t.Errorf("list with a malformed lock file: %d\n%s", r.code, r.stderr)
+	}
+	if got := string(mustRead(t, pin.Beside(cfg))); got != bad {
+		t.Errorf("the malformed lock file was changed:\n%s", got)
+	}
+}

@@ -1,0 +1,377 @@
+package pin
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// FileName is the lock file's name, beside the configuration file.
+const FileName = "toolshelf.lock"
+
+// Beside returns the lock file that goes with a configuration file.
+func Beside(configFile string) string {
+	return filepath.Join(filepath.Dir(configFile), FileName)
+}
+
+// Trust says what happens to a tool seen for the first time.
+type Trust string
+
+const (
+	// TrustOnFirstUse pins a new tool's definition and lets it be used.
+	TrustOnFirstUse Trust = "on-first-use"
+	// TrustApprove holds a new tool until a person approves it.
+	TrustApprove Trust = "approve"
+)
+
+// ParseTrust reads the "trust" setting; empty is TrustOnFirstUse.
+func ParseTrust(s string) (Trust, error) {
+	switch Trust(s) {
+	case "", TrustOnFirstUse:
+		return TrustOnFirstUse, nil
+	case TrustApprove:
+		return TrustApprove, nil
+	}
+	return "", fmt.Errorf(`"trust" must be %q or %q, not %q`, TrustOnFirstUse, TrustApprove, s)
+}
+
+// What Judge decides about a tool.
+const (
+	Trusted = "trusted" // its definition is the one pinned (or was just pinned)
+	New     = "new"     // never seen, and trust is "approve"
+	Changed = "changed" // its definition differs from the one pinned
+	Risky   = "risky"   // new or changed, and flagged as possible tool poisoning
+	Denied  = "denied"  // a person denied it (toolshelf tools deny)
+)
+
+// Verdict is what Judge decides about one tool.
+type Verdict struct {
+	Status string
+	// Why says, for a tool that is not trusted, what is wrong, in words
+	// for a person.
+	Why string
+	// Pinned is the definition approved before, if there is one.
+	Pinned Definition
+	// Added reports that Judge pinned the tool just now (trust on first
+	// use); Save writes it.
+	Added bool
+}
+
+// OK reports whether the tool may be used.
+func (v Verdict) OK() bool { return v.Status == Trusted }
+
+// entry is one tool in the lock file.
+type entry struct {
+	SHA256     string          `json:"sha256"`
+	Denied     bool            `json:"denied,omitempty"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+// fileJSON is the lock file.
+type fileJSON struct {
+	Version int                         `json:"version"`
+	Servers map[string]map[string]entry `json:"servers"`
+}
+
+// lockVersion is the lock file format's version.
+const lockVersion = 1
+
+// Lock is a lock file's pins, loaded in memory. Changes (tools pinned on
+// first use, approvals, denials) are kept until Save, which merges them
+// into the file as it is on disk then: two toolshelf processes that pin
+// different tools lose neither. It is safe for concurrent use.
+type Lock struct {
+	path  string
+	trust Trust
+
+	mu      sync.Mutex
+	pins    map[string]map[string]entry
+	changes map[[2]string]*entry // nil entry: removed
+	stamp   fileStamp            // the file as last read or written
+}
+
+type fileStamp struct {
+	size int64
+	mod  time.Time
+}
+
+// Open reads the lock file at path; a missing file is an empty lock. A
+// malformed file is an error that names the line.
+func Open(path string, trust Trust) (*Lock, error) {
+	if trust == "" {
+		trust = TrustOnFirstUse
+	}
+	l := &Lock{path: path, trust: trust, pins: map[string]map[string]entry{}, changes: map[[2]string]*entry{}}
+	pins, stamp, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	l.pins, l.stamp = pins, stamp
+	return l, nil
+}
+
+// Path returns the lock file's path.
+func (l *Lock) Path() string { return l.path }
+
+// Trust returns what happens to new tools.
+func (l *Lock) Trust() Trust { return l.trust }
+
+// read loads and checks a lock file.
+func read(path string) (map[string]map[string]entry, fileStamp, error) {
+	pins := map[string]map[string]entry{}
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return pins, fileStamp{}, nil
+	}
+	if err != nil {
+		return nil, fileStamp{}, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fileStamp{}, err
+	}
+	stamp := fileStamp{fi.Size(), fi.ModTime()}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return pins, stamp, nil
+	}
+	ferr := func(offset int, format string, args ...any) error {
+		e := &catalog.FileError{File: path, Err: fmt.Errorf(format, args...)}
+		if offset >= 0 {
+			e.Line = bytes.Count(data[:min(offset, len(data))], []byte("\n")) + 1
+		}
+		return e
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f fileJSON
+	if err := dec.Decode(&f); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn):
+			return nil, stamp, ferr(int(syn.Offset), "invalid JSON: %v", err)
+		case errors.As(err, &typ):
+			return nil, stamp, ferr(int(typ.Offset), "%q has the wrong type: want %v, got a JSON %s", typ.Field, typ.Type, typ.Value)
+		}
+		return nil, stamp, ferr(int(dec.InputOffset()), "%v", err)
+	}
+	if f.Version != lockVersion {
+		return nil, stamp, ferr(keyOffset(data, 0, "version"), "version %d is not one this toolshelf reads (want %d)", f.Version, lockVersion)
+	}
+	for _, server := range slices.Sorted(maps.Keys(f.Servers)) {
+		at := keyOffset(data, 0, server)
+		for _, tool := range slices.Sorted(maps.Keys(f.Servers[server])) {
+			e := f.Servers[server][tool]
+			where := keyOffset(data, max(at, 0), tool)
+			def, err := Canonical(e.Definition)
+			if err != nil {
+				return nil, stamp, ferr(where, "server %q, tool %q: %v", server, tool, err)
+			}
+			if name := def.Fields()["name"]; string(name) != quote(tool) {
+				return nil, stamp, ferr(where, "server %q, tool %q: the definition's name is %s", server, tool, name)
+			}
+			if def.Hash() != e.SHA256 {
+				return nil, stamp, ferr(where, "server %q, tool %q: sha256 does not match the definition (edited by hand? approve the tool again with toolshelf tools approve %s/%s)", server, tool, server, tool)
+			}
+			e.Definition = json.RawMessage(def)
+			if pins[server] == nil {
+				pins[server] = map[string]entry{}
+			}
+			pins[server][tool] = e
+		}
+	}
+	return pins, stamp, nil
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// Judge decides whether a tool, as its server lists it now, may be used.
+// risk, when not empty, is why the tool looks like tool poisoning: a new
+// or changed tool with a risk is held whatever the trust setting. Under
+// trust on first use a new tool is pinned (in memory until Save).
+func (l *Lock) Judge(server, tool string, def Definition, risk string) Verdict {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p, ok := l.pins[server][tool]
+	switch {
+	case ok && p.Denied:
+		return Verdict{Status: Denied, Why: "denied in " + FileName, Pinned: Definition(p.Definition)}
+	case ok && p.SHA256 == def.Hash():
+		return Verdict{Status: Trusted}
+	case risk != "":
+		return Verdict{Status: Risky, Why: "flagged as possible tool poisoning: " + risk, Pinned: Definition(p.Definition)}
+	case ok:
+		return Verdict{Status: Changed, Why: "its definition changed since it was approved (" + changedFields(Definition(p.Definition), def) + ")", Pinned: Definition(p.Definition)}
+	case l.trust == TrustApprove:
+		return Verdict{Status: New, Why: `new, and "trust" is "approve"`}
+	}
+	l.setLocked(server, tool, &entry{SHA256: def.Hash(), Definition: json.RawMessage(def)})
+	return Verdict{Status: Trusted, Added: true}
+}
+
+// Approve pins a tool's current definition, lifting a denial.
+func (l *Lock) Approve(server, tool string, def Definition) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setLocked(server, tool, &entry{SHA256: def.Hash(), Definition: json.RawMessage(def)})
+}
+
+// Deny keeps a tool out whatever its definition, until it is approved.
+// def is kept as the definition denied.
+func (l *Lock) Deny(server, tool string, def Definition) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.setLocked(server, tool, &entry{SHA256: def.Hash(), Denied: true, Definition: json.RawMessage(def)})
+}
+
+// Pinned returns the definitions pinned for a server, by tool name, and
+// which of them are denied.
+func (l *Lock) Pinned(server string) (defs map[string]Definition, denied map[string]bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	defs, denied = map[string]Definition{}, map[string]bool{}
+	for tool, e := range l.pins[server] {
+		defs[tool] = Definition(e.Definition)
+		if e.Denied {
+			denied[tool] = true
+		}
+	}
+	return defs, denied
+}
+
+func (l *Lock) setLocked(server, tool string, e *entry) {
+	if l.pins[server] == nil {
+		l.pins[server] = map[string]entry{}
+	}
+	l.pins[server][tool] = *e
+	l.changes[[2]string{server, tool}] = e
+}
+
+// Dirty reports whether there are changes that Save has not written.
+func (l *Lock) Dirty() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.changes) > 0
+}
+
+// Save writes the changes made since the last Save into the lock file,
+// over what the file holds now, and replaces the file in one step.
+func (l *Lock) Save() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.changes) == 0 {
+		return nil
+	}
+	pins, _, err := read(l.path)
+	if err != nil {
+		return fmt.Errorf("the lock file was not saved: %w", err)
+	}
+	for k, e := range l.changes {
+		if pins[k[0]] == nil {
+			pins[k[0]] = map[string]entry{}
+		}
+		pins[k[0]][k[1]] = *e
+	}
+	data, err := json.MarshalIndent(fileJSON{Version: lockVersion, Servers: pins}, "", "  ")
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	if err := writeFile(l.path, data); err != nil {
+		return err
+	}
+	l.pins = pins
+	clear(l.changes)
+	if fi, err := os.Stat(l.path); err == nil {
+		l.stamp = fileStamp{fi.Size(), fi.ModTime()}
+	}
+	return nil
+}
+
+// Reload reads the lock file again if it changed on disk since it was
+// last read or written (an approval from the command line while the
+// gateway runs), keeping unsaved changes. It reports whether it did. A
+// malformed file is an error and changes nothing.
+func (l *Lock) Reload() (bool, error) {
+	fi, err := os.Stat(l.path)
+	var stamp fileStamp
+	if err == nil {
+		stamp = fileStamp{fi.Size(), fi.ModTime()}
+	}
+	l.mu.Lock()
+	same := stamp == l.stamp
+	l.mu.Unlock()
+	if same {
+		return false, nil
+	}
+	pins, stamp, err := read(l.path)
+	if err != nil {
+		return false, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for k, e := range l.changes {
+		if pins[k[0]] == nil {
+			pins[k[0]] = map[string]entry{}
+		}
+		pins[k[0]][k[1]] = *e
+	}
+	l.pins, l.stamp = pins, stamp
+	return true, nil
+}
+
+// writeFile replaces path with data atomically: a reader sees the old
+// file or the new one, never half of one.
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".toolshelf.lock.*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// keyOffset returns the offset of the JSON key `"key":` at or after from,
+// or -1.
+func keyOffset(data []byte, from int, key string) int {
+	q := []byte(quote(key))
+	for i := from; i < len(data); {
+		j := bytes.Index(data[i:], q)
+		if j < 0 {
+			return -1
+		}
+		j += i
+		rest := bytes.TrimLeft(data[j+len(q):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			return j
+		}
+		i = j + len(q)
+	}
+	return -1
+}

@@ -1,0 +1,157 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/pin"
+)
+
+// ErrQuarantined is returned for a call to a tool whose definition is not
+// the one pinned (see [Options.Pins]).
+var ErrQuarantined = errors.New("tool quarantined")
+
+// Held is a tool kept out of the catalog because its definition is not
+// the one pinned: a "rug pull" (changed since approval), a new tool that
+// waits for approval, a tool that looks like tool poisoning, or one a
+// person denied.
+type Held struct {
+	Server string `json:"server"`
+	Tool   string `json:"tool"`
+	// Name is the qualified name the tool has when it is let in.
+	Name string `json:"name"`
+	// Status is pin.New, pin.Changed, pin.Risky or pin.Denied; Why says
+	// it in words.
+	Status string `json:"status"`
+	Why    string `json:"why"`
+	// Pinned is the definition approved before (empty for a new tool);
+	// Current is the one the server lists now.
+	Pinned  pin.Definition `json:"-"`
+	Current pin.Definition `json:"-"`
+}
+
+// Message is what a client calling the tool is told: what changed and
+// the commands that review and approve it.
+func (h *Held) Message() string {
+	return fmt.Sprintf("%s of server %s is quarantined: %s. Nothing was called. A person can review it with `toolshelf tools diff %s` and let it in with `toolshelf tools approve %s/%s`.",
+		h.Tool, h.Server, h.Why, h.Server, h.Server, h.Tool)
+}
+
+// pinReload is how often a running pool looks for changes to the lock
+// file made by another process (toolshelf tools approve).
+const pinReload = 2 * time.Second
+
+// judge keeps the entries of one server that the lock lets in, and
+// returns the others as held. Called by publish, with s.mu held.
+func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, held []Held) {
+	if p.opts.Pins == nil {
+		return es, nil
+	}
+	for _, e := range es {
+		if e.Unverified {
+			// Known by name only: nothing to pin, and not callable.
+			kept = append(kept, e)
+			continue
+		}
+		def, err := pin.Canonical(e.Raw)
+		if err != nil {
+			continue // entries() parsed it; cannot happen
+		}
+		v := p.opts.Pins.Judge(s.cfg.Name, e.Tool, def, e.Poisoning())
+		if v.OK() {
+			kept = append(kept, e)
+			continue
+		}
+		name := e.Tool
+		if !e.Unprefixed {
+			name = catalog.Prefix + e.Server + "__" + e.Tool
+		}
+		held = append(held, Held{Server: s.cfg.Name, Tool: e.Tool, Name: name, Status: v.Status, Why: v.Why, Pinned: v.Pinned, Current: def})
+	}
+	return kept, held
+}
+
+// noteHeld logs tools that became held or were let in since the last
+// snapshot, keeps the held ones for Held and Status, and saves tools
+// pinned on first use. Called by publish, with pubMu held.
+func (p *Pool) noteHeld(held map[string][]Held) {
+	if p.opts.Pins == nil {
+		return
+	}
+	was := make(map[string]bool)
+	for _, hs := range p.held {
+		for _, h := range hs {
+			was[h.Server+"\x00"+h.Tool+"\x00"+h.Current.Hash()] = true
+		}
+	}
+	for _, server := range slices.Sorted(maps.Keys(held)) {
+		for _, h := range held[server] {
+			if !was[h.Server+"\x00"+h.Tool+"\x00"+h.Current.Hash()] {
+				p.quarantines.Add(1)
+				p.logger.Warn("tool quarantined", "server", h.Server, "tool", h.Tool, "status", h.Status, "why", h.Why)
+			}
+		}
+	}
+	p.held = held
+	if p.opts.Pins.Dirty() {
+		if err := p.opts.Pins.Save(); err != nil {
+			p.logger.Error("cannot save pinned tool definitions", "error", err)
+		}
+	}
+}
+
+// Held returns the tools kept out of the catalog by the lock file, by
+// server and tool name.
+func (p *Pool) Held() []Held {
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	var out []Held
+	for _, server := range slices.Sorted(maps.Keys(p.held)) {
+		out = append(out, p.held[server]...)
+	}
+	return out
+}
+
+// Quarantines counts the times a tool was held since the pool started,
+// at start-up and at run time (a tools/list_changed that rewrote a tool).
+func (p *Pool) Quarantines() int64 { return p.quarantines.Load() }
+
+// heldCount returns how many of a server's tools are held.
+func (p *Pool) heldCount(server string) int {
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	return len(p.held[server])
+}
+
+// watchPins reloads the lock file when another process changes it, and
+// publishes again so that approved tools come in and denied ones go.
+func (p *Pool) watchPins(ctx context.Context) {
+	t := time.NewTicker(pinReload)
+	defer t.Stop()
+	var last string // the last error logged, logged once
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := p.opts.Pins.Reload()
+		if err != nil {
+			if err.Error() != last {
+				p.logger.Error("the lock file is not valid; keeping the pins read before", "error", err)
+			}
+			last = err.Error()
+			continue
+		}
+		last = ""
+		if changed {
+			p.logger.Info("lock file changed; judging tools again", "file", p.opts.Pins.Path())
+			p.publish()
+		}
+	}
+}
