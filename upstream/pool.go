@@ -133,13 +133,17 @@ type Pool struct {
 	// pubMu. quarantines counts tools held since the start.
 	held        map[string][]Held
 	quarantines atomic.Int64
+	// defs and nextDefs are the canonical definitions of the last
+	// publish's tools and of this one's, by raw definition; guarded by
+	// pubMu.
+	defs, nextDefs map[string]pin.Definition
 }
 
 // NewPool returns a pool of the given servers; nothing is started until
 // [Pool.Run]. Cached tool lists are loaded at once, so the pool's first
 // catalog already holds the tools of every server seen before.
 func NewPool(configs []ServerConfig, opts *Options) *Pool {
-	p := &Pool{byName: make(map[string]*server), notices: make(chan Notice, 256)}
+	p := &Pool{byName: make(map[string]*server), notices: make(chan Notice, 256), nextDefs: make(map[string]pin.Definition)}
 	if opts != nil {
 		p.opts = *opts
 	}

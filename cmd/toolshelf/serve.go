@@ -31,7 +31,7 @@ func init() {
 	register(&command{
 		name:    "serve",
 		summary: "run the MCP gateway in front of the configured servers",
-		usage:   "[--config FILE | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--audit FILE] [--engine ENGINE] [flags]",
+		usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--audit FILE] [--engine ENGINE] [flags]",
 		help: `
 Runs toolshelf as an MCP server: the one server a client (Claude Desktop,
 Claude Code, Cursor, VS Code, ...) is configured with, in front of all the
@@ -67,8 +67,17 @@ Remote servers that ask for OAuth get the tokens of 'toolshelf auth login';
 serve refreshes them and never opens a browser: a server without a usable
 token is needs-auth, and calls to its tools say how to sign in.
 
+The configuration's profiles are served over HTTP at /mcp/NAME, each
+opened by its own tokens (or --auth-token; another profile's token gets
+403); a session of a profile sees, searches and calls only its tools.
+--profile NAME serves one profile alone (over stdio, or at /mcp).
+
+Tools whose definitions do not match toolshelf.lock (beside the
+configuration) are quarantined: see 'toolshelf tools'. The lock file is
+read again when it changes.
+
 --audit FILE appends one JSON line per search and per tool call: time,
-client and version, tool, server, duration, outcome, request and response
+profile, client and version, tool, server, duration, outcome, request and response
 sizes, and a SHA-256 of the arguments; their values only with
 --audit-args, with the servers' secrets removed. It is written
 by a goroutine of its own through a bounded queue (a record that finds it
