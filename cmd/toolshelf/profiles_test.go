@@ -2,8 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,20 +142,10 @@ func TestProfilesOverHTTP(t *testing.T) {
 	}
 
 	// Metrics carry the profile.
-	req, _ := http.NewRequest("GET", strings.TrimSuffix(url, "/mcp")+"/metrics", nil)
-	req.Header.Set("Authorization", "Bearer "+adminToken)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var b strings.Builder
-	if _, err := io.Copy(&b, resp.Body); err != nil {
-		t.Fatal(err)
-	}
+	metrics := httpGet(t, strings.TrimSuffix(url, "/mcp")+"/metrics", "Bearer "+adminToken)
 	for _, want := range []string{`toolshelf_calls_total{profile="ops",server="tracker",outcome="ok"} 1`, `toolshelf_calls_total{profile="readonly",server="files",outcome="ok"} 1`} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("metrics lack %s:\n%s", want, b.String())
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s:\n%s", want, metrics)
 		}
 	}
 }

@@ -97,6 +97,15 @@ func TestRugPullQuarantined(t *testing.T) {
 	if r := runCLI(t, "list", "--config", cfg); strings.Contains(r.stdout, "mcp__files__write") {
 		t.Errorf("a denied tool is listed:\n%s", r.stdout)
 	}
+	// /healthz counts it, for the token holder.
+	url := startServeHTTP(t, "--config", cfg, "--auth-token", adminToken)
+	health := strings.TrimSuffix(url, "/mcp") + "/healthz"
+	testenv.Eventually(t, time.Minute, "/healthz to count the denied tool", func() bool {
+		return strings.Contains(httpGet(t, health, "Bearer "+adminToken), `"quarantined": 1,`)
+	})
+	if strings.Contains(httpGet(t, health, ""), "quarantined") {
+		t.Error("/healthz told a client without the token about quarantined tools")
+	}
 }
 
 // With "trust": "approve" a new tool waits for a person.
