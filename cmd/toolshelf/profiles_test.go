@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
@@ -81,7 +82,8 @@ func probe(t *testing.T, url, token, query string, tools ...string) profileRun {
 func TestProfilesOverHTTP(t *testing.T) {
 	t.Parallel() // waits on processes of its own
 	requireClients(t)
-	script := gatewayScript(t, profilesConfig(t), "--http", "127.0.0.1:0", "--auth-token", adminToken)
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	script := gatewayScript(t, profilesConfig(t), "--http", "127.0.0.1:0", "--auth-token", adminToken, "--audit", auditFile)
 	// The readonly profile's token comes from the environment.
 	data, _ := os.ReadFile(script)
 	os.WriteFile(script, []byte(strings.Replace(string(data), "exec ", "export READONLY_TOKEN="+readonlyToken+"\nexec ", 1)), 0o755)
@@ -143,6 +145,13 @@ func TestProfilesOverHTTP(t *testing.T) {
 
 	// Metrics carry the profile.
 	metrics := httpGet(t, strings.TrimSuffix(url, "/mcp")+"/metrics", "Bearer "+adminToken)
+	// So does the audit log.
+	testenv.Eventually(t, time.Minute, "the audit log to hold the ops call", func() bool {
+		recs, _, err := audit.Read(auditFile, time.Time{})
+		return err == nil && slices.ContainsFunc(recs, func(r audit.Record) bool {
+			return r.Profile == "ops" && r.Tool == "mcp__tracker__create_issue" && r.Client == "toolshelf-profile-test"
+		})
+	})
 	for _, want := range []string{`toolshelf_calls_total{profile="ops",server="tracker",outcome="ok"} 1`, `toolshelf_calls_total{profile="readonly",server="files",outcome="ok"} 1`} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s:\n%s", want, metrics)
