@@ -44,7 +44,10 @@ ctr=$("${buildah[@]}" from --quiet "$tag")
 run() { "${buildah[@]}" run --isolation chroot "$ctr" -- "$@"; }
 log=$ctx/serve.log
 cleanup() {
-  [[ -n ${serve_pid:-} ]] && kill "$serve_pid" 2>/dev/null && wait "$serve_pid" 2>/dev/null
+  if [[ -n ${serve_pid:-} ]]; then
+    kill "$serve_pid" 2>/dev/null || true
+    wait "$serve_pid" 2>/dev/null || true
+  fi
   "${buildah[@]}" rm "$ctr" >/dev/null 2>&1 || true
   rm -rf "$ctx"
 }
