@@ -21,6 +21,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,6 +145,9 @@ type Server struct {
 type snapshot struct {
 	*shelf.Snapshot
 	direct bool // list every tool directly (all mode, or auto below the threshold)
+	// servers says what each server's tools do (policy.Summaries), for
+	// search_tools' description and the instructions.
+	servers string
 }
 
 // exposure tracks which tools an mcp.Server currently lists.
@@ -294,7 +298,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 	})
-	srv.AddReceivingMiddleware(s.watchLevel)
+	srv.AddReceivingMiddleware(s.watchLevel, s.describeServers)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
 	s.mu.Lock()
 	s.sessions[srv] = x
@@ -312,6 +316,33 @@ func (s *Server) instructions() string {
 		"then call_tool with the qualified name of a match and its arguments."
 }
 
+// serversHeading introduces the servers' summaries.
+const serversHeading = "Connected servers, whose tools search_tools finds:"
+
+// describeServers adds to the initialize result's instructions what each
+// server's tools do, as they are when the client connects: the SDK fixes
+// a server's instructions when it is made, before any server is up.
+func (s *Server) describeServers(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		snap := s.state.Load()
+		if snap == nil || snap.servers == "" || snap.direct {
+			return res, err
+		}
+		// MCP 2026-07-28 clients discover instead of initializing.
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			r.Instructions += "\n\n" + serversHeading + "\n" + snap.servers
+		case *mcp.DiscoverResult:
+			r.Instructions += "\n\n" + serversHeading + "\n" + snap.servers
+		}
+		return res, err
+	}
+}
+
 // Update makes c the catalog the gateway serves: the shelf builds its
 // engine, the policy decides what is listed, and every session's tool
 // list follows (the SDK sends notifications/tools/list_changed).
@@ -322,7 +353,7 @@ func (s *Server) Update(c *catalog.Catalog) {
 	if old := s.state.Load(); old != nil && old.Catalog.Version() == c.Version() {
 		return
 	}
-	snap := &snapshot{Snapshot: s.shelf.Update(c)}
+	snap := &snapshot{Snapshot: s.shelf.Update(c), servers: strings.Join(policy.Summaries(c), "\n")}
 	switch s.opts.Settings.Mode {
 	case policy.ModeStandard:
 		snap.direct = true
@@ -389,8 +420,10 @@ func (s *Server) sync(x *exposure, snap *snapshot) {
 		}
 	}
 	if !snap.direct {
-		if _, ok := x.listed[toolSearch]; !ok {
-			s.addMetaTools(x)
+		if d, ok := x.listed[toolSearch]; !ok || d != snap.servers {
+			// The description names the servers: a new one changes it,
+			// and the SDK tells the session (tools/list_changed).
+			s.addMetaTools(x, snap.servers)
 		}
 	} else if _, ok := x.listed[toolSearch]; ok {
 		x.server.RemoveTools(toolSearch, toolCall)

@@ -95,8 +95,13 @@ func MetaDefinitions() []json.RawMessage {
 	return defs
 }
 
-func (s *Server) addMetaTools(x *exposure) {
-	x.server.AddTool(metaTools[0], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+// addMetaTools lists the meta tools, search_tools describing the servers.
+func (s *Server) addMetaTools(x *exposure, servers string) {
+	search := *metaTools[0]
+	if servers != "" {
+		search.Description += "\n\n" + serversHeading + "\n" + servers
+	}
+	x.server.AddTool(&search, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "search", toolSearch, func() *mcp.CallToolResult {
 			return s.searchTools(ctx, x, req.Params.Arguments)
 		}), nil
@@ -108,7 +113,7 @@ func (s *Server) addMetaTools(x *exposure) {
 			})
 		}), nil
 	})
-	x.listed[toolSearch] = "meta"
+	x.listed[toolSearch] = servers
 	x.listed[toolCall] = "meta"
 }
 

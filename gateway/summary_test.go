@@ -1,0 +1,112 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/policy"
+)
+
+// searchDescription returns search_tools' description as a client lists it.
+func searchDescription(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range res.Tools {
+		if tool.Name == toolSearch {
+			return tool.Description
+		}
+	}
+	t.Fatal("search_tools is not listed")
+	return ""
+}
+
+// In search mode the model is told what it can find: search_tools'
+// description and the instructions name every built-in server, within the
+// budget, and a new server changes the description (and the client is
+// told).
+func TestSearchToolNamesTheServers(t *testing.T) {
+	c := builtin.Catalog()
+	g, err := New(CatalogOnly{Cat: c, Source: "test"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 16)
+	cs := connect(t, g, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	desc := searchDescription(t, cs)
+	_, servers, ok := strings.Cut(desc, serversHeading+"\n")
+	if !ok {
+		t.Fatalf("search_tools names no server:\n%s", desc)
+	}
+	for _, name := range c.ServerNames() {
+		if !strings.Contains(servers, "\n"+name+" (") && !strings.HasPrefix(servers, name+" (") {
+			t.Errorf("search_tools does not name %s", name)
+		}
+	}
+	total := 0
+	for _, line := range strings.Split(servers, "\n") {
+		n, _ := policy.CL100K(line)
+		if n > policy.SummaryServerTokens {
+			t.Errorf("%d tokens for one server: %s", n, line)
+		}
+		total += n
+	}
+	if total > policy.SummaryTotalTokens {
+		t.Errorf("the summaries take %d tokens, over %d", total, policy.SummaryTotalTokens)
+	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "github (26 tools)") {
+		t.Errorf("the instructions do not name the servers:\n%s", ins)
+	}
+
+	// A server joins.
+	var es []catalog.Entry
+	for e := range c.All() {
+		es = append(es, *e)
+	}
+	raw, _ := json.Marshal(map[string]any{"name": "forecast", "description": "Weather forecast for a city.", "inputSchema": map[string]any{"type": "object"}})
+	e, err := catalog.ParseTool("weather", raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Update(catalog.New(append(es, e), c.Servers()))
+	testenv.Eventually(t, 10*time.Second, "tools/list_changed", func() bool {
+		select {
+		case <-changed:
+			return true
+		default:
+			return false
+		}
+	})
+	if d := searchDescription(t, cs); !strings.Contains(d, "weather (1 tool): Weather forecast for a city.") {
+		t.Errorf("the new server is not described:\n%s", d)
+	}
+}
+
+// Past the budget, the largest servers are described and the rest named.
+func TestSummariesBudget(t *testing.T) {
+	var es []catalog.Entry
+	for i := range 60 {
+		raw, _ := json.Marshal(map[string]any{"name": "tool", "description": "Does a thing with widgets and gadgets.", "inputSchema": map[string]any{"type": "object"}})
+		e, _ := catalog.ParseTool("server"+strings.Repeat("x", i%3)+string(rune('a'+i%26))+string(rune('a'+i/26)), raw)
+		es = append(es, e)
+	}
+	lines := policy.Summaries(catalog.New(es, nil))
+	total := 0
+	for _, l := range lines {
+		n, _ := policy.CL100K(l)
+		total += n
+	}
+	last := lines[len(lines)-1]
+	if total > policy.SummaryTotalTokens || !strings.HasPrefix(last, "and ") || !strings.Contains(last, " more: ") {
+		t.Errorf("%d tokens, last line %q", total, last)
+	}
+}
