@@ -81,6 +81,17 @@ func NewBoundary(summary string, snapshot []string) Message {
 
 // announced replays the deferred-tool announcements of a history: the
 // names announced as added and not since removed.
+// announcedServers returns the servers' summary last announced in the
+// history.
+func announcedServers(history []Message) []string {
+	for i := len(history) - 1; i >= 0; i-- {
+		if d := history[i].Delta; d != nil && len(d.Servers) > 0 {
+			return d.Servers
+		}
+	}
+	return nil
+}
+
 func announced(history []Message) map[string]bool {
 	set := map[string]bool{}
 	for _, m := range history {

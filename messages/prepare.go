@@ -53,6 +53,11 @@ type Turn struct {
 	BetasDisabled bool
 	History       []Message
 	Announce      Announce
+	// Servers says what the deferred tools' servers do, one line each
+	// (policy.Summaries), announced with the deferred tools: a model
+	// that does not know what is behind the search tool rarely searches.
+	// AnnounceDelta repeats it only when it changes.
+	Servers []string
 	// Extra holds the request's other fields (system, max_tokens, ...).
 	Extra map[string]json.RawMessage
 }
@@ -132,11 +137,15 @@ func Prepare(t Turn) (*Prepared, error) {
 		switch t.Announce {
 		case AnnounceList:
 			if len(names) > 0 {
-				list := "<" + deferredListTag + ">\n" + strings.Join(names, "\n") + "\n</" + deferredListTag + ">"
+				head := serversText(t.Servers)
+				if head != "" {
+					head += "Tools:\n"
+				}
+				list := "<" + deferredListTag + ">\n" + head + strings.Join(names, "\n") + "\n</" + deferredListTag + ">"
 				msgs = append([]Message{{Role: "user", Content: []Block{TextBlock(list)}}}, msgs...)
 			}
 		case AnnounceDelta:
-			if d := delta(t.History, t.Tools, names); d != nil {
+			if d := delta(t.History, t.Tools, names, t.Servers); d != nil {
 				msgs = append(msgs, d.wire())
 				p.Delta = d
 			}
@@ -311,7 +320,7 @@ func hasToolResults(m Message) bool {
 // since the history's announcements, or nil. A tool announced earlier
 // that is now loaded (no longer deferred but still a tool) is not
 // removed: it is still there, just loaded differently.
-func delta(history []Message, tools []Tool, deferredNames []string) *Message {
+func delta(history []Message, tools []Tool, deferredNames []string, servers []string) *Message {
 	before := announced(history)
 	pool := map[string]bool{}
 	for _, t := range tools {
@@ -328,11 +337,15 @@ func delta(history []Message, tools []Tool, deferredNames []string) *Message {
 			d.Removed = append(d.Removed, n)
 		}
 	}
-	if len(d.Added) == 0 && len(d.Removed) == 0 {
+	if len(servers) > 0 && !slices.Equal(servers, announcedServers(history)) {
+		d.Servers = servers
+	}
+	if len(d.Added) == 0 && len(d.Removed) == 0 && d.Servers == nil {
 		return nil
 	}
 	var b strings.Builder
 	b.WriteString("<" + deferredDiffTag + ">\n")
+	b.WriteString(serversText(d.Servers))
 	if len(d.Added) > 0 {
 		b.WriteString("Deferred tools now available (load with the tool search tool):\n" + strings.Join(d.Added, "\n") + "\n")
 	}
@@ -341,6 +354,14 @@ func delta(history []Message, tools []Tool, deferredNames []string) *Message {
 	}
 	b.WriteString("</" + deferredDiffTag + ">")
 	return &Message{Role: "user", Content: []Block{TextBlock(b.String())}, Delta: &d}
+}
+
+// serversText introduces the servers' summary in an announcement.
+func serversText(servers []string) string {
+	if len(servers) == 0 {
+		return ""
+	}
+	return "Servers whose tools the tool search tool finds:\n" + strings.Join(servers, "\n") + "\n"
 }
 
 // usesBeta reports whether a request has defer_loading or tool_reference.

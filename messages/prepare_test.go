@@ -25,6 +25,7 @@ type prepareCase struct {
 	Announce      string    `json:"announce"`
 	Tools         []Tool    `json:"tools"`
 	History       []Message `json:"history"`
+	Servers       []string  `json:"servers"`
 }
 
 // TestPrepareGolden runs every case in testdata/prepare and compares the
@@ -56,7 +57,7 @@ func TestPrepareGolden(t *testing.T) {
 			turn := Turn{
 				Model: c.Model, Tools: c.Tools, History: c.History, SearchTool: "tool_search",
 				Decision:      policy.Decision{Enabled: c.Enabled, Deferred: c.Deferred},
-				BetasDisabled: c.BetasDisabled,
+				BetasDisabled: c.BetasDisabled, Servers: c.Servers,
 			}
 			if c.Announce == "delta" {
 				turn.Announce = AnnounceDelta

@@ -146,6 +146,8 @@ type Boundary struct {
 type Delta struct {
 	Added   []string `json:"added,omitempty"`
 	Removed []string `json:"removed,omitempty"`
+	// Servers is the servers' summary announced with it, when it changed.
+	Servers []string `json:"servers,omitempty"`
 }
 
 // Annotation keys under which Boundary and Delta are stored with a

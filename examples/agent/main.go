@@ -118,6 +118,7 @@ type catalogState struct {
 	view     *policy.View
 	deferred map[string]bool  // filled per decision
 	pool     *catalog.Catalog // the deferred tools, for the searcher
+	servers  []string         // what the pool's servers do, announced
 }
 
 func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, error) {
@@ -146,6 +147,7 @@ type turnState struct {
 	decision policy.Decision
 	deferred map[string]bool
 	pool     *catalog.Catalog // the deferred tools
+	servers  []string
 }
 
 // run loops until the model stops asking for tools.
@@ -226,8 +228,9 @@ func (a *agent) decide(ctx context.Context) turnState {
 	if k.pool == nil || !maps.Equal(k.deferred, deferred) {
 		k.deferred = deferred
 		k.pool = cat.Filter(func(e *catalog.Entry) bool { return deferred[e.Name] })
+		k.servers = policy.Summaries(k.pool)
 	}
-	return turnState{cat: cat, decision: d, deferred: deferred, pool: k.pool}
+	return turnState{cat: cat, decision: d, deferred: deferred, pool: k.pool, servers: k.servers}
 }
 
 func (a *agent) prepare(st turnState) (*messages.Prepared, error) {
@@ -245,7 +248,7 @@ func (a *agent) prepare(st turnState) (*messages.Prepared, error) {
 	}
 	return messages.Prepare(messages.Turn{
 		Model: a.opts.model, Tools: tools, Decision: st.decision, SearchTool: a.searcher.Tool().Name,
-		BetasDisabled: a.settings.BetasDisabled, History: a.history, Announce: announce,
+		BetasDisabled: a.settings.BetasDisabled, History: a.history, Announce: announce, Servers: st.servers,
 		Extra: map[string]json.RawMessage{"max_tokens": json.RawMessage(`4096`)},
 	})
 }
