@@ -74,6 +74,9 @@ type bm25Config struct {
 	// among tools whose descriptions match as well.
 	nameBoost   float64
 	rerankDepth int
+	// deprecated multiplies the score of a tool whose description says
+	// it is deprecated (0 leaves it alone).
+	deprecated float64
 }
 
 // fieldConfig is one field's weight and length normalisation.
@@ -104,6 +107,7 @@ var defaultBM25 = func() bm25Config {
 	c.rarity = true
 	c.decompose, c.fuseWhole, c.fuseK = true, 2, 1
 	c.nameBoost, c.rerankDepth = 0.4, 30
+	c.deprecated = deprecatedFactor
 	c.weak = weakStrength
 	return c
 }()
@@ -112,6 +116,11 @@ var defaultBM25 = func() bm25Config {
 // weak: calibrated on etom_msc_bench so that over half of the requests no
 // tool fits are flagged, while about 3% of answerable ones are.
 const weakStrength = 0.30
+
+// deprecatedFactor is the share of its score a deprecated tool keeps:
+// enough to fall below a tool that does the same job and says so less
+// tersely, not so little that a query naming it misses it.
+const deprecatedFactor = 0.6
 
 var _ Engine = (*BM25)(nil)
 

@@ -15,11 +15,16 @@ func (s fieldSet) names() []string {
 	return out
 }
 
-// TermNameBoost is the term of the Match that explains the name boost.
-const TermNameBoost = "(name boost)"
+// Terms of the Matches that explain the reranking: the name boost, and
+// what a deprecated tool loses (a negative score).
+const (
+	TermNameBoost  = "(name boost)"
+	TermDeprecated = "(deprecated)"
+)
 
 // explainAll explains every hit's score so that its matches add up to it:
-// each term's contribution, and what the name boost added on top.
+// each term's contribution, what the name boost added on top, and what
+// being deprecated took off.
 func (x *BM25) explainAll(hits []Hit, terms []queryTerm) {
 	for i := range hits {
 		ms := x.explain(x.cat.Index(hits[i].Entry.Name), terms)
@@ -27,7 +32,13 @@ func (x *BM25) explainAll(hits []Hit, terms []queryTerm) {
 		for _, m := range ms {
 			sum += m.Score
 		}
-		if boost := hits[i].Score - sum; boost > 1e-9*hits[i].Score {
+		score := hits[i].Score
+		if x.cfg.deprecated > 0 && Deprecated(hits[i].Entry.Description) {
+			before := score / x.cfg.deprecated
+			ms = append(ms, Match{Term: TermDeprecated, Fields: []string{FieldDescription}, Score: score - before})
+			score = before
+		}
+		if boost := score - sum; boost > 1e-9*score {
 			ms = append(ms, Match{Term: TermNameBoost, Fields: []string{FieldTool}, Score: boost})
 		}
 		hits[i].Matches = ms

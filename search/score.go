@@ -113,8 +113,8 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 	default:
 	}
 	hits := top.sorted()
-	if x.cfg.nameBoost > 0 {
-		x.boostNames(hits, terms)
+	if x.cfg.nameBoost > 0 || x.cfg.deprecated > 0 {
+		x.rerank(hits, terms)
 	}
 	return hits[:min(want, len(hits))]
 }

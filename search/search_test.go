@@ -444,3 +444,42 @@ func TestExplanationsAddUp(t *testing.T) {
 		}
 	}
 }
+
+// server-filesystem's read_file says it is deprecated in favour of
+// read_text_file; its shorter description matched "read a file" better,
+// so it came first. It now comes after the tool that replaces it, and is
+// still found.
+func TestDeprecatedToolsRankLower(t *testing.T) {
+	c := realCatalog(t)
+	for _, kind := range []string{"bm25", "hybrid"} {
+		eng, err := New(kind, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"read the contents of a file", "read file"} {
+			hits, err := eng.Search(context.Background(), q, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rank := map[string]int{}
+			for i, h := range hits {
+				rank[h.Entry.Name] = i + 1
+			}
+			old, cur := rank["mcp__filesystem__read_file"], rank["mcp__filesystem__read_text_file"]
+			if cur == 0 || old == 0 || old < cur {
+				t.Errorf("%s %q: read_text_file at %d, deprecated read_file at %d", kind, q, cur, old)
+			}
+		}
+	}
+	for text, want := range map[string]bool{
+		"Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.":                            true,
+		"This tool is deprecated; use search_v2.":                                                                           true,
+		"(Deprecated) Lists issues.":                                                                                        true,
+		"Identify deprecated NPM packages by analyzing a list of package names. Part of the NPM Sentinel MCP server suite.": false,
+		"Lists the APIs of a project.":                                                                                      false,
+	} {
+		if got := Deprecated(text); got != want {
+			t.Errorf("Deprecated(%q) = %v", text, got)
+		}
+	}
+}

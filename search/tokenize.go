@@ -108,7 +108,11 @@ func scanASCII(text string, token func(start, end int)) bool {
 
 // scanTokens calls token with the bounds of each token of text, which is
 // already folded: runs of letters and digits, split at camelCase and
-// acronym boundaries.
+// acronym boundaries. Chinese, Japanese and Korean are written without
+// spaces between words: a run of their characters gives its overlapping
+// pairs of characters (東京都 → 東京, 京都), as Lucene's CJK analyzer
+// does, and a character on its own gives itself. A query and a tool that
+// share a word then share its pairs.
 func scanTokens(text string, token func(start, end int)) {
 	start := -1 // start of the current token in text, or -1
 	var prev rune
@@ -118,7 +122,30 @@ func scanTokens(text string, token func(start, end int)) {
 		}
 		start = -1
 	}
+	// The CJK run being read: the last character's bounds, and how many
+	// characters the run has had.
+	cjkAt, cjkEnd, cjkRun := 0, 0, 0
+	endRun := func() {
+		if cjkRun == 1 {
+			token(cjkAt, cjkEnd)
+		}
+		cjkRun = 0
+	}
 	for i, r := range text {
+		if isCJK(r) {
+			flush(i)
+			end := i + utf8.RuneLen(r)
+			if cjkRun > 0 {
+				token(cjkAt, end)
+			}
+			cjkAt, cjkEnd = i, end
+			cjkRun++
+			prev = 0
+			continue
+		}
+		if cjkRun > 0 {
+			endRun()
+		}
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			flush(i)
 			prev = 0
@@ -132,7 +159,18 @@ func scanTokens(text string, token func(start, end int)) {
 		}
 		prev = r
 	}
+	endRun()
 	flush(len(text))
+}
+
+// isCJK reports the characters of scripts written without spaces between
+// words, which scanTokens splits into pairs: Han, Hiragana, Katakana
+// (with its long-vowel mark) and Hangul.
+func isCJK(r rune) bool {
+	if r < 0x1100 {
+		return false
+	}
+	return unicode.In(r, unicode.Han, unicode.Hiragana, unicode.Katakana, unicode.Hangul) || r == 0x30FC
 }
 
 // boundary reports whether a token ends between prev and r, where rest is
@@ -153,15 +191,22 @@ func boundary(prev, r rune, rest string) bool {
 	return false
 }
 
-// foldMarks applies NFKD and drops combining marks.
+// foldMarks applies NFKD and drops combining marks. Hangul, which NFKD
+// splits into its letters (jamo), is put back together into syllables.
 func foldMarks(s string) string {
 	s = norm.NFKD.String(s)
-	return strings.Map(func(r rune) rune {
+	jamo := false
+	s = strings.Map(func(r rune) rune {
 		if unicode.Is(unicode.Mn, r) {
 			return -1
 		}
+		jamo = jamo || (r >= 0x1100 && r <= 0x11FF)
 		return r
 	}, s)
+	if jamo {
+		s = norm.NFC.String(s)
+	}
+	return s
 }
 
 func isASCII(s string) bool {

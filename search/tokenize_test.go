@@ -28,7 +28,13 @@ func TestTokenize(t *testing.T) {
 		{"Café naïve", []string{"cafe", "naive"}},
 		{"ﬁle", []string{"file"}}, // NFKD splits the ligature
 		{"Read the file, please!", []string{"read", "the", "file", "please"}},
-		{"日本語のツール", []string{"日本語のツール"}},
+		// CJK runs give their overlapping pairs; a lone character itself;
+		// Hangul stays in syllables (NFKD would split them into jamo).
+		{"日本語のツール", []string{"日本", "本語", "語の", "のツ", "ツー", "ール"}},
+		{"上海的天气", []string{"上海", "海的", "的天", "天气"}},
+		{"거실 에어컨 실행", []string{"거실", "에어", "어컨", "실행"}},
+		{"MCP用の字", []string{"mcp", "用の", "の字"}},
+		{"a 字 b", []string{"a", "字", "b"}},
 		{"İstanbul", []string{"istanbul"}},
 	}
 	for _, tt := range tests {

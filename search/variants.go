@@ -21,6 +21,7 @@ type Variant struct {
 	ServerInfo  float64 // weight of the server's description and instructions
 	NameBoost   float64 // name-coverage boost of the best candidates
 	Depth       int     // how many candidates are reranked
+	Deprecated  float64 // the share of its score a deprecated tool keeps (0: all)
 }
 
 // NamedVariant is a variant with the name eval knows it by.
@@ -37,7 +38,8 @@ var (
 	stepClauses = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true}
 	stepBoost   = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30}
 	stepRarity  = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true}
-	stepDefault = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: weakStrength}
+	stepWeak    = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: weakStrength}
+	stepDefault = with(stepWeak, func(v *Variant) { v.Deprecated = deprecatedFactor })
 )
 
 func with(v Variant, change func(*Variant)) Variant {
@@ -55,7 +57,8 @@ var Variants = []NamedVariant{
 	{"clauses", "+ multi-step requests fused clause by clause", stepClauses},
 	{"name-boost", "+ name boost 0.4 over the top 30", stepBoost},
 	{"rarity", "+ query words weighed by their rarity in English", stepRarity},
-	{"default", "+ weak flag at 0.30: the default engine", stepDefault},
+	{"weak", "+ weak flag at 0.30", stepWeak},
+	{"default", "+ deprecated tools keep 0.6 of their score: the default engine", stepDefault},
 	{"param-descs-0.5", "parameter descriptions at 0.5", with(stepClauses, func(v *Variant) { v.ParamDescs = 0.5 })},
 	{"param-descs-1", "parameter descriptions at 1", with(stepClauses, func(v *Variant) { v.ParamDescs = 1 })},
 	{"stems-0.7", "stems at 0.7", with(stepClauses, func(v *Variant) { v.Stems = 0.7 })},
@@ -95,5 +98,6 @@ func (v Variant) config() bm25Config {
 	cfg.weak = v.Weak
 	cfg.fields[fServerInfo] = fieldConfig{v.ServerInfo, 0.75}
 	cfg.nameBoost, cfg.rerankDepth = v.NameBoost, v.Depth
+	cfg.deprecated = v.Deprecated
 	return cfg
 }
