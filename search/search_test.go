@@ -472,7 +472,7 @@ func TestDeprecatedToolsRankLower(t *testing.T) {
 		}
 	}
 	for text, want := range map[string]bool{
-		"Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.":                            true,
+		"Read the complete contents of a file as text. DEPRECATED: Use read_text_file instead.":                             true,
 		"This tool is deprecated; use search_v2.":                                                                           true,
 		"(Deprecated) Lists issues.":                                                                                        true,
 		"Identify deprecated NPM packages by analyzing a list of package names. Part of the NPM Sentinel MCP server suite.": false,
