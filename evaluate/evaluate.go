@@ -65,6 +65,11 @@ type Abstain struct {
 type Options struct {
 	// Limit is how many results each query retrieves. If zero, DefaultLimit.
 	Limit int
+	// Learned tunes RunFolds' learning from use (nil: the defaults).
+	Learned *search.LearnedOptions
+	// Queries, when set, picks the queries scored (Run and RunFolds):
+	// one half of a dataset, to tune on the other.
+	Queries func(Query) bool
 }
 
 // Run builds an engine over the dataset's catalog with build, searches
@@ -90,18 +95,41 @@ func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Ca
 		IndexMS: round(float64(time.Since(start).Microseconds())/1000, 3),
 		Subsets: map[string]*Metrics{},
 	}
+	if err := r.score(ctx, opts.pick(ds.Queries), func(int) search.Engine { return e }, limit); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// pick returns the queries Options.Queries picks (all of them without).
+func (o *Options) pick(qs []Query) []Query {
+	if o == nil || o.Queries == nil {
+		return qs
+	}
+	var out []Query
+	for _, q := range qs {
+		if o.Queries(q) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// score searches queries, the i-th with engineFor(i), and fills the
+// report's metrics and latency.
+func (r *Report) score(ctx context.Context, queries []Query, engineFor func(i int) search.Engine, limit int) error {
 	sums := map[string]*Metrics{}
-	latencies := make([]time.Duration, 0, len(ds.Queries))
-	for _, q := range ds.Queries {
+	latencies := make([]time.Duration, 0, len(queries))
+	for i, q := range queries {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		t := time.Now()
-		hits, err := e.Search(ctx, q.Text, limit)
+		hits, err := engineFor(i).Search(ctx, q.Text, limit)
 		latencies = append(latencies, time.Since(t))
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return ctx.Err()
 			}
 			r.Errors++
 			hits = nil
@@ -152,7 +180,7 @@ func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Ca
 		r.Subsets[label] = m
 	}
 	r.Latency = percentiles(latencies)
-	return r, nil
+	return nil
 }
 
 // Score computes the metrics of one query from its relevant groups and the

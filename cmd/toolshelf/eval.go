@@ -19,7 +19,7 @@ func init() {
 	register(&command{
 		name:    "eval",
 		summary: "measure retrieval quality on a labelled dataset",
-		usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--limit K] [--json]",
+		usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--usage-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--json]",
 		help: `
 Searches every query of a labelled dataset and reports, over all queries
 and for each value of their level, category and subset fields:
@@ -39,6 +39,18 @@ plus the time to build the index and per-query latency (p50, p99).
 A dataset folder holds tools.jsonl and queries.jsonl, and optionally
 servers.jsonl; see ../shared/datasets/*/README.md for the format.
 
+--usage-folds K measures search that learns from use (see 'toolshelf
+usage') without leakage: the queries are split into K folds, each fold is
+searched with the other folds' queries and their tools as the history of
+what was used, and only the held fold is scored. The report without usage
+is printed first, for comparison. --learn-min-similarity and
+--learn-weight set what it is measured with (defaults: the settings
+toolshelf uses).
+
+--half 0 or --half 1 scores one half of the queries (split by a hash of
+their ids): settings are chosen on half 0 and reported on half 1
+(docs/search-quality.md).
+
 --variant NAME measures a bm25 configuration from docs/search-quality.md
 instead of the default engine, so that its experiments can be rerun:
 ` + variantHelp() + `
@@ -50,6 +62,10 @@ instead of the default engine, so that its experiments can be rerun:
 			limit := fs.Int("limit", evaluate.DefaultLimit, "results retrieved per query (`K`)")
 			asJSON := fs.Bool("json", false, "print the report as one JSON object")
 			variant := fs.String("variant", "", "measure the bm25 variant `NAME` (see above)")
+			folds := fs.Int("usage-folds", 0, "also measure learning from use, with `K` folds (see above)")
+			minSim := fs.Float64("learn-min-similarity", search.DefaultLearnedMinSimilarity, "with --usage-folds, the `COSINE` a past query needs")
+			weight := fs.Float64("learn-weight", search.DefaultLearnedWeight, "with --usage-folds, the `WEIGHT` of a past query's tools")
+			half := fs.Int("half", -1, "score only half `N` (0 or 1) of the queries")
 			return func(ctx context.Context, e *env, args []string) error {
 				if len(args) > 0 {
 					return usagef("unexpected argument %q", args[0])
@@ -76,7 +92,22 @@ instead of the default engine, so that its experiments can be rerun:
 					build = func(c *catalog.Catalog) (search.Engine, error) { return search.NewBM25Variant(c, v), nil }
 					name = "bm25 variant " + *variant
 				}
-				return runEval(ctx, e, *dataset, name, build, *limit, *asJSON)
+				if *folds != 0 && *folds < 2 {
+					return usagef("--usage-folds must be at least 2, got %d", *folds)
+				}
+				if *minSim <= 0 || *minSim >= 1 || *weight <= 0 {
+					return usagef("--learn-min-similarity must be between 0 and 1 and --learn-weight positive")
+				}
+				opts := &evaluate.Options{Limit: *limit, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight}}
+				switch *half {
+				case -1:
+				case 0, 1:
+					h := *half
+					opts.Queries = func(q evaluate.Query) bool { return evaluate.Half(q) == h }
+				default:
+					return usagef("--half must be 0 or 1, got %d", *half)
+				}
+				return runEval(ctx, e, *dataset, name, build, opts, *folds, *asJSON)
 			}
 		},
 	})
@@ -91,21 +122,34 @@ func variantHelp() string {
 	return b.String()
 }
 
-func runEval(ctx context.Context, e *env, dir, engine string, build func(*catalog.Catalog) (search.Engine, error), limit int, asJSON bool) error {
+func runEval(ctx context.Context, e *env, dir, engine string, build func(*catalog.Catalog) (search.Engine, error), opts *evaluate.Options, folds int, asJSON bool) error {
 	ds, err := loadDataset(dir)
 	if err != nil {
 		return err
 	}
-	r, err := evaluate.Run(ctx, ds, engine, build, &evaluate.Options{Limit: limit})
+	r, err := evaluate.Run(ctx, ds, engine, build, opts)
 	if err != nil {
 		return err
+	}
+	var learned *evaluate.Report
+	if folds > 0 {
+		if learned, err = evaluate.RunFolds(ctx, ds, engine, build, folds, opts); err != nil {
+			return err
+		}
 	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
+		if learned != nil {
+			return enc.Encode(map[string]*evaluate.Report{"withoutUsage": r, "withUsage": learned})
+		}
 		return enc.Encode(r)
 	}
 	writeReport(e.stdout, r)
+	if learned != nil {
+		fmt.Fprintln(e.stdout)
+		writeReport(e.stdout, learned)
+	}
 	return nil
 }
 

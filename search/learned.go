@@ -1,0 +1,226 @@
+package search
+
+import (
+	"cmp"
+	"context"
+	"math"
+	"slices"
+
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// Past is a search whose results were used: its query, and the tools of
+// those results that were then called.
+type Past struct {
+	Query string
+	Tools []string // qualified names
+}
+
+// LearnedOptions tune Learned; nil or zero fields mean the defaults,
+// measured with toolshelf eval --usage-folds (docs/search-quality.md).
+type LearnedOptions struct {
+	// MinSimilarity is the tf-idf cosine a past query must have with the
+	// new one to count: below it, the new query ranks as it would
+	// without usage.
+	MinSimilarity float64
+	// Weight scales a past query's boost: a tool it called gains
+	// Weight × the best hit's score × how far the similarity is from
+	// MinSimilarity to 1.
+	Weight float64
+}
+
+// Defaults of LearnedOptions.
+const (
+	DefaultLearnedMinSimilarity = 0.4
+	DefaultLearnedWeight        = 1.0
+)
+
+// learnedDepth is how many hits of the engine are reranked.
+const learnedDepth = 30
+
+// Learned is an engine that also ranks by what was used: when a query
+// closely resembles a past query (see LearnedMinSimilarity), the tools
+// called after that past query gain in proportion to the resemblance. A
+// query unlike every past query gets the engine's ranking unchanged:
+// popular tools do not soak up every word.
+type Learned struct {
+	opts LearnedOptions
+	base Engine
+	cat  *catalog.Catalog
+	past []learnedQuery
+	// postings: term → the past queries that have it, with its weight.
+	postings map[string][]learnedPosting
+	idf      map[string]float64
+}
+
+type learnedQuery struct {
+	tools []*catalog.Entry
+	norm  float64
+}
+
+type learnedPosting struct {
+	query  int
+	weight float64 // tf-idf
+}
+
+// NewLearned returns base ranked with the past searches of a catalog.
+// Past tools that the catalog no longer has are ignored.
+func NewLearned(base Engine, c *catalog.Catalog, past []Past, opts *LearnedOptions) *Learned {
+	l := &Learned{base: base, cat: c, postings: map[string][]learnedPosting{}, idf: map[string]float64{}}
+	if opts != nil {
+		l.opts = *opts
+	}
+	if l.opts.MinSimilarity <= 0 {
+		l.opts.MinSimilarity = DefaultLearnedMinSimilarity
+	}
+	if l.opts.Weight <= 0 {
+		l.opts.Weight = DefaultLearnedWeight
+	}
+	type doc struct {
+		tf    map[string]float64
+		tools []*catalog.Entry
+	}
+	var docs []doc
+	df := map[string]int{}
+	for _, p := range past {
+		var tools []*catalog.Entry
+		for _, n := range p.Tools {
+			if e, ok := c.Lookup(n); ok {
+				tools = append(tools, e)
+			}
+		}
+		tf := learnedTerms(p.Query)
+		if len(tools) == 0 || len(tf) == 0 {
+			continue
+		}
+		for t := range tf {
+			df[t]++
+		}
+		docs = append(docs, doc{tf, tools})
+	}
+	n := float64(len(docs))
+	for t, d := range df {
+		l.idf[t] = math.Log(1 + n/float64(d))
+	}
+	for i, d := range docs {
+		var norm float64
+		for t, f := range d.tf {
+			w := f * l.idf[t]
+			norm += w * w
+			l.postings[t] = append(l.postings[t], learnedPosting{i, w})
+		}
+		l.past = append(l.past, learnedQuery{tools: d.tools, norm: math.Sqrt(norm)})
+	}
+	return l
+}
+
+// learnedTerms are a query's words for comparing queries: tokens folded
+// to their singular, stop words left out, counted.
+func learnedTerms(q string) map[string]float64 {
+	tf := map[string]float64{}
+	for _, t := range Tokenize(q) {
+		if stopWords[t] {
+			continue
+		}
+		tf[foldPlural(t)]++
+	}
+	return tf
+}
+
+// similar returns, for each past query whose cosine with q is at least
+// MinSimilarity, its index and the cosine.
+func (l *Learned) similar(q string) map[int]float64 {
+	tf := learnedTerms(q)
+	var norm float64
+	dots := map[int]float64{}
+	for t, f := range tf {
+		idf, ok := l.idf[t]
+		if !ok {
+			continue // a word no past query has adds only to q's norm
+		}
+		w := f * idf
+		norm += w * w
+		for _, p := range l.postings[t] {
+			dots[p.query] += w * p.weight
+		}
+	}
+	// Words no past query has count in q's norm too: a long query that
+	// shares one word with a past one is not like it.
+	for t, f := range tf {
+		if _, ok := l.idf[t]; !ok {
+			w := f * math.Log(1+float64(len(l.past)+1))
+			norm += w * w
+		}
+	}
+	out := map[int]float64{}
+	for i, d := range dots {
+		if c := d / (math.Sqrt(norm) * l.past[i].norm); c >= l.opts.MinSimilarity {
+			out[i] = c
+		}
+	}
+	return out
+}
+
+// Search ranks as the base engine does, then, if q resembles past
+// queries, lifts the tools called after them.
+func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
+	sims := l.similar(q)
+	if len(sims) == 0 {
+		return l.base.Search(ctx, q, limit)
+	}
+	want := limit
+	if want == 0 {
+		want = DefaultBM25Limit
+	}
+	hits, err := l.base.Search(ctx, q, max(want, learnedDepth))
+	if err != nil {
+		return nil, err
+	}
+	bonus := map[*catalog.Entry]float64{}
+	for i, s := range sims {
+		// A past query at the threshold counts for nothing, growing to
+		// full weight at identity: near misses ("area of a triangle"
+		// after "area of a circle") must not outrank the engine.
+		s = (s - l.opts.MinSimilarity) / (1 - l.opts.MinSimilarity)
+		for _, e := range l.past[i].tools {
+			bonus[e] += s
+		}
+	}
+	top := 1.0
+	if len(hits) > 0 && hits[0].Score > 0 {
+		top = hits[0].Score
+	}
+	for i := range hits {
+		if b, ok := bonus[hits[i].Entry]; ok {
+			add := b * l.opts.Weight * top
+			hits[i].Score += add
+			hits[i].Matches = append(hits[i].Matches, Match{Term: TermLearned, Fields: []string{FieldUsage}, Score: add})
+			delete(bonus, hits[i].Entry)
+		}
+	}
+	// Tools the engine did not rank this high come in on the bonus alone.
+	for e, b := range bonus {
+		add := b * l.opts.Weight * top
+		hits = append(hits, Hit{Entry: e, Score: add, Matches: []Match{{Term: TermLearned, Fields: []string{FieldUsage}, Score: add}}})
+	}
+	slices.SortStableFunc(hits, func(a, b Hit) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Entry.Name, b.Entry.Name)
+	})
+	if len(hits) > want {
+		hits = hits[:want]
+	}
+	// A query that past use answers is not weak.
+	for i := range hits {
+		hits[i].Weak = false
+	}
+	return hits, nil
+}
+
+// Explain-only names of the usage boost.
+const (
+	TermLearned = "(used before)"
+	FieldUsage  = "usage"
+)

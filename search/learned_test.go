@@ -1,0 +1,51 @@
+package search
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestLearned(t *testing.T) {
+	c := realCatalog(t)
+	base := NewBM25(c)
+	past := []Past{
+		{Query: "jot down that the deploy is on friday", Tools: []string{"mcp__memory__add_observations"}},
+		{Query: "show me what the page looks like", Tools: []string{"mcp__playwright__browser_take_screenshot"}},
+		{Query: "a tool that was removed", Tools: []string{"mcp__gone__tool"}},
+	}
+	l := NewLearned(base, c, past, nil)
+	ctx := context.Background()
+
+	// A query unlike every past query ranks exactly as without usage.
+	for _, q := range []string{"create a pull request", "list my stripe customers", "what is on the calendar for friday"} {
+		want, _ := base.Search(ctx, q, 8)
+		got, _ := l.Search(ctx, q, 8)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%q changed with usage (-without +with):\n%s", q, diff)
+		}
+	}
+	// A query like a past one lifts what was used after it.
+	const q, used = "please jot down that the deploy is on friday", "mcp__memory__add_observations"
+	rank := func(hits []Hit) int {
+		for i, h := range hits {
+			if h.Entry.Name == used {
+				return i + 1
+			}
+		}
+		return 99
+	}
+	before, _ := base.Search(ctx, q, 8)
+	after, _ := l.Search(ctx, q, 8)
+	if rank(before) <= 2 || rank(after) > 2 {
+		t.Errorf("%s at %d without usage, %d with it", used, rank(before), rank(after))
+	}
+	for _, h := range after {
+		if h.Entry.Name == used {
+			if m := h.Matches; len(m) == 0 || m[len(m)-1].Term != TermLearned {
+				t.Errorf("the boost is not explained: %+v", m)
+			}
+		}
+	}
+}
