@@ -27,7 +27,8 @@ var mayImport = map[string][]string{
 	"upstream":           {"catalog", "internal/fuzzy", "pin", "signin"},
 	"pin":                {"catalog"},
 	"signin":             {},
-	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "upstream", "internal/fuzzy"},
+	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "upstream", "usage", "internal/fuzzy"},
+	"usage":              {"search"},
 	"audit":              {},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},
@@ -37,7 +38,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
-		"audit", "internal/fuzzy", "pin", "policy", "search", "shelf", "signin", "upstream"},
+		"audit", "internal/fuzzy", "pin", "policy", "usage", "search", "shelf", "signin", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream"},
 }
 

@@ -29,7 +29,7 @@ func FuzzCallTool(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		ctx := context.Background()
-		for _, res := range [...]any{g.callTool(ctx, json.RawMessage(raw)), g.searchTools(ctx, nil, json.RawMessage(raw))} {
+		for _, res := range [...]any{g.callTool(ctx, nil, json.RawMessage(raw)), g.searchTools(ctx, nil, nil, json.RawMessage(raw))} {
 			b, err := json.Marshal(res)
 			if err != nil {
 				t.Fatalf("result does not encode: %v", err)

@@ -33,6 +33,7 @@ import (
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/toolshelf/toolshelf/usage"
 )
 
 // Upstream is where the gateway's tools come from and where calls go: an
@@ -109,6 +110,11 @@ type Options struct {
 	// server, and a client that subscribes without end must not make the
 	// gateway do the same.
 	MaxSubscriptions int
+	// Usage, when set, learns from use: a search followed in the same
+	// session by a call of a tool it found is recorded, and searches rank
+	// by what was recorded (search.Learned). The caller runs it
+	// (usage.Store.Run).
+	Usage *usage.Store
 	// Profile names the profile the gateway serves (upstream.Profile;
 	// default upstream.DefaultProfile) in logs, metrics and the audit
 	// log. The upstream is expected to be that profile's view
@@ -130,6 +136,7 @@ type Server struct {
 	offers  atomic.Pointer[offerTable]
 	subs    subscriptions
 	rounds  rounds
+	learn   learning
 
 	mu       sync.Mutex
 	shared   *mcp.Server               // the server of every session unless Activate
@@ -476,7 +483,11 @@ func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "call", name, func() *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-				return s.call(ctx, name, req.Params.Arguments)
+				res := s.call(ctx, name, req.Params.Arguments)
+				if !res.IsError {
+					s.recordUse(req.Session, name) // a tool an --activate search added
+				}
+				return res
 			})
 		}), nil
 	}
@@ -525,7 +536,11 @@ func (s *Server) awaitPending(ctx context.Context, ok func(*snapshot) bool) *sna
 	for {
 		ch := *s.changed.Load()
 		snap := s.state.Load()
-		if ok(snap) || len(unknownPending(snap.Catalog, s.up.Pending())) == 0 {
+		// A server that is no longer pending has published its tools,
+		// but Run may not have taken that catalog yet: wait for it.
+		up := s.up.Catalog()
+		current := up == nil || up == snap.Catalog || up.Version() == snap.Catalog.Version()
+		if current && (ok(snap) || len(unknownPending(snap.Catalog, s.up.Pending())) == 0) {
 			return snap
 		}
 		select {

@@ -103,13 +103,13 @@ func (s *Server) addMetaTools(x *exposure, servers string) {
 	}
 	x.server.AddTool(&search, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "search", toolSearch, func() *mcp.CallToolResult {
-			return s.searchTools(ctx, x, req.Params.Arguments)
+			return s.searchTools(ctx, x, req.Session, req.Params.Arguments)
 		}), nil
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "call", calledName(req.Params.Arguments), func() *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-				return s.callTool(ctx, req.Params.Arguments)
+				return s.callTool(ctx, req.Session, req.Params.Arguments)
 			})
 		}), nil
 	})
@@ -143,7 +143,7 @@ type searchMatch struct {
 	Unverified bool `json:"unverified,omitempty"`
 }
 
-func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessage) *mcp.CallToolResult {
+func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
 	var in struct {
 		Query *string         `json:"query"`
 		Limit json.RawMessage `json:"limit"`
@@ -166,7 +166,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 	// match: wait for them (up to PendingWait), then search.
 	snap := s.awaitPending(ctx, func(*snapshot) bool { return false })
 	start := time.Now()
-	found, err := snap.Search(ctx, search.Request{Query: *in.Query, Limit: limit, Pending: s.up.Pending()})
+	found, err := search.Find(ctx, s.learnedEngine(snap), snap.Catalog, search.Request{Query: *in.Query, Limit: limit, Pending: s.up.Pending()})
 	s.met.observeSearch(time.Since(start))
 	if err != nil {
 		if errors.Is(err, search.ErrEmptyQuery) {
@@ -195,6 +195,13 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, raw json.RawMessa
 	if s.opts.Activate && x != nil {
 		res.Activated = s.activate(x, res.Matches)
 	}
+	if s.opts.Usage != nil && !found.Select {
+		names := make([]string, len(res.Matches))
+		for i, m := range res.Matches {
+			names[i] = m.Name
+		}
+		s.learn.searched(ss, *in.Query, names)
+	}
 	return jsonResult(res)
 }
 
@@ -215,7 +222,7 @@ func (s *Server) activate(x *exposure, matches []searchMatch) []string {
 	return names
 }
 
-func (s *Server) callTool(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
+func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
 	var in struct {
 		Name      *string         `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -239,7 +246,11 @@ func (s *Server) callTool(ctx context.Context, raw json.RawMessage) *mcp.CallToo
 	if err != nil {
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
-	return s.call(ctx, e.Name, args)
+	res := s.call(ctx, e.Name, args)
+	if !res.IsError {
+		s.recordUse(ss, e.Name)
+	}
+	return res
 }
 
 // unknownTool explains a call to a name the catalog does not have and

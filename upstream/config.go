@@ -217,6 +217,8 @@ type Config struct {
 	Trust pin.Trust
 	// Profiles are "profiles", sorted by name.
 	Profiles []Profile
+	// NoLearn is "learn": false: searches do not learn from use.
+	NoLearn bool
 }
 
 // Profile returns the profile with the given name.
@@ -230,7 +232,7 @@ func (c *Config) Profile(name string) (*Profile, bool) {
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -275,7 +277,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	}
 	for k := range top {
 		if !slices.Contains(configKeys, k) {
-			return nil, cerr(keyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\" and \"profiles\")", k, didYouMean(k, configKeys))
+			return nil, cerr(keyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\" and \"learn\")", k, didYouMean(k, configKeys))
 		}
 	}
 	cfg := &Config{}
@@ -290,6 +292,13 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		}
 	} else {
 		cfg.Trust = pin.TrustOnFirstUse
+	}
+	if raw, ok := top["learn"]; ok {
+		var learn bool
+		if err := json.Unmarshal(raw, &learn); err != nil {
+			return nil, cerr(keyOffset(data, 0, "learn"), `"learn" must be true or false`)
+		}
+		cfg.NoLearn = !learn
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {

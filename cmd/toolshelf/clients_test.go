@@ -59,6 +59,7 @@ func gatewayScript(t *testing.T, cfg string, flags ...string) string {
 		"MEMORY_FILE":     filepath.Join(dir, "memory.jsonl"),
 		"XDG_CACHE_HOME":  filepath.Join(dir, "cache"),
 		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
+		"XDG_STATE_HOME":  filepath.Join(dir, "state"),
 		"PATH":            os.Getenv("PATH"),
 	} {
 		fmt.Fprintf(&b, "export %s=%q\n", k, v)

@@ -238,6 +238,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	os.Unsetenv(envConfig)
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -19,6 +19,7 @@ import (
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/toolshelf/toolshelf/usage"
 )
 
 const envAuthToken = "TOOLSHELF_AUTH_TOKEN"
@@ -72,6 +73,10 @@ opened by its own tokens (or --auth-token; another profile's token gets
 403); a session of a profile sees, searches and calls only its tools.
 --profile NAME serves one profile alone (over stdio, or at /mcp).
 
+A search followed by a call of a tool it found teaches search to rank
+that tool higher for queries in closely similar words (see 'toolshelf
+usage'); --no-learn, or "learn": false in the configuration, turns it off.
+
 Tools whose definitions do not match toolshelf.lock (beside the
 configuration) are quarantined: see 'toolshelf tools'. The lock file is
 read again when it changes.
@@ -119,6 +124,7 @@ allocates about 400 KB per forwarded call.`,
 			fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
 			fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
 			fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
+			fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf usage)")
 			fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 			o.engine.register(fs)
 			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -146,7 +152,7 @@ type serveOptions struct {
 	audit, profile                               string
 	engine                                       engineFlags
 	window, maxSessions                          int
-	activate, stateless, auditArgs               bool
+	activate, stateless, auditArgs, noLearn      bool
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
@@ -190,6 +196,15 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		defer func() { stop(); <-done }()
 		auditLog = l
 	}
+
+	// What searches learn from use is written until everything below has
+	// returned too, so that the last calls' pairs are kept.
+	var stopLearning func()
+	defer func() {
+		if stopLearning != nil {
+			stopLearning()
+		}
+	}()
 
 	// Everything serve starts, it owns: the pool's servers, the gateway's
 	// goroutines and the transport run under one context and are waited
@@ -246,11 +261,21 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 			pendingWait = max(pendingWait, c.StartTimeout())
 		}
 	}
+	var learned *usage.Store
+	if !o.noLearn && (cfg == nil || !cfg.NoLearn) {
+		if path := usagePath(e); path != "" {
+			learned = usage.Open(path, logger.With("component", "usage"))
+			uctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			done := make(chan struct{})
+			go func() { defer close(done); learned.Run(uctx) }()
+			stopLearning = func() { stop(); <-done }
+		}
+	}
 	newGateway := func(up gateway.Upstream, profile string) (*gateway.Server, error) {
 		g, err := gateway.New(up, &gateway.Options{
 			Logger: logger, Settings: settings, ContextWindow: o.window,
 			PendingWait: pendingWait, Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
-			Audit: auditLog, AuditArgs: o.auditArgs, Profile: profile,
+			Audit: auditLog, AuditArgs: o.auditArgs, Profile: profile, Usage: learned,
 		})
 		if err != nil {
 			return nil, badInput(err)

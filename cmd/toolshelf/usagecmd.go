@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/toolshelf/toolshelf/usage"
+)
+
+// envUsage names the usage database instead of the state folder's.
+const envUsage = "TOOLSHELF_USAGE"
+
+func init() {
+	register(&command{
+		name:    "usage",
+		summary: "show or clear what search has learned from use",
+		usage:   "show [--tool NAME] [--json] | forget (--all | --tool NAME | --query TEXT | --older-than DURATION)",
+		help: `
+When a search is followed, in the same session, by a call of one of the
+tools it found, 'toolshelf serve' keeps the pair (the query's words and the
+tool's name; never the arguments) and ranks that tool higher for later
+queries in closely similar words. A query unlike every past one ranks as
+it would without this.
+
+  show     the pairs, most recently used first: tool, times, last used,
+           query
+  forget   delete pairs: all of them, a tool's, a query's, or those not
+           used for a while (--older-than 720h)
+
+The pairs are kept in toolshelf/usage.db in the user's state folder
+($XDG_STATE_HOME, else ~/.local/state; $TOOLSHELF_USAGE names another
+file), at most 20,000 and for 180 days. 'serve --no-learn', or "learn":
+false in the configuration, turns learning off.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			tool := fs.String("tool", "", "only the pairs of the tool `NAME` (qualified)")
+			query := fs.String("query", "", "forget: the pairs of the query `TEXT`")
+			all := fs.Bool("all", false, "forget: every pair")
+			older := fs.Duration("older-than", 0, "forget: the pairs not used for `DURATION`")
+			asJSON := fs.Bool("json", false, "show: print JSON")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) != 1 || (args[0] != "show" && args[0] != "forget") {
+					return usagef("usage needs show or forget")
+				}
+				st := usage.Open(usagePath(e), nil)
+				if st.Path() == "" {
+					return usagef("no state folder: set $%s to the usage database's file", envUsage)
+				}
+				if args[0] == "show" {
+					pairs, err := st.Pairs()
+					if err != nil {
+						return err
+					}
+					if *tool != "" {
+						pairs = filterPairs(pairs, func(p usage.Pair) bool { return p.Tool == *tool })
+					}
+					if *asJSON {
+						if pairs == nil {
+							pairs = []usage.Pair{}
+						}
+						return writeJSON(e.stdout, pairs)
+					}
+					if len(pairs) == 0 {
+						fmt.Fprintf(e.stdout, "nothing learned yet (%s)\n", st.Path())
+						return nil
+					}
+					tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+					fmt.Fprintln(tw, "TOOL\tTIMES\tLAST USED\tQUERY")
+					for _, p := range pairs {
+						fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Tool, p.Count, p.Last.Local().Format(time.DateTime), p.Query)
+					}
+					return tw.Flush()
+				}
+				var match func(usage.Pair) bool
+				switch {
+				case *all && (*tool != "" || *query != "" || *older != 0):
+					return usagef("forget --all takes no other filter")
+				case *all:
+				case *tool != "" || *query != "" || *older > 0:
+					cutoff := time.Now().Add(-*older)
+					q := strings.Join(strings.Fields(*query), " ")
+					match = func(p usage.Pair) bool {
+						return (*tool == "" || p.Tool == *tool) && (q == "" || p.Query == q) && (*older <= 0 || p.Last.Before(cutoff))
+					}
+				default:
+					return usagef("forget needs --all, --tool, --query or --older-than")
+				}
+				n, err := st.Forget(match)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stdout, "forgot %d pairs (%s)\n", n, st.Path())
+				return nil
+			}
+		},
+	})
+}
+
+// usagePath is the usage database: $TOOLSHELF_USAGE, else the state
+// folder's.
+func usagePath(e *env) string {
+	if p := e.getenv(envUsage); p != "" {
+		return p
+	}
+	return usage.DefaultPath(e.getenv)
+}
+
+func filterPairs(ps []usage.Pair, keep func(usage.Pair) bool) []usage.Pair {
+	var out []usage.Pair
+	for _, p := range ps {
+		if keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolshelf/toolshelf/usage"
+)
+
+// A session searches, calls a tool it found, and the gateway learns the
+// pair: usage show lists it (without the arguments), a later search in
+// similar words ranks the tool first, and usage forget clears it.
+func TestServeLearnsFromUse(t *testing.T) {
+	t.Setenv(envUsage, filepath.Join(t.TempDir(), "usage.db"))
+	cfg := fakeConfig(t, map[string][2]string{"notes": {"serve", "append_entry,list_entries,archive_book"}})
+	const query = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"keep an entry for later"}}}`
+	names := func(r map[string]any) []string {
+		var res struct {
+			Matches []struct{ Name string }
+		}
+		json.Unmarshal([]byte(resultText(r)), &res)
+		var out []string
+		for _, m := range res.Matches {
+			out = append(out, m.Name)
+		}
+		return out
+	}
+
+	s := startServe(t, "--config", cfg)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// The search finds both entry tools; the session calls the second.
+	resp := s.send(fmt.Sprintf(query, 2))
+	first := names(resp)
+	if len(first) < 2 {
+		t.Fatalf("search: %v\n%v\n%s", first, resp, s.stderr)
+	}
+	used := first[1]
+	r := s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"` + used + `","arguments":{"text":"secret-argument-value"}}}}`)
+	if !strings.Contains(resultText(r), "secret-argument-value") {
+		t.Fatalf("call: %v", r)
+	}
+	s.hangUp()
+	<-s.done // serve writes what it learned before it returns
+	s.done <- 0
+
+	show := runCLI(t, "usage", "show", "--json")
+	var pairs []usage.Pair
+	if err := json.Unmarshal([]byte(show.stdout), &pairs); err != nil || len(pairs) != 1 {
+		t.Fatalf("usage show: %v\n%s%s", err, show.stdout, show.stderr)
+	}
+	if p := pairs[0]; p.Tool != used || p.Query != "keep an entry for later" {
+		t.Errorf("pair: %+v", p)
+	}
+	if strings.Contains(show.stdout, "secret-argument-value") {
+		t.Error("the store kept an argument value")
+	}
+
+	s = startServe(t, "--config", cfg)
+	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	again := names(s.send(strings.Replace(fmt.Sprintf(query, 2), "keep", "please keep", 1)))
+	if len(again) == 0 || again[0] != used {
+		t.Errorf("a similar query after use: %v", again)
+	}
+
+	if f := runCLI(t, "usage", "forget", "--all"); f.code != 0 || !strings.Contains(f.stdout, "forgot 1") {
+		t.Errorf("usage forget: %d %s%s", f.code, f.stdout, f.stderr)
+	}
+	if show := runCLI(t, "usage", "show"); !strings.Contains(show.stdout, "nothing learned yet") {
+		t.Errorf("after forget: %s", show.stdout)
+	}
+	if bad := runCLI(t, "usage", "forget"); bad.code != exitUsage {
+		t.Errorf("forget without a filter: %d", bad.code)
+	}
+}

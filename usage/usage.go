@@ -1,0 +1,398 @@
+// Package usage keeps what toolshelf learns from use: which tools were
+// called after which searches, so that a later search in similar words
+// can rank them higher (search.Learned).
+//
+// The pairs live in an embedded database (bbolt) in the user's state
+// folder. Only the query and the tool's name are kept, never argument
+// values; the store is bounded (MaxPairs) and forgets pairs unused for
+// MaxAge. The database is opened only to read or to write a batch, so that
+// the CLI (toolshelf usage show) can read it while a gateway runs.
+package usage
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolshelf/toolshelf/search"
+	bolt "go.etcd.io/bbolt"
+)
+
+// Bounds of the store.
+const (
+	// MaxPairs bounds the pairs kept; past it, the least recently used
+	// go first.
+	MaxPairs = 20_000
+	// MaxAge is how long a pair unused is kept.
+	MaxAge = 180 * 24 * time.Hour
+	// MaxQuery bounds the bytes of a query kept: a model can write a
+	// query of any length.
+	MaxQuery = 500
+)
+
+// FileName is the database's name in the state folder.
+const FileName = "usage.db"
+
+// DefaultPath is toolshelf/usage.db in the user's state folder
+// ($XDG_STATE_HOME, else ~/.local/state), or "" when there is none.
+func DefaultPath(getenv func(string) string) string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	dir := getenv("XDG_STATE_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return ""
+		}
+		dir = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(dir, "toolshelf", FileName)
+}
+
+// Pair is a search followed by a call of one of the tools it found.
+type Pair struct {
+	Query string    `json:"query"`
+	Tool  string    `json:"tool"` // qualified name
+	Count int       `json:"count"`
+	Last  time.Time `json:"last"`
+}
+
+var bucket = []byte("pairs")
+
+// Store is the usage database at one path. Record queues pairs in memory;
+// Flush (or Run, every FlushEvery) writes them. It is safe for concurrent
+// use.
+type Store struct {
+	path   string
+	logger *slog.Logger
+	// dbMu serialises opening the database: bbolt's file lock is per
+	// open file, so a second open in this process would wait for the
+	// first.
+	dbMu sync.Mutex
+
+	mu      sync.Mutex
+	pending []Pair
+	gen     int // counts writes, for caches of Pairs
+}
+
+// FlushEvery is how often Run writes queued pairs.
+const FlushEvery = 2 * time.Second
+
+// Open returns the store at path; the database is created on the first
+// write. logger gets write failures (nil is silent).
+func Open(path string, logger *slog.Logger) *Store {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Store{path: path, logger: logger}
+}
+
+// Path returns the database's path.
+func (s *Store) Path() string { return s.path }
+
+// Record queues a pair: the query of a search, and a tool it found that
+// was then called.
+func (s *Store) Record(query, tool string) {
+	query = strings.Join(strings.Fields(query), " ")
+	if query == "" || tool == "" {
+		return
+	}
+	if len(query) > MaxQuery {
+		query = strings.ToValidUTF8(query[:MaxQuery], "")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.pending) < MaxPairs {
+		s.pending = append(s.pending, Pair{Query: query, Tool: tool, Count: 1, Last: time.Now().UTC()})
+	}
+}
+
+// Run writes queued pairs every FlushEvery until ctx is done, then once
+// more.
+func (s *Store) Run(ctx context.Context) {
+	t := time.NewTicker(FlushEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			if err := s.Flush(); err != nil {
+				s.logger.Warn("cannot save what was learned from use", "file", s.path, "error", err)
+			}
+			return
+		case <-t.C:
+			if err := s.Flush(); err != nil {
+				s.logger.Warn("cannot save what was learned from use", "file", s.path, "error", err)
+			}
+		}
+	}
+}
+
+// Generation changes whenever Flush or Forget writes: a reader of Pairs
+// reads again when it has.
+func (s *Store) Generation() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen
+}
+
+// key is a pair's key: the tool, then the query.
+func key(tool, query string) []byte { return []byte(tool + "\x00" + query) }
+
+func encode(p Pair) []byte {
+	b := make([]byte, 16)
+	binary.BigEndian.PutUint64(b, uint64(p.Count))
+	binary.BigEndian.PutUint64(b[8:], uint64(p.Last.UnixNano()))
+	return b
+}
+
+func decode(k, v []byte) (Pair, bool) {
+	tool, query, ok := bytes.Cut(k, []byte{0})
+	if !ok || len(v) != 16 {
+		return Pair{}, false
+	}
+	return Pair{Tool: string(tool), Query: string(query), Count: int(binary.BigEndian.Uint64(v)), Last: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))).UTC()}, true
+}
+
+// open opens the database, waiting a little for another toolshelf that
+// has it open.
+func (s *Store) open(readOnly bool) (*bolt.DB, error) {
+	s.dbMu.Lock()
+	db, err := s.openLocked(readOnly)
+	if err != nil {
+		s.dbMu.Unlock()
+	}
+	return db, err
+}
+
+// closeDB closes a database open returned.
+func (s *Store) closeDB(db *bolt.DB) {
+	db.Close()
+	s.dbMu.Unlock()
+}
+
+func (s *Store) openLocked(readOnly bool) (*bolt.DB, error) {
+	if !readOnly {
+		if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: 5 * time.Second, ReadOnly: readOnly})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("%s is in use by another toolshelf; try again", s.path)
+	}
+	return db, err
+}
+
+// Flush writes the queued pairs, and ages out old ones and those past
+// MaxPairs.
+func (s *Store) Flush() error {
+	s.mu.Lock()
+	batch := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	db, err := s.open(false)
+	if err != nil {
+		s.requeue(batch)
+		return err
+	}
+	defer s.closeDB(db)
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucket)
+		if err != nil {
+			return err
+		}
+		for _, p := range batch {
+			k := key(p.Tool, p.Query)
+			if old, ok := decode(k, b.Get(k)); ok {
+				p.Count += old.Count
+			}
+			if err := b.Put(k, encode(p)); err != nil {
+				return err
+			}
+		}
+		return prune(b, time.Now())
+	})
+	if err != nil {
+		s.requeue(batch)
+		return err
+	}
+	s.mu.Lock()
+	s.gen++
+	s.mu.Unlock()
+	return nil
+}
+
+// requeue puts back a batch that could not be written, within bounds.
+func (s *Store) requeue(batch []Pair) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending = append(batch, s.pending...)[:min(len(batch)+len(s.pending), MaxPairs)]
+}
+
+// prune deletes pairs older than MaxAge, then the least recently used
+// past MaxPairs.
+func prune(b *bolt.Bucket, now time.Time) error {
+	var all []Pair
+	var old [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		p, ok := decode(k, v)
+		if !ok || now.Sub(p.Last) > MaxAge {
+			old = append(old, slices.Clone(k))
+			return nil
+		}
+		all = append(all, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(all) > MaxPairs {
+		slices.SortFunc(all, func(a, b Pair) int { return a.Last.Compare(b.Last) })
+		for _, p := range all[:len(all)-MaxPairs] {
+			old = append(old, key(p.Tool, p.Query))
+		}
+	}
+	for _, k := range old {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pairs returns what was learned, most recently used first, with the
+// pairs still queued. A store never written is empty.
+func (s *Store) Pairs() ([]Pair, error) {
+	var out []Pair
+	if _, err := os.Stat(s.path); err == nil {
+		db, err := s.open(true)
+		if err != nil {
+			return nil, err
+		}
+		defer s.closeDB(db)
+		err = db.View(func(tx *bolt.Tx) error {
+			b := tx.Bucket(bucket)
+			if b == nil {
+				return nil
+			}
+			return b.ForEach(func(k, v []byte) error {
+				if p, ok := decode(k, v); ok {
+					out = append(out, p)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	s.mu.Lock()
+	out = append(out, s.pending...)
+	s.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b Pair) int {
+		if c := b.Last.Compare(a.Last); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Tool, b.Tool)
+	})
+	return out, nil
+}
+
+// Forget deletes the pairs match returns true for (all of them when match
+// is nil), queued ones included, and returns how many it deleted.
+func (s *Store) Forget(match func(Pair) bool) (int, error) {
+	n := 0
+	s.mu.Lock()
+	kept := s.pending[:0]
+	for _, p := range s.pending {
+		if match == nil || match(p) {
+			n++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	s.pending = kept
+	s.mu.Unlock()
+	if _, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) {
+		return n, nil
+	}
+	db, err := s.open(false)
+	if err != nil {
+		return n, err
+	}
+	defer s.closeDB(db)
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucket)
+		if b == nil {
+			return nil
+		}
+		var del [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			if p, ok := decode(k, v); !ok || match == nil || match(p) {
+				del = append(del, slices.Clone(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range del {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n += len(del)
+		return nil
+	})
+	s.mu.Lock()
+	s.gen++
+	s.mu.Unlock()
+	return n, err
+}
+
+// Version changes when the store is written, by this process or another:
+// a cache of Pairs is good while it is the same.
+func (s *Store) Version() string {
+	s.mu.Lock()
+	gen, queued := s.gen, len(s.pending)
+	s.mu.Unlock()
+	var stamp string
+	if fi, err := os.Stat(s.path); err == nil {
+		stamp = fmt.Sprintf("%d.%d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return fmt.Sprintf("%d/%d/%s", gen, queued, stamp)
+}
+
+// Past groups pairs by query, for search.NewLearned.
+func Past(pairs []Pair) []search.Past {
+	byQuery := map[string]int{}
+	var out []search.Past
+	for _, p := range pairs {
+		i, ok := byQuery[p.Query]
+		if !ok {
+			i = len(out)
+			byQuery[p.Query] = i
+			out = append(out, search.Past{Query: p.Query})
+		}
+		if !slices.Contains(out[i].Tools, p.Tool) {
+			out[i].Tools = append(out[i].Tools, p.Tool)
+		}
+	}
+	return out
+}

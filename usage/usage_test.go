@@ -1,0 +1,111 @@
+package usage
+
+import (
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+func TestRecordFlushForget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state", FileName)
+	s := Open(path, nil)
+	if ps, err := s.Pairs(); err != nil || len(ps) != 0 {
+		t.Fatalf("a new store: %v, %v", ps, err)
+	}
+	s.Record("  read   the file ", "mcp__fs__read_text_file")
+	s.Record("read the file", "mcp__fs__read_text_file")
+	s.Record("open a pull request", "mcp__github__create_pull_request")
+	s.Record("", "x")
+	s.Record(strings.Repeat("é", 1000), "mcp__fs__write_file")
+	before := s.Version()
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Version() == before {
+		t.Error("Version did not change with a write")
+	}
+	// Another process reads what this one wrote.
+	ps, err := Open(path, nil).Pairs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 3 {
+		t.Fatalf("pairs: %+v", ps)
+	}
+	for _, p := range ps {
+		switch p.Tool {
+		case "mcp__fs__read_text_file":
+			if p.Query != "read the file" || p.Count != 2 {
+				t.Errorf("%+v: want the query's spaces folded and two uses", p)
+			}
+		case "mcp__fs__write_file":
+			if len(p.Query) > MaxQuery || !strings.HasPrefix(p.Query, "é") || strings.ContainsRune(p.Query, '\uFFFD') {
+				t.Errorf("a long query is kept at most %d bytes of valid text: %d", MaxQuery, len(p.Query))
+			}
+		}
+	}
+	past := Past(ps)
+	if len(past) != 3 {
+		t.Errorf("Past: %+v", past)
+	}
+	n, err := s.Forget(func(p Pair) bool { return p.Tool == "mcp__fs__write_file" })
+	if err != nil || n != 1 {
+		t.Fatalf("Forget one tool: %d, %v", n, err)
+	}
+	if n, err := s.Forget(nil); err != nil || n != 2 {
+		t.Fatalf("Forget all: %d, %v", n, err)
+	}
+	if ps, _ := s.Pairs(); len(ps) != 0 {
+		t.Errorf("after forgetting all: %+v", ps)
+	}
+}
+
+// Old pairs are aged out, and past MaxPairs the least recently used go.
+func TestBounds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	err = db.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucketIfNotExists(bucket)
+		for i := range MaxPairs + 10 {
+			last := now.Add(-time.Duration(i) * time.Minute)
+			if i == 5 {
+				last = now.Add(-MaxAge - time.Hour)
+			}
+			v := make([]byte, 16)
+			binary.BigEndian.PutUint64(v, 1)
+			binary.BigEndian.PutUint64(v[8:], uint64(last.UnixNano()))
+			if err := b.Put(key("t", fmt.Sprintf("q%d", i)), v); err != nil {
+				return err
+			}
+		}
+		return prune(b, now)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ps, err := Open(path, nil).Pairs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != MaxPairs {
+		t.Errorf("%d pairs kept, want %d", len(ps), MaxPairs)
+	}
+	for _, p := range ps {
+		if p.Query == "q5" {
+			t.Error("a pair older than MaxAge was kept")
+		}
+		if p.Query == fmt.Sprintf("q%d", MaxPairs+9) {
+			t.Error("the least recently used pair was kept")
+		}
+	}
+}
