@@ -39,7 +39,7 @@ var mayImport = map[string][]string{
 	"internal/oauthtest": {},
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "usage", "search", "shelf", "signin", "upstream"},
-	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream"},
+	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "usage"},
 }
 
 // The pure packages decide what a model sees; they must stay free of

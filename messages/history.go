@@ -1,8 +1,12 @@
 package messages
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
+
+	"github.com/toolshelf/toolshelf/search"
 )
 
 // Discovered returns the tools the model has discovered in a history: the
@@ -106,4 +110,52 @@ func announced(history []Message) map[string]bool {
 		}
 	}
 	return set
+}
+
+// Used returns what a history says about which tools fit which searches:
+// for each call of the search tool (a tool_use named searchTool with a
+// "query"), the tools its result loaded (tool_reference blocks) that the
+// model then called (a later tool_use). Give the pairs to a usage store
+// (package usage) so that later searches in similar words rank those
+// tools higher. Only queries and tool names are returned, never inputs;
+// select: queries, which name tools, are left out.
+func Used(history []Message, searchTool string) []search.Past {
+	queries := map[string]string{} // tool_use id of a search → its query
+	loadedBy := map[string][]int{} // tool → the search that last loaded it
+	var out []search.Past
+	for _, m := range history {
+		for _, b := range m.Content {
+			switch {
+			case m.Role == "assistant" && b.Type == "tool_use" && b.String("name") == searchTool:
+				var in struct {
+					Query string `json:"query"`
+				}
+				if json.Unmarshal(b.Raw("input"), &in) != nil || strings.TrimSpace(in.Query) == "" {
+					continue
+				}
+				// select: names tools; it says nothing about words.
+				if q, err := search.ParseQuery(in.Query); err == nil && q.Select == nil {
+					queries[b.String("id")] = in.Query
+				}
+			case m.Role == "assistant" && b.Type == "tool_use":
+				name := b.String("name")
+				for _, i := range loadedBy[name] {
+					if !slices.Contains(out[i].Tools, name) {
+						out[i].Tools = append(out[i].Tools, name)
+					}
+				}
+			case m.Role == "user" && b.Type == "tool_result":
+				q, ok := queries[b.String("tool_use_id")]
+				if !ok {
+					continue
+				}
+				i := len(out)
+				out = append(out, search.Past{Query: q})
+				for _, n := range references(b) {
+					loadedBy[n] = []int{i} // a call credits the latest search that loaded the tool
+				}
+			}
+		}
+	}
+	return slices.DeleteFunc(out, func(p search.Past) bool { return len(p.Tools) == 0 })
 }

@@ -28,6 +28,11 @@ type Searcher struct {
 	Name string
 	// Engine is the search engine kind; search.DefaultEngine when empty.
 	Engine string
+	// Past is what was learned from use: searches and the tools called
+	// after them (Used over earlier conversations, kept with package
+	// usage). A query closely like a past one ranks its tools higher
+	// (search.Learned); set it before the first search.
+	Past []search.Past
 
 	once  sync.Once
 	shelf *shelf.Shelf
@@ -124,7 +129,11 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 			exclude[e.Name] = true
 		}
 	}
-	found, err := snap.Search(ctx, search.Request{Query: *in.Query, Limit: limit, Loaded: st.All, Exclude: exclude, Pending: st.Pending})
+	engine := snap.Engine()
+	if len(s.Past) > 0 {
+		engine = search.NewLearned(engine, snap.Catalog, s.Past, nil)
+	}
+	found, err := search.Find(ctx, engine, snap.Catalog, search.Request{Query: *in.Query, Limit: limit, Loaded: st.All, Exclude: exclude, Pending: st.Pending})
 	if err != nil {
 		if errors.Is(err, search.ErrNoLetters) {
 			return fail("%v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/messages"
+	"github.com/toolshelf/toolshelf/usage"
 )
 
 // memoryConfig writes a configuration with the real server-memory.
@@ -38,6 +39,9 @@ func runAgent(t *testing.T, api *fakeAPI, env map[string]string, args ...string)
 	t.Helper()
 	env["ANTHROPIC_BASE_URL"] = api.srv.URL
 	env["ANTHROPIC_API_KEY"] = "sk-test"
+	if env["TOOLSHELF_USAGE"] == "" {
+		env["TOOLSHELF_USAGE"] = filepath.Join(t.TempDir(), "usage.db")
+	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr, func(k string) string { return env[k] })
 	return stdout.String(), stderr.String(), code
@@ -121,7 +125,8 @@ func TestAgentAcrossCompaction(t *testing.T) {
 			return []messages.Block{messages.TextBlock("Read back: " + resultText(res[0]))}, "end_turn", 2000
 		},
 	)
-	out, stderr, code := runAgent(t, api, map[string]string{"ENABLE_TOOL_SEARCH": "true"},
+	learned := filepath.Join(t.TempDir(), "usage.db")
+	out, stderr, code := runAgent(t, api, map[string]string{"ENABLE_TOOL_SEARCH": "true", "TOOLSHELF_USAGE": learned},
 		"--config", memoryConfig(t), "--compact-at", "100000", "Remember the toolshelf project, then read it back.")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -133,6 +138,12 @@ func TestAgentAcrossCompaction(t *testing.T) {
 	}
 	if api.next != 8 {
 		t.Errorf("%d of 8 turns used", api.next)
+	}
+	// The search that led to a call was learned, before the compaction
+	// summarised it away.
+	pairs, err := usage.Open(learned, nil).Pairs()
+	if err != nil || len(pairs) != 1 || pairs[0].Query != "create entities in the knowledge graph" || pairs[0].Tool != create {
+		t.Errorf("learned from use: %+v, %v", pairs, err)
 	}
 	// Every request but the summary deferred the 23 other tools: far
 	// fewer definitions than the 23 the servers have.

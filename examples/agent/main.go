@@ -37,6 +37,7 @@ import (
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/toolshelf/toolshelf/usage"
 )
 
 func main() {
@@ -52,6 +53,7 @@ type options struct {
 	maxTurns  int
 	compactAt int
 	announce  string
+	noLearn   bool
 	task      string
 }
 
@@ -64,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.IntVar(&o.maxTurns, "max-turns", 20, "stop after `N` model turns")
 	fs.IntVar(&o.compactAt, "compact-at", 100000, "compact when a prompt reaches `TOKENS` input tokens")
 	fs.StringVar(&o.announce, "announce", "delta", "how deferred tools are announced: list or delta")
+	fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (toolshelf usage)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -88,6 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	go func() { defer close(done); a.pool.Run(pctx) }()
 	defer func() { stop(); <-done }()
 	answer, err := a.run(ctx)
+	a.learn()
 	if err != nil {
 		fmt.Fprintln(stderr, "agent:", err)
 		return 1
@@ -105,7 +109,10 @@ type agent struct {
 	settings policy.Settings
 	baseURL  string
 	searcher *messages.Searcher
-	history  []messages.Message
+	// usage keeps what this conversation's searches led to, for later
+	// ones (nil with --no-learn).
+	usage   *usage.Store
+	history []messages.Message
 	// lastInput is the input tokens of the last response, for compaction.
 	lastInput int
 	// known is what was derived from the last catalog seen: a new
@@ -132,13 +139,41 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	pool := upstream.NewPool(cfgs, &upstream.Options{Logger: log.With("component", "upstream")})
-	return &agent{
+	a := &agent{
 		opts: o, log: log, pool: pool, settings: settings,
 		baseURL:  getenv("ANTHROPIC_BASE_URL"),
 		api:      anthropic.NewClient(getenv("ANTHROPIC_API_KEY"), &anthropic.Options{BaseURL: getenv("ANTHROPIC_BASE_URL")}),
 		searcher: &messages.Searcher{},
 		history:  []messages.Message{{Role: "user", Content: []messages.Block{messages.TextBlock(o.task)}}},
-	}, nil
+	}
+	path := getenv("TOOLSHELF_USAGE")
+	if path == "" {
+		path = usage.DefaultPath(getenv)
+	}
+	if !o.noLearn && path != "" {
+		a.usage = usage.Open(path, log.With("component", "usage"))
+		if pairs, err := a.usage.Pairs(); err != nil {
+			log.Warn("cannot read what was learned from use", "error", err)
+		} else {
+			a.searcher.Past = usage.Past(pairs)
+		}
+	}
+	return a, nil
+}
+
+// learn keeps the searches of the conversation that led to calls.
+func (a *agent) learn() {
+	if a.usage == nil {
+		return
+	}
+	for _, p := range messages.Used(a.history, a.searcher.Tool().Name) {
+		for _, tool := range p.Tools {
+			a.usage.Record(p.Query, tool)
+		}
+	}
+	if err := a.usage.Flush(); err != nil {
+		a.log.Warn("cannot save what was learned from use", "error", err)
+	}
 }
 
 // turnState is what one turn's request was built from.
@@ -312,6 +347,7 @@ func contentBlocks(res *mcp.CallToolResult) []messages.Block {
 // compact replaces the history with a summary, keeping the discovered
 // tools on the boundary so that compaction loses none.
 func (a *agent) compact(ctx context.Context) error {
+	a.learn() // before the history it learns from is summarised away
 	snapshot := messages.Snapshot(a.history)
 	req := messages.Request{Model: a.opts.model, Extra: map[string]json.RawMessage{"max_tokens": json.RawMessage(`2048`)}}
 	for _, m := range a.history {
