@@ -24,8 +24,8 @@ type LearnedOptions struct {
 	// without usage.
 	MinSimilarity float64
 	// Weight scales a past query's boost: a tool it called gains
-	// Weight × the best hit's score × how far the similarity is from
-	// MinSimilarity to 1.
+	// Weight × the best hit's score × the square of how far the
+	// similarity is from MinSimilarity to 1.
 	Weight float64
 }
 
@@ -179,9 +179,12 @@ func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error
 	bonus := map[*catalog.Entry]float64{}
 	for i, s := range sims {
 		// A past query at the threshold counts for nothing, growing to
-		// full weight at identity: near misses ("area of a triangle"
-		// after "area of a circle") must not outrank the engine.
+		// full weight at identity, slowly at first: near misses ("area
+		// of a triangle" after "area of a circle") must not outrank the
+		// engine. Linear growth gained more recall@5 on bfcl_live but
+		// cost recall@1 elsewhere (docs/search-quality.md).
 		s = (s - l.opts.MinSimilarity) / (1 - l.opts.MinSimilarity)
+		s *= s
 		for _, e := range l.past[i].tools {
 			bonus[e] += s
 		}
