@@ -29,6 +29,7 @@ var mayImport = map[string][]string{
 	"signin":             {},
 	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "upstream", "usage", "internal/fuzzy"},
 	"usage":              {"search"},
+	"proxy":              {"catalog", "messages", "policy", "search"},
 	"audit":              {},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},
@@ -38,7 +39,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
-		"audit", "internal/fuzzy", "pin", "policy", "usage", "search", "shelf", "signin", "upstream"},
+		"audit", "internal/fuzzy", "pin", "policy", "proxy", "usage", "search", "shelf", "signin", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "usage"},
 }
 

@@ -137,11 +137,7 @@ func Prepare(t Turn) (*Prepared, error) {
 		switch t.Announce {
 		case AnnounceList:
 			if len(names) > 0 {
-				head := serversText(t.Servers)
-				if head != "" {
-					head += "Tools:\n"
-				}
-				list := "<" + deferredListTag + ">\n" + head + strings.Join(names, "\n") + "\n</" + deferredListTag + ">"
+				list := Announcement(names, t.Servers)
 				msgs = append([]Message{{Role: "user", Content: []Block{TextBlock(list)}}}, msgs...)
 			}
 		case AnnounceDelta:
@@ -354,6 +350,17 @@ func delta(history []Message, tools []Tool, deferredNames []string, servers []st
 	}
 	b.WriteString("</" + deferredDiffTag + ">")
 	return &Message{Role: "user", Content: []Block{TextBlock(b.String())}, Delta: &d}
+}
+
+// Announcement is the text that announces deferred tools to a model:
+// what their servers do (policy.Summaries; may be empty), then their
+// names, in <available-deferred-tools>.
+func Announcement(names, servers []string) string {
+	head := serversText(servers)
+	if head != "" {
+		head += "Tools:\n"
+	}
+	return "<" + deferredListTag + ">\n" + head + strings.Join(names, "\n") + "\n</" + deferredListTag + ">"
 }
 
 // serversText introduces the servers' summary in an announcement.

@@ -168,7 +168,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		return usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}
 	if o.http != "" {
-		if err := checkListenAddr(o.http, o.token); err != nil {
+		if err := checkListenAddr("--http", o.http, o.token, "--auth-token or $"+envAuthToken); err != nil {
 			return err
 		}
 	}
@@ -374,11 +374,13 @@ var httpTimeouts = struct{ header, read, write, idle time.Duration }{
 }
 
 // checkListenAddr refuses to serve a non-loopback address without a
-// token: the gateway can call every tool of every server.
-func checkListenAddr(addr, token string) error {
+// token: the gateway can call every tool of every server, and the proxy
+// spends its clients' API keys. flag and tokenHint name the flags, for the
+// error.
+func checkListenAddr(flag, addr, token, tokenHint string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usagef("--http %q: want HOST:PORT, such as 127.0.0.1:8080", addr)
+		return usagef("%s %q: want HOST:PORT, such as 127.0.0.1:8080", flag, addr)
 	}
 	if token != "" {
 		return nil
@@ -389,7 +391,7 @@ func checkListenAddr(addr, token string) error {
 	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
 		return nil
 	}
-	return usagef("--http %q listens beyond this machine; set --auth-token or $%s", addr, envAuthToken)
+	return usagef("%s %q listens beyond this machine; set %s", flag, addr, tokenHint)
 }
 
 func serveHTTP(ctx context.Context, g *gateway.Server, hopts *gateway.HTTPOptions, o serveOptions, logger *slog.Logger) error {

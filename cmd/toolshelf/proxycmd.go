@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/proxy"
+)
+
+const envProxyToken = "TOOLSHELF_PROXY_TOKEN"
+
+func init() {
+	register(&command{
+		name:    "proxy",
+		summary: "tool search for any client: a proxy in front of the model API",
+		usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--max-rounds N] [--token TOKEN] [flags]",
+		help: `
+Serves the Anthropic Messages API (POST /v1/messages and
+/v1/messages/count_tokens) and passes every other request to --upstream
+unchanged. Point a client's base URL at it:
+
+    toolshelf proxy &
+    ANTHROPIC_BASE_URL=http://127.0.0.1:8787 claude
+
+Each request's tools go through the deferral decision of 'toolshelf serve'
+(--mode, default auto: defer when the deferrable tools cost over 10% of the
+model's context window). A request below it, or whose client defers tools
+itself (Claude Code's ToolSearch, server-side tool search, defer_loading),
+passes untouched. Above it, the MCP tools (mcp__server__tool) leave the
+request for one search tool, and the system prompt names them and their
+servers. When the model calls the search tool, the proxy answers it, adds
+the tools found to the request and asks again, at most --max-rounds times;
+the client gets one answer, as if the model had called its own tool at
+once, with the usage of every round added up. A streaming client gets that
+answer as server-sent events. Tools the model called earlier in the
+conversation stay loaded.
+
+API keys go from the client to the upstream as they came; the proxy keeps
+and logs none. It logs one line per request: tools in, tools deferred,
+rounds, tokens saved. Beyond loopback it needs --token (or
+$TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
+		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+			listen := fs.String("listen", "127.0.0.1:8787", "listen on `ADDR`")
+			upstream := fs.String("upstream", "https://api.anthropic.com", "the model API's base `URL`")
+			mode := fs.String("mode", "auto", "when to defer: search (always), all (never), auto or auto:N")
+			window := fs.Int("context-window", 0, "context window in `TOKENS` for --mode auto (default: the model's)")
+			rounds := fs.Int("max-rounds", proxy.DefaultMaxRounds, "search rounds answered per request (`N`)")
+			token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
+			var engine engineFlags
+			engine.register(fs)
+			logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
+			return func(ctx context.Context, e *env, args []string) error {
+				if len(args) > 0 {
+					return usagef("unexpected arguments: %v", args)
+				}
+				settings, err := policy.ParseMode(*mode)
+				if err != nil {
+					return usagef("--mode %v", err)
+				}
+				if err := checkPositive(fs, "max-rounds", *rounds); err != nil {
+					return err
+				}
+				if *window < 0 {
+					return usagef("--context-window must be positive")
+				}
+				if err := engine.check(e); err != nil {
+					return err
+				}
+				var level slog.Level
+				if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+					return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
+				}
+				if *token == "" {
+					*token = e.getenv(envProxyToken)
+				}
+				if err := checkListenAddr("--listen", *listen, *token, "--token or $"+envProxyToken); err != nil {
+					return err
+				}
+				logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+				p, err := proxy.New(&proxy.Options{
+					Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
+					MaxRounds: *rounds, Engine: engine.kind, Token: *token,
+				})
+				if err != nil {
+					return usagef("--upstream: %v", err)
+				}
+				return serveProxy(ctx, p, *listen, logger)
+			}
+		},
+	})
+}
+
+// serveProxy serves p until ctx is done.
+func serveProxy(ctx context.Context, p *proxy.Server, addr string, logger *slog.Logger) error {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %v", err)
+	}
+	srv := &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: httpTimeouts.header,
+		ReadTimeout:       httpTimeouts.read,
+		// Answers with several search rounds take minutes.
+		WriteTimeout: 2 * httpTimeouts.write,
+		IdleTimeout:  httpTimeouts.idle,
+		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("serving the model API proxy", "url", "http://"+l.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}

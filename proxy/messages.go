@@ -1,0 +1,257 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/toolshelf/toolshelf/messages"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+// searchLimit is how many tools one search loads.
+const searchLimit = 5
+
+// messages answers POST /v1/messages.
+func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req messages.Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
+		return
+	}
+	p := s.planFor(r.Context(), &req)
+	if p == nil {
+		s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
+		r.Body = http.NoBody
+		s.passBody(w, r, body)
+		return
+	}
+	var stream bool
+	_ = json.Unmarshal(req.Extra["stream"], &stream)
+
+	msgs := slices.Clone(req.Messages)
+	var total usage
+	rounds := 0
+	for {
+		rounds++
+		out, _ := json.Marshal(p.rewrite(req, msgs))
+		resp, raw, err := s.send(r.Context(), r.Header, "/v1/messages", out)
+		if err != nil {
+			if r.Context().Err() != nil {
+				return // the client went away
+			}
+			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			// The API's own error (overloaded, rate limited, invalid):
+			// the client reads it as if it had asked directly.
+			copyHeaders(w.Header(), resp.Header)
+			w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+			w.WriteHeader(resp.StatusCode)
+			w.Write(raw)
+			return
+		}
+		var reply struct {
+			Content []messages.Block `json:"content"`
+			Usage   usage            `json:"usage"`
+		}
+		if err := json.Unmarshal(raw, &reply); err != nil {
+			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream's answer is not a message: "+err.Error())
+			return
+		}
+		total.add(reply.Usage)
+		var searches, calls []messages.Block
+		for _, b := range reply.Content {
+			if b.Type != "tool_use" {
+				continue
+			}
+			if b.String("name") == p.searchName {
+				searches = append(searches, b)
+			} else {
+				calls = append(calls, b)
+			}
+		}
+		note := ""
+		if len(searches) > 0 && len(calls) == 0 && rounds > s.opts.MaxRounds {
+			note = fmt.Sprintf("(toolshelf: the model was still searching for tools after %d searches; stopped here.)", s.opts.MaxRounds)
+		}
+		if len(searches) == 0 || len(calls) > 0 || note != "" {
+			final, err := finalMessage(raw, p.searchName, total, note)
+			if err != nil {
+				writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: "+err.Error())
+				return
+			}
+			copyHeaders(w.Header(), resp.Header)
+			if stream {
+				writeStream(w, final)
+			} else {
+				w.Header().Set("Content-Type", "application/json")
+				w.Write(final)
+			}
+			s.logDone(req, p, rounds, start)
+			return
+		}
+		// The model searched: answer it, and ask again with what it found.
+		results := make([]messages.Block, 0, len(searches))
+		for _, b := range searches {
+			results = append(results, s.answerSearch(r.Context(), p, b))
+		}
+		msgs = append(msgs,
+			messages.Message{Role: "assistant", Content: reply.Content},
+			messages.Message{Role: "user", Content: results})
+	}
+}
+
+// answerSearch runs one call of the search tool and loads what it finds.
+func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block) messages.Block {
+	id := call.String("id")
+	var in struct {
+		Query string `json:"query"`
+	}
+	if err := json.Unmarshal(call.Raw("input"), &in); err != nil || strings.TrimSpace(in.Query) == "" {
+		return messages.ToolResult(id, []messages.Block{messages.TextBlock(`"query" is required: describe what you want to do.`)}, true)
+	}
+	// Tools the request already carries are not searched for.
+	exclude := map[string]bool{}
+	for e := range p.set.cat.All() {
+		if !p.deferred[e.Name] || p.loaded[e.Name] {
+			exclude[e.Name] = true
+		}
+	}
+	found, err := search.Find(ctx, p.set.engine, p.set.cat, search.Request{Query: in.Query, Limit: searchLimit, Exclude: exclude})
+	if err != nil {
+		return messages.ToolResult(id, []messages.Block{messages.TextBlock("The search failed: " + err.Error())}, true)
+	}
+	var names []string
+	for _, h := range found.Hits {
+		if !p.deferred[h.Entry.Name] {
+			continue // select: of a tool the request carries
+		}
+		p.loaded[h.Entry.Name] = true
+		names = append(names, h.Entry.Name)
+	}
+	text := "Loaded " + plural(len(names), "tool", "tools") + ": " + strings.Join(names, ", ") + ". Call them directly."
+	switch {
+	case len(names) == 0 && len(found.Missing) > 0:
+		text = "No tool is named " + strings.Join(found.Missing, ", ") + "."
+	case len(names) == 0:
+		text = "No deferred tool matches. Try other words, or call the tools you have."
+	case found.Weak:
+		text += " None fits well: these are the closest."
+	}
+	return messages.ToolResult(id, []messages.Block{messages.TextBlock(text)}, false)
+}
+
+// usage adds up the rounds' token counts, so that a client's cost display
+// stays right. Unknown counters are added too.
+type usage map[string]json.RawMessage
+
+func (u *usage) add(v usage) {
+	if *u == nil {
+		*u = usage{}
+	}
+	for k, raw := range v {
+		var n, m int64
+		if json.Unmarshal(raw, &n) != nil {
+			(*u)[k] = raw // not a count (service_tier): the last one
+			continue
+		}
+		_ = json.Unmarshal((*u)[k], &m)
+		b, _ := json.Marshal(n + m)
+		(*u)[k] = b
+	}
+}
+
+// finalMessage is the response the client gets: the last round's
+// message, with the usage of every round and without calls of the search
+// tool (the client has no such tool). A note replaces an unanswered
+// search.
+func finalMessage(raw []byte, searchName string, total usage, note string) ([]byte, error) {
+	var msg map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &msg); err != nil {
+		return nil, fmt.Errorf("the upstream's answer is not a message: %v", err)
+	}
+	var content []messages.Block
+	_ = json.Unmarshal(msg["content"], &content)
+	kept := content[:0]
+	for _, b := range content {
+		if b.Type == "tool_use" && b.String("name") == searchName {
+			continue
+		}
+		kept = append(kept, b)
+	}
+	if note != "" {
+		kept = append(kept, messages.TextBlock(note))
+		msg["stop_reason"] = json.RawMessage(`"end_turn"`)
+	}
+	if kept == nil {
+		kept = []messages.Block{}
+	}
+	msg["content"], _ = json.Marshal(kept)
+	msg["usage"], _ = json.Marshal(total)
+	return json.Marshal(msg)
+}
+
+// logDone writes the request's one log line.
+func (s *Server) logDone(req messages.Request, p *plan, rounds int, start time.Time) {
+	saved := 0
+	for n := range p.deferred {
+		if !p.loaded[n] {
+			saved += p.set.view.Tool[n].Tokens
+		}
+	}
+	s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", len(p.deferred),
+		"loaded", len(p.loaded), "rounds", rounds, "tokens_saved", saved*rounds, "ms", since(start))
+}
+
+// countTokens answers POST /v1/messages/count_tokens for the request as
+// the proxy would send it.
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
+	body, ok := s.readBody(w, r)
+	if !ok {
+		return
+	}
+	var req messages.Request
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
+		return
+	}
+	if p := s.planFor(r.Context(), &req); p != nil {
+		body, _ = json.Marshal(p.rewrite(req, req.Messages))
+	}
+	resp, raw, err := s.send(r.Context(), r.Header, "/v1/messages/count_tokens", body)
+	if err != nil {
+		writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
+		return
+	}
+	copyHeaders(w.Header(), resp.Header)
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	w.Write(raw)
+}
+
+// passBody sends a request that passes untouched, with the body already
+// read.
+func (s *Server) passBody(w http.ResponseWriter, r *http.Request, body []byte) {
+	r2 := r.Clone(r.Context())
+	r2.Body = http.NoBody
+	if len(body) > 0 {
+		r2.Body = readCloser{strings.NewReader(string(body))}
+	}
+	r2.ContentLength = int64(len(body))
+	s.pass.ServeHTTP(w, r2)
+}
+
+type readCloser struct{ *strings.Reader }
+
+func (readCloser) Close() error { return nil }

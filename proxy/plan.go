@@ -1,0 +1,216 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/messages"
+	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+// toolSet is what the proxy derives from one request's custom tools:
+// their catalog, the policy's view of them, and a search engine.
+type toolSet struct {
+	cat     *catalog.Catalog
+	view    *policy.View
+	engine  search.Engine
+	err     error
+	servers []string // policy.Summaries of the deferrable tools
+}
+
+// plan is how one request is rewritten.
+type plan struct {
+	set        *toolSet
+	decision   policy.Decision
+	deferred   map[string]bool // tools kept out unless loaded
+	loaded     map[string]bool // deferred tools sent in full
+	searchName string
+}
+
+// clientDefers reports whether a request's client does tool search
+// itself: a server-side tool search tool, tools sent with defer_loading,
+// or Claude Code's own ToolSearch tool. Such a request passes untouched.
+func clientDefers(tools []messages.Tool) bool {
+	return slices.ContainsFunc(tools, func(t messages.Tool) bool {
+		return strings.HasPrefix(t.Type, "tool_search_tool") || t.DeferLoading || t.Name == "ToolSearch"
+	})
+}
+
+// searchToolName picks the search tool's name: the Messages library's,
+// unless the client has a tool of that name.
+func searchToolName(tools []messages.Tool) string {
+	for _, name := range []string{messages.DefaultSearchTool, "toolshelf_tool_search"} {
+		if !slices.ContainsFunc(tools, func(t messages.Tool) bool { return t.Name == name }) {
+			return name
+		}
+	}
+	return "toolshelf_tool_search_2"
+}
+
+// planFor decides how to rewrite a request; nil means it passes
+// untouched.
+func (s *Server) planFor(ctx context.Context, req *messages.Request) *plan {
+	if len(req.Tools) == 0 || clientDefers(req.Tools) {
+		return nil
+	}
+	name := searchToolName(req.Tools)
+	searchDef, _ := json.Marshal(searchTool(name, 0))
+	var key strings.Builder
+	key.WriteString(name)
+	for _, t := range req.Tools {
+		if t.Type == "" {
+			key.WriteString("\x00" + t.Name + "\x00" + t.Description + "\x00" + string(t.InputSchema))
+		}
+	}
+	set := s.plans.get(key.String(), func() *toolSet {
+		c := toolCatalog(req.Tools)
+		v := policy.NewView(ctx, c, policy.Checklist{SearchTool: name}, []json.RawMessage{searchDef}, nil)
+		deferred := map[string]bool{}
+		for e := range c.All() {
+			deferred[e.Name] = v.Checklist.Defer(policy.ToolOf(e)).Deferred
+		}
+		t := &toolSet{cat: c, view: v, servers: policy.Summaries(c.Filter(func(e *catalog.Entry) bool { return deferred[e.Name] }))}
+		t.engine, t.err = search.New(s.opts.Engine, c)
+		return t
+	})
+	if set.err != nil {
+		s.logger.Warn("cannot index the request's tools; passing it untouched", "error", set.err)
+		return nil
+	}
+	d := set.view.Decide(policy.Request{
+		Settings: s.opts.Settings, Model: req.Model, ContextWindow: s.opts.ContextWindow,
+		// The proxy sends found tools in full, which every model takes:
+		// no model is unsupported, and no base URL turns it off.
+		UnsupportedModels: []string{}, SearchAvailable: true,
+	})
+	if !d.Enabled || len(d.Deferred) == 0 {
+		return nil
+	}
+	p := &plan{set: set, decision: d, deferred: map[string]bool{}, loaded: map[string]bool{}, searchName: name}
+	for _, n := range d.Deferred {
+		p.deferred[n] = true
+	}
+	// Tools the model called earlier in the conversation stay loaded.
+	for _, m := range req.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type == "tool_use" && p.deferred[b.String("name")] {
+				p.loaded[b.String("name")] = true
+			}
+		}
+	}
+	return p
+}
+
+// toolCatalog makes a catalog of a request's custom tools (server tools,
+// which have a type, are not searched). An mcp__server__tool name is an
+// MCP tool of that server, which the checklist defers.
+func toolCatalog(tools []messages.Tool) *catalog.Catalog {
+	var es []catalog.Entry
+	for _, t := range tools {
+		if t.Type != "" || !catalog.ValidName(t.Name) {
+			continue
+		}
+		raw, _ := json.Marshal(map[string]any{"name": t.Name, "description": t.Description, "inputSchema": t.InputSchema})
+		server, tool := "", t.Name
+		if rest, ok := strings.CutPrefix(t.Name, catalog.Prefix); ok {
+			if srv, name, ok := strings.Cut(rest, "__"); ok && srv != "" && name != "" {
+				server, tool = srv, name
+			}
+		}
+		e, err := catalog.ParseTool(server, raw)
+		if err != nil {
+			continue
+		}
+		e.Tool = tool
+		es = append(es, e)
+	}
+	// A tool whose name the catalog had to change (too long, or like
+	// another's) is left out: it is never deferred, and the client calls
+	// it by its own name.
+	names := map[string]bool{}
+	for _, t := range tools {
+		names[t.Name] = true
+	}
+	return catalog.New(es, nil).Filter(func(e *catalog.Entry) bool { return names[e.Name] })
+}
+
+// searchInput is what the search tool takes.
+var searchInput = json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What you want to do, in a few words, or select:NAME,NAME to load tools by name."}},"required":["query"]}`)
+
+// searchTool is the tool the proxy adds in place of the deferred ones.
+func searchTool(name string, deferred int) messages.Tool {
+	desc := "Load deferred tools. Many tools are not loaded up front; their names are in <available-deferred-tools> in the system prompt. " +
+		"Search by what you want to do (or select:NAME to load a tool you know); the tools found are loaded and can be called at once."
+	if deferred > 0 {
+		desc += " " + plural(deferred, "tool is", "tools are") + " deferred."
+	}
+	return messages.Tool{Name: name, Description: desc, InputSchema: searchInput}
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return itoa(n) + " " + many
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// rewrite returns the request a round sends: the deferred tools that are
+// not loaded left out, the search tool added, and the announcement
+// appended to the system prompt.
+func (p *plan) rewrite(req messages.Request, msgs []messages.Message) messages.Request {
+	out := req
+	out.Messages = msgs
+	out.Tools = nil
+	var announced []string
+	for _, t := range req.Tools {
+		if t.Type == "" && p.deferred[t.Name] && !p.loaded[t.Name] {
+			announced = append(announced, t.Name)
+			continue
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	out.Tools = append(out.Tools, searchTool(p.searchName, len(announced)))
+	slices.Sort(announced)
+	out.Extra = make(map[string]json.RawMessage, len(req.Extra)+1)
+	for k, v := range req.Extra {
+		out.Extra[k] = v
+	}
+	text := messages.Announcement(announced, p.set.servers) +
+		"\nThese tools are not loaded: call " + p.searchName + " to load the ones you need, then call them."
+	out.Extra["system"] = appendSystem(req.Extra["system"], text)
+	delete(out.Extra, "stream")
+	return out
+}
+
+// appendSystem adds a text block to a request's system prompt, which may
+// be absent, a string, or an array of blocks.
+func appendSystem(system json.RawMessage, text string) json.RawMessage {
+	block := map[string]any{"type": "text", "text": text}
+	var s string
+	var blocks []json.RawMessage
+	switch {
+	case len(system) == 0 || string(system) == "null":
+		b, _ := json.Marshal(text)
+		return b
+	case json.Unmarshal(system, &s) == nil:
+		b, _ := json.Marshal([]any{map[string]any{"type": "text", "text": s}, block})
+		return b
+	case json.Unmarshal(system, &blocks) == nil:
+		nb, _ := json.Marshal(block)
+		b, _ := json.Marshal(append(blocks, nb))
+		return b
+	}
+	return system // not a shape the API takes; the API will say so
+}

@@ -1,0 +1,255 @@
+// Package proxy puts tool search in front of a model API, for any client:
+// an agent that sends every tool definition on every turn (Claude Code
+// behind a gateway that is not Anthropic's, agents built on the Messages
+// API without tool search) points its base URL at the proxy instead.
+//
+// For each POST /v1/messages, the request's tools go through the same
+// deferral decision as the gateway's (package policy). Below the
+// threshold, or when the client defers tools itself, the request passes
+// untouched. Above it, the deferrable tools (MCP tools) leave the request
+// for one search tool, and the system prompt announces them. When the
+// model calls the search tool the proxy answers it itself, adds the
+// tools found to the request and asks the model again, until the model
+// answers or calls one of the client's tools: the client gets one
+// response, as if the model had called its tool at once. Tools the model
+// called earlier in the conversation stay loaded.
+//
+// Everything else (other paths, count_tokens of a request that passes)
+// goes to the upstream unchanged. API keys pass through and are never
+// kept or logged.
+package proxy
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolshelf/toolshelf/policy"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxRounds       = 4
+	DefaultMaxRequestBytes = 32 << 20
+)
+
+// TokenHeader carries the proxy's own token, when it has one: clients
+// send their API key in the usual headers, which go upstream.
+const TokenHeader = "X-Toolshelf-Token"
+
+// Options configure a Server. Nil means defaults.
+type Options struct {
+	// Upstream is the model API's base URL, such as
+	// https://api.anthropic.com. Required.
+	Upstream string
+	// Client sends requests upstream (default: http.DefaultClient's
+	// transport, without a timeout: answers take minutes).
+	Client *http.Client
+	// Logger gets one line per request (nil is silent).
+	Logger *slog.Logger
+	// Settings is the deferral mode (default: auto, 10% of the context
+	// window), as serve --mode reads it.
+	Settings policy.Settings
+	// ContextWindow overrides the model's context window when positive.
+	ContextWindow int
+	// MaxRounds bounds the search rounds the proxy answers per request;
+	// past it the model's last answer goes to the client with a note.
+	MaxRounds int
+	// MaxRequestBytes bounds a request body (default 32 MiB).
+	MaxRequestBytes int64
+	// Engine is the search engine kind (search.DefaultEngine when empty).
+	Engine string
+	// Token, when set, is required in the X-Toolshelf-Token header.
+	Token string
+}
+
+// Server is the proxy. It is safe for concurrent use.
+type Server struct {
+	opts     Options
+	upstream *url.URL
+	logger   *slog.Logger
+	pass     *httputil.ReverseProxy
+	plans    planCache
+}
+
+// New returns a proxy to opts.Upstream.
+func New(opts *Options) (*Server, error) {
+	s := &Server{}
+	if opts != nil {
+		s.opts = *opts
+	}
+	u, err := url.Parse(s.opts.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("upstream %q: want an http(s) URL such as https://api.anthropic.com", s.opts.Upstream)
+	}
+	s.upstream = u
+	if s.opts.Client == nil {
+		s.opts.Client = &http.Client{}
+	}
+	if s.opts.Settings.Mode == "" {
+		s.opts.Settings = policy.Settings{Mode: policy.ModeAuto, Percent: policy.DefaultPercent}
+	}
+	if s.opts.MaxRounds <= 0 {
+		s.opts.MaxRounds = DefaultMaxRounds
+	}
+	if s.opts.MaxRequestBytes <= 0 {
+		s.opts.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	s.logger = s.opts.Logger
+	if s.logger == nil {
+		s.logger = slog.New(slog.DiscardHandler)
+	}
+	s.pass = &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(s.upstream)
+			r.Out.Host = s.upstream.Host
+			r.Out.Header.Del(TokenHeader)
+		},
+		FlushInterval: -1, // streams go through as they come
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
+		},
+	}
+	s.plans.max = 16
+	return s, nil
+}
+
+// ServeHTTP answers the Messages API's POST /v1/messages and
+// /v1/messages/count_tokens, and passes everything else upstream.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.opts.Token)) != 1 {
+		writeError(w, http.StatusUnauthorized, "authentication_error", "toolshelf proxy: missing or wrong "+TokenHeader)
+		return
+	}
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
+		s.messages(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
+		s.countTokens(w, r)
+	default:
+		s.pass.ServeHTTP(w, r)
+	}
+}
+
+// errorBody is the Messages API's error shape.
+type errorBody struct {
+	Type  string `json:"type"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func errorJSON(kind, msg string) []byte {
+	var e errorBody
+	e.Type, e.Error.Type, e.Error.Message = "error", kind, msg
+	b, _ := json.Marshal(e)
+	return b
+}
+
+// writeError answers with the Messages API's error shape.
+func writeError(w http.ResponseWriter, status int, kind, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(errorJSON(kind, msg))
+}
+
+// readBody reads a request body within the limit, answering the client
+// itself when it cannot.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("toolshelf proxy: the request is over %d bytes", s.opts.MaxRequestBytes))
+		return nil, false
+	case err != nil:
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: reading the request: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// hopHeaders are not forwarded (RFC 9110, 7.6.1), nor what the proxy sets
+// itself.
+var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
+	"Content-Length", "Accept-Encoding", "Host", TokenHeader}
+
+// send posts body to path upstream with the client's headers (its API
+// key among them) and returns the response read whole.
+func (s *Server) send(ctx context.Context, clientHeader http.Header, path string, body []byte) (*http.Response, []byte, error) {
+	u := *s.upstream
+	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(string(body)))
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, vs := range clientHeader {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	for _, h := range hopHeaders {
+		req.Header.Del(h)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.opts.Client.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	return resp, raw, err
+}
+
+// copyHeaders copies an upstream response's headers that a client may
+// read (request ids, rate limits).
+func copyHeaders(dst, src http.Header) {
+	for k, vs := range src {
+		switch http.CanonicalHeaderKey(k) {
+		case "Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding", "Connection":
+			continue
+		}
+		dst[k] = append([]string(nil), vs...)
+	}
+}
+
+// planCache keeps the plans of recent tool sets: a client sends the same
+// tools on every turn, and indexing them costs milliseconds.
+type planCache struct {
+	mu    sync.Mutex
+	max   int
+	order []string
+	by    map[string]*toolSet
+}
+
+func (c *planCache) get(key string, make func() *toolSet) *toolSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.by[key]; ok {
+		return t
+	}
+	if c.by == nil {
+		c.by = map[string]*toolSet{}
+	}
+	t := make()
+	if len(c.order) >= c.max {
+		delete(c.by, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.by[key] = t
+	c.order = append(c.order, key)
+	return t
+}
+
+// since is a duration in milliseconds, for logs.
+func since(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
