@@ -45,6 +45,10 @@ type Checklist struct {
 	SearchTool string
 	// Essential names core tools that are never deferred.
 	Essential []string
+	// DeferAll defers every other tool too, MCP or not: for clients
+	// whose tools are all alike (an agent on the Chat Completions API
+	// has no core tools to keep).
+	DeferAll bool
 }
 
 // Defer runs the checklist for one tool. The order is the point: each
@@ -61,7 +65,7 @@ func (c *Checklist) Defer(t Tool) Verdict {
 		return Verdict{false, ReasonSearchTool}
 	case slices.Contains(c.Essential, t.Name):
 		return Verdict{false, ReasonEssential}
-	case t.ShouldDefer:
+	case t.ShouldDefer, c.DeferAll:
 		return Verdict{true, ReasonShouldDefer}
 	}
 	return Verdict{false, ReasonNotMarked}

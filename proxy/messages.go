@@ -28,7 +28,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
 		return
 	}
-	p := s.planFor(r.Context(), &req)
+	p := s.planFor(r.Context(), messagesInput(&req))
 	if p == nil {
 		s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
 		r.Body = http.NoBody
@@ -114,12 +114,19 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 
 // answerSearch runs one call of the search tool and loads what it finds.
 func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block) messages.Block {
-	id := call.String("id")
 	var in struct {
 		Query string `json:"query"`
 	}
-	if err := json.Unmarshal(call.Raw("input"), &in); err != nil || strings.TrimSpace(in.Query) == "" {
-		return messages.ToolResult(id, []messages.Block{messages.TextBlock(`"query" is required: describe what you want to do.`)}, true)
+	_ = json.Unmarshal(call.Raw("input"), &in)
+	text, isErr := p.find(ctx, in.Query)
+	return messages.ToolResult(call.String("id"), []messages.Block{messages.TextBlock(text)}, isErr)
+}
+
+// find searches the deferred tools for query, loads what it finds into
+// the plan, and says what it did, for the model.
+func (p *plan) find(ctx context.Context, query string) (text string, isErr bool) {
+	if strings.TrimSpace(query) == "" {
+		return `"query" is required: describe what you want to do.`, true
 	}
 	// Tools the request already carries are not searched for.
 	exclude := map[string]bool{}
@@ -128,9 +135,9 @@ func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block)
 			exclude[e.Name] = true
 		}
 	}
-	found, err := search.Find(ctx, p.set.engine, p.set.cat, search.Request{Query: in.Query, Limit: searchLimit, Exclude: exclude})
+	found, err := search.Find(ctx, p.set.engine, p.set.cat, search.Request{Query: query, Limit: searchLimit, Exclude: exclude})
 	if err != nil {
-		return messages.ToolResult(id, []messages.Block{messages.TextBlock("The search failed: " + err.Error())}, true)
+		return "The search failed: " + err.Error(), true
 	}
 	var names []string
 	for _, h := range found.Hits {
@@ -140,7 +147,7 @@ func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block)
 		p.loaded[h.Entry.Name] = true
 		names = append(names, h.Entry.Name)
 	}
-	text := "Loaded " + plural(len(names), "tool", "tools") + ": " + strings.Join(names, ", ") + ". Call them directly."
+	text = "Loaded " + plural(len(names), "tool", "tools") + ": " + strings.Join(names, ", ") + ". Call them directly."
 	switch {
 	case len(names) == 0 && len(found.Missing) > 0:
 		text = "No tool is named " + strings.Join(found.Missing, ", ") + "."
@@ -149,7 +156,7 @@ func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block)
 	case found.Weak:
 		text += " None fits well: these are the closest."
 	}
-	return messages.ToolResult(id, []messages.Block{messages.TextBlock(text)}, false)
+	return text, false
 }
 
 // usage adds up the rounds' token counts, so that a client's cost display
@@ -226,7 +233,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
 		return
 	}
-	if p := s.planFor(r.Context(), &req); p != nil {
+	if p := s.planFor(r.Context(), messagesInput(&req)); p != nil {
 		body, _ = json.Marshal(p.rewrite(req, req.Messages))
 	}
 	resp, raw, err := s.send(r.Context(), r.Header, "/v1/messages/count_tokens", body)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -51,24 +52,35 @@ func searchToolName(tools []messages.Tool) string {
 	return "toolshelf_tool_search_2"
 }
 
+// planInput is what the deferral decision needs of a request, whatever
+// its API.
+type planInput struct {
+	model string
+	tools []messages.Tool // every tool; those with a Type are not searched
+	// called names the tools the conversation's history called.
+	called []string
+	// deferAll defers every tool, not only MCP tools (Chat Completions).
+	deferAll bool
+}
+
 // planFor decides how to rewrite a request; nil means it passes
 // untouched.
-func (s *Server) planFor(ctx context.Context, req *messages.Request) *plan {
-	if len(req.Tools) == 0 || clientDefers(req.Tools) {
+func (s *Server) planFor(ctx context.Context, in planInput) *plan {
+	if len(in.tools) == 0 || clientDefers(in.tools) {
 		return nil
 	}
-	name := searchToolName(req.Tools)
+	name := searchToolName(in.tools)
 	searchDef, _ := json.Marshal(searchTool(name, 0))
 	var key strings.Builder
-	key.WriteString(name)
-	for _, t := range req.Tools {
+	fmt.Fprintf(&key, "%s\x00%v", name, in.deferAll)
+	for _, t := range in.tools {
 		if t.Type == "" {
 			key.WriteString("\x00" + t.Name + "\x00" + t.Description + "\x00" + string(t.InputSchema))
 		}
 	}
 	set := s.plans.get(key.String(), func() *toolSet {
-		c := toolCatalog(req.Tools)
-		v := policy.NewView(ctx, c, policy.Checklist{SearchTool: name}, []json.RawMessage{searchDef}, nil)
+		c := toolCatalog(in.tools)
+		v := policy.NewView(ctx, c, policy.Checklist{SearchTool: name, DeferAll: in.deferAll}, []json.RawMessage{searchDef}, nil)
 		deferred := map[string]bool{}
 		for e := range c.All() {
 			deferred[e.Name] = v.Checklist.Defer(policy.ToolOf(e)).Deferred
@@ -82,7 +94,7 @@ func (s *Server) planFor(ctx context.Context, req *messages.Request) *plan {
 		return nil
 	}
 	d := set.view.Decide(policy.Request{
-		Settings: s.opts.Settings, Model: req.Model, ContextWindow: s.opts.ContextWindow,
+		Settings: s.opts.Settings, Model: in.model, ContextWindow: s.opts.ContextWindow,
 		// The proxy sends found tools in full, which every model takes:
 		// no model is unsupported, and no base URL turns it off.
 		UnsupportedModels: []string{}, SearchAvailable: true,
@@ -95,17 +107,28 @@ func (s *Server) planFor(ctx context.Context, req *messages.Request) *plan {
 		p.deferred[n] = true
 	}
 	// Tools the model called earlier in the conversation stay loaded.
+	for _, n := range in.called {
+		if p.deferred[n] {
+			p.loaded[n] = true
+		}
+	}
+	return p
+}
+
+// messagesInput is what planFor needs of a Messages API request.
+func messagesInput(req *messages.Request) planInput {
+	in := planInput{model: req.Model, tools: req.Tools}
 	for _, m := range req.Messages {
 		if m.Role != "assistant" {
 			continue
 		}
 		for _, b := range m.Content {
-			if b.Type == "tool_use" && p.deferred[b.String("name")] {
-				p.loaded[b.String("name")] = true
+			if b.Type == "tool_use" {
+				in.called = append(in.called, b.String("name"))
 			}
 		}
 	}
-	return p
+	return in
 }
 
 // toolCatalog makes a catalog of a request's custom tools (server tools,

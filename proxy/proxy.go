@@ -125,7 +125,8 @@ func New(opts *Options) (*Server, error) {
 }
 
 // ServeHTTP answers the Messages API's POST /v1/messages and
-// /v1/messages/count_tokens, and passes everything else upstream.
+// /v1/messages/count_tokens, and the Chat Completions API's POST
+// /v1/chat/completions, and passes everything else upstream.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.opts.Token)) != 1 {
 		writeError(w, http.StatusUnauthorized, "authentication_error", "toolshelf proxy: missing or wrong "+TokenHeader)
@@ -136,6 +137,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, r)
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages/count_tokens":
 		s.countTokens(w, r)
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions":
+		s.chat(w, r)
 	default:
 		s.pass.ServeHTTP(w, r)
 	}
@@ -164,17 +167,32 @@ func writeError(w http.ResponseWriter, status int, kind, msg string) {
 	w.Write(errorJSON(kind, msg))
 }
 
-// readBody reads a request body within the limit, answering the client
-// itself when it cannot.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxRequestBytes))
+// bodyError is why a request body could not be read.
+type bodyError struct {
+	status int
+	kind   string
+	msg    string
+}
+
+// readLimited reads a request body within max bytes.
+func readLimited(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *bodyError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("toolshelf proxy: the request is over %d bytes", s.opts.MaxRequestBytes))
-		return nil, false
+		return nil, &bodyError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request is over %d bytes", max)}
 	case err != nil:
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: reading the request: "+err.Error())
+		return nil, &bodyError{http.StatusBadRequest, "invalid_request_error", "reading the request: " + err.Error()}
+	}
+	return body, nil
+}
+
+// readBody reads a Messages API request body, answering the client
+// itself when it cannot.
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	body, err := readLimited(w, r, s.opts.MaxRequestBytes)
+	if err != nil {
+		writeError(w, err.status, err.kind, "toolshelf proxy: "+err.msg)
 		return nil, false
 	}
 	return body, true
