@@ -84,6 +84,29 @@ type flights struct {
 	// by token; passedOn is closed and replaced whenever one is.
 	queued   map[string]int
 	passedOn chan struct{}
+	// logsRead and logsDone count the server's log messages read from
+	// the connection and handled (sent to a client or queued as a
+	// Notice): a call's answer waits for the log messages sent before
+	// it, as for progress.
+	logsRead, logsDone int64
+}
+
+// logArrived records a log message as read from the connection.
+func (fs *flights) logArrived() {
+	fs.mu.Lock()
+	fs.logsRead++
+	fs.mu.Unlock()
+}
+
+// logDone records a log message as handled.
+func (fs *flights) logDone() {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.logsDone++
+	if fs.passedOn != nil {
+		close(fs.passedOn)
+		fs.passedOn = nil
+	}
 }
 
 // arrived records a progress notification as read from the connection.
@@ -120,27 +143,34 @@ func (fs *flights) passed(token any) {
 // notification it never gets must not hold a call's answer for long.
 const drainWait = time.Second
 
-// drain waits until the progress notifications of token read so far have
-// been passed on.
+// drain waits until the progress notifications of token, and the log
+// messages, read so far have been passed on.
 func (fs *flights) drain(ctx context.Context, token string) {
 	timer := time.NewTimer(drainWait)
 	defer timer.Stop()
+	fs.mu.Lock()
+	logs := fs.logsRead
+	fs.mu.Unlock()
 	for {
 		fs.mu.Lock()
 		n := fs.queued[token]
+		logsPending := fs.logsDone < logs
 		if fs.passedOn == nil {
 			fs.passedOn = make(chan struct{})
 		}
 		ch := fs.passedOn
 		fs.mu.Unlock()
-		if n == 0 {
+		if n == 0 && !logsPending {
 			return
 		}
 		select {
 		case <-ch:
 		case <-timer.C:
+			// Whatever was never handled will not be: count it so, or
+			// every later call would wait for it.
 			fs.mu.Lock()
 			delete(fs.queued, token)
+			fs.logsDone = max(fs.logsDone, logs)
 			fs.mu.Unlock()
 			return
 		case <-ctx.Done():
@@ -304,6 +334,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 			_ = f.client.NotifyProgress(f.ctx, &p)
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			defer s.flights.logDone()
 			if f, n := s.flights.only(); n == 1 {
 				_ = f.client.Log(f.ctx, req.Params)
 				return

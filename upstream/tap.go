@@ -35,9 +35,9 @@ func withCapture(ctx context.Context, c *capture) context.Context {
 	return context.WithValue(ctx, captureKey{}, c)
 }
 
-// The tap also sees progress notifications in the order they came, before
-// the go-sdk queues them for its handler, so that a call's response can
-// wait for the progress sent before it (flights.drain).
+// The tap also sees progress notifications and log messages in the order
+// they came, before the go-sdk queues them for its handlers, so that a
+// call's response can wait for those sent before it (flights.drain).
 
 type tapTransport struct {
 	mcp.Transport
@@ -81,6 +81,9 @@ func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				c.flights.arrived(token)
 			}
 		}
+	}
+	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/message" && c.flights != nil {
+		c.flights.logArrived()
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
