@@ -44,7 +44,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	for {
 		rounds++
 		out, _ := json.Marshal(p.rewrite(req, msgs))
-		resp, raw, err := s.send(r.Context(), r.Header, "/v1/messages", out)
+		resp, raw, err := s.send(r.Context(), r, out)
 		if err != nil {
 			if r.Context().Err() != nil {
 				return // the client went away
@@ -236,7 +236,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	if p := s.planFor(r.Context(), messagesInput(&req)); p != nil {
 		body, _ = json.Marshal(p.rewrite(req, req.Messages))
 	}
-	resp, raw, err := s.send(r.Context(), r.Header, "/v1/messages/count_tokens", body)
+	resp, raw, err := s.send(r.Context(), r, body)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
 		return

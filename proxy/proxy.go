@@ -203,11 +203,14 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Content-Length", "Accept-Encoding", "Host", TokenHeader}
 
-// send posts body to path upstream with the client's headers (its API
-// key among them) and returns the response read whole.
-func (s *Server) send(ctx context.Context, clientHeader http.Header, path string, body []byte) (*http.Response, []byte, error) {
+// send posts body to the client request's path and query upstream, with
+// its headers (its API key among them), and returns the response read
+// whole.
+func (s *Server) send(ctx context.Context, client *http.Request, body []byte) (*http.Response, []byte, error) {
+	clientHeader := client.Header
 	u := *s.upstream
-	u.Path = strings.TrimSuffix(u.Path, "/") + path
+	u.Path = strings.TrimSuffix(u.Path, "/") + client.URL.Path
+	u.RawQuery = client.URL.RawQuery // Claude Code asks for /v1/messages?beta=true
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(string(body)))
 	if err != nil {
 		return nil, nil, err

@@ -313,6 +313,24 @@ func TestErrors(t *testing.T) {
 		t.Errorf("an oversized request: %d %s", status, body)
 	}
 
+	// An upstream that drops the connection halfway through its answer.
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.WriteHeader(200)
+		io.WriteString(w, `{"id":"msg_1","type":"mess`)
+		w.(http.Flusher).Flush()
+		conn, _, _ := w.(http.Hijacker).Hijack()
+		conn.Close()
+	}))
+	defer cut.Close()
+	pc, _ := New(&Options{Upstream: cut.URL})
+	csrv := httptest.NewServer(pc)
+	defer csrv.Close()
+	status, _, body = post(t, csrv.URL+"/v1/messages", request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, ""), nil)
+	if json.Unmarshal(body, &e); status != 502 || e.Error.Type != "api_error" {
+		t.Errorf("an upstream that drops its answer: %d %s", status, body)
+	}
+
 	// An upstream that is gone.
 	gone := httptest.NewServer(http.NotFoundHandler())
 	gone.Close()
