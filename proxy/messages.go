@@ -37,6 +37,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	var stream bool
 	_ = json.Unmarshal(req.Extra["stream"], &stream)
+	if stream {
+		s.streamMessages(w, r, req, p, start)
+		return
+	}
 
 	msgs := slices.Clone(req.Messages)
 	var total usage
@@ -44,7 +48,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	for {
 		rounds++
 		out, _ := json.Marshal(p.rewrite(req, msgs))
-		resp, raw, err := s.send(r.Context(), r, out)
+		resp, raw, err := s.send(r, out)
 		if err != nil {
 			if r.Context().Err() != nil {
 				return // the client went away
@@ -92,12 +96,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			copyHeaders(w.Header(), resp.Header)
-			if stream {
-				writeStream(w, final)
-			} else {
-				w.Header().Set("Content-Type", "application/json")
-				w.Write(final)
-			}
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(final)
 			s.logDone(req, p, rounds, start)
 			return
 		}
@@ -236,7 +236,7 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 	if p := s.planFor(r.Context(), messagesInput(&req)); p != nil {
 		body, _ = json.Marshal(p.rewrite(req, req.Messages))
 	}
-	resp, raw, err := s.send(r.Context(), r, body)
+	resp, raw, err := s.send(r, body)
 	if err != nil {
 		writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
 		return

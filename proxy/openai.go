@@ -92,7 +92,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for {
 		rounds++
 		out := s.chatRound(req, tools, msgs, p)
-		resp, raw, err := s.send(r.Context(), r, out)
+		resp, raw, err := s.send(r, out)
 		if err != nil {
 			if r.Context().Err() != nil {
 				return

@@ -20,7 +20,7 @@
 package proxy
 
 import (
-	"context"
+	"bytes"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
@@ -203,19 +203,17 @@ func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool)
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade",
 	"Content-Length", "Accept-Encoding", "Host", TokenHeader}
 
-// send posts body to the client request's path and query upstream, with
-// its headers (its API key among them), and returns the response read
-// whole.
-func (s *Server) send(ctx context.Context, client *http.Request, body []byte) (*http.Response, []byte, error) {
-	clientHeader := client.Header
+// upstreamRequest is a POST of body to the client request's path and
+// query upstream, with its headers (its API key among them).
+func (s *Server) upstreamRequest(client *http.Request, body []byte) (*http.Request, error) {
 	u := *s.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + client.URL.Path
 	u.RawQuery = client.URL.RawQuery // Claude Code asks for /v1/messages?beta=true
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(client.Context(), http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	for k, vs := range clientHeader {
+	for k, vs := range client.Header {
 		req.Header[k] = append([]string(nil), vs...)
 	}
 	for _, h := range hopHeaders {
@@ -223,6 +221,16 @@ func (s *Server) send(ctx context.Context, client *http.Request, body []byte) (*
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	return req, nil
+}
+
+// send posts body upstream (see upstreamRequest) and returns the response
+// read whole.
+func (s *Server) send(client *http.Request, body []byte) (*http.Response, []byte, error) {
+	req, err := s.upstreamRequest(client, body)
+	if err != nil {
+		return nil, nil, err
+	}
 	resp, err := s.opts.Client.Do(req)
 	if err != nil {
 		return nil, nil, err

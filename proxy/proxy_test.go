@@ -60,8 +60,23 @@ func newFakeAPI(t *testing.T, script ...func(req messages.Request) (int, string)
 			return
 		}
 		status, answer := f.script[n](req)
-		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Request-Id", fmt.Sprintf("req_%d", n))
+		var stream bool
+		json.Unmarshal(req.Extra["stream"], &stream)
+		if answer == "CUT" {
+			// A stream that breaks off after its first event.
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\nevent: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+			w.(http.Flusher).Flush()
+			conn, _, _ := w.(http.Hijacker).Hijack()
+			conn.Close()
+			return
+		}
+		if stream && status == 200 {
+			writeStream(w, []byte(answer))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		io.WriteString(w, answer)
 	}))
@@ -243,10 +258,7 @@ func TestPassesUntouched(t *testing.T) {
 func TestStream(t *testing.T) {
 	api := newFakeAPI(t,
 		func(req messages.Request) (int, string) {
-			if _, ok := req.Extra["stream"]; ok {
-				t.Error("a round was asked to stream")
-			}
-			return 200, reply("tool_use", 1000, 20, toolUse("s1", messages.DefaultSearchTool, `{"query":"create a github issue"}`))
+			return 200, reply("tool_use", 1000, 20, text("Let me look for the tool."), toolUse("s1", messages.DefaultSearchTool, `{"query":"create a github issue"}`))
 		},
 		func(req messages.Request) (int, string) {
 			return 200, reply("tool_use", 1500, 30, text("Opening it."), toolUse("c1", createIssue, `{"title":"crash"}`))
@@ -259,7 +271,7 @@ func TestStream(t *testing.T) {
 	}
 	var events []string
 	var textOut, input string
-	var outTokens int
+	var outTokens, inTokens int
 	sc := bufio.NewScanner(bytes.NewReader(body))
 	for sc.Scan() {
 		line := sc.Text()
@@ -269,6 +281,7 @@ func TestStream(t *testing.T) {
 		if data, ok := strings.CutPrefix(line, "data: "); ok {
 			var d struct {
 				Usage struct {
+					InputTokens  int `json:"input_tokens"`
 					OutputTokens int `json:"output_tokens"`
 				}
 			}
@@ -280,7 +293,7 @@ func TestStream(t *testing.T) {
 			textOut += delta["text"]
 			input += delta["partial_json"]
 			if d.Usage.OutputTokens > 0 {
-				outTokens = d.Usage.OutputTokens
+				outTokens, inTokens = d.Usage.OutputTokens, d.Usage.InputTokens
 			}
 		}
 	}
@@ -288,8 +301,8 @@ func TestStream(t *testing.T) {
 	if got := strings.Join(events, " "); got != want {
 		t.Errorf("events:\n%s\nwant\n%s", got, want)
 	}
-	if textOut != "Opening it." || input != `{"title":"crash"}` || outTokens != 50 {
-		t.Errorf("text %q, input %q, output tokens %d", textOut, input, outTokens)
+	if textOut != "Opening it." || input != `{"title":"crash"}` || outTokens != 50 || inTokens != 2500 {
+		t.Errorf("text %q, input %q, tokens in %d out %d", textOut, input, inTokens, outTokens)
 	}
 }
 
@@ -410,5 +423,37 @@ func TestTokensPerTurn(t *testing.T) {
 	t.Logf("tools and system per turn: without the proxy %d chars, %d cl100k tokens; with it %d chars, %d tokens (%.1f%%)", c0, t0, c1, t1, 100*float64(t1)/float64(t0))
 	if t1*10 > t0 {
 		t.Errorf("the proxy sent %d of %d tokens", t1, t0)
+	}
+}
+
+// A stream that breaks off, an upstream that fails after the stream has
+// started, and a model that searches without end, when the client
+// streams: each ends the client's stream the way the API would.
+func TestStreamFaults(t *testing.T) {
+	search := func(messages.Request) (int, string) {
+		return 200, reply("tool_use", 10, 1, toolUse("s", messages.DefaultSearchTool, `{"query":"create a github issue"}`))
+	}
+	streamed := func(t *testing.T, api *fakeAPI, opts *Options) string {
+		url := startProxy(t, api, opts)
+		status, _, body := post(t, url+"/v1/messages", request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, `,"stream":true`), nil)
+		if status != 200 {
+			t.Fatalf("%d %s", status, body)
+		}
+		return string(body)
+	}
+	cut := streamed(t, newFakeAPI(t, search, func(messages.Request) (int, string) { return 200, "CUT" }), nil)
+	if !strings.Contains(cut, "event: error") || !strings.Contains(cut, "broke off") || strings.Contains(cut, "message_stop") {
+		t.Errorf("a stream that broke off:\n%s", cut)
+	}
+	overloaded := streamed(t, newFakeAPI(t, search, func(messages.Request) (int, string) {
+		return 529, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`
+	}), nil)
+	if !strings.Contains(overloaded, "event: error") || !strings.Contains(overloaded, "overloaded_error") {
+		t.Errorf("an upstream overloaded in round 2:\n%s", overloaded)
+	}
+	endless := streamed(t, newFakeAPI(t, search, search, search), &Options{MaxRounds: 2})
+	if !strings.Contains(endless, "still searching for tools after 2 searches") || !strings.Contains(endless, `"stop_reason":"end_turn"`) ||
+		!strings.HasSuffix(strings.TrimSpace(endless), `data: {"type":"message_stop"}`) || strings.Contains(endless, messages.DefaultSearchTool) {
+		t.Errorf("a search without end:\n%s", endless)
 	}
 }

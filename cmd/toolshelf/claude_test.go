@@ -21,8 +21,8 @@ import (
 
 // claudeAPI is a scripted Messages API for Claude Code: it searches
 // for the memory tool, calls it once found, and ends once the tool's
-// result is back. It answers a streaming request with server-sent events
-// (a request the proxy passed untouched) and others with JSON.
+// result is back; a request of a client that searches itself gets a text
+// answer. It streams when asked to, as the API does.
 type claudeAPI struct {
 	mu   sync.Mutex
 	seen []messages.Request
@@ -64,13 +64,27 @@ func (a *claudeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[%s],"stop_reason":%q,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":10}}`, req.Model, content, stop)
 		return
 	}
+	// As the API streams it: the block's start without its text or
+	// input, which follow as one delta.
+	var block map[string]any
+	_ = json.Unmarshal([]byte(content), &block)
+	var delta string
+	if block["type"] == "text" {
+		d, _ := json.Marshal(map[string]any{"type": "text_delta", "text": block["text"]})
+		delta, block["text"] = string(d), ""
+	} else {
+		in, _ := json.Marshal(block["input"])
+		d, _ := json.Marshal(map[string]any{"type": "input_json_delta", "partial_json": string(in)})
+		delta, block["input"] = string(d), map[string]any{}
+	}
+	start, _ := json.Marshal(map[string]any{"type": "content_block_start", "index": 0, "content_block": block})
 	w.Header().Set("Content-Type", "text/event-stream")
 	ev := func(name, data string) { fmt.Fprintf(w, "event: %s\ndata: %s\n\n", name, data) }
-	ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":0}}}`, req.Model))
-	ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
-	ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Passed through."}}`)
+	ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"output_tokens":1}}}`, req.Model))
+	ev("content_block_start", string(start))
+	ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":`+delta+`}`)
 	ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
-	ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":10}}`)
+	ev("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":%q,"stop_sequence":null},"usage":{"output_tokens":10}}`, stop))
 	ev("message_stop", `{"type":"message_stop"}`)
 }
 

@@ -38,9 +38,11 @@ request for one search tool, and the system prompt names them and their
 servers. When the model calls the search tool, the proxy answers it, adds
 the tools found to the request and asks again, at most --max-rounds times;
 the client gets one answer, as if the model had called its own tool at
-once, with the usage of every round added up. A streaming client gets that
-answer as server-sent events. Tools the model called earlier in the
-conversation stay loaded.
+once, with the usage of every round added up. A streaming client gets the
+last round as it streams (one content block held back at a time, to see
+whether the model searches). Tools the model called earlier in the
+conversation stay loaded. POST /v1/chat/completions does the same for
+OpenAI-style clients (--upstream their base URL, without /v1).
 
 API keys go from the client to the upstream as they came; the proxy keeps
 and logs none. It logs one line per request: tools in, tools deferred,

@@ -6,15 +6,10 @@ import (
 	"net/http"
 )
 
-// writeStream sends a whole message to a client that asked for a stream,
-// as the Messages API's server-sent events: message_start, each content
-// block's start, delta and stop, message_delta with the stop reason and
-// usage, message_stop.
-//
-// The proxy asks the model without streaming: until a round ends it
-// cannot tell whether the model will call the search tool, which the
-// client must not see. The client gets the last round's answer as soon
-// as it is known, event by event, in the shape its SDK parses.
+// writeStream sends a whole message as the Messages API's server-sent
+// events, as the API streams it: message_start, each content block's
+// start, delta and stop, message_delta with the stop reason and usage,
+// message_stop. The fake API streams its scripted answers with it.
 func writeStream(w http.ResponseWriter, final []byte) {
 	var msg map[string]json.RawMessage
 	_ = json.Unmarshal(final, &msg)
