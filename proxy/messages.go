@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolshelf/toolshelf/policy"
+
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/search"
 )
@@ -32,6 +34,13 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	if p == nil {
 		s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
 		r.Body = http.NoBody
+		s.passBody(w, r, body)
+		return
+	}
+	if s.native(req.Model) {
+		body, _ = json.Marshal(p.native(req))
+		r.Header.Set("Anthropic-Beta", joinBeta(r.Header.Get("Anthropic-Beta"), messages.BetaToolSearch))
+		s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", len(p.deferred), "native", true)
 		s.passBody(w, r, body)
 		return
 	}
@@ -262,3 +271,54 @@ func (s *Server) passBody(w http.ResponseWriter, r *http.Request, body []byte) {
 type readCloser struct{ *strings.Reader }
 
 func (readCloser) Close() error { return nil }
+
+// nativeTool is the API's own tool search (BM25 over the deferred tools'
+// names, descriptions and arguments).
+const nativeTool = `{"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25"}`
+
+// native reports whether a request for model uses the API's own tool
+// search: the upstream must be Anthropic's API, which has it (gateways
+// and bridges often do not), and the model one that reads tool_reference
+// blocks (the policy's model gate).
+func (s *Server) native(model string) bool {
+	switch s.opts.Native {
+	case NativeAlways:
+		return true
+	case NativeNever:
+		return false
+	}
+	return s.upstream.Hostname() == "api.anthropic.com" && policy.ModelSupported(model, nil)
+}
+
+// native rewrites a request for the API's own tool search: the deferred
+// tools are sent with defer_loading (the API keeps them out of the
+// model's context until its search finds them), and the search tool is
+// added. No round is the proxy's: the answer streams straight through.
+func (p *plan) native(req messages.Request) messages.Request {
+	out := req
+	out.Tools = make([]messages.Tool, 0, len(req.Tools)+1)
+	for _, t := range req.Tools {
+		if t.Type == "" && p.deferred[t.Name] && !p.loaded[t.Name] {
+			t.DeferLoading = true
+			t.CacheControl = nil // the API refuses both on one tool
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	var search messages.Tool
+	_ = json.Unmarshal([]byte(nativeTool), &search)
+	out.Tools = append(out.Tools, search)
+	return out
+}
+
+// joinBeta adds a beta to an anthropic-beta header's list.
+func joinBeta(header, beta string) string {
+	for _, b := range strings.Split(header, ",") {
+		if strings.TrimSpace(b) == beta {
+			return header
+		}
+	}
+	if strings.TrimSpace(header) == "" {
+		return beta
+	}
+	return header + "," + beta
+}

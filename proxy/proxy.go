@@ -71,7 +71,19 @@ type Options struct {
 	Engine string
 	// Token, when set, is required in the X-Toolshelf-Token header.
 	Token string
+	// Native is when the API's own tool search is used instead of the
+	// proxy's search rounds: NativeAuto (default) when the upstream is
+	// Anthropic's API and the model supports it, NativeAlways, or
+	// NativeNever.
+	Native string
 }
+
+// Values of Options.Native.
+const (
+	NativeAuto   = "auto"
+	NativeAlways = "always"
+	NativeNever  = "never"
+)
 
 // Server is the proxy. It is safe for concurrent use.
 type Server struct {
@@ -90,7 +102,7 @@ func New(opts *Options) (*Server, error) {
 	}
 	u, err := url.Parse(s.opts.Upstream)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("upstream %q: want an http(s) URL such as https://api.anthropic.com", s.opts.Upstream)
+		return nil, fmt.Errorf("--upstream %q: want an http(s) URL such as https://api.anthropic.com", s.opts.Upstream)
 	}
 	s.upstream = u
 	if s.opts.Client == nil {
@@ -98,6 +110,13 @@ func New(opts *Options) (*Server, error) {
 	}
 	if s.opts.Settings.Mode == "" {
 		s.opts.Settings = policy.Settings{Mode: policy.ModeAuto, Percent: policy.DefaultPercent}
+	}
+	switch s.opts.Native {
+	case "":
+		s.opts.Native = NativeAuto
+	case NativeAuto, NativeAlways, NativeNever:
+	default:
+		return nil, fmt.Errorf("--native %q: want auto, always or never", s.opts.Native)
 	}
 	if s.opts.MaxRounds <= 0 {
 		s.opts.MaxRounds = DefaultMaxRounds

@@ -28,6 +28,7 @@ type fakeAPI struct {
 	bodies [][]byte
 	reqs   []messages.Request
 	keys   []string
+	betas  []string
 	counts [][]byte
 }
 
@@ -38,6 +39,7 @@ func newFakeAPI(t *testing.T, script ...func(req messages.Request) (int, string)
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.keys = append(f.keys, r.Header.Get("X-Api-Key")+"|"+r.Header.Get(TokenHeader))
+		f.betas = append(f.betas, r.Header.Get("Anthropic-Beta"))
 		if r.URL.Path == "/v1/messages/count_tokens" {
 			f.counts = append(f.counts, body)
 			fmt.Fprint(w, `{"input_tokens": 1234}`)
@@ -455,5 +457,56 @@ func TestStreamFaults(t *testing.T) {
 	if !strings.Contains(endless, "still searching for tools after 2 searches") || !strings.Contains(endless, `"stop_reason":"end_turn"`) ||
 		!strings.HasSuffix(strings.TrimSpace(endless), `data: {"type":"message_stop"}`) || strings.Contains(endless, messages.DefaultSearchTool) {
 		t.Errorf("a search without end:\n%s", endless)
+	}
+}
+
+// Where the API has its own tool search, the proxy uses it: the deferred
+// tools go with defer_loading, the API's search tool is added with its
+// beta, and the answer passes straight through.
+func TestNativeToolSearch(t *testing.T) {
+	answer := reply("end_turn", 5, 5, text("native"))
+	api := newFakeAPI(t, func(req messages.Request) (int, string) {
+		deferred, native := 0, false
+		for _, tl := range req.Tools {
+			if tl.DeferLoading {
+				deferred++
+			}
+			native = native || tl.Type == "tool_search_tool_bm25_20251119"
+		}
+		if !native || deferred != len(req.Tools)-4 { // Bash, Read, the one called before, the search tool
+			t.Errorf("%d tools, %d deferred, native search %v", len(req.Tools), deferred, native)
+		}
+		return 200, answer
+	})
+	url := startProxy(t, api, &Options{Native: NativeAlways})
+	history := `[{"role":"user","content":"hi"},{"role":"assistant","content":[` + toolUse("c1", createIssue, `{}`) + `]},
+		{"role":"user","content":[{"type":"tool_result","tool_use_id":"c1","content":"ok"}]}]`
+	status, _, body := post(t, url+"/v1/messages", request(t, builtinTools(), history, ""), map[string]string{"Anthropic-Beta": "fine-grained-tool-streaming-2025-05-14"})
+	if status != 200 || string(body) != answer {
+		t.Errorf("%d %s", status, body)
+	}
+	if api.betas[0] != "fine-grained-tool-streaming-2025-05-14,"+messages.BetaToolSearch {
+		t.Errorf("anthropic-beta %q", api.betas[0])
+	}
+
+	// auto: only in front of Anthropic's API, for models that take it.
+	for _, tc := range []struct {
+		upstream, model string
+		want            bool
+	}{
+		{"https://api.anthropic.com", "claude-sonnet-4-5", true},
+		{"https://api.anthropic.com", "claude-haiku-4-5", false},
+		{"https://gateway.example.com", "claude-sonnet-4-5", false},
+	} {
+		p, err := New(&Options{Upstream: tc.upstream})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.native(tc.model); got != tc.want {
+			t.Errorf("native(%s, %s) = %v", tc.upstream, tc.model, got)
+		}
+	}
+	if _, err := New(&Options{Upstream: "https://api.anthropic.com", Native: "sometimes"}); err == nil {
+		t.Error("a bad Native setting was taken")
 	}
 }

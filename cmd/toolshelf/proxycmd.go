@@ -20,7 +20,7 @@ func init() {
 	register(&command{
 		name:    "proxy",
 		summary: "tool search for any client: a proxy in front of the model API",
-		usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--max-rounds N] [--token TOKEN] [flags]",
+		usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--max-rounds N] [--token TOKEN] [flags]",
 		help: `
 Serves the Anthropic Messages API (POST /v1/messages and
 /v1/messages/count_tokens) and passes every other request to --upstream
@@ -44,6 +44,13 @@ whether the model searches). Tools the model called earlier in the
 conversation stay loaded. POST /v1/chat/completions does the same for
 OpenAI-style clients (--upstream their base URL, without /v1).
 
+In front of Anthropic's own API (--native auto, the default), for models
+that take it, the proxy uses the API's tool search instead of answering
+searches itself: the deferred tools go with defer_loading, the API's
+tool_search_tool_bm25 is added with its beta, and the answer streams
+straight through. Gateways and bridges often lack it; there the proxy
+searches.
+
 API keys go from the client to the upstream as they came; the proxy keeps
 and logs none. It logs one line per request: tools in, tools deferred,
 rounds, tokens saved. Beyond loopback it needs --token (or
@@ -54,6 +61,7 @@ $TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
 			mode := fs.String("mode", "auto", "when to defer: search (always), all (never), auto or auto:N")
 			window := fs.Int("context-window", 0, "context window in `TOKENS` for --mode auto (default: the model's)")
 			rounds := fs.Int("max-rounds", proxy.DefaultMaxRounds, "search rounds answered per request (`N`)")
+			native := fs.String("native", proxy.NativeAuto, "use the API's own tool search: auto (in front of api.anthropic.com, for models that take it), always or never")
 			token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
 			var engine engineFlags
 			engine.register(fs)
@@ -88,10 +96,10 @@ $TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
 				logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 				p, err := proxy.New(&proxy.Options{
 					Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
-					MaxRounds: *rounds, Engine: engine.kind, Token: *token,
+					MaxRounds: *rounds, Engine: engine.kind, Token: *token, Native: *native,
 				})
 				if err != nil {
-					return usagef("--upstream: %v", err)
+					return usagef("%v", err)
 				}
 				return serveProxy(ctx, p, *listen, logger)
 			}
