@@ -2,13 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
-	"time"
 
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/proxy"
@@ -113,27 +110,7 @@ func serveProxy(ctx context.Context, p *proxy.Server, addr string, logger *slog.
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
 	}
-	srv := &http.Server{
-		Handler:           p,
-		ReadHeaderTimeout: httpTimeouts.header,
-		ReadTimeout:       httpTimeouts.read,
-		// Answers with several search rounds take minutes.
-		WriteTimeout: 2 * httpTimeouts.write,
-		IdleTimeout:  httpTimeouts.idle,
-		ErrorLog:     slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
 	logger.Info("serving the model API proxy", "url", "http://"+l.Addr().String())
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(l) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
-	}
-	return nil
+	// Answers with several search rounds take minutes.
+	return runHTTP(ctx, newHTTPServer(p, 2*httpTimeouts.write, logger), l)
 }

@@ -399,18 +399,29 @@ func serveHTTP(ctx context.Context, g *gateway.Server, hopts *gateway.HTTPOption
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
 	}
-	srv := &http.Server{
-		Handler:           g.Handler(hopts),
-		ReadHeaderTimeout: httpTimeouts.header,
-		ReadTimeout:       httpTimeouts.read,
-		WriteTimeout:      httpTimeouts.write,
-		IdleTimeout:       httpTimeouts.idle,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
 	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "", "profile", profileOrDefault(o.profile))
 	for _, p := range hopts.Profiles {
 		logger.Info("serving a profile over HTTP", "url", "http://"+l.Addr().String()+"/mcp/"+p.Profile(), "profile", p.Profile())
 	}
+	return runHTTP(ctx, newHTTPServer(g.Handler(hopts), httpTimeouts.write, logger), l)
+}
+
+// newHTTPServer is an http.Server with httpTimeouts' bounds on what a
+// connection may hold, writing allowed for write.
+func newHTTPServer(h http.Handler, write time.Duration, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: httpTimeouts.header,
+		ReadTimeout:       httpTimeouts.read,
+		WriteTimeout:      write,
+		IdleTimeout:       httpTimeouts.idle,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// runHTTP serves srv on l until ctx is done, then shuts it down, giving
+// the requests in flight five seconds.
+func runHTTP(ctx context.Context, srv *http.Server, l net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	select {
