@@ -76,6 +76,16 @@ type Options struct {
 // every query and reports the metrics. engine names the engine in the
 // report.
 func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Catalog) (search.Engine, error), opts *Options) (*Report, error) {
+	return run(ctx, ds, engine, opts, func() (func(Query) search.Engine, error) {
+		e, err := build(ds.Catalog)
+		return func(Query) search.Engine { return e }, err
+	})
+}
+
+// run builds the engines with prepare (timed as the index's build) and
+// scores the queries Options picks, each with the engine engineFor gives
+// it.
+func run(ctx context.Context, ds *Dataset, engine string, opts *Options, prepare func() (engineFor func(Query) search.Engine, err error)) (*Report, error) {
 	limit := DefaultLimit
 	if opts != nil && opts.Limit != 0 {
 		limit = opts.Limit
@@ -84,7 +94,7 @@ func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Ca
 		return nil, errors.New("limit must be a positive integer")
 	}
 	start := time.Now()
-	e, err := build(ds.Catalog)
+	engineFor, err := prepare()
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +105,7 @@ func Run(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Ca
 		IndexMS: round(float64(time.Since(start).Microseconds())/1000, 3),
 		Subsets: map[string]*Metrics{},
 	}
-	if err := r.score(ctx, opts.pick(ds.Queries), func(int) search.Engine { return e }, limit); err != nil {
+	if err := r.score(ctx, opts.pick(ds.Queries), engineFor, limit); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -115,17 +125,17 @@ func (o *Options) pick(qs []Query) []Query {
 	return out
 }
 
-// score searches queries, the i-th with engineFor(i), and fills the
+// score searches queries, each with engineFor's engine, and fills the
 // report's metrics and latency.
-func (r *Report) score(ctx context.Context, queries []Query, engineFor func(i int) search.Engine, limit int) error {
+func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Query) search.Engine, limit int) error {
 	sums := map[string]*Metrics{}
 	latencies := make([]time.Duration, 0, len(queries))
-	for i, q := range queries {
+	for _, q := range queries {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		t := time.Now()
-		hits, err := engineFor(i).Search(ctx, q.Text, limit)
+		hits, err := engineFor(q).Search(ctx, q.Text, limit)
 		latencies = append(latencies, time.Since(t))
 		if err != nil {
 			if ctx.Err() != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/search"
@@ -59,42 +58,24 @@ func FoldHistory(ds *Dataset, k, f int) []search.Past {
 // folds as its usage history (FoldHistory), and only the held fold is
 // scored. The report covers every query once.
 func RunFolds(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Catalog) (search.Engine, error), k int, opts *Options) (*Report, error) {
+	if k < 2 {
+		return nil, errors.New("usage folds must be at least 2")
+	}
 	var lopts *search.LearnedOptions
 	if opts != nil {
 		lopts = opts.Learned
 	}
-	if k < 2 {
-		return nil, errors.New("usage folds must be at least 2")
-	}
-	limit := DefaultLimit
-	if opts != nil && opts.Limit != 0 {
-		limit = opts.Limit
-	}
-	if limit < 0 {
-		return nil, errors.New("limit must be a positive integer")
-	}
-	start := time.Now()
-	base, err := build(ds.Catalog)
-	if err != nil {
-		return nil, err
-	}
-	engines := make([]search.Engine, k)
-	for f := range k {
-		engines[f] = search.NewLearned(base, ds.Catalog, FoldHistory(ds, k, f), lopts)
-	}
-	r := &Report{
-		Dataset: ds.Name,
-		Engine:  fmt.Sprintf("%s, learning from use (%d folds)", engine, k),
-		Tools:   ds.Catalog.Len(),
-		IndexMS: round(float64(time.Since(start).Microseconds())/1000, 3),
-		Subsets: map[string]*Metrics{},
-	}
-	queries := opts.pick(ds.Queries)
-	err = r.score(ctx, queries, func(i int) search.Engine { return engines[Fold(queries[i], k)] }, limit)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return run(ctx, ds, fmt.Sprintf("%s, learning from use (%d folds)", engine, k), opts, func() (func(Query) search.Engine, error) {
+		base, err := build(ds.Catalog)
+		if err != nil {
+			return nil, err
+		}
+		engines := make([]search.Engine, k)
+		for f := range k {
+			engines[f] = search.NewLearned(base, ds.Catalog, FoldHistory(ds, k, f), lopts)
+		}
+		return func(q Query) search.Engine { return engines[Fold(q, k)] }, nil
+	})
 }
 
 // Half returns which half of a dataset a query is in, 0 or 1, by a hash
