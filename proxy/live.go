@@ -149,10 +149,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			raw, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if !l.started {
-				copyHeaders(w.Header(), resp.Header)
-				w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-				w.WriteHeader(resp.StatusCode)
-				w.Write(raw)
+				relay(w, resp, raw)
 				return
 			}
 			var e errorBody

@@ -1,17 +1,18 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/toolshelf/toolshelf/policy"
-
 	"github.com/toolshelf/toolshelf/messages"
+	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
 )
 
@@ -21,19 +22,13 @@ const searchLimit = 5
 // messages answers POST /v1/messages.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	body, ok := s.readBody(w, r)
+	body, req, ok := s.readRequest(w, r)
 	if !ok {
-		return
-	}
-	var req messages.Request
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
 		return
 	}
 	p := s.planFor(r.Context(), messagesInput(&req))
 	if p == nil {
 		s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
-		r.Body = http.NoBody
 		s.passBody(w, r, body)
 		return
 	}
@@ -66,12 +61,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
-			// The API's own error (overloaded, rate limited, invalid):
-			// the client reads it as if it had asked directly.
-			copyHeaders(w.Header(), resp.Header)
-			w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-			w.WriteHeader(resp.StatusCode)
-			w.Write(raw)
+			relay(w, resp, raw)
 			return
 		}
 		var reply struct {
@@ -233,13 +223,8 @@ func (s *Server) logDone(req messages.Request, p *plan, rounds int, start time.T
 // countTokens answers POST /v1/messages/count_tokens for the request as
 // the proxy would send it.
 func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
-	body, ok := s.readBody(w, r)
+	body, req, ok := s.readRequest(w, r)
 	if !ok {
-		return
-	}
-	var req messages.Request
-	if err := json.Unmarshal(body, &req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
 		return
 	}
 	if p := s.planFor(r.Context(), messagesInput(&req)); p != nil {
@@ -250,27 +235,17 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
 		return
 	}
-	copyHeaders(w.Header(), resp.Header)
-	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-	w.WriteHeader(resp.StatusCode)
-	w.Write(raw)
+	relay(w, resp, raw)
 }
 
 // passBody sends a request that passes untouched, with the body already
 // read.
 func (s *Server) passBody(w http.ResponseWriter, r *http.Request, body []byte) {
 	r2 := r.Clone(r.Context())
-	r2.Body = http.NoBody
-	if len(body) > 0 {
-		r2.Body = readCloser{strings.NewReader(string(body))}
-	}
+	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.ContentLength = int64(len(body))
 	s.pass.ServeHTTP(w, r2)
 }
-
-type readCloser struct{ *strings.Reader }
-
-func (readCloser) Close() error { return nil }
 
 // nativeTool is the API's own tool search (BM25 over the deferred tools'
 // names, descriptions and arguments).

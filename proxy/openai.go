@@ -101,10 +101,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
-			copyHeaders(w.Header(), resp.Header)
-			w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-			w.WriteHeader(resp.StatusCode)
-			w.Write(raw)
+			relay(w, resp, raw)
 			return
 		}
 		var reply struct {

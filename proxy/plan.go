@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -71,14 +72,16 @@ func (s *Server) planFor(ctx context.Context, in planInput) *plan {
 	}
 	name := searchToolName(in.tools)
 	searchDef, _ := json.Marshal(searchTool(name, 0))
-	var key strings.Builder
-	fmt.Fprintf(&key, "%s\x00%v", name, in.deferAll)
+	// The cache is keyed by a hash of the tools: a request's tools can
+	// be a megabyte, and sixteen of them kept as keys would be sixteen.
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%v", name, in.deferAll)
 	for _, t := range in.tools {
 		if t.Type == "" {
-			key.WriteString("\x00" + t.Name + "\x00" + t.Description + "\x00" + string(t.InputSchema))
+			fmt.Fprintf(h, "\x00%s\x00%s\x00%s", t.Name, t.Description, t.InputSchema)
 		}
 	}
-	set := s.plans.get(key.String(), func() *toolSet {
+	set := s.plans.get(string(h.Sum(nil)), func() *toolSet {
 		c := toolCatalog(in.tools)
 		v := policy.NewView(ctx, c, policy.Checklist{SearchTool: name, DeferAll: in.deferAll}, []json.RawMessage{searchDef}, nil)
 		deferred := map[string]bool{}

@@ -34,6 +34,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
 )
 
@@ -206,15 +207,30 @@ func readLimited(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *bo
 	return body, nil
 }
 
-// readBody reads a Messages API request body, answering the client
-// itself when it cannot.
-func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := readLimited(w, r, s.opts.MaxRequestBytes)
-	if err != nil {
-		writeError(w, err.status, err.kind, "toolshelf proxy: "+err.msg)
-		return nil, false
+// readRequest reads a Messages API request, answering the client itself
+// when it cannot.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) ([]byte, messages.Request, bool) {
+	var req messages.Request
+	body, berr := readLimited(w, r, s.opts.MaxRequestBytes)
+	if berr != nil {
+		writeError(w, berr.status, berr.kind, "toolshelf proxy: "+berr.msg)
+		return nil, req, false
 	}
-	return body, true
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
+		return nil, req, false
+	}
+	return body, req, true
+}
+
+// relay answers with an upstream's response as it came (an API error:
+// overloaded, rate limited, invalid), so that the client reads it as if
+// it had asked directly.
+func relay(w http.ResponseWriter, resp *http.Response, raw []byte) {
+	copyHeaders(w.Header(), resp.Header)
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	w.Write(raw)
 }
 
 // hopHeaders are not forwarded (RFC 9110, 7.6.1), nor what the proxy sets
