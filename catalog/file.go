@@ -52,6 +52,36 @@ func InFile(file string, err error) error {
 	return &FileError{File: file, Err: err}
 }
 
+// ErrorAt returns a FileError for a problem at a byte offset of a file's
+// data; a negative offset names no line.
+func ErrorAt(file string, data []byte, offset int, err error) *FileError {
+	e := &FileError{File: file, Err: err}
+	if offset >= 0 {
+		e.Line = lineAt(data, int64(offset))
+	}
+	return e
+}
+
+// KeyOffset returns the offset in data of the JSON key `"key":` at or
+// after from, or -1: where a hand-written file's problem is, for
+// ErrorAt.
+func KeyOffset(data []byte, from int, key string) int {
+	q, _ := json.Marshal(key)
+	for i := from; i < len(data); {
+		j := bytes.Index(data[i:], q)
+		if j < 0 {
+			return -1
+		}
+		j += i
+		rest := bytes.TrimLeft(data[j+len(q):], " \t\r\n")
+		if len(rest) > 0 && rest[0] == ':' {
+			return j
+		}
+		i = j + 1
+	}
+	return -1
+}
+
 // lineAt returns the 1-based line of a byte offset in data.
 func lineAt(data []byte, offset int64) int {
 	if offset > int64(len(data)) {

@@ -145,11 +145,7 @@ func read(path string) (map[string]map[string]entry, fileStamp, error) {
 		return pins, stamp, nil
 	}
 	ferr := func(offset int, format string, args ...any) error {
-		e := &catalog.FileError{File: path, Err: fmt.Errorf(format, args...)}
-		if offset >= 0 {
-			e.Line = bytes.Count(data[:min(offset, len(data))], []byte("\n")) + 1
-		}
-		return e
+		return catalog.ErrorAt(path, data, offset, fmt.Errorf(format, args...))
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -166,13 +162,13 @@ func read(path string) (map[string]map[string]entry, fileStamp, error) {
 		return nil, stamp, ferr(int(dec.InputOffset()), "%v", err)
 	}
 	if f.Version != lockVersion {
-		return nil, stamp, ferr(keyOffset(data, 0, "version"), "version %d is not one this toolshelf reads (want %d)", f.Version, lockVersion)
+		return nil, stamp, ferr(catalog.KeyOffset(data, 0, "version"), "version %d is not one this toolshelf reads (want %d)", f.Version, lockVersion)
 	}
 	for _, server := range slices.Sorted(maps.Keys(f.Servers)) {
-		at := keyOffset(data, 0, server)
+		at := catalog.KeyOffset(data, 0, server)
 		for _, tool := range slices.Sorted(maps.Keys(f.Servers[server])) {
 			e := f.Servers[server][tool]
-			where := keyOffset(data, max(at, 0), tool)
+			where := catalog.KeyOffset(data, max(at, 0), tool)
 			def, err := Canonical(e.Definition)
 			if err != nil {
 				return nil, stamp, ferr(where, "server %q, tool %q: %v", server, tool, err)
@@ -355,23 +351,4 @@ func writeFile(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
-}
-
-// keyOffset returns the offset of the JSON key `"key":` at or after from,
-// or -1.
-func keyOffset(data []byte, from int, key string) int {
-	q := []byte(quote(key))
-	for i := from; i < len(data); {
-		j := bytes.Index(data[i:], q)
-		if j < 0 {
-			return -1
-		}
-		j += i
-		rest := bytes.TrimLeft(data[j+len(q):], " \t\r\n")
-		if len(rest) > 0 && rest[0] == ':' {
-			return j
-		}
-		i = j + len(q)
-	}
-	return -1
 }

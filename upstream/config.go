@@ -252,11 +252,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	// Editors on Windows save JSON with a byte order mark; it is no error.
 	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))
 	cerr := func(offset int, format string, args ...any) error {
-		e := &catalog.FileError{File: file, Err: fmt.Errorf(format, args...)}
-		if offset >= 0 {
-			e.Line = bytes.Count(data[:min(offset, len(data))], []byte("\n")) + 1
-		}
-		return e
+		return catalog.ErrorAt(file, data, offset, fmt.Errorf(format, args...))
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
@@ -277,18 +273,18 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	}
 	for k := range top {
 		if !slices.Contains(configKeys, k) {
-			return nil, cerr(keyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\" and \"learn\")", k, didYouMean(k, configKeys))
+			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\" and \"learn\")", k, didYouMean(k, configKeys))
 		}
 	}
 	cfg := &Config{}
 	if raw, ok := top["trust"]; ok {
 		var t string
 		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, cerr(keyOffset(data, 0, "trust"), `"trust" must be a string`)
+			return nil, cerr(catalog.KeyOffset(data, 0, "trust"), `"trust" must be a string`)
 		}
 		var err error
 		if cfg.Trust, err = pin.ParseTrust(t); err != nil {
-			return nil, cerr(keyOffset(data, 0, "trust"), "%v", err)
+			return nil, cerr(catalog.KeyOffset(data, 0, "trust"), "%v", err)
 		}
 	} else {
 		cfg.Trust = pin.TrustOnFirstUse
@@ -296,13 +292,13 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	if raw, ok := top["learn"]; ok {
 		var learn bool
 		if err := json.Unmarshal(raw, &learn); err != nil {
-			return nil, cerr(keyOffset(data, 0, "learn"), `"learn" must be true or false`)
+			return nil, cerr(catalog.KeyOffset(data, 0, "learn"), `"learn" must be true or false`)
 		}
 		cfg.NoLearn = !learn
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {
-		return nil, cerr(keyOffset(data, 0, "mcpServers"), `"mcpServers" must be an object of servers by name`)
+		return nil, cerr(catalog.KeyOffset(data, 0, "mcpServers"), `"mcpServers" must be an object of servers by name`)
 	}
 	if name, first, second := duplicateKey(servers); name != "" {
 		base := bytes.Index(data, servers)
@@ -318,21 +314,21 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	}
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		raw := entries[name]
-		at := keyOffset(data, 0, name)
+		at := catalog.KeyOffset(data, 0, name)
 		var keys map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &keys); err != nil {
 			return nil, cerr(at, "server %q must be an object", name)
 		}
 		for k := range keys {
 			if !slices.Contains(serverKeys, k) {
-				return nil, cerr(keyOffset(data, max(at, 0), k), "server %q: unknown key %q%s", name, k, didYouMean(k, serverKeys))
+				return nil, cerr(catalog.KeyOffset(data, max(at, 0), k), "server %q: unknown key %q%s", name, k, didYouMean(k, serverKeys))
 			}
 		}
 		var j serverJSON
 		if err := json.Unmarshal(raw, &j); err != nil {
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &typ) {
-				return nil, cerr(keyOffset(data, max(at, 0), strings.Split(typ.Field, ".")[0]), "server %q: %q has the wrong type: want %v, got a JSON %s", name, typ.Field, typ.Type, typ.Value)
+				return nil, cerr(catalog.KeyOffset(data, max(at, 0), strings.Split(typ.Field, ".")[0]), "server %q: %q has the wrong type: want %v, got a JSON %s", name, typ.Field, typ.Type, typ.Value)
 			}
 			return nil, cerr(at, "server %q: %v", name, err)
 		}
@@ -346,9 +342,9 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		ps, err := parseProfiles(raw, cfg.Servers, getenv)
 		if err != nil {
 			var at *keyedError
-			off := keyOffset(data, 0, "profiles")
+			off := catalog.KeyOffset(data, 0, "profiles")
 			if errors.As(err, &at) && at.key != "" {
-				off = keyOffset(data, max(off, 0), at.key)
+				off = catalog.KeyOffset(data, max(off, 0), at.key)
 			}
 			return nil, cerr(off, "%v", err)
 		}
@@ -480,25 +476,6 @@ func parseTimeout(raw json.RawMessage) (time.Duration, error) {
 		return d, nil
 	}
 	return 0, errors.New(`"timeout" must be seconds (a number) or a duration such as "30s"`)
-}
-
-// keyOffset returns the offset of the JSON key `"key":` at or after from,
-// or -1.
-func keyOffset(data []byte, from int, key string) int {
-	q, _ := json.Marshal(key)
-	for i := from; i < len(data); {
-		j := bytes.Index(data[i:], q)
-		if j < 0 {
-			return -1
-		}
-		j += i
-		rest := bytes.TrimLeft(data[j+len(q):], " \t\r\n")
-		if len(rest) > 0 && rest[0] == ':' {
-			return j
-		}
-		i = j + 1
-	}
-	return -1
 }
 
 // duplicateKey returns a key that an object holds twice, and the offsets
