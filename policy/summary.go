@@ -52,19 +52,30 @@ func Summaries(c *catalog.Catalog) []string {
 		}
 		return strings.Compare(a.name, b.name)
 	})
+	names := make([]string, len(order))
+	for i, s := range order {
+		names[i] = s.name
+	}
+	// The line naming the servers from k on costs about its head and each
+	// name's tokens: counted once, not once for every k.
+	restTokens := make([]int, len(order)+1)
+	for k := len(order) - 1; k >= 0; k-- {
+		restTokens[k] = restTokens[k+1] + tokens(", "+names[k])
+	}
+	more := func(k int) int {
+		if k == len(order) {
+			return 0
+		}
+		return tokens(fmt.Sprintf("and %d more: ", len(order)-k)) + restTokens[k]
+	}
 	var lines []string
 	total := 0
-	for i, s := range order {
+	for k, s := range order {
 		line := summaryLine(s.name, s.info, s.tools)
 		n := tokens(line)
 		// Keep room for the last line naming the servers left out.
-		rest := 0
-		if i < len(order)-1 {
-			rest = tokens(moreLine(order[i+1:], func(s *srv) string { return s.name }))
-		}
-		if total+n+rest > SummaryTotalTokens && len(lines) > 0 {
-			lines = append(lines, moreLine(order[i:], func(s *srv) string { return s.name }))
-			return lines
+		if total+n+more(k+1) > SummaryTotalTokens && k > 0 {
+			return append(lines, moreLine(names[k:]))
 		}
 		lines = append(lines, line)
 		total += n
@@ -73,12 +84,8 @@ func Summaries(c *catalog.Catalog) []string {
 }
 
 // moreLine names the servers that did not fit.
-func moreLine[T any](rest []T, name func(T) string) string {
-	names := make([]string, len(rest))
-	for i, s := range rest {
-		names[i] = name(s)
-	}
-	return fmt.Sprintf("and %d more: %s", len(rest), strings.Join(names, ", "))
+func moreLine(names []string) string {
+	return fmt.Sprintf("and %d more: %s", len(names), strings.Join(names, ", "))
 }
 
 // tokens counts cl100k tokens, or estimates them from the length when the
