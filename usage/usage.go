@@ -367,16 +367,18 @@ func (s *Store) Forget(match func(Pair) bool) (int, error) {
 }
 
 // Version changes when the store is written, by this process or another:
-// a cache of Pairs is good while it is the same.
+// a cache of Pairs is good while it is the same. Pairs only queued do not
+// change it: a search ranks by them once they are written (FlushEvery),
+// rather than reading the store again after every call.
 func (s *Store) Version() string {
 	s.mu.Lock()
-	gen, queued := s.gen, len(s.pending)
+	gen := s.gen
 	s.mu.Unlock()
 	var stamp string
 	if fi, err := os.Stat(s.path); err == nil {
 		stamp = fmt.Sprintf("%d.%d", fi.Size(), fi.ModTime().UnixNano())
 	}
-	return fmt.Sprintf("%d/%d/%s", gen, queued, stamp)
+	return fmt.Sprintf("%d/%s", gen, stamp)
 }
 
 // Past groups pairs by query, for search.NewLearned.
