@@ -134,22 +134,17 @@ func (l *Learned) similar(q string) map[int]float64 {
 	var norm float64
 	dots := map[int]float64{}
 	for t, f := range tf {
+		// A word no past query has counts as the rarest word there is:
+		// it adds to q's norm only, so a long query that shares one word
+		// with a past one is not like it.
 		idf, ok := l.idf[t]
 		if !ok {
-			continue // a word no past query has adds only to q's norm
+			idf = math.Log(1 + float64(len(l.past)+1))
 		}
 		w := f * idf
 		norm += w * w
 		for _, p := range l.postings[t] {
 			dots[p.query] += w * p.weight
-		}
-	}
-	// Words no past query has count in q's norm too: a long query that
-	// shares one word with a past one is not like it.
-	for t, f := range tf {
-		if _, ok := l.idf[t]; !ok {
-			w := f * math.Log(1+float64(len(l.past)+1))
-			norm += w * w
 		}
 	}
 	out := map[int]float64{}
