@@ -74,9 +74,8 @@ type view struct {
 	profile *upstream.Profile // nil: everything
 	notices chan upstream.Notice
 
-	mu         sync.Mutex
-	base, cat  *catalog.Catalog // the upstream's catalog, and its view
-	subscribed map[[2]string]bool
+	mu        sync.Mutex
+	base, cat *catalog.Catalog // the upstream's catalog, and its view
 }
 
 func (v *view) hasServer(name string) bool { return v.profile == nil || v.profile.HasServer(name) }
@@ -137,55 +136,51 @@ func (v *view) Session(ctx context.Context, server string, f func(context.Contex
 	return v.Upstream.Session(ctx, server, f)
 }
 
+// Subscribe and Unsubscribe count the views subscribed to a resource:
+// the upstream subscription starts with the first and ends with the last.
+// A gateway already asks once per resource, however many of its sessions
+// want it.
 func (v *view) Subscribe(ctx context.Context, server, uri string) error {
 	if !v.hasServer(server) {
 		return fmt.Errorf("server %s is not in profile %s", server, v.profileName())
 	}
 	k := [2]string{server, uri}
-	v.mu.Lock()
-	if v.subscribed[k] {
-		v.mu.Unlock()
-		return nil
-	}
-	v.mu.Unlock()
 	v.vs.mu.Lock()
 	first := v.vs.subs[k] == 0
-	v.vs.mu.Unlock()
-	if first {
-		if err := v.Upstream.Subscribe(ctx, server, uri); err != nil {
-			return err
-		}
-	}
-	v.vs.mu.Lock()
 	v.vs.subs[k]++
 	v.vs.mu.Unlock()
-	v.mu.Lock()
-	if v.subscribed == nil {
-		v.subscribed = make(map[[2]string]bool)
+	if !first {
+		return nil
 	}
-	v.subscribed[k] = true
-	v.mu.Unlock()
-	return nil
+	err := v.Upstream.Subscribe(ctx, server, uri)
+	if err != nil {
+		v.vs.release(k)
+	}
+	return err
 }
 
 func (v *view) Unsubscribe(ctx context.Context, server, uri string) error {
-	k := [2]string{server, uri}
-	v.mu.Lock()
-	had := v.subscribed[k]
-	delete(v.subscribed, k)
-	v.mu.Unlock()
-	if !had {
+	if !v.hasServer(server) {
 		return nil
 	}
-	v.vs.mu.Lock()
-	v.vs.subs[k]--
-	last := v.vs.subs[k] <= 0
-	if last {
-		delete(v.vs.subs, k)
-	}
-	v.vs.mu.Unlock()
-	if last {
+	if v.vs.release([2]string{server, uri}) {
 		return v.Upstream.Unsubscribe(ctx, server, uri)
 	}
 	return nil
+}
+
+// release counts one view fewer subscribed to k and reports whether it
+// was the last.
+func (vs *Views) release(k [2]string) bool {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	if vs.subs[k] == 0 {
+		return false
+	}
+	vs.subs[k]--
+	if vs.subs[k] > 0 {
+		return false
+	}
+	delete(vs.subs, k)
+	return true
 }
