@@ -165,7 +165,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			w.Header().Set("Cache-Control", "no-cache")
 			w.WriteHeader(http.StatusOK)
 		}
-		blocks, searched, done, err := s.streamRound(l, resp.Body, p, rounds > s.opts.MaxRounds)
+		blocks, done, err := s.streamRound(l, resp.Body, p, rounds > s.opts.MaxRounds)
 		resp.Body.Close()
 		if err != nil {
 			if r.Context().Err() == nil {
@@ -185,9 +185,6 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 				results = append(results, s.answerSearch(r.Context(), p, whole))
 			}
 		}
-		if !searched {
-			return // cannot happen: a round that is not done searched
-		}
 		msgs = append(msgs, messages.Message{Role: "assistant", Content: content}, messages.Message{Role: "user", Content: results})
 	}
 }
@@ -203,10 +200,11 @@ func (s *Server) failStream(w http.ResponseWriter, l *liveStream, status int, ki
 }
 
 // streamRound reads one round's stream, passing on what the client must
-// see. It returns the round's blocks, whether the model searched, and
-// whether the client's message is finished (the round was the last).
+// see. It returns the round's blocks, and whether the client's message is
+// finished: a round that is not is a hidden search, to be answered.
 // last makes a searching round the last one, with a note.
-func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) (blocks []*liveBlock, searched, done bool, err error) {
+func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) (blocks []*liveBlock, done bool, err error) {
+	searched := false // the round calls the search tool
 	rd := bufio.NewReaderSize(body, 64<<10)
 	byIndex := map[int]*liveBlock{}
 	var held *liveBlock // the block waiting to see what follows it
@@ -222,7 +220,7 @@ func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) 
 	for {
 		ev, rerr := readEvent(rd)
 		if rerr != nil {
-			return blocks, searched, false, rerr
+			return blocks, false, rerr
 		}
 		var m struct {
 			Type         string                     `json:"type"`
@@ -296,7 +294,7 @@ func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) 
 			}
 			l.total.add(round)
 			if searched && !last {
-				return blocks, true, false, nil // hidden: the next round goes on
+				return blocks, false, nil // hidden: the next round goes on
 			}
 			release()
 			delta := m.Delta
@@ -313,10 +311,10 @@ func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) 
 			l.send("message_delta", mustJSON(map[string]any{"type": "message_delta", "delta": delta, "usage": l.total}))
 		case "message_stop":
 			l.send(ev.name, ev.data)
-			return blocks, searched, true, nil
+			return blocks, true, nil
 		case "error":
 			l.send(ev.name, ev.data)
-			return blocks, searched, true, nil
+			return blocks, true, nil
 		}
 	}
 }
