@@ -63,6 +63,11 @@ func TestSearchToolNamesTheServers(t *testing.T) {
 	if total > policy.SummaryTotalTokens {
 		t.Errorf("the summaries take %d tokens, over %d", total, policy.SummaryTotalTokens)
 	}
+	// What a client's tools/list costs now (docs/benchmarks.md).
+	res, _ := cs.ListTools(context.Background(), nil)
+	listed, _ := json.Marshal(res.Tools)
+	n, _ := policy.CL100K(string(listed))
+	t.Logf("tools/list in search mode: %d characters, %d cl100k tokens; the summaries %d tokens", len(listed), n, total)
 	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "github (26 tools)") {
 		t.Errorf("the instructions do not name the servers:\n%s", ins)
 	}
