@@ -37,13 +37,23 @@ type ServerConfig struct {
 	// when URL is set.
 	Type string
 
-	// Command, Args, Env and Cwd start a stdio server. Env is added to
-	// toolshelf's own environment. A relative Cwd is relative to the
-	// configuration file's folder.
+	// Command, Args, Env and Cwd start a stdio server. A relative Cwd is
+	// relative to the configuration file's folder. The server's
+	// environment is Env over a minimal one (PATH, HOME, USER, the locale,
+	// TMPDIR and their Windows counterparts), not toolshelf's whole
+	// environment, which holds other servers' credentials and toolshelf's
+	// own tokens.
 	Command string
 	Args    []string
 	Env     map[string]string
 	Cwd     string
+	// InheritEnv names further variables of toolshelf's environment the
+	// server gets ("inheritEnv": ["AWS_PROFILE"]); InheritAllEnv
+	// ("inheritEnv": true) passes them all. Either way, toolshelf's own
+	// settings and tokens and the variables and values of other servers'
+	// secrets are withheld.
+	InheritEnv    []string
+	InheritAllEnv bool
 
 	// URL and Headers reach a remote server.
 	URL     string
@@ -87,10 +97,14 @@ type ServerConfig struct {
 	// an environment variable that is not set.
 	err error
 	// expanded are the values ${VAR} references expanded to: secrets,
-	// for redaction.
+	// for redaction; vars are the names of those variables.
 	expanded []string
+	vars     []string
 	// oauth sends the server's token (Options.Tokens), for remote servers.
 	oauth auth.OAuthHandler
+	// environ is a stdio server's environment (see serverEnv), set by
+	// the pool.
+	environ []string
 }
 
 // OAuthConfig is a client registered with a server's authorization server
@@ -169,6 +183,7 @@ type serverJSON struct {
 	AlwaysLoad  json.RawMessage   `json:"alwaysLoad"`
 	Timeout     json.RawMessage   `json:"timeout"`
 	AutoApprove []string          `json:"autoApprove"`
+	InheritEnv  json.RawMessage   `json:"inheritEnv"`
 	Tools       *struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
@@ -176,7 +191,7 @@ type serverJSON struct {
 }
 
 // serverKeys are the keys a server entry may have.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv"}
 
 // LoadConfig reads a configuration file in the "mcpServers" shape that
 // Claude Desktop, Claude Code (.mcp.json) and Cursor use:
@@ -390,6 +405,22 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			return sc, errors.New(`"alwaysLoad" must be true, false or a list of tool names`)
 		}
 	}
+	if len(j.InheritEnv) > 0 {
+		if j.Command == "" {
+			return sc, errors.New(`"inheritEnv" is for stdio servers ("command")`)
+		}
+		var all bool
+		if json.Unmarshal(j.InheritEnv, &all) == nil {
+			sc.InheritAllEnv = all
+		} else if json.Unmarshal(j.InheritEnv, &sc.InheritEnv) != nil {
+			return sc, errors.New(`"inheritEnv" must be true, false or a list of variable names`)
+		}
+		for _, v := range sc.InheritEnv {
+			if !validVarName(v) {
+				return sc, fmt.Errorf(`"inheritEnv": %q is not a variable name`, v)
+			}
+		}
+	}
 	if len(j.Timeout) > 0 {
 		d, err := parseTimeout(j.Timeout)
 		if err != nil {
@@ -448,7 +479,7 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			sc.Headers[k] = x.expand(j.Headers[k], "headers."+k)
 		}
 	}
-	sc.err, sc.expanded = x.err, x.values
+	sc.err, sc.expanded, sc.vars = x.err, x.values, x.vars
 	if sc.Command != "" && sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) {
 		sc.Cwd = filepath.Join(dir, sc.Cwd)
 	}

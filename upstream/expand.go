@@ -11,8 +11,11 @@ import (
 type expander struct {
 	getenv func(string) string
 	err    error
-	// values are what references expanded to, for redaction.
+	// values are what references expanded to, for redaction, and vars
+	// the names of the variables they came from, which no other server
+	// may inherit.
 	values []string
+	vars   []string
 }
 
 func (x *expander) expand(s, where string) string {
@@ -39,6 +42,7 @@ func (x *expander) expand(s, where string) string {
 		} else if v := x.getenv(name); v != "" {
 			b.WriteString(v)
 			x.values = append(x.values, v)
+			x.vars = append(x.vars, name)
 		} else if hasDef {
 			b.WriteString(def)
 		} else if x.err == nil {

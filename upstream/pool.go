@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -104,6 +105,13 @@ type Options struct {
 	// time are pinned or held as the lock's trust setting says. The pool
 	// reads the file again when another process changes it.
 	Pins *pin.Lock
+	// Secrets are toolshelf's own tokens (and the variables they came
+	// from): withheld from every server's environment and cut from
+	// tool results and errors before a client sees them.
+	Secrets Secrets
+	// Environ is the environment stdio servers' minimal environments are
+	// drawn from; nil means os.Environ().
+	Environ []string
 }
 
 // Pool is a set of upstream servers and the catalog of their tools.
@@ -137,6 +145,9 @@ type Pool struct {
 	// publish's tools and of this one's, by raw definition; guarded by
 	// pubMu.
 	defs, nextDefs map[string]pin.Definition
+	// own cuts toolshelf's own secrets (Options.Secrets) from what
+	// servers send back.
+	own *Redactor
 }
 
 // NewPool returns a pool of the given servers; nothing is started until
@@ -166,7 +177,16 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	}
 	ch := make(chan struct{})
 	p.changed.Store(&ch)
+	environ := p.opts.Environ
+	if environ == nil {
+		environ = os.Environ()
+	}
+	kept := newWithheld(p.opts.Secrets, configs)
+	p.own = NewRedactor(p.opts.Secrets.Values...)
 	for _, cfg := range configs {
+		if cfg.transport() == "stdio" {
+			cfg.environ = serverEnv(&cfg, environ, kept, p.logger.With("server", cfg.Name))
+		}
 		switch {
 		case cfg.URL == "" || cfg.Dial != nil || hasAuthorization(cfg.Headers):
 		case cfg.OAuth != nil && cfg.OAuth.Grant == GrantClientCredentials:
@@ -174,7 +194,7 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 		case p.opts.Tokens != nil:
 			cfg.oauth = p.opts.Tokens.Handler(cfg.Name, cfg.URL, nil)
 		}
-		red := NewRedactor(cfg.secrets()...)
+		red := NewRedactor(append(cfg.secrets(), p.opts.Secrets.Values...)...)
 		s := &server{
 			cfg:         cfg,
 			pool:        p,
@@ -326,6 +346,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	if err != nil {
 		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
 	}
+	p.own.cutResult(res)
 	return res, nil
 }
 

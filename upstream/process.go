@@ -36,9 +36,11 @@ type process struct {
 func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	cmd.Dir = cfg.Cwd
-	cmd.Env = os.Environ()
-	for _, k := range sortedKeys(cfg.Env) {
-		cmd.Env = append(cmd.Env, k+"="+cfg.Env[k])
+	cmd.Env = cfg.environ
+	if cmd.Env == nil {
+		// Not from a pool: the minimal environment still, never
+		// toolshelf's whole one (a nil Env would pass that).
+		cmd.Env = serverEnv(cfg, os.Environ(), newWithheld(Secrets{}, nil), logger)
 	}
 	setProcessGroup(cmd)
 	p := &process{

@@ -34,6 +34,8 @@ type Profile struct {
 	// Tokens are the bearer tokens that open the profile over HTTP (at
 	// /mcp/<name>); each token opens one profile only.
 	Tokens []string
+	// tokenVars are the variables the tokens were read from.
+	tokenVars []string
 }
 
 // profileName is what a profile may be called: it is a URL path segment.
@@ -198,6 +200,7 @@ func parseProfiles(raw json.RawMessage, servers []ServerConfig, getenv func(stri
 			tokenOwner[v] = name
 			p.Tokens = append(p.Tokens, v)
 		}
+		p.tokenVars = x.vars
 		out = append(out, p)
 	}
 	return out, nil

@@ -2,11 +2,14 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Redacted replaces a secret in what toolshelf prints, logs or serves.
@@ -167,4 +170,47 @@ func (h *redactingHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 func (h *redactingHandler) WithGroup(name string) slog.Handler {
 	return &redactingHandler{h.Handler.WithGroup(name), h.r}
+}
+
+// cut replaces the redactor's own secrets in s, and nothing else: for
+// what a tool returns, where URLs and "token=" are the tool's business.
+func (r *Redactor) cut(s string) (string, bool) {
+	cut := false
+	for _, secret := range r.secrets {
+		if strings.Contains(s, secret) {
+			s = strings.ReplaceAll(s, secret, Redacted)
+			cut = true
+		}
+	}
+	return s, cut
+}
+
+// cutResult removes the redactor's secrets from a tool's result, in place:
+// its text, embedded resources' text and structured content.
+func (r *Redactor) cutResult(res *mcp.CallToolResult) {
+	if r == nil || len(r.secrets) == 0 || res == nil {
+		return
+	}
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			c.Text, _ = r.cut(c.Text)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				c.Resource.Text, _ = r.cut(c.Resource.Text)
+			}
+		}
+	}
+	if res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			if text, cut := r.cut(string(b)); cut {
+				var v any
+				if json.Unmarshal([]byte(text), &v) == nil {
+					res.StructuredContent = v
+				} else {
+					res.StructuredContent = nil // never the secret
+				}
+			}
+		}
+	}
 }

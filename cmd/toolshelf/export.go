@@ -39,11 +39,11 @@ fails is left out and makes the exit status 1.
 						builtin.Catalog().Len(), len(builtin.Catalog().ServerNames()))
 					return builtin.Catalog().Encode(e.stdout)
 				}
-				cfgs, err := loadServers(e, path)
+				cfg, err := loadConfig(e, path)
 				if err != nil {
 					return err
 				}
-				p, err := connect(ctx, e, cfgs, connectOptions{})
+				p, err := connect(ctx, e, cfg.Servers, connectOptions{secrets: cfg.Secrets()})
 				if err != nil {
 					return err
 				}

@@ -188,3 +188,68 @@ func TestServeAndDoctorProfile(t *testing.T) {
 		t.Errorf("an unknown profile: %d %s", d.code, d.stderr)
 	}
 }
+
+// A client of a profile calls server-everything's get-env through the
+// gateway: the server's environment holds none of toolshelf's tokens (the
+// admin token from $TOOLSHELF_AUTH_TOKEN, any profile's), no other
+// server's secret and no variable it did not ask for, and still what it
+// asked for by name.
+func TestServerEnvironmentHoldsNoSecrets(t *testing.T) {
+	t.Parallel() // waits on processes of its own
+	requireClients(t)
+	const (
+		otherKey  = "other-servers-key-0123456789"
+		unrelated = "unrelated-value-0123456789"
+	)
+	command, env := mcptest.Command("serve", []string{"echo"})
+	env["CREDS_KEY"] = "${OTHER_KEY}"
+	cfg := map[string]any{
+		"mcpServers": map[string]any{
+			"everything": map[string]any{
+				"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"},
+				"cwd":        filepath.Join(testenv.Root(t), "testdata", "servers"),
+				"inheritEnv": []string{"EXTRA_OK", "OTHER_KEY", "OPS_TOKEN"},
+				"timeout":    testenv.Timeout(10 * time.Second).String(),
+			},
+			"creds": map[string]any{"command": command, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()},
+		},
+		"profiles": map[string]any{
+			"ops":      map[string]any{"servers": []string{"everything"}, "tokens": []string{"${OPS_TOKEN}"}},
+			"readonly": map[string]any{"servers": []string{"creds"}, "tokens": []string{"${READONLY_TOKEN}"}},
+		},
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), "servers.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := gatewayScript(t, path, "--http", "127.0.0.1:0")
+	data, _ := os.ReadFile(script)
+	exports := strings.Join([]string{
+		"TOOLSHELF_AUTH_TOKEN=" + adminToken, "OPS_TOKEN=" + opsToken, "READONLY_TOKEN=" + readonlyToken,
+		"OTHER_KEY=" + otherKey, "UNRELATED=" + unrelated, "EXTRA_OK=asked-for-by-name",
+	}, "\nexport ")
+	os.WriteFile(script, []byte(strings.Replace(string(data), "exec ", "export "+exports+"\nexec ", 1)), 0o755)
+	url := runHTTPScript(t, script)
+
+	r := probe(t, url+"/ops", opsToken, "environment variables", "mcp__everything__get-env")
+	got, ok := r.Calls["mcp__everything__get-env"]
+	if r.Refused != "" || !ok || got.Error {
+		t.Fatalf("get-env through the ops profile: %+v", r)
+	}
+	var environ map[string]string
+	if err := json.Unmarshal([]byte(got.Text), &environ); err != nil {
+		t.Fatalf("get-env's text is not the environment: %v\n%s", err, got.Text)
+	}
+	for what, secret := range map[string]string{
+		"the admin token": adminToken, "the ops profile's token": opsToken, "the readonly profile's token": readonlyToken,
+		"another server's env value": otherKey, "a variable no server asked for": unrelated,
+	} {
+		if strings.Contains(got.Text, secret) {
+			t.Errorf("get-env shows %s", what)
+		}
+	}
+	if environ["EXTRA_OK"] != "asked-for-by-name" || environ["PATH"] == "" {
+		t.Errorf("the server lacks what it needs or asked for: EXTRA_OK=%q PATH=%q", environ["EXTRA_OK"], environ["PATH"])
+	}
+}

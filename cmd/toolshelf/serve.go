@@ -245,12 +245,17 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		if err != nil {
 			return err
 		}
+		// The tokens that open the gateway reach no server: a server's
+		// output could hand them to a client of a smaller profile.
+		secrets := cfg.Secrets()
+		secrets.Add(o.token, envAuthToken)
 		pool := upstream.NewPool(cfg.Servers, &upstream.Options{
 			Logger:   logger.With("component", "upstream"),
 			CacheDir: upstream.DefaultCacheDir(),
 			Version:  version(),
 			Tokens:   signin.Open(e.getenv(envTokens)),
 			Pins:     pins,
+			Secrets:  secrets,
 		})
 		wg.Go(func() { pool.Run(ctx) })
 		wg.Go(func() { warnProfiles(ctx, pool, cfg.Profiles, logger) })

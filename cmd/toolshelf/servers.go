@@ -86,6 +86,9 @@ type connectOptions struct {
 	useCache bool // seed from and write to the disk cache
 	logger   *slog.Logger
 	pins     *pin.Lock // hold back tools whose definitions are not pinned
+	// secrets are the configuration's own (its profiles' tokens), kept
+	// from the servers.
+	secrets upstream.Secrets
 }
 
 // runningPool is a pool that a command runs in the background.
@@ -106,7 +109,7 @@ func (p *runningPool) stop() {
 // server has connected or failed once, showing progress on stderr when it
 // is a terminal. The caller stops the pool.
 func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*runningPool, error) {
-	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins}
+	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins, Secrets: o.secrets}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}
@@ -248,7 +251,7 @@ func openCatalog(ctx context.Context, e *env, catalogFile, configFlag string) (*
 	if err != nil {
 		return nil, err
 	}
-	p, err := connect(ctx, e, cfg.Servers, connectOptions{useCache: true, pins: pins})
+	p, err := connect(ctx, e, cfg.Servers, connectOptions{useCache: true, pins: pins, secrets: cfg.Secrets()})
 	if err != nil {
 		return nil, err
 	}

@@ -103,7 +103,7 @@ func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string
 	if err != nil {
 		return err
 	}
-	p, err := connect(ctx, e, cfgs, connectOptions{pins: pins})
+	p, err := connect(ctx, e, cfgs, connectOptions{pins: pins, secrets: cfg.Secrets()})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,173 @@
+package upstream
+
+import (
+	"log/slog"
+	"slices"
+	"strings"
+)
+
+// Secrets are toolshelf's own secrets: the bearer tokens that open the
+// gateway (--auth-token, the profiles' tokens) and the names of the
+// environment variables they were read from. No server's environment
+// carries them, and they are cut from what servers send back, so that a
+// server (or a client reading a server's output) cannot learn a token
+// that opens more than its own profile.
+type Secrets struct {
+	Values []string
+	Vars   []string
+}
+
+// Add registers a secret value and, if it came from one, its variable.
+func (s *Secrets) Add(value, fromVar string) {
+	if value != "" {
+		s.Values = append(s.Values, value)
+	}
+	if fromVar != "" {
+		s.Vars = append(s.Vars, fromVar)
+	}
+}
+
+// Secrets returns the configuration's own secrets: every profile's tokens
+// and the variables they came from.
+func (c *Config) Secrets() Secrets {
+	var s Secrets
+	for _, p := range c.Profiles {
+		s.Values = append(s.Values, p.Tokens...)
+		s.Vars = append(s.Vars, p.tokenVars...)
+	}
+	return s
+}
+
+// basicEnv are the variables a stdio server gets from toolshelf's
+// environment without asking: what a process needs to run (the
+// TypeScript SDK's stdio transport passes the same core set), the locale,
+// and where temporary and per-user files go. None of them is where
+// credentials live.
+var basicEnv = []string{
+	// POSIX
+	"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "TZ",
+	"LANG", "LANGUAGE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+	"XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+	// Windows
+	"APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT",
+	"PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT",
+	"TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
+}
+
+// ownPrefix marks toolshelf's own settings, which no server gets.
+const ownPrefix = "TOOLSHELF_"
+
+// isBasic reports whether a variable is one every server gets.
+func isBasic(name string) bool {
+	// Windows spells variables in any case.
+	up := strings.ToUpper(name)
+	return slices.Contains(basicEnv, up) || strings.HasPrefix(up, "LC_")
+}
+
+// withheld is what no server may inherit unless the value is its own: the
+// variables and values of toolshelf's secrets and of every server's
+// configured secrets, by the server they belong to ("" for toolshelf's).
+type withheld struct {
+	vars   map[string][]string // variable → the servers that use it
+	values map[string][]string // secret value → the servers it belongs to
+}
+
+func newWithheld(own Secrets, configs []ServerConfig) *withheld {
+	w := &withheld{vars: map[string][]string{}, values: map[string][]string{}}
+	for _, v := range own.Vars {
+		w.vars[v] = append(w.vars[v], "")
+	}
+	for _, v := range own.Values {
+		if len(v) >= minSecret {
+			w.values[v] = append(w.values[v], "")
+		}
+	}
+	for i := range configs {
+		c := &configs[i]
+		for _, v := range c.vars {
+			w.vars[v] = append(w.vars[v], c.Name)
+		}
+		for _, v := range c.secrets() {
+			if len(v) >= minSecret {
+				w.values[v] = append(w.values[v], c.Name)
+			}
+		}
+	}
+	return w
+}
+
+// others reports whether the list names anyone but server.
+func others(owners []string, server string) bool {
+	return slices.ContainsFunc(owners, func(o string) bool { return o != server })
+}
+
+// reason says why a variable of toolshelf's environment is not passed to
+// server, or "" when it may be.
+func (w *withheld) reason(server, name, value string) string {
+	if strings.HasPrefix(strings.ToUpper(name), ownPrefix) {
+		return "it is a toolshelf setting"
+	}
+	if owners := w.vars[name]; others(owners, server) {
+		return "it holds a secret of " + ownerName(owners, server)
+	}
+	for secret, owners := range w.values {
+		if others(owners, server) && strings.Contains(value, secret) {
+			return "its value holds a secret of " + ownerName(owners, server)
+		}
+	}
+	return ""
+}
+
+// ownerName names the first owner other than server.
+func ownerName(owners []string, server string) string {
+	for _, o := range owners {
+		if o == "" {
+			return "toolshelf"
+		}
+	}
+	for _, o := range owners {
+		if o != server {
+			return "server " + o
+		}
+	}
+	return "toolshelf"
+}
+
+// serverEnv builds a stdio server's environment from toolshelf's
+// (environ, as os.Environ gives it): the basic variables; those the server
+// asks for by name ("inheritEnv"), or all when it asks for all, without
+// what w withholds from it; then the server's own "env". Variables it
+// named and did not get are logged by name.
+func serverEnv(cfg *ServerConfig, environ []string, w *withheld, logger *slog.Logger) []string {
+	env := make([]string, 0, len(basicEnv)+len(cfg.InheritEnv)+len(cfg.Env))
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || name == "" {
+			continue
+		}
+		if _, own := cfg.Env[name]; own {
+			continue // the server's own value follows
+		}
+		if isBasic(name) {
+			// Passed whatever other servers expand: ${TMPDIR} in one
+			// server's configuration must not take it from the rest.
+			env = append(env, kv)
+			continue
+		}
+		named := slices.Contains(cfg.InheritEnv, name)
+		if !named && !cfg.InheritAllEnv {
+			continue
+		}
+		if why := w.reason(cfg.Name, name, value); why != "" {
+			if named && logger != nil {
+				logger.Warn("not passing "+name+" to the server: "+why, "variable", name)
+			}
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range sortedKeys(cfg.Env) {
+		env = append(env, k+"="+cfg.Env[k])
+	}
+	return env
+}
