@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -10,25 +11,50 @@ import (
 
 // A session's search followed by a call of one of the tools it found is
 // evidence that the query's words describe the tool (Options.Usage). The
-// gateway remembers each session's last searches to see it.
+// gateway remembers each session's last searches to see it, and records a
+// pair once per session and per profile: the store ranks a profile's
+// searches by its own pairs, and only by those that several sessions
+// showed (usage.MinSessions), so one client cannot steer another's
+// ranking.
 
-// maxRecentSearches is how many searches of a session are remembered;
-// maxLearningSessions how many sessions (the oldest forgotten first).
+// Bounds of what is remembered of sessions' searches: a model writes
+// queries of any length in as many sessions as it likes, and none of it
+// may grow without end. maxRecordedPerSession bounds the pairs one
+// session adds to the store.
 const (
-	maxRecentSearches   = 8
-	maxLearningSessions = 4096
+	maxRecentSearches     = 8
+	maxLearningSessions   = 4096
+	maxLearningBytes      = 4 << 20
+	maxRecordedPerSession = 8
 )
 
 type recentSearch struct {
-	query string
+	query string // cut as the store keeps it (usage.CutQuery)
 	tools map[string]bool
+}
+
+// size is about what a search costs to remember, in bytes.
+func (r *recentSearch) size() int {
+	n := len(r.query) + 64
+	for t := range r.tools {
+		n += len(t) + 24
+	}
+	return n
+}
+
+// sessionSearches is what is remembered of one session.
+type sessionSearches struct {
+	searches []recentSearch
+	recorded map[string]bool // pairs recorded, so that each counts once
+	bytes    int
 }
 
 // learning follows sessions' searches and the usage the engine ranks by.
 type learning struct {
 	mu       sync.Mutex
-	sessions map[*mcp.ServerSession][]recentSearch
+	sessions map[*mcp.ServerSession]*sessionSearches
 	order    []*mcp.ServerSession // by first search, for forgetting
+	bytes    int                  // the sum of the sessions' bytes
 
 	// The engine last built: for one engine and one version of the store.
 	base    search.Engine
@@ -38,42 +64,99 @@ type learning struct {
 
 // searched remembers a session's search and the tools it returned.
 func (l *learning) searched(ss *mcp.ServerSession, query string, names []string) {
-	if ss == nil || len(names) == 0 {
+	query = usage.CutQuery(query)
+	if ss == nil || len(names) == 0 || query == "" {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sessions == nil {
-		l.sessions = map[*mcp.ServerSession][]recentSearch{}
+		l.sessions = map[*mcp.ServerSession]*sessionSearches{}
 	}
-	if _, ok := l.sessions[ss]; !ok {
+	x := l.sessions[ss]
+	if x == nil {
 		if len(l.order) >= maxLearningSessions {
-			delete(l.sessions, l.order[0])
-			l.order = l.order[1:]
+			l.forgetLocked(l.order[0])
 		}
+		x = &sessionSearches{}
+		l.sessions[ss] = x
 		l.order = append(l.order, ss)
 	}
 	r := recentSearch{query: query, tools: make(map[string]bool, len(names))}
 	for _, n := range names {
 		r.tools[n] = true
 	}
-	rs := append(l.sessions[ss], r)
-	if len(rs) > maxRecentSearches {
-		rs = rs[len(rs)-maxRecentSearches:]
+	x.searches = append(x.searches, r)
+	x.bytes += r.size()
+	l.bytes += r.size()
+	if len(x.searches) > maxRecentSearches {
+		drop := x.searches[0].size()
+		x.searches = x.searches[1:]
+		x.bytes -= drop
+		l.bytes -= drop
 	}
-	l.sessions[ss] = rs
+	// Past the byte budget, the sessions that searched first go first.
+	for l.bytes > maxLearningBytes && len(l.order) > 1 && l.order[0] != ss {
+		l.forgetLocked(l.order[0])
+	}
+}
+
+// forgetLocked drops what is remembered of a session.
+func (l *learning) forgetLocked(ss *mcp.ServerSession) {
+	x, ok := l.sessions[ss]
+	if !ok {
+		return
+	}
+	l.bytes -= x.bytes
+	delete(l.sessions, ss)
+	if i := slices.Index(l.order, ss); i >= 0 {
+		l.order = slices.Delete(l.order, i, i+1)
+	}
+}
+
+// sweep forgets the sessions that have ended.
+func (l *learning) sweep(live map[*mcp.ServerSession]bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for ss := range l.sessions {
+		if !live[ss] {
+			l.forgetLocked(ss)
+		}
+	}
+}
+
+// remembered reports how many sessions' searches are remembered, and
+// their bytes.
+func (l *learning) remembered() (sessions, bytes int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.sessions), l.bytes
 }
 
 // called returns the query of the session's latest search that found
-// tool, or "".
+// tool, or "" when there is none or the pair was already recorded for
+// this session (or the session recorded its share).
 func (l *learning) called(ss *mcp.ServerSession, tool string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	rs := l.sessions[ss]
-	for i := len(rs) - 1; i >= 0; i-- {
-		if rs[i].tools[tool] {
-			return rs[i].query
+	x := l.sessions[ss]
+	if x == nil {
+		return ""
+	}
+	for i := len(x.searches) - 1; i >= 0; i-- {
+		if !x.searches[i].tools[tool] {
+			continue
 		}
+		q := x.searches[i].query
+		k := tool + "\x00" + q
+		if x.recorded[k] || len(x.recorded) >= maxRecordedPerSession {
+			return ""
+		}
+		if x.recorded == nil {
+			x.recorded = map[string]bool{}
+		}
+		x.recorded[k] = true
+		return q
 	}
 	return ""
 }
@@ -100,7 +183,7 @@ func (s *Server) learnedEngine(snap *snapshot) search.Engine {
 		s.logger.Warn("cannot read what was learned from use; searching without it", "error", err)
 		return base
 	}
-	e := search.NewLearned(base, snap.Catalog, usage.Past(pairs), nil)
+	e := search.NewLearned(base, snap.Catalog, usage.Past(pairs, s.opts.Profile, usage.MinSessions), nil)
 	l.mu.Lock()
 	l.base, l.version, l.learned = base, version, e
 	l.mu.Unlock()
@@ -114,6 +197,6 @@ func (s *Server) recordUse(ss *mcp.ServerSession, tool string) {
 		return
 	}
 	if q := s.learn.called(ss, tool); q != "" {
-		s.opts.Usage.Record(q, tool)
+		s.opts.Usage.Record(s.opts.Profile, q, tool)
 	}
 }

@@ -257,6 +257,7 @@ func (s *Server) Run(ctx context.Context) error {
 			case <-ch:
 				changed = true
 			case <-sweep.C:
+				s.learn.sweep(s.liveSessions())
 				s.forgetClosed()
 				s.pruneSubscriptions(ctx)
 			case <-ctx.Done():
@@ -582,6 +583,27 @@ func (s *Server) forgetClosed() {
 			delete(s.sessions, srv)
 		}
 	}
+}
+
+// liveSessions returns the sessions open now, on the shared server and
+// on the per-session ones (Activate).
+func (s *Server) liveSessions() map[*mcp.ServerSession]bool {
+	s.mu.Lock()
+	servers := make([]*mcp.Server, 0, len(s.sessions)+1)
+	servers = append(servers, s.shared)
+	for srv := range s.sessions {
+		if srv != s.shared {
+			servers = append(servers, srv)
+		}
+	}
+	s.mu.Unlock()
+	live := map[*mcp.ServerSession]bool{}
+	for _, srv := range servers {
+		for ss := range srv.Sessions() {
+			live[ss] = true
+		}
+	}
+	return live
 }
 
 // openSessions is the number of sessions served: per-session servers

@@ -35,6 +35,10 @@ const (
 	DefaultLearnedWeight        = 1.0
 )
 
+// maxLearnedBonus caps what past queries add to a tool, in units of one
+// identical past query's boost.
+const maxLearnedBonus = 1.0
+
 // learnedDepth is how many hits of the engine are reranked.
 const learnedDepth = 30
 
@@ -181,7 +185,10 @@ func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error
 		s = (s - l.opts.MinSimilarity) / (1 - l.opts.MinSimilarity)
 		s *= s
 		for _, e := range l.past[i].tools {
-			bonus[e] += s
+			// Capped at what one identical past query gives: many
+			// similar queries (the same words reordered, say) are one
+			// piece of evidence, not many.
+			bonus[e] = min(bonus[e]+s, maxLearnedBonus)
 		}
 	}
 	top := 1.0

@@ -49,3 +49,28 @@ func TestLearned(t *testing.T) {
 		}
 	}
 }
+
+// Many past queries for one tool (the same words reordered, say) lift it
+// no more than one identical past query does.
+func TestLearnedBonusIsCapped(t *testing.T) {
+	c := realCatalog(t)
+	base := NewBM25(c)
+	const q, tool = "read the entire knowledge graph", "mcp__playwright__browser_take_screenshot"
+	one := NewLearned(base, c, []Past{{Query: q, Tools: []string{tool}}}, nil)
+	var many []Past
+	for _, p := range []string{q, "the entire knowledge graph read", "entire knowledge graph read the", "knowledge graph read the entire", "graph read the entire knowledge"} {
+		many = append(many, Past{Query: p, Tools: []string{tool}})
+	}
+	score := func(l *Learned) float64 {
+		hits, _ := l.Search(context.Background(), q, 8)
+		for _, h := range hits {
+			if h.Entry.Name == tool {
+				return h.Score
+			}
+		}
+		return 0
+	}
+	if a, b := score(one), score(NewLearned(base, c, many, nil)); b > a*1.0001 {
+		t.Errorf("five permutations give %.3f, one identical query %.3f", b, a)
+	}
+}

@@ -38,6 +38,10 @@ const (
 	// MaxQuery bounds the bytes of a query kept: a model can write a
 	// query of any length.
 	MaxQuery = 500
+	// MinSessions is how many sessions must have shown a pair before it
+	// moves a shared gateway's ranking: one client alone, whatever it
+	// repeats, cannot steer what the others find.
+	MinSessions = 2
 )
 
 // FileName is the database's name in the state folder.
@@ -60,12 +64,15 @@ func DefaultPath(getenv func(string) string) string {
 	return filepath.Join(dir, "toolshelf", FileName)
 }
 
-// Pair is a search followed by a call of one of the tools it found.
+// Pair is a search followed by a call of one of the tools it found, in
+// one profile's sessions. Count is how many times it was recorded: the
+// gateway records a pair once per session, so there it counts sessions.
 type Pair struct {
-	Query string    `json:"query"`
-	Tool  string    `json:"tool"` // qualified name
-	Count int       `json:"count"`
-	Last  time.Time `json:"last"`
+	Profile string    `json:"profile,omitempty"` // "" for the default profile
+	Query   string    `json:"query"`
+	Tool    string    `json:"tool"` // qualified name
+	Count   int       `json:"count"`
+	Last    time.Time `json:"last"`
 }
 
 var bucket = []byte("pairs")
@@ -101,21 +108,31 @@ func Open(path string, logger *slog.Logger) *Store {
 // Path returns the database's path.
 func (s *Store) Path() string { return s.path }
 
-// Record queues a pair: the query of a search, and a tool it found that
-// was then called.
-func (s *Store) Record(query, tool string) {
-	query = strings.Join(strings.Fields(query), " ")
-	if query == "" || tool == "" {
+// Record queues a pair: the query of a search in a profile's session
+// ("" for the default profile), and a tool it found that was then called.
+func (s *Store) Record(profile, query, tool string) {
+	query = CutQuery(query)
+	if query == "" || tool == "" || strings.ContainsRune(profile+tool, 0) {
 		return
-	}
-	if len(query) > MaxQuery {
-		query = strings.ToValidUTF8(query[:MaxQuery], "")
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.pending) < MaxPairs {
-		s.pending = append(s.pending, Pair{Query: query, Tool: tool, Count: 1, Last: time.Now().UTC()})
+		s.pending = append(s.pending, Pair{Profile: profile, Query: query, Tool: tool, Count: 1, Last: time.Now().UTC()})
 	}
+}
+
+// CutQuery is a query as the store keeps it: spaces collapsed, NUL bytes
+// (the key's separator) dropped, at most MaxQuery bytes.
+func CutQuery(query string) string {
+	if len(query) > 4*MaxQuery {
+		query = query[:4*MaxQuery] // Fields need not see the rest
+	}
+	query = strings.Join(strings.Fields(strings.ReplaceAll(query, "\x00", "")), " ")
+	if len(query) > MaxQuery {
+		query = query[:MaxQuery]
+	}
+	return strings.ToValidUTF8(query, "")
 }
 
 // Run writes queued pairs every FlushEvery until ctx is done, then once
@@ -146,8 +163,11 @@ func (s *Store) Generation() int {
 	return s.gen
 }
 
-// key is a pair's key: the tool, then the query.
-func key(tool, query string) []byte { return []byte(tool + "\x00" + query) }
+// key is a pair's key: the profile, the tool, then the query. Keys
+// written before profiles were kept apart (tool and query only) do not
+// decode, and the next write deletes them: they may have come from any
+// profile, one session each.
+func key(p Pair) []byte { return []byte(p.Profile + "\x00" + p.Tool + "\x00" + p.Query) }
 
 func encode(p Pair) []byte {
 	b := make([]byte, 16)
@@ -157,11 +177,12 @@ func encode(p Pair) []byte {
 }
 
 func decode(k, v []byte) (Pair, bool) {
-	tool, query, ok := bytes.Cut(k, []byte{0})
-	if !ok || len(v) != 16 {
+	parts := bytes.SplitN(k, []byte{0}, 3)
+	if len(parts) != 3 || len(v) != 16 {
 		return Pair{}, false
 	}
-	return Pair{Tool: string(tool), Query: string(query), Count: int(binary.BigEndian.Uint64(v)), Last: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))).UTC()}, true
+	return Pair{Profile: string(parts[0]), Tool: string(parts[1]), Query: string(parts[2]),
+		Count: int(binary.BigEndian.Uint64(v)), Last: time.Unix(0, int64(binary.BigEndian.Uint64(v[8:]))).UTC()}, true
 }
 
 // open opens the database, waiting a little for another toolshelf that
@@ -216,7 +237,7 @@ func (s *Store) Flush() error {
 			return err
 		}
 		for _, p := range batch {
-			k := key(p.Tool, p.Query)
+			k := key(p)
 			if old, ok := decode(k, b.Get(k)); ok {
 				p.Count += old.Count
 			}
@@ -263,7 +284,7 @@ func prune(b *bolt.Bucket, now time.Time) error {
 	if len(all) > MaxPairs {
 		slices.SortFunc(all, func(a, b Pair) int { return a.Last.Compare(b.Last) })
 		for _, p := range all[:len(all)-MaxPairs] {
-			old = append(old, key(p.Tool, p.Query))
+			old = append(old, key(p))
 		}
 	}
 	for _, k := range old {
@@ -381,11 +402,17 @@ func (s *Store) Version() string {
 	return fmt.Sprintf("%d/%s", gen, stamp)
 }
 
-// Past groups pairs by query, for search.NewLearned.
-func Past(pairs []Pair) []search.Past {
+// Past groups one profile's pairs by query, for search.NewLearned: only
+// pairs recorded at least minCount times (MinSessions for a gateway that
+// several clients share), so that what one profile's clients do never
+// moves another's ranking and one session alone moves none.
+func Past(pairs []Pair, profile string, minCount int) []search.Past {
 	byQuery := map[string]int{}
 	var out []search.Past
 	for _, p := range pairs {
+		if p.Profile != profile || p.Count < minCount {
+			continue
+		}
 		i, ok := byQuery[p.Query]
 		if !ok {
 			i = len(out)

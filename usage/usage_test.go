@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/toolshelf/toolshelf/search"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -17,11 +19,11 @@ func TestRecordFlushForget(t *testing.T) {
 	if ps, err := s.Pairs(); err != nil || len(ps) != 0 {
 		t.Fatalf("a new store: %v, %v", ps, err)
 	}
-	s.Record("  read   the file ", "mcp__fs__read_text_file")
-	s.Record("read the file", "mcp__fs__read_text_file")
-	s.Record("open a pull request", "mcp__github__create_pull_request")
-	s.Record("", "x")
-	s.Record(strings.Repeat("é", 1000), "mcp__fs__write_file")
+	s.Record("", "  read   the file ", "mcp__fs__read_text_file")
+	s.Record("", "read the file", "mcp__fs__read_text_file")
+	s.Record("", "open a pull request", "mcp__github__create_pull_request")
+	s.Record("", "", "x")
+	s.Record("", strings.Repeat("é", 1000), "mcp__fs__write_file")
 	before := s.Version()
 	if err := s.Flush(); err != nil {
 		t.Fatal(err)
@@ -49,8 +51,7 @@ func TestRecordFlushForget(t *testing.T) {
 			}
 		}
 	}
-	past := Past(ps)
-	if len(past) != 3 {
+	if past := Past(ps, "", 1); len(past) != 3 {
 		t.Errorf("Past: %+v", past)
 	}
 	n, err := s.Forget(func(p Pair) bool { return p.Tool == "mcp__fs__write_file" })
@@ -83,7 +84,7 @@ func TestBounds(t *testing.T) {
 			v := make([]byte, 16)
 			binary.BigEndian.PutUint64(v, 1)
 			binary.BigEndian.PutUint64(v[8:], uint64(last.UnixNano()))
-			if err := b.Put(key("t", fmt.Sprintf("q%d", i)), v); err != nil {
+			if err := b.Put(key(Pair{Tool: "t", Query: fmt.Sprintf("q%d", i)}), v); err != nil {
 				return err
 			}
 		}
@@ -107,5 +108,52 @@ func TestBounds(t *testing.T) {
 		if p.Query == fmt.Sprintf("q%d", MaxPairs+9) {
 			t.Error("the least recently used pair was kept")
 		}
+	}
+}
+
+// Pairs are kept per profile, and Past gives a profile only its own pairs
+// shown at least minCount times: what one profile's clients did never
+// moves another's ranking, and a pair one session showed moves none.
+// Pairs written before profiles were kept apart are dropped.
+func TestPastPerProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), FileName)
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Update(func(tx *bolt.Tx) error {
+		b, _ := tx.CreateBucketIfNotExists(bucket)
+		v := make([]byte, 16)
+		binary.BigEndian.PutUint64(v, 5)
+		binary.BigEndian.PutUint64(v[8:], uint64(time.Now().UnixNano()))
+		return b.Put([]byte("mcp__old__tool\x00an old query"), v)
+	})
+	db.Close()
+	s := Open(path, nil)
+	for range 2 {
+		s.Record("admin", "read the entire knowledge graph", "mcp__memory__read_graph")
+	}
+	for range 7 {
+		s.Record("guest", "read the entire knowledge graph", "mcp__evil__exfiltrate")
+	}
+	s.Record("admin", "one session only", "mcp__memory__open_nodes")
+	s.Record("a\x00b", "q", "t") // a NUL would break the key
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := s.Pairs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) != 3 {
+		t.Errorf("pairs: %+v (want the old key and the NUL profile gone)", ps)
+	}
+	got := Past(ps, "admin", MinSessions)
+	want := []search.Past{{Query: "read the entire knowledge graph", Tools: []string{"mcp__memory__read_graph"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the admin's past (-want +got):\n%s", diff)
+	}
+	if got := Past(ps, "", MinSessions); len(got) != 0 {
+		t.Errorf("the default profile learned from others: %+v", got)
 	}
 }

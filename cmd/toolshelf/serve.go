@@ -110,7 +110,9 @@ Without servers, the built-in catalog is served: it can be searched, and
 calls to it fail with a message saying why.
 
 Unless GOGC is set, the garbage collector runs at GOGC=400: the MCP SDK
-allocates about 400 KB per forwarded call.`,
+allocates about 400 KB per forwarded call. Unless GOMEMLIMIT is set, a soft
+memory limit of 96 MiB (or twice the live heap and 64 MiB more, once the
+servers have started) makes it collect earlier when large requests arrive.`,
 		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 			var o serveOptions
 			fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
@@ -179,6 +181,9 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		// gateway's live heap is a few MB: collecting less often takes a
 		// third off a call's time (docs/benchmarks.md).
 		debug.SetGCPercent(serveGCPercent)
+	}
+	if e.getenv("GOMEMLIMIT") == "" {
+		setMemoryLimit()
 	}
 
 	// The audit log is written until everything below has returned, so
@@ -258,7 +263,12 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 			Secrets:  secrets,
 		})
 		wg.Go(func() { pool.Run(ctx) })
-		wg.Go(func() { warnProfiles(ctx, pool, cfg.Profiles, logger) })
+		wg.Go(func() {
+			if pool.Wait(ctx) == nil && e.getenv("GOMEMLIMIT") == "" {
+				setMemoryLimit() // now that the catalog is in memory
+			}
+			warnProfiles(ctx, pool, cfg.Profiles, logger)
+		})
 		up = pool
 		// A search or call waits for servers still starting as long as
 		// they may take: the longest start timeout configured.

@@ -68,9 +68,9 @@ false in the configuration, turns learning off.`,
 						return nil
 					}
 					tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(tw, "TOOL\tTIMES\tLAST USED\tQUERY")
+					fmt.Fprintln(tw, "PROFILE\tTOOL\tSESSIONS\tLAST USED\tQUERY")
 					for _, p := range pairs {
-						fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", p.Tool, p.Count, p.Last.Local().Format(time.DateTime), p.Query)
+						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", profileOrDefault(p.Profile), p.Tool, p.Count, p.Last.Local().Format(time.DateTime), p.Query)
 					}
 					return tw.Flush()
 				}

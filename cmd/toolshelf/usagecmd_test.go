@@ -11,8 +11,9 @@ import (
 )
 
 // A session searches, calls a tool it found, and the gateway learns the
-// pair: usage show lists it (without the arguments), a later search in
-// similar words ranks the tool first, and usage forget clears it.
+// pair: usage show lists it (without the arguments). One session alone
+// moves no ranking; once a second session has shown the pair, a later
+// search in similar words ranks the tool first. usage forget clears it.
 func TestServeLearnsFromUse(t *testing.T) {
 	t.Setenv(envUsage, filepath.Join(t.TempDir(), "usage.db"))
 	cfg := fakeConfig(t, map[string][2]string{"notes": {"serve", "append_entry,list_entries,archive_book"}})
@@ -28,43 +29,56 @@ func TestServeLearnsFromUse(t *testing.T) {
 		}
 		return out
 	}
-
-	s := startServe(t, "--config", cfg)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	// The search finds both entry tools; the session calls the second.
-	resp := s.send(fmt.Sprintf(query, 2))
-	first := names(resp)
-	if len(first) < 2 {
-		t.Fatalf("search: %v\n%v\n%s", first, resp, s.stderr)
+	session := func() *stdioSession {
+		s := startServe(t, "--config", cfg)
+		s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		return s
 	}
-	used := first[1]
-	r := s.send(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"` + used + `","arguments":{"text":"secret-argument-value"}}}}`)
-	if !strings.Contains(resultText(r), "secret-argument-value") {
-		t.Fatalf("call: %v", r)
-	}
-	s.hangUp()
-	<-s.done // serve writes what it learned before it returns
-	s.done <- 0
-
-	show := runCLI(t, "usage", "show", "--json")
-	var pairs []usage.Pair
-	if err := json.Unmarshal([]byte(show.stdout), &pairs); err != nil || len(pairs) != 1 {
-		t.Fatalf("usage show: %v\n%s%s", err, show.stdout, show.stderr)
-	}
-	if p := pairs[0]; p.Tool != used || p.Query != "keep an entry for later" {
-		t.Errorf("pair: %+v", p)
-	}
-	if strings.Contains(show.stdout, "secret-argument-value") {
-		t.Error("the store kept an argument value")
+	similar := func() []string {
+		s := session()
+		defer s.hangUp()
+		return names(s.send(strings.Replace(fmt.Sprintf(query, 2), "keep", "please keep", 1)))
 	}
 
-	s = startServe(t, "--config", cfg)
-	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	again := names(s.send(strings.Replace(fmt.Sprintf(query, 2), "keep", "please keep", 1)))
-	if len(again) == 0 || again[0] != used {
-		t.Errorf("a similar query after use: %v", again)
+	var used string
+	for i := range 2 {
+		s := session()
+		// The search finds both entry tools; the session calls the
+		// second, twice: a session's pair counts once.
+		resp := s.send(fmt.Sprintf(query, 2))
+		first := names(resp)
+		if len(first) < 2 {
+			t.Fatalf("search: %v\n%v\n%s", first, resp, s.stderr)
+		}
+		used = first[1]
+		for id := 3; id < 5; id++ {
+			r := s.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"`+used+`","arguments":{"text":"secret-argument-value"}}}}`, id))
+			if !strings.Contains(resultText(r), "secret-argument-value") {
+				t.Fatalf("call: %v", r)
+			}
+		}
+		s.hangUp()
+		<-s.done // serve writes what it learned before it returns
+		s.done <- 0
+
+		show := runCLI(t, "usage", "show", "--json")
+		var pairs []usage.Pair
+		if err := json.Unmarshal([]byte(show.stdout), &pairs); err != nil || len(pairs) != 1 {
+			t.Fatalf("usage show: %v\n%s%s", err, show.stdout, show.stderr)
+		}
+		if p := pairs[0]; p.Tool != used || p.Query != "keep an entry for later" || p.Count != i+1 {
+			t.Errorf("after session %d, pair: %+v", i+1, p)
+		}
+		if strings.Contains(show.stdout, "secret-argument-value") {
+			t.Error("the store kept an argument value")
+		}
+		if again := similar(); i == 0 && len(again) > 0 && again[0] == used {
+			t.Errorf("one session moved the ranking: %v", again)
+		}
+	}
+	if again := similar(); len(again) == 0 || again[0] != used {
+		t.Errorf("a similar query after two sessions' use: %v", again)
 	}
 
 	if f := runCLI(t, "usage", "forget", "--all"); f.code != 0 || !strings.Contains(f.stdout, "forgot 1") {

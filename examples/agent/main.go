@@ -155,7 +155,9 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 		if pairs, err := a.usage.Pairs(); err != nil {
 			log.Warn("cannot read what was learned from use", "error", err)
 		} else {
-			a.searcher.Past = usage.Past(pairs)
+			// One user's agent: a pair one conversation showed is
+			// evidence (a gateway that clients share asks for more).
+			a.searcher.Past = usage.Past(pairs, "", 1)
 		}
 	}
 	return a, nil
@@ -168,7 +170,7 @@ func (a *agent) learn() {
 	}
 	for _, p := range messages.Used(a.history, a.searcher.Tool().Name) {
 		for _, tool := range p.Tools {
-			a.usage.Record(p.Query, tool)
+			a.usage.Record("", p.Query, tool)
 		}
 	}
 	if err := a.usage.Flush(); err != nil {

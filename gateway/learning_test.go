@@ -1,0 +1,129 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/usage"
+)
+
+// What is remembered of sessions' searches is bounded whatever the
+// queries' length and the number of sessions, and forgotten when the
+// sessions end.
+func TestLearningIsBounded(t *testing.T) {
+	var l learning
+	huge := strings.Repeat("word ", 800_000) // 4 MB
+	sessions := make([]*mcp.ServerSession, 5000)
+	for i := range sessions {
+		sessions[i] = new(mcp.ServerSession)
+		for j := range maxRecentSearches + 2 {
+			names := make([]string, 50)
+			for k := range names {
+				names[k] = fmt.Sprintf("mcp__server__tool_%d_%d", j, k)
+			}
+			l.searched(sessions[i], fmt.Sprintf("%d %s", j, huge[:min(len(huge), 1000+i)]), names)
+		}
+	}
+	n, bytes := l.remembered()
+	if bytes > maxLearningBytes || n > maxLearningSessions {
+		t.Errorf("%d sessions, %d bytes remembered; want at most %d and %d", n, bytes, maxLearningSessions, maxLearningBytes)
+	}
+	for _, x := range l.sessions {
+		for _, r := range x.searches {
+			if len(r.query) > usage.MaxQuery {
+				t.Fatalf("a query of %d bytes is remembered", len(r.query))
+			}
+		}
+	}
+	// The last session is remembered whole; once it ends, nothing is.
+	last := sessions[len(sessions)-1]
+	if x := l.sessions[last]; x == nil || len(x.searches) != maxRecentSearches {
+		t.Errorf("the last session's searches: %+v", x)
+	}
+	l.sweep(map[*mcp.ServerSession]bool{})
+	if n, bytes := l.remembered(); n != 0 || bytes != 0 {
+		t.Errorf("after every session ended: %d sessions, %d bytes", n, bytes)
+	}
+}
+
+// One profile's sessions cannot steer another's ranking: a guest that
+// searches in many sessions and permutations of the admin's words and
+// calls a tool of its choice leaves the admin's ranking as it was. Within
+// a profile a pair counts once per session, and moves the ranking only
+// once a second session has shown it.
+func TestLearningPerProfile(t *testing.T) {
+	st := usage.Open(filepath.Join(t.TempDir(), "usage.db"), nil)
+	tools := []json.RawMessage{
+		rawTool("read_graph", "Read the entire knowledge graph", nil),
+		rawTool("open_nodes", "Open specific nodes in the knowledge graph by their names", nil),
+		rawTool("export_everything", "Export a snapshot of the personal notes", nil),
+	}
+	admin, pool := gatewayFor(t, &Options{Usage: st}, memServer(t, "memory", tools))
+	guest := newGateway(t, pool, &Options{Usage: st, Profile: "guest"})
+	const q = "read the entire knowledge graph"
+	top := func(g *Server, query string) string {
+		cs := connect(t, g, nil)
+		defer cs.Close()
+		var res struct{ Matches []struct{ Name string } }
+		json.Unmarshal([]byte(text(call(t, cs, "search_tools", map[string]any{"query": query}))), &res)
+		if len(res.Matches) == 0 {
+			t.Fatalf("%q found nothing", query)
+		}
+		return res.Matches[0].Name
+	}
+	before := top(admin, q)
+	const bait = "mcp__memory__export_everything"
+	if before == bait {
+		t.Fatalf("the bait ranks first already")
+	}
+	words := strings.Fields(q)
+	for i := range 7 {
+		cs := connect(t, guest, nil)
+		w := append(words[i%len(words):], words[:i%len(words)]...)
+		for range 3 { // the same session, again and again
+			call(t, cs, "search_tools", map[string]any{"query": strings.Join(w, " ") + " personal notes snapshot export", "limit": 10})
+			call(t, cs, "call_tool", map[string]any{"name": bait, "arguments": map[string]any{}})
+		}
+		cs.Close()
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	pairs, _ := st.Pairs()
+	recorded := 0
+	for _, p := range pairs {
+		if p.Profile != "guest" {
+			t.Errorf("pair %+v: want the guest's", p)
+		}
+		recorded += p.Count
+	}
+	if recorded != 7 {
+		t.Errorf("the 7 sessions recorded %d times: %+v", recorded, pairs)
+	}
+	if after := top(admin, q); after != before {
+		t.Errorf("the admin's first tool for %q went from %s to %s after a guest's use", q, before, after)
+	}
+
+	// In the admin's own profile: one session moves nothing, two do.
+	const used = "mcp__memory__open_nodes"
+	for i := range 2 {
+		cs := connect(t, admin, nil)
+		call(t, cs, "search_tools", map[string]any{"query": q})
+		call(t, cs, "call_tool", map[string]any{"name": used, "arguments": map[string]any{}})
+		cs.Close()
+		if err := st.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got := top(admin, q)
+		if i == 0 && got != before {
+			t.Errorf("one session moved the admin's ranking to %s", got)
+		}
+		if i == 1 && got != used {
+			t.Errorf("after two sessions used %s, %s ranks first", used, got)
+		}
+	}
+}
