@@ -146,7 +146,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
-			raw, _ := io.ReadAll(resp.Body)
+			raw, _ := s.readAnswer(resp)
 			resp.Body.Close()
 			if !l.started {
 				relay(w, resp, raw)

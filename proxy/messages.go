@@ -28,14 +28,14 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.planFor(r.Context(), messagesInput(&req))
 	if p == nil {
-		s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
+		s.logger.Info("proxy request", "model", logCut(req.Model), "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
 		s.passBody(w, r, body)
 		return
 	}
 	if s.native(req.Model) {
 		body, _ = json.Marshal(p.native(req))
 		r.Header.Set("Anthropic-Beta", joinBeta(r.Header.Get("Anthropic-Beta"), messages.BetaToolSearch))
-		s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", len(p.deferred), "native", true)
+		s.logger.Info("proxy request", "model", logCut(req.Model), "tools", len(req.Tools), "deferred", len(p.deferred), "native", true)
 		s.passBody(w, r, body)
 		return
 	}
@@ -216,7 +216,7 @@ func (s *Server) logDone(req messages.Request, p *plan, rounds int, start time.T
 			saved += p.set.view.Tool[n].Tokens
 		}
 	}
-	s.logger.Info("proxy request", "model", req.Model, "tools", len(req.Tools), "deferred", len(p.deferred),
+	s.logger.Info("proxy request", "model", logCut(req.Model), "tools", len(req.Tools), "deferred", len(p.deferred),
 		"loaded", len(p.loaded), "rounds", rounds, "tokens_saved", saved*rounds, "ms", since(start))
 }
 

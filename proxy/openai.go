@@ -81,7 +81,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.planFor(r.Context(), in)
 	if p == nil {
-		s.logger.Info("proxy request", "api", "chat", "model", model, "tools", len(tools), "deferred", 0, "rounds", 0, "passed", true)
+		s.logger.Info("proxy request", "api", "chat", "model", logCut(model), "tools", len(tools), "deferred", 0, "rounds", 0, "passed", true)
 		s.passBody(w, r, body)
 		return
 	}
@@ -140,7 +140,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				w.Write(final)
 			}
-			s.logger.Info("proxy request", "api", "chat", "model", model, "tools", len(tools), "deferred", len(p.deferred),
+			s.logger.Info("proxy request", "api", "chat", "model", logCut(model), "tools", len(tools), "deferred", len(p.deferred),
 				"loaded", len(p.loaded), "rounds", rounds, "ms", since(start))
 			return
 		}

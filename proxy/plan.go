@@ -2,9 +2,7 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -72,16 +70,8 @@ func (s *Server) planFor(ctx context.Context, in planInput) *plan {
 	}
 	name := searchToolName(in.tools)
 	searchDef, _ := json.Marshal(searchTool(name, 0))
-	// The cache is keyed by a hash of the tools: a request's tools can
-	// be a megabyte, and sixteen of them kept as keys would be sixteen.
-	h := sha256.New()
-	fmt.Fprintf(h, "%s\x00%v", name, in.deferAll)
-	for _, t := range in.tools {
-		if t.Type == "" {
-			fmt.Fprintf(h, "\x00%s\x00%s\x00%s", t.Name, t.Description, t.InputSchema)
-		}
-	}
-	set := s.plans.get(string(h.Sum(nil)), func() *toolSet {
+	key, size := toolsKey(name, in.deferAll, in.tools)
+	set, err := s.plans.get(ctx, key, size, func() *toolSet {
 		c := toolCatalog(in.tools)
 		v := policy.NewView(ctx, c, policy.Checklist{SearchTool: name, DeferAll: in.deferAll}, []json.RawMessage{searchDef}, nil)
 		deferred := map[string]bool{}
@@ -92,6 +82,9 @@ func (s *Server) planFor(ctx context.Context, in planInput) *plan {
 		t.engine, t.err = search.New(s.opts.Engine, c)
 		return t
 	})
+	if err != nil {
+		return nil // the client has gone
+	}
 	if set.err != nil {
 		s.logger.Warn("cannot index the request's tools; passing it untouched", "error", set.err)
 		return nil

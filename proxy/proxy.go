@@ -31,7 +31,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/toolshelf/toolshelf/messages"
@@ -41,7 +40,8 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxRounds       = 4
-	DefaultMaxRequestBytes = 32 << 20
+	DefaultMaxRequestBytes  = 32 << 20
+	DefaultMaxResponseBytes = 32 << 20
 )
 
 // TokenHeader carries the proxy's own token, when it has one: clients
@@ -68,6 +68,12 @@ type Options struct {
 	MaxRounds int
 	// MaxRequestBytes bounds a request body (default 32 MiB).
 	MaxRequestBytes int64
+	// MaxResponseBytes bounds an upstream answer the proxy reads whole
+	// (not a stream it passes on; default 32 MiB).
+	MaxResponseBytes int64
+	// MaxPlanBytes bounds the tool sets the proxy keeps indexed, by
+	// their approximate size (default 256 MiB).
+	MaxPlanBytes int64
 	// Engine is the search engine kind (search.DefaultEngine when empty).
 	Engine string
 	// Token, when set, is required in the X-Toolshelf-Token header.
@@ -92,7 +98,7 @@ type Server struct {
 	upstream *url.URL
 	logger   *slog.Logger
 	pass     *httputil.ReverseProxy
-	plans    planCache
+	plans    *planCache
 }
 
 // New returns a proxy to opts.Upstream.
@@ -125,6 +131,9 @@ func New(opts *Options) (*Server, error) {
 	if s.opts.MaxRequestBytes <= 0 {
 		s.opts.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if s.opts.MaxResponseBytes <= 0 {
+		s.opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
 	s.logger = s.opts.Logger
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -140,7 +149,7 @@ func New(opts *Options) (*Server, error) {
 			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
 		},
 	}
-	s.plans.max = 16
+	s.plans = newPlanCache(s.opts.MaxPlanBytes)
 	return s, nil
 }
 
@@ -243,7 +252,15 @@ var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", 
 func (s *Server) upstreamRequest(client *http.Request, body []byte) (*http.Request, error) {
 	u := *s.upstream
 	u.Path = strings.TrimSuffix(u.Path, "/") + client.URL.Path
-	u.RawQuery = client.URL.RawQuery // Claude Code asks for /v1/messages?beta=true
+	// The upstream's own query (Azure's ?api-version=) and the client's
+	// (Claude Code asks for /v1/messages?beta=true), as the pass-through
+	// requests have them.
+	switch {
+	case u.RawQuery == "":
+		u.RawQuery = client.URL.RawQuery
+	case client.URL.RawQuery != "":
+		u.RawQuery += "&" + client.URL.RawQuery
+	}
 	req, err := http.NewRequestWithContext(client.Context(), http.MethodPost, u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -271,8 +288,20 @@ func (s *Server) send(client *http.Request, body []byte) (*http.Response, []byte
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(resp.Body)
+	raw, err := s.readAnswer(resp)
 	return resp, raw, err
+}
+
+// readAnswer reads an upstream answer whole, within MaxResponseBytes: an
+// upstream that never ends its body must not take the proxy's memory. The
+// read ends with the client's request too (the upstream request carries
+// its context).
+func (s *Server) readAnswer(resp *http.Response) ([]byte, error) {
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, s.opts.MaxResponseBytes+1))
+	if err == nil && int64(len(raw)) > s.opts.MaxResponseBytes {
+		return nil, fmt.Errorf("the upstream's answer is over %d bytes", s.opts.MaxResponseBytes)
+	}
+	return raw, err
 }
 
 // copyHeaders copies an upstream response's headers that a client may
@@ -287,33 +316,15 @@ func copyHeaders(dst, src http.Header) {
 	}
 }
 
-// planCache keeps the plans of recent tool sets: a client sends the same
-// tools on every turn, and indexing them costs milliseconds.
-type planCache struct {
-	mu    sync.Mutex
-	max   int
-	order []string
-	by    map[string]*toolSet
-}
-
-func (c *planCache) get(key string, make func() *toolSet) *toolSet {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t, ok := c.by[key]; ok {
-		return t
-	}
-	if c.by == nil {
-		c.by = map[string]*toolSet{}
-	}
-	t := make()
-	if len(c.order) >= c.max {
-		delete(c.by, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.by[key] = t
-	c.order = append(c.order, key)
-	return t
-}
-
 // since is a duration in milliseconds, for logs.
 func since(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// logCut is a client's string (a model's name) as logged: a client can
+// send megabytes in any field, and a log line must stay a line.
+func logCut(s string) string {
+	const most = 200
+	if len(s) <= most {
+		return s
+	}
+	return strings.ToValidUTF8(s[:most], "") + fmt.Sprintf("…(%d bytes)", len(s))
+}

@@ -1,0 +1,278 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/messages"
+)
+
+// manyTools is a tool set of n MCP tools of about size bytes each,
+// distinct for each seed.
+func manyTools(seed string, n, size int) []messages.Tool {
+	desc := strings.Repeat("words that describe the tool ", size/29+1)[:size]
+	out := make([]messages.Tool, n)
+	for i := range out {
+		out[i] = messages.Tool{Name: fmt.Sprintf("mcp__%s__tool_%d", seed, i), Description: desc,
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}}}`)}
+	}
+	return out
+}
+
+// A large tool set is planned outside the lock every request takes: while
+// three large sets are being built (held mid-build here), a request with
+// a small set is answered; requests for a set being built wait for that
+// one build; and the cache keeps no more bytes than it may.
+func TestPlansDoNotStallOthers(t *testing.T) {
+	api := constantAPI(t, reply("end_turn", 1, 1, text("small")))
+	p, err := New(&Options{Upstream: api, MaxPlanBytes: 24 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	var large, builds atomic.Int32
+	started := make(chan struct{}, 16)
+	p.plans.building = func(size int64) {
+		builds.Add(1)
+		if size >= largeToolBytes {
+			large.Add(1)
+			started <- struct{}{}
+			<-release
+		}
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+
+	var wg sync.WaitGroup
+	for i := range 3 {
+		body := request(t, manyTools(fmt.Sprintf("big%d", i), 2000, 600), `[{"role":"user","content":"hi"}]`, "")
+		for range 2 { // two clients with one tool set: one build
+			wg.Go(func() {
+				req, _ := http.NewRequest("POST", srv.URL+"/v1/messages", bytes.NewReader(body))
+				resp, err := http.DefaultClient.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			})
+		}
+	}
+	<-started // a large build is under way, the others wait for a slot or for it
+	status, _, out := post(t, srv.URL+"/v1/messages", request(t, builtinTools()[:40], `[{"role":"user","content":"hi"}]`, ""), nil)
+	if status != 200 || !bytes.Contains(out, []byte("small")) {
+		t.Fatalf("the small request while large ones are planned: %d %s", status, out)
+	}
+	close(release)
+	wg.Wait()
+	if n := large.Load(); n != 3 {
+		t.Errorf("%d large builds for three tool sets asked for twice each", n)
+	}
+	if n, size := p.plans.held(); size > 24<<20 || n == 0 {
+		t.Errorf("the cache holds %d sets of %d bytes; want at most %d bytes", n, size, 24<<20)
+	}
+}
+
+// The cache key is unambiguous: moving bytes between a tool's fields,
+// NUL bytes included, makes another key.
+func TestToolsKeyIsUnambiguous(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object"}`)
+	a, _ := toolsKey("s", false, []messages.Tool{{Name: "a", Description: "b\x00c", InputSchema: schema}})
+	b, _ := toolsKey("s", false, []messages.Tool{{Name: "a\x00b", Description: "c", InputSchema: schema}})
+	c, _ := toolsKey("s", false, []messages.Tool{{Name: "a", Description: "b"}, {Name: "c", InputSchema: schema}})
+	if a == b || a == c || b == c {
+		t.Error("two tool sets share a key")
+	}
+}
+
+// An upstream that never ends its answer costs the proxy a bounded read
+// (502 naming the bound), and a client that hangs up ends the upstream
+// request.
+func TestEndlessUpstream(t *testing.T) {
+	ended, started := make(chan struct{}, 4), make(chan struct{}, 4)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		started <- struct{}{}
+		defer func() { ended <- struct{}{} }()
+		w.Header().Set("Content-Type", "application/json")
+		chunk := bytes.Repeat([]byte(" "), 64<<10)
+		w.Write([]byte(`{"id":"msg_1","content":[`))
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(upstream.Close)
+	p, err := New(&Options{Upstream: upstream.URL, MaxResponseBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	body := request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, "")
+
+	status, _, out := post(t, srv.URL+"/v1/messages", body, nil)
+	if status != http.StatusBadGateway || !bytes.Contains(out, []byte("over 1048576 bytes")) {
+		t.Errorf("an endless answer: %d %.300s", status, out)
+	}
+	wait := func(ch chan struct{}, what string) {
+		select {
+		case <-ch:
+		case <-time.After(testenv.Timeout(10 * time.Second)):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	wait(started, "the upstream request")
+	wait(ended, "the upstream request to end after the bounded read")
+
+	// A client that hangs up mid-answer, on a proxy whose bound it would
+	// take hours to reach.
+	p, err = New(&Options{Upstream: upstream.URL, MaxResponseBytes: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httptest.NewServer(p)
+	t.Cleanup(srv2.Close)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv2.URL+"/v1/messages", bytes.NewReader(body))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	wait(started, "the upstream request")
+	cancel()
+	wait(ended, "the upstream request to end after the client hung up")
+	<-done
+}
+
+// Requests the proxy rewrites keep the upstream URL's query
+// (?api-version=) as pass-through ones do, beside the client's.
+func TestUpstreamQueryKept(t *testing.T) {
+	api := newFakeAPI(t, func(messages.Request) (int, string) { return 200, reply("end_turn", 1, 1, text("ok")) })
+	var mu sync.Mutex
+	var queries []string
+	proxied := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		queries = append(queries, r.URL.RawQuery)
+		mu.Unlock()
+		api.srv.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxied.Close)
+	p, err := New(&Options{Upstream: proxied.URL + "?api-version=2025-01"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	if status, _, out := post(t, srv.URL+"/v1/messages?beta=true", request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, ""), nil); status != 200 {
+		t.Fatalf("%d %s", status, out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(queries) == 0 || queries[0] != "api-version=2025-01&beta=true" {
+		t.Errorf("the upstream saw queries %q", queries)
+	}
+}
+
+// A client's 5 MB model name is logged cut.
+func TestLongModelNameLoggedCut(t *testing.T) {
+	api := newFakeAPI(t, func(messages.Request) (int, string) { return 200, reply("end_turn", 1, 1, text("ok")) })
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	p, err := New(&Options{Upstream: api.srv.URL, Logger: slog.New(slog.NewTextHandler(&lockedBuffer{b: &logs, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	body := request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, "")
+	body = bytes.Replace(body, []byte(`"claude-sonnet-4-5"`), []byte(`"`+strings.Repeat("m", 5<<20)+`"`), 1)
+	post(t, srv.URL+"/v1/messages", body, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if logs.Len() == 0 || logs.Len() > 4096 {
+		t.Errorf("the log is %d bytes", logs.Len())
+	}
+}
+
+type lockedBuffer struct {
+	b  *bytes.Buffer
+	mu *sync.Mutex
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// constantAPI is a model API that answers every request with answer.
+func constantAPI(t *testing.T, answer string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, answer)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+var stallFigure = flag.Bool("stall", false, "measure a small request's time while three 20,000-tool requests are planned (docs/reliability.md)")
+
+// The figure behind docs/reliability.md's row: go test ./proxy -run
+// TestStallFigure -v -args -stall
+func TestStallFigure(t *testing.T) {
+	if !*stallFigure {
+		t.Skip("a measurement; run with -args -stall")
+	}
+	p, err := New(&Options{Upstream: constantAPI(t, reply("end_turn", 1, 1, text("small")))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{}, 8)
+	p.plans.building = func(size int64) {
+		if size >= largeToolBytes {
+			started <- struct{}{}
+		}
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	var wg sync.WaitGroup
+	begin := time.Now()
+	for i := range 3 {
+		body := request(t, manyTools(fmt.Sprintf("big%d", i), 20000, 1400), `[{"role":"user","content":"hi"}]`, "")
+		if i == 0 {
+			t.Logf("a large request is %.1f MiB", float64(len(body))/(1<<20))
+		}
+		wg.Go(func() {
+			resp, err := http.Post(srv.URL+"/v1/messages", "application/json", bytes.NewReader(body))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+			t.Logf("a large request answered after %v", time.Since(begin))
+		})
+	}
+	<-started
+	small := time.Now()
+	status, _, _ := post(t, srv.URL+"/v1/messages", request(t, builtinTools()[:40], `[{"role":"user","content":"hi"}]`, ""), nil)
+	t.Logf("the small request: %d in %v, while the large ones were planned", status, time.Since(small))
+	wg.Wait()
+	n, size := p.plans.held()
+	t.Logf("the cache holds %d sets, about %d MiB", n, size>>20)
+}
