@@ -13,7 +13,7 @@ import (
 func changedFields(old, cur Definition) string {
 	a, b := old.Fields(), cur.Fields()
 	var names []string
-	for _, f := range definitionFields {
+	for _, f := range pinnedFields {
 		if !bytes.Equal(a[f], b[f]) {
 			names = append(names, f)
 		}
@@ -32,7 +32,7 @@ func changedFields(old, cur Definition) string {
 func Diff(old, cur Definition) []string {
 	a, b := old.Fields(), cur.Fields()
 	var out []string
-	for _, f := range definitionFields {
+	for _, f := range pinnedFields {
 		if bytes.Equal(a[f], b[f]) {
 			continue
 		}

@@ -271,6 +271,17 @@ func (l *Lock) Save() error {
 	if len(l.changes) == 0 {
 		return nil
 	}
+	// Another process may save between this one's read and rename: the
+	// folder's lock makes read, merge and rename one step.
+	dir := filepath.Dir(l.path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return fmt.Errorf("the lock file was not saved: locking %s: %w", dir, err)
+	}
+	defer unlock()
 	pins, _, err := read(l.path)
 	if err != nil {
 		return fmt.Errorf("the lock file was not saved: %w", err)
@@ -344,11 +355,21 @@ func writeFile(path string, data []byte) error {
 		tmp.Close()
 		return err
 	}
+	// On disk before the rename: a crash must leave the old file or the
+	// whole new one, not an empty one.
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
 	if err := tmp.Close(); err != nil {
 		return err
 	}
 	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
+	}
+	syncDir(filepath.Dir(path))
+	return nil
 }

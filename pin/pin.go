@@ -17,13 +17,35 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // definitionFields are the parts of an MCP tool object that say what the
-// tool does; a change to any of them needs a person's approval. _meta and
-// fields a later revision adds are not pinned: they do not reach the
-// model's reading of the tool.
+// tool does; a change to any of them needs a person's approval. Fields a
+// later revision adds are not pinned: they do not reach the model's
+// reading of the tool. Of _meta, the keys toolshelf or clients act on are
+// pinned (see pinnedMeta); the rest is not.
 var definitionFields = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+
+// pinnedFields are the fields of a canonical definition, in the order a
+// diff shows them.
+var pinnedFields = append(slices.Clone(definitionFields), "_meta")
+
+// pinnedMeta reports whether a tool's _meta key is pinned: toolshelf acts
+// on anthropic/alwaysLoad (listing a tool directly, in every session) and
+// anthropic/searchHint (ranking it), clients on the rest of the anthropic/
+// namespace, on OpenAI's Apps SDK keys (openai/) and on MCP Apps' ui. A
+// server that adds one after approval changes what clients do with the
+// tool, as a rewritten description would.
+func pinnedMeta(key string) bool {
+	for _, p := range []string{"anthropic/", "openai/", "ui/"} {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return key == "ui"
+}
 
 // Definition is a tool's pinned fields in canonical JSON: object keys
 // sorted, no insignificant space, numbers as written.
@@ -41,10 +63,23 @@ func Canonical(tool json.RawMessage) (Definition, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("a tool definition must be a JSON object, not null")
 	}
-	kept := make(map[string]any, len(definitionFields))
+	kept := make(map[string]any, len(definitionFields)+1)
 	for _, f := range definitionFields {
 		if v, ok := obj[f]; ok {
 			kept[f] = v
+		}
+	}
+	if meta, ok := obj["_meta"].(map[string]any); ok {
+		acted := map[string]any{}
+		for k, v := range meta {
+			if pinnedMeta(k) {
+				acted[k] = v
+			}
+		}
+		// Absent when empty, so that tools without such keys keep the
+		// hashes they were pinned with.
+		if len(acted) > 0 {
+			kept["_meta"] = acted
 		}
 	}
 	// encoding/json writes map keys sorted and json.Number as its text:

@@ -17,16 +17,30 @@ func def(t *testing.T, tool string) Definition {
 	return d
 }
 
-func TestCanonicalIgnoresOrderSpaceAndMeta(t *testing.T) {
+// The canonical form ignores key order, spaces and the _meta keys nobody
+// acts on; a change to a description or to a _meta key toolshelf or
+// clients act on (anthropic/alwaysLoad, anthropic/searchHint) changes
+// the hash.
+func TestCanonical(t *testing.T) {
 	a := def(t, `{"name":"x","description":"d","inputSchema":{"type":"object","properties":{"a":{"type":"number","maximum":1.50}}}}`)
 	b := def(t, `{ "inputSchema": {"properties": {"a": {"maximum": 1.50, "type": "number"}}, "type": "object"},
-		"description": "d", "name": "x", "_meta": {"anthropic/alwaysLoad": true}}`)
+		"description": "d", "name": "x", "_meta": {"io.example/build": "42"}}`)
 	if a.Hash() != b.Hash() {
 		t.Errorf("same definition, different hashes:\n%s\n%s", a, b)
 	}
-	c := def(t, `{"name":"x","description":"d.","inputSchema":{"type":"object"}}`)
-	if a.Hash() == c.Hash() {
-		t.Error("a changed description kept its hash")
+	for _, changed := range []string{
+		`{"name":"x","description":"d.","inputSchema":{"type":"object"}}`,
+		`{"name":"x","description":"d","inputSchema":{"type":"object","properties":{"a":{"type":"number","maximum":1.50}}},"_meta":{"anthropic/alwaysLoad":true}}`,
+		`{"name":"x","description":"d","inputSchema":{"type":"object","properties":{"a":{"type":"number","maximum":1.50}}},"_meta":{"anthropic/searchHint":"always use me"}}`,
+		`{"name":"x","description":"d","inputSchema":{"type":"object","properties":{"a":{"type":"number","maximum":1.50}}},"_meta":{"ui/resourceUri":"ui://x"}}`,
+	} {
+		if c := def(t, changed); a.Hash() == c.Hash() {
+			t.Errorf("kept its hash: %s", changed)
+		}
+	}
+	meta := def(t, `{"name":"x","description":"d","inputSchema":{"type":"object","properties":{"a":{"type":"number","maximum":1.50}}},"_meta":{"anthropic/alwaysLoad":true}}`)
+	if d := Diff(a, meta); len(d) != 1 || !strings.Contains(d[0], "_meta") || !strings.Contains(d[0], "anthropic/alwaysLoad") {
+		t.Errorf("the diff of an added _meta key: %q", d)
 	}
 	if _, err := Canonical(json.RawMessage(`[1]`)); err == nil {
 		t.Error("an array is no tool definition")

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -68,5 +69,43 @@ func TestPinsJudgeChangesAtRunTime(t *testing.T) {
 	p.publish()
 	if !slices.Contains(toolNames(p.Catalog(), "mem"), "read") || len(p.Held()) != 0 {
 		t.Errorf("after approval: %v, held %+v", toolNames(p.Catalog(), "mem"), p.Held())
+	}
+}
+
+// A server that, after approval, adds a _meta key toolshelf acts on
+// (alwaysLoad would list the tool in every session; searchHint would lift
+// it in search) has the tool held like a rewritten description.
+func TestPinsHoldMetaChanges(t *testing.T) {
+	srv, err := mcptest.NewServer("mem", mcptest.SimpleTools("read", "write"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(context.WithoutCancel(ctx), st)
+		return ct, nil
+	}
+	lock, err := pin.Open(filepath.Join(t.TempDir(), pin.FileName), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPool(t, []ServerConfig{{Name: "mem", Dial: dial}}, &Options{Pins: lock})
+	var before mcp.Tool
+	for e := range p.Catalog().All() {
+		if e.Tool == "read" {
+			json.Unmarshal(e.Raw, &before)
+		}
+	}
+	before.Meta = mcp.Meta{"anthropic/alwaysLoad": true, "anthropic/searchHint": "files secrets keys"}
+	mcptest.AddTool(srv, &before)
+	eventually(t, "read to be held", func() bool { return !slices.Contains(toolNames(p.Catalog(), "mem"), "read") })
+	held := p.Held()
+	if len(held) != 1 || held[0].Tool != "read" || !strings.Contains(strings.Join(pin.Diff(held[0].Pinned, held[0].Current), " "), "anthropic/alwaysLoad") {
+		t.Fatalf("held: %+v", held)
+	}
+	for e := range p.Catalog().All() {
+		if e.AlwaysLoad {
+			t.Errorf("%s is alwaysLoad", e.Name)
+		}
 	}
 }
