@@ -16,6 +16,7 @@ const (
 	FindingSchema          = "schema"           // the input schema had to be normalised
 	FindingLongDescription = "long_description" // over LongDescription characters
 	FindingInstructions    = "instructions"     // text aimed at the model: possible tool poisoning
+	FindingUnreviewed      = "unreviewed"       // appeared after its server's tools were pinned, trusted without review
 )
 
 // LongDescription is the description length, in characters, above which
@@ -47,15 +48,36 @@ var modelDirected = []struct {
 	// worth running; most texts hold none, and the expressions are slow.
 	words []string
 	re    *regexp.Regexp
+	// innocent, when set, excuses a match: a public key is no secret.
+	innocent func(match string) bool
 }{
-	{"tells the model to ignore its instructions", true, []string{"ignore", "disregard", "forget"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|messages)`)},
-	{"demands to be called first", false, []string{"this"}, regexp.MustCompile(`(?i)\b(always|must|should)\s+(call|use|run|invoke)\s+this\s+(tool|function)\s+(first|before)`)},
-	{"demands to be called before other tools", false, []string{"before"}, regexp.MustCompile(`(?i)\bbefore\s+(using|calling|running|invoking)\s+any\s+other\s+(tools?|functions?)`)},
-	{"asks to keep something from the user", true, []string{"user"}, regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never)\s+(tell|inform|mention|reveal|show)\b[^.]{0,30}\b(the\s+)?user`)},
-	{"contains a prompt-like tag", true, []string{"<"}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?)\s*>`)},
-	{"mentions the system prompt", false, []string{"system"}, regexp.MustCompile(`(?i)\bsystem\s+prompt\b`)},
-	{"points at credentials files", true, []string{"ssh", "id_rsa", "credentials", "netrc"}, regexp.MustCompile(`(?i)(~/\.ssh|\bid_rsa\b|\.aws/credentials|\.netrc\b)`)},
+	{"tells the model to ignore its instructions", true, []string{"ignore", "disregard", "forget"}, regexp.MustCompile(`(?i)\b(ignore|disregard|forget)\s+(all\s+|any\s+)?(the\s+|your\s+)?(previous|prior|above|earlier|other|system)\s+(instructions|prompts?|rules|messages)`), nil},
+	{"demands to be called first", false, []string{"this"}, regexp.MustCompile(`(?i)\b(always|must|should)\s+(call|use|run|invoke)\s+this\s+(tool|function)\s+(first|before)`), nil},
+	{"demands to be called before other tools", false, []string{"before"}, regexp.MustCompile(`(?i)\bbefore\s+(using|calling|running|invoking)\s+any\s+other\s+(tools?|functions?)`), nil},
+	{"asks to keep something from the user", true, []string{"user", "mention", "that you", "this", "silent", "secret", "covert", "quiet", "without"}, regexp.MustCompile(`(?i)\b(do\s+not|don'?t|never)\s+(tell|inform|mention|reveal|show|disclose|notify)\b[^.]{0,40}\b(the\s+user|user|that\s+you|this\s+(step|instruction|requirement|to))|\b(silently|secretly|covertly|quietly)\s+(send|forward|copy|include|read|upload|attach|pass|exfiltrate)\b`), nil},
+	{"contains a prompt-like tag", true, []string{"<", "["}, regexp.MustCompile(`(?i)<\s*/?\s*(important|system|instructions?)\s*>|\[\s*(important|system|instructions?)\s*:`), nil},
+	{"mentions the system prompt", false, []string{"system"}, regexp.MustCompile(`(?i)\bsystem\s+prompt\b`), nil},
+	{"points at credentials files", true, []string{"ssh", "id_", "credentials", "netrc", "mcp.json", "npmrc", "pypirc", "kube", "docker", "/etc/", ".env"},
+		// Files that hold secrets by name; configuration files that
+		// may or may not (mcp.json, .npmrc, .env) only when the text
+		// asks to read or send them.
+		regexp.MustCompile(`(?i)(~/\.ssh(/[\w.-]+)?|(^|[^a-z0-9])id_(rsa|ed25519|ecdsa|dsa)(\.pub)?\b|\.aws/credentials|\.netrc\b|\.git-credentials\b|/etc/shadow\b|\b(read|cat|open|send|include|append|copy|upload|attach|contents\s+of)\b[^\n]{0,30}?(\bmcp\.json|\.npmrc|\.pypirc|\.kube/config|\.docker/config\.json|/etc/passwd|~?/?\.env)\b)`),
+		func(m string) bool { return strings.HasSuffix(strings.ToLower(m), ".pub") }},
+	{"asks to send the conversation somewhere", true, []string{"chat", "conversation", "transcript", "messages", "history"},
+		regexp.MustCompile(`(?i)\b(pass|include|put|insert|copy|paste|append|embed|attach|send|forward|provide|supply|upload|post|dump|leak|share)\b[^.]{0,60}` + conversation + `|` + conversation + `[^.]{0,120}\b(parameter|argument|field|sidenote)\b`), nil},
+	{"asks for secrets the user shared", true, []string{"key", "password", "passphrase", "token", "secret", "credential"},
+		regexp.MustCompile(`(?i)\b(keys?|passwords?|passphrases?|tokens?|secrets?|credentials)\b[^.]{0,40}\b(the\s+user\s+(has\s+)?(pasted|typed|shared|entered|provided|gave|mentioned)|(that\s+)?appears?\s+in\s+the\s+(conversation|chat|context)|you\s+(can\s+)?(find|see))|\b(value|contents?)\s+of\s+(the\s+)?\$?\w*(key|token|secret|password)\w*\s+(environment\s+)?variable|\b(any|every|all)\s+other\s+(api\s+keys|secrets|credentials|tokens|passwords)\b`), nil},
+	{"redirects messages to another recipient", true, []string{"bcc", "cc", "recipient", "all"},
+		regexp.MustCompile(`(?i)\b(bcc|cc)\b[^.\n]{0,40}[\w.+-]+@[\w-]+(\.[\w-]+)+|\b(send|forward|redirect)\s+(all|every|each)\s+(emails?|messages?|mails?)\s+to\b|\bchange\s+the\s+recipient\b`), nil},
+	{"sends retrieved data out", true, []string{"contents", "data"},
+		regexp.MustCompile(`(?i)\b(contents?|data)\s+of\s+(any|every|all)\s+(retrieved|fetched|read|opened)\b`), nil},
+	{"pipes a download into a shell", true, []string{"curl", "wget", "prepend"},
+		regexp.MustCompile(`(?i)\b(curl|wget)\b[^|\n]{0,120}\|\s*(ba|z)?sh\b|\bprepend\b[^.]{0,80}\bto\s+(every|each|all)\s+(shell\s+)?commands?\b`), nil},
 }
+
+// conversation is a phrase naming the conversation as a whole: what a
+// poisoned tool asks the model to hand over.
+const conversation = `(?:(?:entire|whole|full|complete)\s+(?:\w+\s+){0,2}?(?:chat|conversation|transcript|message\s+history)|\b(?:chat|conversation|message)\s+(?:history|histories|transcripts?|logs?)\b|\b(?:previous|prior|earlier|past|last)\s+messages\b)`
 
 // hiddenRune reports characters that render as nothing: Unicode tag
 // characters (which can spell out hidden text), zero-width characters and
@@ -67,7 +89,8 @@ func hiddenRune(r rune) bool {
 		r >= 0x202A && r <= 0x202E, // bidi embeddings and overrides
 		r >= 0x2060 && r <= 0x2064, // word joiner, invisible operators
 		r >= 0x2066 && r <= 0x2069, // bidi isolates
-		r == 0xFEFF:
+		r == 0xFEFF,
+		r == 0x1B: // ESC: terminal escapes can hide text from a person reading it there
 		return true
 	}
 	return false
@@ -146,7 +169,7 @@ func instructionFindings(e *Entry) []Finding {
 			if seen[p.what] || !slices.ContainsFunc(p.words, func(w string) bool { return strings.Contains(lower, w) }) {
 				continue
 			}
-			if m := p.re.FindString(text); m != "" {
+			if m := p.re.FindString(text); m != "" && (p.innocent == nil || !p.innocent(m)) {
 				seen[p.what] = true
 				out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("%s: %q", p.what, m), p.high})
 			}

@@ -30,25 +30,29 @@ type Trust string
 const (
 	// TrustOnFirstUse pins a new tool's definition and lets it be used.
 	TrustOnFirstUse Trust = "on-first-use"
+	// TrustServerFirstUse pins a server's tools the first time the
+	// server lists them; a tool it adds later (a renamed tool is one)
+	// waits for a person's approval.
+	TrustServerFirstUse Trust = "server-first-use"
 	// TrustApprove holds a new tool until a person approves it.
 	TrustApprove Trust = "approve"
 )
 
 // ParseTrust reads the "trust" setting; empty is TrustOnFirstUse.
 func ParseTrust(s string) (Trust, error) {
-	switch Trust(s) {
-	case "", TrustOnFirstUse:
+	switch t := Trust(s); t {
+	case "":
 		return TrustOnFirstUse, nil
-	case TrustApprove:
-		return TrustApprove, nil
+	case TrustOnFirstUse, TrustServerFirstUse, TrustApprove:
+		return t, nil
 	}
-	return "", fmt.Errorf(`"trust" must be %q or %q, not %q`, TrustOnFirstUse, TrustApprove, s)
+	return "", fmt.Errorf(`"trust" must be %q, %q or %q, not %q`, TrustOnFirstUse, TrustServerFirstUse, TrustApprove, s)
 }
 
 // What Judge decides about a tool.
 const (
 	Trusted = "trusted" // its definition is the one pinned (or was just pinned)
-	New     = "new"     // never seen, and trust is "approve"
+	New     = "new"     // never seen, and trust is "approve" (or the server's tools were pinned before, under "server-first-use")
 	Changed = "changed" // its definition differs from the one pinned
 	Risky   = "risky"   // new or changed, and flagged as possible tool poisoning
 	Denied  = "denied"  // a person denied it (toolshelf tools deny)
@@ -65,6 +69,10 @@ type Verdict struct {
 	// Added reports that Judge pinned the tool just now (trust on first
 	// use); Save writes it.
 	Added bool
+	// Later reports a tool that appeared on its server after the
+	// server's tools were first pinned: under on-first-use it is pinned
+	// but shown as new (doctor, tools diff) until a person approves it.
+	Later bool
 }
 
 // OK reports whether the tool may be used.
@@ -72,8 +80,11 @@ func (v Verdict) OK() bool { return v.Status == Trusted }
 
 // entry is one tool in the lock file.
 type entry struct {
-	SHA256     string          `json:"sha256"`
-	Denied     bool            `json:"denied,omitempty"`
+	SHA256 string `json:"sha256"`
+	Denied bool   `json:"denied,omitempty"`
+	// Later marks a tool pinned on first use after its server's first
+	// tools were: no person has looked at it (see Verdict.Later).
+	Later      bool            `json:"later,omitempty"`
 	Definition json.RawMessage `json:"definition"`
 }
 
@@ -98,6 +109,9 @@ type Lock struct {
 	pins    map[string]map[string]entry
 	changes map[[2]string]*entry // nil entry: removed
 	stamp   fileStamp            // the file as last read or written
+	// known are the servers the file had pins for when last read or
+	// written: a tool new to one of them appeared after its first pin.
+	known map[string]bool
 }
 
 type fileStamp struct {
@@ -116,8 +130,17 @@ func Open(path string, trust Trust) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l.pins, l.stamp = pins, stamp
+	l.pins, l.stamp, l.known = pins, stamp, serversOf(pins)
 	return l, nil
+}
+
+// serversOf returns the servers a file's pins name.
+func serversOf(pins map[string]map[string]entry) map[string]bool {
+	known := make(map[string]bool, len(pins))
+	for s, tools := range pins {
+		known[s] = len(tools) > 0
+	}
+	return known
 }
 
 // Path returns the lock file's path.
@@ -213,9 +236,28 @@ func (l *Lock) Judge(server, tool string, def Definition, risk string) Verdict {
 		return Verdict{Status: Changed, Why: "its definition changed since it was approved (" + changedFields(Definition(p.Definition), def) + ")", Pinned: Definition(p.Definition)}
 	case l.trust == TrustApprove:
 		return Verdict{Status: New, Why: `new, and "trust" is "approve"`}
+	case l.known[server] && l.trust == TrustServerFirstUse:
+		return Verdict{Status: New, Why: `new on a server whose tools were pinned before (a renamed or added tool), and "trust" is "server-first-use"`}
 	}
-	l.setLocked(server, tool, &entry{SHA256: def.Hash(), Definition: json.RawMessage(def)})
-	return Verdict{Status: Trusted, Added: true}
+	later := l.known[server]
+	l.setLocked(server, tool, &entry{SHA256: def.Hash(), Later: later, Definition: json.RawMessage(def)})
+	return Verdict{Status: Trusted, Added: true, Later: later}
+}
+
+// Later returns the tools of a server pinned on first use after the
+// server's first tools were, that no person has approved since: tools to
+// look at, as a renamed tool may be a rug pull.
+func (l *Lock) Later(server string) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for tool, e := range l.pins[server] {
+		if e.Later && !e.Denied {
+			out = append(out, tool)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // Approve pins a tool's current definition, lifting a denial.
@@ -300,7 +342,7 @@ func (l *Lock) Save() error {
 	if err := writeFile(l.path, data); err != nil {
 		return err
 	}
-	l.pins = pins
+	l.pins, l.known = pins, serversOf(pins)
 	clear(l.changes)
 	if fi, err := os.Stat(l.path); err == nil {
 		l.stamp = fileStamp{fi.Size(), fi.ModTime()}
@@ -330,6 +372,7 @@ func (l *Lock) Reload() (bool, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.known = serversOf(pins)
 	for k, e := range l.changes {
 		if pins[k[0]] == nil {
 			pins[k[0]] = map[string]entry{}

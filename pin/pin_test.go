@@ -183,3 +183,47 @@ func TestWordDiffIsBounded(t *testing.T) {
 		t.Errorf("a diff of %d×%d words should fall back to whole texts", 5000, 5001)
 	}
 }
+
+// A tool new to a server whose tools were pinned before is marked Later
+// under on-first-use, held under server-first-use, and approving it
+// clears the mark; the first listing of a server marks nothing.
+func TestLaterTools(t *testing.T) {
+	for _, trust := range []Trust{TrustOnFirstUse, TrustServerFirstUse} {
+		path := filepath.Join(t.TempDir(), FileName)
+		l, _ := Open(path, trust)
+		for _, tool := range []string{"read", "write"} {
+			if v := l.Judge("s", tool, def(t, `{"name":"`+tool+`"}`), ""); !v.OK() || v.Later {
+				t.Errorf("%s: first listing, %s: %+v", trust, tool, v)
+			}
+		}
+		if err := l.Save(); err != nil {
+			t.Fatal(err)
+		}
+		save := def(t, `{"name":"save"}`)
+		v := l.Judge("s", "save", save, "")
+		switch trust {
+		case TrustOnFirstUse:
+			if !v.OK() || !v.Later {
+				t.Errorf("on-first-use, a tool added later: %+v", v)
+			}
+			l.Save()
+			if got := l.Later("s"); len(got) != 1 || got[0] != "save" {
+				t.Errorf("Later = %v", got)
+			}
+			if again, _ := Open(path, trust); len(again.Later("s")) != 1 {
+				t.Error("the mark was not saved")
+			}
+			l.Approve("s", "save", save)
+			if got := l.Later("s"); len(got) != 0 {
+				t.Errorf("after approval, Later = %v", got)
+			}
+		case TrustServerFirstUse:
+			if v.OK() || v.Status != New {
+				t.Errorf("server-first-use, a tool added later: %+v", v)
+			}
+			if v := l.Judge("other", "x", def(t, `{"name":"x"}`), ""); !v.OK() {
+				t.Errorf("server-first-use, a new server's first tool: %+v", v)
+			}
+		}
+	}
+}

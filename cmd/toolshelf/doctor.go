@@ -175,7 +175,7 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 
 	rep := doctorReport{
 		Source: src.name, Model: o.model, ContextWindow: decision.ContextWindow, Settings: settings,
-		Decision: decision, Summary: decision.String(), Warnings: src.cat.Audit(),
+		Decision: decision, Summary: decision.String(), Warnings: append(src.cat.Audit(), src.unreviewed()...),
 		Profile: profileOrDefault(o.profile), Quarantined: src.held(),
 	}
 	if rep.Warnings == nil {

@@ -188,6 +188,27 @@ type catalogSource struct {
 	name    string            // for messages: a file name, or "the built-in catalog"
 	config  *upstream.Config  // nil without a configuration file
 	profile *upstream.Profile // set by narrow
+	pins    *pin.Lock         // nil without a configuration file
+}
+
+// unreviewed warns of the tools trusted on first use after their
+// server's tools were pinned: no person has looked at them, and a
+// renamed tool with a new description is how a rug pull gets past pins.
+func (s *catalogSource) unreviewed() []catalog.Finding {
+	var out []catalog.Finding
+	if s.pins == nil || s.config == nil {
+		return out
+	}
+	for _, sc := range s.config.Servers {
+		if s.profile != nil && !s.profile.HasServer(sc.Name) {
+			continue
+		}
+		for _, tool := range s.pins.Later(sc.Name) {
+			out = append(out, catalog.Finding{Kind: catalog.FindingUnreviewed, Tool: tool, Server: sc.Name,
+				Message: fmt.Sprintf("%s of %s appeared after the server's tools were pinned and was trusted on first use without review (a renamed tool can be a rug pull): toolshelf tools diff %s", tool, sc.Name, sc.Name)})
+		}
+	}
+	return out
 }
 
 // narrow makes the source what a client of a profile sees.
@@ -255,5 +276,5 @@ func openCatalog(ctx context.Context, e *env, catalogFile, configFlag string) (*
 	if err != nil {
 		return nil, err
 	}
-	return &catalogSource{cat: p.Catalog(), pool: p, status: p.Status(), name: path, config: cfg}, nil
+	return &catalogSource{cat: p.Catalog(), pool: p, status: p.Status(), name: path, config: cfg, pins: pins}, nil
 }

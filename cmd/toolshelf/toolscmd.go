@@ -20,20 +20,24 @@ func init() {
 		usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL]  [--config FILE]",
 		help: `
 Every tool's definition (name, title, description, input and output schema,
-annotations) is pinned in toolshelf.lock, beside the configuration file, by
+annotations, and the _meta keys toolshelf or clients act on, such as
+anthropic/alwaysLoad) is pinned in toolshelf.lock, beside the configuration file, by
 a SHA-256 of its canonical JSON; the file holds the definitions too, so that
 a change reads well in a pull request. A tool whose definition changed since
 it was pinned (a "rug pull"), a new or changed tool that the tool-poisoning
 check flags as high risk, a new tool when the configuration says
-"trust": "approve", and a denied tool are quarantined: not listed, not
+"trust": "approve" (or, under "server-first-use", a tool a server adds after
+its first pin), and a denied tool are quarantined: not listed, not
 searchable, and a call to one is refused with a message that names the
 change. The server's other tools keep working.
 
-  diff [SERVER]         what is quarantined and why; for a changed tool,
-                        field by field: texts as a word diff ([-removed-]
+  diff [SERVER]         what is quarantined and why, and the tools trusted
+                        on first use after their server's first pin that
+                        no one has approved; for a changed tool, field by
+                        field: texts as a word diff ([-removed-]
                         {+added+}), schemas as the JSON paths that changed
   approve SERVER        pin the current definitions of the server's
-                        quarantined tools, letting them in
+                        quarantined and unreviewed tools, letting them in
   approve SERVER/TOOL   the same for one tool (also lifts a denial)
   deny SERVER[/TOOL]    keep the server's quarantined tools (or one tool,
                         quarantined or not) out until approved
@@ -117,21 +121,38 @@ func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string
 	if tool != "" {
 		held = slices.DeleteFunc(held, func(h upstream.Held) bool { return h.Tool != tool })
 	}
+	// Tools trusted on first use after their server's first pin: shown
+	// as new until a person approves them.
+	var later []upstream.Held
+	for _, sc := range cfgs {
+		for _, name := range pins.Later(sc.Name) {
+			if tool != "" && name != tool {
+				continue
+			}
+			if en, ok := findTool(p, sc.Name, name); ok {
+				if def, err := pin.Canonical(en.Raw); err == nil {
+					later = append(later, upstream.Held{Server: sc.Name, Tool: name, Status: pin.New, Current: def,
+						Why: "appeared after the server's tools were pinned; trusted on first use, not reviewed"})
+				}
+			}
+		}
+	}
 	switch verb {
 	case "diff":
-		if len(held) == 0 {
+		if len(held) == 0 && len(later) == 0 {
 			fmt.Fprintf(e.stdout, "no tool is quarantined (%s)\n", pins.Path())
 			return nil
 		}
-		for _, h := range held {
+		for _, h := range slices.Concat(held, later) {
 			fmt.Fprintf(e.stdout, "%s/%s: %s: %s\n", h.Server, h.Tool, h.Status, h.Why)
 			for _, line := range pin.Diff(h.Pinned, h.Current) {
 				fmt.Fprintf(e.stdout, "    %s\n", line)
 			}
 		}
-		fmt.Fprintf(e.stdout, "%d quarantined; approve with: toolshelf tools approve SERVER[/TOOL]\n", len(held))
+		fmt.Fprintf(e.stdout, "%d quarantined, %d new and not reviewed; approve with: toolshelf tools approve SERVER[/TOOL]\n", len(held), len(later))
 		return nil
 	case "approve":
+		held = append(held, later...) // approving marks them reviewed
 		if len(held) == 0 {
 			if tool != "" {
 				if _, ok := findTool(p, server, tool); ok {
