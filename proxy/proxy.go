@@ -39,7 +39,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxRounds       = 4
+	DefaultMaxRounds        = 4
 	DefaultMaxRequestBytes  = 32 << 20
 	DefaultMaxResponseBytes = 32 << 20
 )
