@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -69,5 +70,45 @@ func BenchmarkHostileQuery(b *testing.B) {
 	huge := strings.Repeat("create a github issue ", 1<<20/22)
 	for b.Loop() {
 		call(b, cs, toolSearch, map[string]any{"query": huge})
+	}
+}
+
+// Profiles with tokens and no --auth-token: /mcp (every tool) is closed,
+// not open to any local process; the profile's path takes its token; and
+// the start-up log's wording says who may open each path.
+func TestProfileTokensCloseEverything(t *testing.T) {
+	g, pool := gatewayFor(t, nil, standardUpstreams(t)...)
+	ro := newGateway(t, pool, &Options{Profile: "ro"})
+	opts := &HTTPOptions{Profiles: []*Server{ro}, Tokens: map[string]string{"ro-token-0123456789abcdef": "ro"}}
+	url := httpGateway(t, g, opts)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/mcp", "", http.StatusUnauthorized},
+		{"/mcp", "ro-token-0123456789abcdef", http.StatusForbidden},
+		{"/mcp/ro", "", http.StatusUnauthorized},
+		{"/mcp/ro", "ro-token-0123456789abcdef", http.StatusOK},
+	} {
+		hdr := map[string]string{}
+		if tc.token != "" {
+			hdr["Authorization"] = "Bearer " + tc.token
+		}
+		st, body, err := postWith(url+tc.path, ping, hdr)
+		if err != nil || st != tc.want {
+			t.Errorf("%s with %q: %d %v %s, want %d", tc.path, tc.token, st, err, body, tc.want)
+		}
+		if tc.path == "/mcp" && tc.token == "" && !strings.Contains(body, "--auth-token") {
+			t.Errorf("the refusal does not say what opens /mcp: %s", body)
+		}
+	}
+	for profile, want := range map[string]string{"": "no one", "ro": "its 1 token(s)"} {
+		if got := opts.Access(profile); !strings.HasPrefix(got, want) {
+			t.Errorf("Access(%q) = %q, want %q…", profile, got, want)
+		}
+	}
+	if got := (&HTTPOptions{}).Access(""); got != "anyone who can reach the address" {
+		t.Errorf("without tokens: %q", got)
 	}
 }

@@ -37,8 +37,9 @@ type HTTPOptions struct {
 	Profiles []*Server
 	// Tokens binds bearer tokens to the profiles they open (token →
 	// profile name). A profile's path takes AuthToken or one of its own
-	// tokens; a token of another profile is refused with 403. A path
-	// with neither is open, as /mcp is without AuthToken.
+	// tokens; a token of another profile is refused with 403. When some
+	// profile has tokens, a path with neither (/mcp without AuthToken)
+	// is closed: fail closed. Without any token it is open.
 	Tokens map[string]string
 }
 
@@ -209,8 +210,15 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 			others[string(tok)] = []byte(p)
 		}
 	}
-	if len(own) == 0 {
+	if len(own) == 0 && len(o.Tokens) == 0 {
 		return h
+	}
+	// When profiles carry tokens the operator meant the gateway to be
+	// closed: a path no token opens stays closed rather than open to
+	// anyone who can reach it (on loopback, any local process).
+	refusal := "missing or wrong bearer token"
+	if len(own) == 0 {
+		refusal = fmt.Sprintf("profile %s is closed: the configuration's profiles have tokens, and this path needs one of its own or --auth-token, which is not set", o.profileName(profile))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		for _, t := range own {
@@ -221,13 +229,41 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 		}
 		for _, t := range otherTokens {
 			if validBearer(r, t) {
-				http.Error(w, fmt.Sprintf("this token opens profile %s, not %s", others[string(t)], profile), http.StatusForbidden)
+				http.Error(w, fmt.Sprintf("this token opens profile %s, not %s", others[string(t)], o.profileName(profile)), http.StatusForbidden)
 				return
 			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolshelf"`)
-		http.Error(w, "missing or wrong bearer token", http.StatusUnauthorized)
+		http.Error(w, refusal, http.StatusUnauthorized)
 	})
+}
+
+// Access says who may open a profile's path, for the start-up log.
+func (o *HTTPOptions) Access(profile string) string {
+	n := 0
+	for _, p := range o.Tokens {
+		if p == profile {
+			n++
+		}
+	}
+	switch {
+	case o.AuthToken != "" && n > 0:
+		return fmt.Sprintf("its %d token(s) or --auth-token", n)
+	case o.AuthToken != "":
+		return "--auth-token"
+	case n > 0:
+		return fmt.Sprintf("its %d token(s)", n)
+	case len(o.Tokens) > 0:
+		return "no one: profiles have tokens and --auth-token is not set"
+	}
+	return "anyone who can reach the address"
+}
+
+func (o *HTTPOptions) profileName(profile string) string {
+	if profile == "" {
+		return upstream.DefaultProfile
+	}
+	return profile
 }
 
 // validBearer reports whether a request carries the token.

@@ -71,7 +71,9 @@ token is needs-auth, and calls to its tools say how to sign in.
 The configuration's profiles are served over HTTP at /mcp/NAME, each
 opened by its own tokens (or --auth-token; another profile's token gets
 403); a session of a profile sees, searches and calls only its tools.
---profile NAME serves one profile alone (over stdio, or at /mcp).
+When profiles have tokens, /mcp (every tool) needs --auth-token, even on
+loopback: without it /mcp is closed. The start-up log says who may open
+each path. --profile NAME serves one profile alone (over stdio, or at /mcp).
 
 A search followed by a call of a tool it found teaches search to rank
 that tool higher for queries in closely similar words (see 'toolshelf
@@ -414,9 +416,9 @@ func serveHTTP(ctx context.Context, g *gateway.Server, hopts *gateway.HTTPOption
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
 	}
-	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "", "profile", profileOrDefault(o.profile))
+	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "", "profile", profileOrDefault(o.profile), "access", hopts.Access(g.Profile()))
 	for _, p := range hopts.Profiles {
-		logger.Info("serving a profile over HTTP", "url", "http://"+l.Addr().String()+"/mcp/"+p.Profile(), "profile", p.Profile())
+		logger.Info("serving a profile over HTTP", "url", "http://"+l.Addr().String()+"/mcp/"+p.Profile(), "profile", p.Profile(), "access", hopts.Access(p.Profile()))
 	}
 	return runHTTP(ctx, newHTTPServer(g.Handler(hopts), httpTimeouts.write, logger), l)
 }
