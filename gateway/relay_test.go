@@ -426,3 +426,62 @@ func TestOffersFollowListChanged(t *testing.T) {
 		t.Errorf("the new prompt: %v %v", res, err)
 	}
 }
+
+// One upstream connection serves every profile, so the rule for what a
+// server asks (sampling, elicitation, roots) is: it goes to the client
+// whose call is in flight on that server, which is a client of the
+// profile that made the call; while calls of several clients (of any
+// profiles) are in flight on the server, it goes to none of them. A
+// client of one profile is never asked on behalf of another's call.
+func TestServerRequestsStayInTheirProfile(t *testing.T) {
+	h := newHooks()
+	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("legacy", legacyServer(h))}, &upstream.Options{RestartDelay: 20 * time.Millisecond})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	views := NewViews(pool)
+	background(t, func(ctx context.Context) error { views.Run(ctx); return nil })
+	gateway := func(name string) *Server {
+		return newGateway(t, views.For(&upstream.Profile{Name: name, Servers: []string{"legacy"}}), &Options{Settings: allMode, Profile: name})
+	}
+	ops, guest := gateway("ops"), gateway("guest")
+
+	var guestAsked atomic.Int32
+	holding, release := make(chan struct{}), make(chan struct{})
+	opsClient := connectLegacy(t, ops, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		close(holding)
+		<-release
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "ops"}}, nil
+	}})
+	guestOpts := answering("guest")
+	guestOpts.ElicitationHandler = func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		guestAsked.Add(1)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "guest"}}, nil
+	}
+	guestClient := connectLegacy(t, guest, guestOpts)
+
+	// Each profile's client alone is asked about its own call.
+	if res := call(t, guestClient, "mcp__legacy__sample", nil); text(res) != "sampled by guest" {
+		t.Errorf("the guest's own call: %s", text(res))
+	}
+	// While the ops client's call waits on its question, the guest's
+	// call makes the server ask again: two clients of two profiles are in
+	// flight, so neither is asked, and the guest's call fails.
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, _ := opsClient.CallTool(context.Background(), &mcp.CallToolParams{Name: "mcp__legacy__elicit"})
+		done <- res
+	}()
+	<-holding
+	res := call(t, guestClient, "mcp__legacy__elicit", nil)
+	if !res.IsError || guestAsked.Load() != 0 {
+		t.Errorf("the guest was asked (%d) or served during the ops client's call: %s", guestAsked.Load(), text(res))
+	}
+	close(release)
+	if res := <-done; res == nil || text(res) != "accept ops" {
+		t.Errorf("the ops client's call: %v", res)
+	}
+}
