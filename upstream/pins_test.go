@@ -15,10 +15,10 @@ import (
 	"github.com/toolshelf/toolshelf/pin"
 )
 
-// A tool rewritten while the pool runs (tools/list_changed) goes through
-// the same check as at start-up: held, logged, counted, and refused when
-// called; the server's other tools keep working.
-func TestPinsJudgeChangesAtRunTime(t *testing.T) {
+// pinnedPool runs a pool of one in-memory server, "mem", with the tools
+// read and write, pinned in a new lock file on first use.
+func pinnedPool(t *testing.T) (*mcp.Server, *Pool, *pin.Lock) {
+	t.Helper()
 	srv, err := mcptest.NewServer("mem", mcptest.SimpleTools("read", "write"), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +34,14 @@ func TestPinsJudgeChangesAtRunTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startPool(t, []ServerConfig{{Name: "mem", Dial: dial}}, &Options{Pins: lock})
+	return srv, startPool(t, []ServerConfig{{Name: "mem", Dial: dial}}, &Options{Pins: lock}), lock
+}
+
+// A tool rewritten while the pool runs (tools/list_changed) goes through
+// the same check as at start-up: held, logged, counted, and refused when
+// called; the server's other tools keep working.
+func TestPinsJudgeChangesAtRunTime(t *testing.T) {
+	srv, p, lock := pinnedPool(t)
 	if diff := cmp.Diff([]string{"read", "write"}, toolNames(p.Catalog(), "mem")); diff != "" {
 		t.Fatalf("first use (-want +got):\n%s", diff)
 	}
@@ -56,7 +63,7 @@ func TestPinsJudgeChangesAtRunTime(t *testing.T) {
 	if st := statusOf(p, "mem"); st.Quarantined != 1 || st.Tools != 1 {
 		t.Errorf("status: %+v", st)
 	}
-	_, err = p.Call(context.Background(), "mcp__mem__read", nil)
+	_, err := p.Call(context.Background(), "mcp__mem__read", nil)
 	if !errors.Is(err, ErrQuarantined) || !strings.Contains(err.Error(), "toolshelf tools approve mem/read") {
 		t.Errorf("calling the held tool: %v", err)
 	}
@@ -76,20 +83,7 @@ func TestPinsJudgeChangesAtRunTime(t *testing.T) {
 // (alwaysLoad would list the tool in every session; searchHint would lift
 // it in search) has the tool held like a rewritten description.
 func TestPinsHoldMetaChanges(t *testing.T) {
-	srv, err := mcptest.NewServer("mem", mcptest.SimpleTools("read", "write"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dial := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		go srv.Run(context.WithoutCancel(ctx), st)
-		return ct, nil
-	}
-	lock, err := pin.Open(filepath.Join(t.TempDir(), pin.FileName), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := startPool(t, []ServerConfig{{Name: "mem", Dial: dial}}, &Options{Pins: lock})
+	srv, p, _ := pinnedPool(t)
 	var before mcp.Tool
 	for e := range p.Catalog().All() {
 		if e.Tool == "read" {
