@@ -20,7 +20,7 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 	start := time.Now()
 	res := handle()
 	r := audit.Record{
-		Time: start.UTC(), Kind: kind, Profile: s.opts.Profile, Tool: tool,
+		Time: start.UTC(), Kind: kind, Profile: s.up.Profile(), Tool: tool,
 		DurationMS:   float64(time.Since(start).Microseconds()) / 1000,
 		RequestBytes: len(req.Params.Arguments), ArgsSHA256: audit.Hash(req.Params.Arguments),
 		Outcome: "ok",

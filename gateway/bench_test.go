@@ -54,7 +54,7 @@ func listTokens(t testing.TB, cs *mcp.ClientSession) (tools, tokens int) {
 // client's tools/list costs in search mode against listing every tool
 // (all mode), with one tokenizer.
 func TestTokenSaving(t *testing.T) {
-	up := CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}
+	up := upstream.Fixed(builtin.Catalog(), "the built-in catalog").Scope(nil)
 	searchTools, searchTokens := listTokens(t, connect(t, newGateway(t, up, nil), nil))
 	allTools, allTokens := listTokens(t, connect(t, newGateway(t, up, &Options{Settings: policy.Settings{Mode: policy.ModeStandard}}), nil))
 	ratio := float64(searchTokens) / float64(allTokens)
@@ -85,7 +85,7 @@ func callPair(b testing.TB) (direct, viaGateway *mcp.ClientSession) {
 	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, nil)
 	background(b, pool.Run)
 	pool.Wait(context.Background())
-	g := newGateway(b, pool, nil)
+	g := newGateway(b, pool.Scope(nil), nil)
 	st2, ct2 := mcp.NewInMemoryTransports()
 	go g.MCPServer().Run(context.Background(), st2)
 	viaGateway, err = mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), ct2, nil)
@@ -266,7 +266,7 @@ func BenchmarkCallRealServer(b *testing.B) {
 	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, nil)
 	background(b, pool.Run)
 	pool.Wait(context.Background())
-	g := newGateway(b, pool, nil)
+	g := newGateway(b, pool.Scope(nil), nil)
 	st, ct := mcp.NewInMemoryTransports()
 	go g.MCPServer().Run(context.Background(), st)
 	via, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), ct, nil)

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolshelf/toolshelf/upstream"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -22,7 +23,7 @@ type faceAnswer struct {
 // same order, with the same note.
 func TestFacesAgree(t *testing.T) {
 	cat := builtin.Catalog()
-	cs := connect(t, newGateway(t, CatalogOnly{Cat: cat, Source: "the built-in catalog"}, nil), nil)
+	cs := connect(t, newGateway(t, upstream.Fixed(cat, "the built-in catalog").Scope(nil), nil), nil)
 	var lib messages.Searcher
 	queries := []string{
 		"create a github issue",

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolshelf/toolshelf/upstream"
 	"testing"
 
 	"github.com/toolshelf/toolshelf/internal/builtin"
@@ -23,7 +24,7 @@ func FuzzCallTool(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	g, err := New(CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, &Options{PendingWait: 1})
+	g, err := New(upstream.Fixed(builtin.Catalog(), "the built-in catalog").Scope(nil), &Options{PendingWait: 1})
 	if err != nil {
 		f.Fatal(err)
 	}

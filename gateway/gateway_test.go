@@ -71,11 +71,11 @@ func gatewayFor(t *testing.T, opts *Options, cfgs ...upstream.ServerConfig) (*Se
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatalf("servers did not start: %v", err)
 	}
-	return newGateway(t, pool, opts), pool
+	return newGateway(t, pool.Scope(nil), opts), pool
 }
 
 // newGateway runs a gateway over up until the test ends.
-func newGateway(t testing.TB, up Upstream, opts *Options) *Server {
+func newGateway(t testing.TB, up *upstream.Scope, opts *Options) *Server {
 	t.Helper()
 	g, err := New(up, opts)
 	if err != nil {
@@ -303,7 +303,7 @@ func TestPendingServers(t *testing.T) {
 	slow := upstream.ServerConfig{Name: "slowpoke", Command: cmd, Env: env, Timeout: time.Minute}
 	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
 	background(t, pool.Run)
-	g := newGateway(t, pool, &Options{PendingWait: 200 * time.Millisecond})
+	g := newGateway(t, pool.Scope(nil), &Options{PendingWait: 200 * time.Millisecond})
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolSearch, map[string]any{"query": "anything"})
 	var sr searchResult
@@ -324,7 +324,13 @@ func TestCallWaitsForConnectingServer(t *testing.T) {
 	}
 	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
 	background(t, pool.Run)
-	g := newGateway(t, &askedPending{Upstream: pool, asked: asked}, nil)
+	g, err := New(pool.Scope(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var once sync.Once
+	g.waiting = func() { once.Do(func() { close(asked) }) }
+	background(t, g.Run)
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__late__echo", "arguments": map[string]any{"text": "waited"}})
 	if res.IsError || !strings.Contains(text(res), "waited") {
@@ -334,19 +340,6 @@ func TestCallWaitsForConnectingServer(t *testing.T) {
 	if !strings.Contains(text(res), "mcp__late__echo") {
 		t.Errorf("search: %s", text(res))
 	}
-}
-
-// askedPending closes asked the first time the gateway asks which
-// servers are still connecting: it is then waiting for them.
-type askedPending struct {
-	Upstream
-	asked chan struct{}
-	once  sync.Once
-}
-
-func (a *askedPending) Pending() []string {
-	a.once.Do(func() { close(a.asked) })
-	return a.Upstream.Pending()
 }
 
 // A crashed server is restarted, and a call made meanwhile waits for it.
@@ -369,7 +362,7 @@ func TestCallDuringRestart(t *testing.T) {
 
 func TestCatalogOnly(t *testing.T) {
 	e, _ := catalog.ParseTool("notes", rawTool("add_note", "Add a note", nil))
-	g := newGateway(t, CatalogOnly{Cat: catalog.New([]catalog.Entry{e}, nil), Source: "a test catalog"}, nil)
+	g := newGateway(t, upstream.Fixed(catalog.New([]catalog.Entry{e}, nil), "a test catalog").Scope(nil), nil)
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__notes__add_note"})
 	if !res.IsError || !strings.Contains(text(res), "toolshelf is serving a test catalog, which has no servers to call") {

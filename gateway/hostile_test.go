@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"encoding/json"
+	"github.com/toolshelf/toolshelf/upstream"
 	"net/http"
+	"net/http/httptest"
+
+	"github.com/google/go-cmp/cmp"
 	"strings"
 	"testing"
 
@@ -14,7 +18,7 @@ import (
 // costs bounded work (BenchmarkHostileName measures it) and is not
 // echoed back whole.
 func TestHostileNamesAndQueries(t *testing.T) {
-	cs := connect(t, newGateway(t, CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, nil), nil)
+	cs := connect(t, newGateway(t, upstream.Fixed(builtin.Catalog(), "the built-in catalog").Scope(nil), nil), nil)
 	huge := strings.Repeat("mcp__github__create_issue_", 1<<20/26)
 
 	res := call(t, cs, toolCall, map[string]any{"name": huge})
@@ -56,7 +60,7 @@ func TestLongDescriptionsAreCut(t *testing.T) {
 // BenchmarkHostileName is the cost of answering call_tool with a one
 // megabyte unknown name over the built-in catalog (519 tools).
 func BenchmarkHostileName(b *testing.B) {
-	cs := connect(b, newGateway(b, CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, nil), nil)
+	cs := connect(b, newGateway(b, upstream.Fixed(builtin.Catalog(), "the built-in catalog").Scope(nil), nil), nil)
 	huge := strings.Repeat("x", 1<<20)
 	for b.Loop() {
 		call(b, cs, toolCall, map[string]any{"name": huge})
@@ -66,7 +70,7 @@ func BenchmarkHostileName(b *testing.B) {
 // BenchmarkHostileQuery is the cost of search_tools with a one megabyte
 // query (cut to MaxQuery) over the built-in catalog.
 func BenchmarkHostileQuery(b *testing.B) {
-	cs := connect(b, newGateway(b, CatalogOnly{Cat: builtin.Catalog(), Source: "the built-in catalog"}, nil), nil)
+	cs := connect(b, newGateway(b, upstream.Fixed(builtin.Catalog(), "the built-in catalog").Scope(nil), nil), nil)
 	huge := strings.Repeat("create a github issue ", 1<<20/22)
 	for b.Loop() {
 		call(b, cs, toolSearch, map[string]any{"query": huge})
@@ -77,10 +81,17 @@ func BenchmarkHostileQuery(b *testing.B) {
 // not open to any local process; the profile's path takes its token; and
 // the start-up log's wording says who may open each path.
 func TestProfileTokensCloseEverything(t *testing.T) {
-	g, pool := gatewayFor(t, nil, standardUpstreams(t)...)
-	ro := newGateway(t, pool, &Options{Profile: "ro"})
-	opts := &HTTPOptions{Profiles: []*Server{ro}, Tokens: map[string]string{"ro-token-0123456789abcdef": "ro"}}
-	url := httpGateway(t, g, opts)
+	pool := upstream.NewPool(standardUpstreams(t), nil)
+	host, err := NewHost(pool, &HostOptions{Profiles: []upstream.Profile{
+		{Name: "ro", Servers: []string{"github"}, Tokens: []string{"ro-token-0123456789abcdef"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, host.Run)
+	srv := httptest.NewServer(host.Handler())
+	t.Cleanup(srv.Close)
+	url := srv.URL
 	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
 	for _, tc := range []struct {
 		path, token string
@@ -103,10 +114,9 @@ func TestProfileTokensCloseEverything(t *testing.T) {
 			t.Errorf("the refusal does not say what opens /mcp: %s", body)
 		}
 	}
-	for profile, want := range map[string]string{"": "no one", "ro": "its 1 token(s)"} {
-		if got := opts.Access(profile); !strings.HasPrefix(got, want) {
-			t.Errorf("Access(%q) = %q, want %q…", profile, got, want)
-		}
+	want := []Route{{"/mcp", "everything", "no one: profiles have tokens and --auth-token is not set"}, {"/mcp/ro", "ro", "its 1 token(s)"}}
+	if diff := cmp.Diff(want, host.Routes()); diff != "" {
+		t.Errorf("routes (-want +got):\n%s", diff)
 	}
 	if got := (&HTTPOptions{}).Access(""); got != "anyone who can reach the address" {
 		t.Errorf("without tokens: %q", got)

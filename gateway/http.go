@@ -31,10 +31,6 @@ type HTTPOptions struct {
 	// elicitation, roots), which need the session to answer on. Ignored
 	// with Activate, whose tool lists are per session.
 	Stateless bool
-	// Profiles are the gateways of other profiles, served at
-	// /mcp/<profile> beside this one at /mcp; their calls are in
-	// /metrics with their profile's label.
-	Profiles []*Server
 	// Tokens binds bearer tokens to the profiles they open (token →
 	// profile name). A profile's path takes AuthToken or one of its own
 	// tokens; a token of another profile is refused with 403. When some
@@ -43,8 +39,9 @@ type HTTPOptions struct {
 	Tokens map[string]string
 }
 
-// Handler serves MCP over streamable HTTP at /mcp, each upstream's state
-// at /healthz, and Prometheus metrics at /metrics.
+// Handler serves the gateway over streamable HTTP at /mcp, each
+// upstream's state at /healthz, and Prometheus metrics at /metrics. A
+// [Host] serves several gateways, one per profile, the same way.
 //
 // The transport has sessions unless opts.Stateless: a server's request to
 // a client (sampling, elicitation, roots) is sent on the client's session,
@@ -56,15 +53,20 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	if opts == nil {
 		opts = &HTTPOptions{}
 	}
+	return handler(s, nil, opts)
+}
+
+// handler serves main at /mcp and each of others at /mcp/<profile>.
+func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", checkOrigin(opts.authorize(s.opts.Profile, checkIDs(s.mcpHandler(opts)))))
-	ms := []*metrics{s.met}
-	for _, p := range opts.Profiles {
-		mux.Handle("/mcp/"+p.opts.Profile, checkOrigin(opts.authorize(p.opts.Profile, checkIDs(p.mcpHandler(opts)))))
+	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), checkIDs(main.mcpHandler(opts)))))
+	ms := []*metrics{main.met}
+	for _, p := range others {
+		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), checkIDs(p.mcpHandler(opts)))))
 		ms = append(ms, p.met)
 	}
 	mux.Handle("/metrics", bearer(opts.AuthToken, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeMetrics(w, ms) })))
-	mux.Handle("/healthz", s.healthz(opts.AuthToken))
+	mux.Handle("/healthz", main.healthz(opts.AuthToken))
 	return mux
 }
 

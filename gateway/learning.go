@@ -183,7 +183,7 @@ func (s *Server) learnedEngine(snap *snapshot) search.Engine {
 		s.logger.Warn("cannot read what was learned from use; searching without it", "error", err)
 		return base
 	}
-	e := search.NewLearned(base, snap.Catalog, usage.Past(pairs, s.opts.Profile, usage.MinSessions), nil)
+	e := search.NewLearned(base, snap.Catalog, usage.Past(pairs, s.up.Profile(), usage.MinSessions), nil)
 	l.mu.Lock()
 	l.base, l.version, l.learned = base, version, e
 	l.mu.Unlock()
@@ -197,6 +197,6 @@ func (s *Server) recordUse(ss *mcp.ServerSession, tool string) {
 		return
 	}
 	if q := s.learn.called(ss, tool); q != "" {
-		s.opts.Usage.Record(s.opts.Profile, q, tool)
+		s.opts.Usage.Record(s.up.Profile(), q, tool)
 	}
 }

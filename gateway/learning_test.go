@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/toolshelf/toolshelf/upstream"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestLearningPerProfile(t *testing.T) {
 		rawTool("export_everything", "Export a snapshot of the personal notes", nil),
 	}
 	admin, pool := gatewayFor(t, &Options{Usage: st}, memServer(t, "memory", tools))
-	guest := newGateway(t, pool, &Options{Usage: st, Profile: "guest"})
+	guest := newGateway(t, pool.Scope(&upstream.Profile{Name: "guest", Servers: []string{"memory"}}), &Options{Usage: st})
 	const q = "read the entire knowledge graph"
 	top := func(g *Server, query string) string {
 		cs := connect(t, g, nil)

@@ -442,10 +442,8 @@ func TestServerRequestsStayInTheirProfile(t *testing.T) {
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	views := NewViews(pool)
-	background(t, func(ctx context.Context) error { views.Run(ctx); return nil })
 	gateway := func(name string) *Server {
-		return newGateway(t, views.For(&upstream.Profile{Name: name, Servers: []string{"legacy"}}), &Options{Settings: allMode, Profile: name})
+		return newGateway(t, pool.Scope(&upstream.Profile{Name: name, Servers: []string{"legacy"}}), &Options{Settings: allMode})
 	}
 	ops, guest := gateway("ops"), gateway("guest")
 

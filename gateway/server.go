@@ -36,34 +36,6 @@ import (
 	"github.com/toolshelf/toolshelf/usage"
 )
 
-// Upstream is where the gateway's tools come from and where calls go: an
-// [upstream.Pool], or a [CatalogOnly] that serves a fixed catalog.
-type Upstream interface {
-	Catalog() *catalog.Catalog
-	// Changed returns a channel closed when Catalog next changes (nil
-	// for a catalog that never does).
-	Changed() <-chan struct{}
-	Pending() []string
-	Status() []upstream.Status
-	// Held lists the tools the lock file keeps out (pinned definitions):
-	// a call to one is told why.
-	Held() []upstream.Held
-	Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error)
-
-	// Offers, Session, Subscribe, Unsubscribe, SetLogLevel and Notices
-	// forward what MCP servers offer besides tools (see
-	// [upstream.Pool]).
-	Offers() []upstream.Offer
-	Session(ctx context.Context, server string, f func(context.Context, *mcp.ClientSession) error) error
-	Subscribe(ctx context.Context, server, uri string) error
-	Unsubscribe(ctx context.Context, server, uri string) error
-	SetLogLevel(ctx context.Context, level mcp.LoggingLevel)
-	Notices() <-chan upstream.Notice
-	Progress(ctx context.Context, p *mcp.ProgressNotificationParams) bool
-	// Redact removes the servers' secrets from a text.
-	Redact(s string) string
-}
-
 // Options configures a Server. Nil means defaults.
 type Options struct {
 	Logger *slog.Logger
@@ -115,16 +87,15 @@ type Options struct {
 	// by what was recorded (search.Learned). The caller runs it
 	// (usage.Store.Run).
 	Usage *usage.Store
-	// Profile names the profile the gateway serves (upstream.Profile;
-	// default upstream.DefaultProfile) in logs, metrics and the audit
-	// log. The upstream is expected to be that profile's view
-	// ([Views.For]): the view is what keeps other tools out.
-	Profile string
 }
 
 // Server is the gateway. It is safe for concurrent use.
 type Server struct {
-	up        Upstream
+	// waiting, when set (by tests), is called whenever a request waits
+	// for servers still connecting.
+	waiting func()
+
+	up        *upstream.Scope
 	opts      Options
 	logger    *slog.Logger
 	sdkLogger *slog.Logger
@@ -173,7 +144,7 @@ var Checklist = policy.Checklist{SearchTool: toolSearch, Essential: []string{too
 // New returns a gateway over up, serving its current catalog. [Server.Run]
 // follows up's changes; tests and callers with a fixed catalog may call
 // [Server.Update] instead. The error is an unknown engine kind.
-func New(up Upstream, opts *Options) (*Server, error) {
+func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	s := &Server{up: up, sessions: make(map[*mcp.Server]*exposure), initialized: make(map[string]bool)}
 	s.subs.by = make(map[subKey]map[*mcp.ServerSession]bool)
 	s.offers.Store(&offerTable{})
@@ -206,14 +177,11 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	}
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
-	if s.opts.Profile == "" {
-		s.opts.Profile = upstream.DefaultProfile
-	}
 	s.logger = s.opts.Logger
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
-	s.logger = s.logger.With("profile", s.opts.Profile)
+	s.logger = s.logger.With("profile", s.up.Profile())
 	sh, err := shelf.New(&shelf.Options{
 		Engine: s.opts.Engine, Embedder: s.opts.Embedder, Counter: s.opts.Counter,
 		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger,
@@ -225,7 +193,7 @@ func New(up Upstream, opts *Options) (*Server, error) {
 	// The SDK logs every session start and end at info; only its warnings
 	// are the operator's business.
 	s.sdkLogger = slog.New(&minLevel{s.logger.Handler(), slog.LevelWarn})
-	s.met = newMetrics(s.opts.Profile, s.catalogMetrics)
+	s.met = newMetrics(s.up.Profile(), s.catalogMetrics)
 	s.shared = s.newMCPServer()
 	s.Update(up.Catalog())
 	s.updateOffers(up.Offers())
@@ -233,7 +201,7 @@ func New(up Upstream, opts *Options) (*Server, error) {
 }
 
 // Profile returns the name of the profile the gateway serves.
-func (s *Server) Profile() string { return s.opts.Profile }
+func (s *Server) Profile() string { return s.up.Profile() }
 
 // Run follows the upstream's catalog, embeds each new one when a model's
 // embedder is configured, passes servers' notices to clients, and forgets
@@ -543,6 +511,9 @@ func (s *Server) awaitPending(ctx context.Context, ok func(*snapshot) bool) *sna
 		current := up == nil || up == snap.Catalog || up.Version() == snap.Catalog.Version()
 		if current && (ok(snap) || len(unknownPending(snap.Catalog, s.up.Pending())) == 0) {
 			return snap
+		}
+		if s.waiting != nil {
+			s.waiting()
 		}
 		select {
 		case <-ch:

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolshelf/toolshelf/upstream"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func searchDescription(t *testing.T, cs *mcp.ClientSession) string {
 // told).
 func TestSearchToolNamesTheServers(t *testing.T) {
 	c := builtin.Catalog()
-	g, err := New(CatalogOnly{Cat: c, Source: "test"}, nil)
+	g, err := New(upstream.Fixed(c, "test").Scope(nil), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func collect[T any](seq func(func(T, error) bool), method string, errs []error) 
 type offerState struct {
 	mu       sync.Mutex
 	offer    Offer
-	subs     map[string]bool // URIs subscribed to, as the server names them
+	subs     map[string]int // URIs subscribed to, as the server names them, and by how many
 	logLevel mcp.LoggingLevel
 }
 
@@ -116,7 +116,7 @@ func (s *server) setOffer(o Offer) {
 func (p *Pool) Session(ctx context.Context, server string, f func(context.Context, *mcp.ClientSession) error) error {
 	s := p.byName[server]
 	if s == nil {
-		return fmt.Errorf("no server %q", server)
+		return p.noServer(server)
 	}
 	c, err := s.waitReady(ctx)
 	if err != nil {
@@ -134,42 +134,77 @@ func (p *Pool) Session(ctx context.Context, server string, f func(context.Contex
 }
 
 // Subscribe subscribes to a resource of a server; the server's updates of
-// it come as Notices. The subscription is made again whenever the server
-// reconnects, until Unsubscribe.
+// it come as Notices. Subscriptions are counted: the server is asked
+// once, however many scopes (profiles' gateways) subscribe, and again
+// whenever it reconnects, until the last one unsubscribes.
 func (p *Pool) Subscribe(ctx context.Context, server, uri string) error {
 	s := p.byName[server]
 	if s == nil {
-		return fmt.Errorf("no server %q", server)
+		return p.noServer(server)
 	}
 	s.offers.mu.Lock()
 	if s.offers.subs == nil {
-		s.offers.subs = make(map[string]bool)
+		s.offers.subs = make(map[string]int)
 	}
-	s.offers.subs[uri] = true
+	s.offers.subs[uri]++
+	first := s.offers.subs[uri] == 1
 	s.offers.mu.Unlock()
-	return p.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
+	if !first {
+		return nil
+	}
+	err := p.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri})
 	})
+	if err != nil {
+		s.release(uri)
+	}
+	return err
 }
 
-// Unsubscribe ends a subscription made with Subscribe.
+// Unsubscribe ends a subscription made with Subscribe; the server is told
+// when the last subscriber leaves.
 func (p *Pool) Unsubscribe(ctx context.Context, server, uri string) error {
 	s := p.byName[server]
 	if s == nil {
-		return fmt.Errorf("no server %q", server)
+		return p.noServer(server)
 	}
-	s.offers.mu.Lock()
-	delete(s.offers.subs, uri)
-	s.offers.mu.Unlock()
+	if !s.release(uri) {
+		return nil
+	}
 	return p.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
 		return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri})
 	})
 }
 
+// release counts one subscriber of uri fewer and reports whether it was
+// the last.
+func (s *server) release(uri string) bool {
+	s.offers.mu.Lock()
+	defer s.offers.mu.Unlock()
+	if s.offers.subs[uri] == 0 {
+		return false
+	}
+	s.offers.subs[uri]--
+	if s.offers.subs[uri] > 0 {
+		return false
+	}
+	delete(s.offers.subs, uri)
+	return true
+}
+
 // SetLogLevel asks every server that logs to send its log messages at
 // level and above, now and whenever one connects. A failure is logged.
 func (p *Pool) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) {
+	p.setLogLevel(ctx, level, nil)
+}
+
+// setLogLevel is SetLogLevel for the servers keep reports true for (all
+// when nil).
+func (p *Pool) setLogLevel(ctx context.Context, level mcp.LoggingLevel, keep func(string) bool) {
 	for _, s := range p.servers {
+		if keep != nil && !keep(s.cfg.Name) {
+			continue
+		}
 		s.offers.mu.Lock()
 		s.offers.logLevel = level
 		logs := s.offers.offer.Logging
@@ -210,18 +245,21 @@ func (s *server) restore(ctx context.Context, c *conn) {
 	}
 }
 
-// notice queues a Notice for the gateway; when the queue is full, it is
-// dropped and counted.
+// notice passes a Notice to every scope that shows its server; a scope
+// whose queue is full loses it, and the loss is counted.
 func (p *Pool) notice(n Notice) {
-	select {
-	case p.notices <- n:
-	default:
-		if d := p.dropped.Add(1); d&(d-1) == 0 { // log at 1, 2, 4, 8, ...
-			p.logger.Warn("server notices dropped: nobody reads them fast enough", "dropped", d)
+	p.scopesMu.Lock()
+	defer p.scopesMu.Unlock()
+	for _, sc := range p.scopes {
+		if !sc.HasServer(n.Server) {
+			continue
+		}
+		select {
+		case sc.notices <- n:
+		default:
+			if d := p.dropped.Add(1); d&(d-1) == 0 { // log at 1, 2, 4, 8, ...
+				p.logger.Warn("server notices dropped: nobody reads them fast enough", "dropped", d)
+			}
 		}
 	}
 }
-
-// Notices returns the channel of what servers send that no single
-// request caused (see Notice).
-func (p *Pool) Notices() <-chan Notice { return p.notices }

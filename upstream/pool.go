@@ -134,8 +134,13 @@ type Pool struct {
 	conflicts map[string]string
 	offerGen  atomic.Int64 // counts offer changes
 	pubGen    int64        // offerGen when last published; guarded by pubMu
-	notices   chan Notice
 	dropped   atomic.Int64 // notices dropped
+	// scopes get the servers' notices (see Pool.Scope).
+	scopesMu sync.Mutex
+	scopes   []*Scope
+	// fixed, when set, says where a pool without servers got its fixed
+	// catalog (see Fixed).
+	fixed string
 	back      sync.Map     // progress token → backRoute (see Progress)
 	// held are the tools the lock file keeps out, by server; guarded by
 	// pubMu. quarantines counts tools held since the start.
@@ -154,7 +159,7 @@ type Pool struct {
 // [Pool.Run]. Cached tool lists are loaded at once, so the pool's first
 // catalog already holds the tools of every server seen before.
 func NewPool(configs []ServerConfig, opts *Options) *Pool {
-	p := &Pool{byName: make(map[string]*server), notices: make(chan Notice, 256), nextDefs: make(map[string]pin.Definition)}
+	p := &Pool{byName: make(map[string]*server), nextDefs: make(map[string]pin.Definition)}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -236,9 +241,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	if p.opts.Pins != nil {
-		wctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go p.watchPins(wctx)
+		wg.Go(func() { p.watchPins(ctx) })
 	}
 	for _, s := range p.servers {
 		if !s.cfg.Disabled {
@@ -311,6 +314,9 @@ var (
 // came. A server that is connecting or restarting is waited for, up to its
 // timeout. Cancelling ctx cancels the call on the server.
 func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if p.fixed != "" {
+		return nil, fmt.Errorf("toolshelf is serving %s, which has no servers to call; configure your MCP servers to call tools", p.fixed)
+	}
 	e, ok := p.Catalog().Lookup(name)
 	if !ok {
 		for _, h := range p.Held() {

@@ -10,14 +10,11 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/gateway"
-	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/policy"
-	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 	"github.com/toolshelf/toolshelf/usage"
 )
@@ -160,23 +157,83 @@ type serveOptions struct {
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
+	logger, gopts, err := o.gatewayOptions(e)
+	if err != nil {
+		return err
+	}
+	path := configPath(e, o.config)
+	if o.profile != "" && (o.catalog != "" || path == "") {
+		return usagef("--profile needs a configuration with \"profiles\"")
+	}
+	// The tokens that open the gateway reach no server: a server's
+	// output could hand them to a client of a smaller profile.
+	var own upstream.Secrets
+	own.Add(o.token, envAuthToken)
+	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: own})
+	if err != nil {
+		return err
+	}
+	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, Stateless: o.stateless}
+	if src.config != nil {
+		hopts.Profiles = src.config.Profiles
+		if _, ok := src.config.Profile(o.profile); o.profile != "" && !ok {
+			return usagef("--profile %q: %s has no such profile%s", o.profile, path, profileList(src.config))
+		}
+	} else {
+		logger.Info("no configuration; serving "+src.name+" for search only", "tools", src.pool.Catalog().Len())
+	}
+	if err := o.openStores(e, src.config, logger, &hopts.Server); err != nil {
+		return err
+	}
+	host, err := gateway.NewHost(src.pool, hopts)
+	if err != nil {
+		return badInput(err)
+	}
+	return serveHost(ctx, e, host, o, logger)
+}
+
+// serveHost runs the host and serves it over stdio or HTTP until either
+// ends, then stops the host and waits for everything it started.
+func serveHost(ctx context.Context, e *env, host *gateway.Host, o serveOptions, logger *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ran := make(chan error, 1)
+	go func() { ran <- host.Run(ctx) }()
+	go func() {
+		if host.Pool().Wait(ctx) == nil && e.getenv("GOMEMLIMIT") == "" {
+			setMemoryLimit() // now that the catalog is in memory
+		}
+	}()
+	var err error
+	if o.http == "" {
+		logger.Info("serving MCP over stdio", "mode", host.Main().Mode(), "profile", host.Main().Profile())
+		err = host.Main().ServeStdio(ctx, gateway.StdioTransport(e.stdin, e.stdout))
+	} else {
+		err = serveHTTP(ctx, host, o, logger)
+	}
+	cancel()
+	return errors.Join(err, <-ran)
+}
+
+// gatewayOptions turns serve's flags into the logger and every gateway's
+// options; a bad flag is a usage error.
+func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, error) {
 	settings, err := policy.ParseMode(o.mode)
 	if err != nil {
-		return usagef("--mode %v", err)
+		return nil, gateway.Options{}, usagef("--mode %v", err)
 	}
 	if err := o.engine.check(e); err != nil {
-		return err
+		return nil, gateway.Options{}, err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
+		return nil, gateway.Options{}, usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}
 	if o.http != "" {
 		if err := checkListenAddr("--http", o.http, o.token, "--auth-token or $"+envAuthToken); err != nil {
-			return err
+			return nil, gateway.Options{}, err
 		}
 	}
-	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	if e.getenv("GOGC") == "" {
 		// The go-sdk allocates a 32 KB decode buffer for every JSON value
 		// it unmarshals, about 400 KB per forwarded call, while the
@@ -187,162 +244,29 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if e.getenv("GOMEMLIMIT") == "" {
 		setMemoryLimit()
 	}
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	return logger, gateway.Options{
+		Settings: settings, ContextWindow: o.window, Activate: o.activate, MaxSessions: o.maxSessions,
+		Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(), AuditArgs: o.auditArgs,
+	}, nil
+}
 
-	// The audit log is written until everything below has returned, so
-	// that the last calls' records are in it: its stop is deferred first,
-	// and runs last.
-	var auditLog *audit.Log
+// openStores opens the audit log (--audit) and the usage store (unless
+// learning is off) into gopts; the host runs them.
+func (o *serveOptions) openStores(e *env, cfg *upstream.Config, logger *slog.Logger, gopts *gateway.Options) error {
 	if o.audit != "" {
 		l, err := audit.Open(o.audit, &audit.Options{Logger: logger})
 		if err != nil {
 			return badInput(err)
 		}
-		actx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		done := make(chan struct{})
-		go func() { defer close(done); l.Run(actx) }()
-		defer func() { stop(); <-done }()
-		auditLog = l
+		gopts.Audit = l
 	}
-
-	// What searches learn from use is written until everything below has
-	// returned too, so that the last calls' pairs are kept.
-	var stopLearning func()
-	defer func() {
-		if stopLearning != nil {
-			stopLearning()
-		}
-	}()
-
-	// Everything serve starts, it owns: the pool's servers, the gateway's
-	// goroutines and the transport run under one context and are waited
-	// for before serve returns.
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel() // before the wait: deferred calls run last first
-
-	var up gateway.Upstream
-	var cfg *upstream.Config
-	var pendingWait time.Duration
-	path := configPath(e, o.config)
-	if o.profile != "" && (o.catalog != "" || path == "") {
-		return usagef("--profile needs a configuration with \"profiles\"")
-	}
-	switch {
-	case o.catalog != "":
-		c, err := loadCatalogFile(o.catalog)
-		if err != nil {
-			return err
-		}
-		up = gateway.CatalogOnly{Cat: c, Source: "the catalog file " + o.catalog}
-	case path == "":
-		logger.Info("no configuration; serving the built-in catalog for search only", "tools", builtin.Catalog().Len())
-		up = gateway.CatalogOnly{Cat: builtin.Catalog(), Source: "its built-in catalog"}
-	default:
-		if cfg, err = loadConfig(e, path); err != nil {
-			return err
-		}
-		if o.profile != "" {
-			if _, ok := cfg.Profile(o.profile); !ok {
-				return usagef("--profile %q: %s has no such profile%s", o.profile, path, profileList(cfg))
-			}
-		}
-		pins, err := openPins(path, cfg)
-		if err != nil {
-			return err
-		}
-		// The tokens that open the gateway reach no server: a server's
-		// output could hand them to a client of a smaller profile.
-		secrets := cfg.Secrets()
-		secrets.Add(o.token, envAuthToken)
-		pool := upstream.NewPool(cfg.Servers, &upstream.Options{
-			Logger:   logger.With("component", "upstream"),
-			CacheDir: upstream.DefaultCacheDir(),
-			Version:  version(),
-			Tokens:   signin.Open(e.getenv(envTokens)),
-			Pins:     pins,
-			Secrets:  secrets,
-		})
-		wg.Go(func() { pool.Run(ctx) })
-		wg.Go(func() {
-			if pool.Wait(ctx) == nil && e.getenv("GOMEMLIMIT") == "" {
-				setMemoryLimit() // now that the catalog is in memory
-			}
-			warnProfiles(ctx, pool, cfg.Profiles, logger)
-		})
-		up = pool
-		// A search or call waits for servers still starting as long as
-		// they may take: the longest start timeout configured.
-		for _, c := range cfg.Servers {
-			pendingWait = max(pendingWait, c.StartTimeout())
-		}
-	}
-	var learned *usage.Store
 	if !o.noLearn && (cfg == nil || !cfg.NoLearn) {
 		if path := usagePath(e); path != "" {
-			learned = usage.Open(path, logger.With("component", "usage"))
-			uctx, stop := context.WithCancel(context.WithoutCancel(ctx))
-			done := make(chan struct{})
-			go func() { defer close(done); learned.Run(uctx) }()
-			stopLearning = func() { stop(); <-done }
+			gopts.Usage = usage.Open(path, logger.With("component", "usage"))
 		}
 	}
-	newGateway := func(up gateway.Upstream, profile string) (*gateway.Server, error) {
-		g, err := gateway.New(up, &gateway.Options{
-			Logger: logger, Settings: settings, ContextWindow: o.window,
-			PendingWait: pendingWait, Activate: o.activate, MaxSessions: o.maxSessions, Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(),
-			Audit: auditLog, AuditArgs: o.auditArgs, Profile: profile, Usage: learned,
-		})
-		if err != nil {
-			return nil, badInput(err)
-		}
-		wg.Go(func() { g.Run(ctx) })
-		return g, nil
-	}
-
-	// Without profiles the gateway has the pool to itself. With them,
-	// each profile's gateway sees the pool through its profile's view.
-	var g *gateway.Server
-	var others []*gateway.Server
-	tokens := map[string]string{}
-	if cfg == nil || len(cfg.Profiles) == 0 {
-		if g, err = newGateway(up, ""); err != nil {
-			return err
-		}
-	} else {
-		views := gateway.NewViews(up)
-		wg.Go(func() { views.Run(ctx) })
-		for i := range cfg.Profiles {
-			p := &cfg.Profiles[i]
-			for _, t := range p.Tokens {
-				tokens[t] = p.Name
-			}
-			if o.profile != "" && p.Name != o.profile {
-				continue
-			}
-			pg, err := newGateway(views.For(p), p.Name)
-			if err != nil {
-				return err
-			}
-			if o.profile != "" {
-				g = pg // --profile: the profile alone, at /mcp
-				continue
-			}
-			others = append(others, pg)
-		}
-		if g == nil {
-			if g, err = newGateway(views.For(nil), ""); err != nil {
-				return err
-			}
-		}
-	}
-
-	if o.http == "" {
-		logger.Info("serving MCP over stdio", "mode", g.Mode(), "profile", profileOrDefault(o.profile))
-		return g.ServeStdio(ctx, gateway.StdioTransport(e.stdin, e.stdout))
-	}
-	return serveHTTP(ctx, g, &gateway.HTTPOptions{AuthToken: o.token, Stateless: o.stateless, Profiles: others, Tokens: tokens}, o, logger)
+	return nil
 }
 
 // profileOrDefault names the profile served.
@@ -363,20 +287,6 @@ func profileList(cfg *upstream.Config) string {
 		names = append(names, p.Name)
 	}
 	return " (it has " + strings.Join(names, ", ") + ")"
-}
-
-// warnProfiles logs, once the servers have started, the profiles'
-// patterns and load names that match none of their tools: a typo would
-// otherwise silently give a profile nothing, or everything.
-func warnProfiles(ctx context.Context, pool *upstream.Pool, profiles []upstream.Profile, logger *slog.Logger) {
-	if len(profiles) == 0 || pool.Wait(ctx) != nil {
-		return
-	}
-	for i := range profiles {
-		for _, w := range profiles[i].Unmatched(pool.Catalog()) {
-			logger.Warn("profile "+profiles[i].Name+": "+w, "profile", profiles[i].Name)
-		}
-	}
 }
 
 // httpTimeouts bound what one HTTP connection may hold: a client that
@@ -411,16 +321,15 @@ func checkListenAddr(flag, addr, token, tokenHint string) error {
 	return usagef("%s %q listens beyond this machine; set %s", flag, addr, tokenHint)
 }
 
-func serveHTTP(ctx context.Context, g *gateway.Server, hopts *gateway.HTTPOptions, o serveOptions, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, host *gateway.Host, o serveOptions, logger *slog.Logger) error {
 	l, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
 	}
-	logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+"/mcp", "mode", g.Mode(), "auth", o.token != "", "profile", profileOrDefault(o.profile), "access", hopts.Access(g.Profile()))
-	for _, p := range hopts.Profiles {
-		logger.Info("serving a profile over HTTP", "url", "http://"+l.Addr().String()+"/mcp/"+p.Profile(), "profile", p.Profile(), "access", hopts.Access(p.Profile()))
+	for _, r := range host.Routes() {
+		logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+r.Path, "mode", host.Main().Mode(), "profile", r.Profile, "access", r.Access)
 	}
-	return runHTTP(ctx, newHTTPServer(g.Handler(hopts), httpTimeouts.write, logger), l)
+	return runHTTP(ctx, newHTTPServer(host.Handler(), httpTimeouts.write, logger), l)
 }
 
 // newHTTPServer is an http.Server with httpTimeouts' bounds on what a

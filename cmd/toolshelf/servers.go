@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -86,9 +85,59 @@ type connectOptions struct {
 	useCache bool // seed from and write to the disk cache
 	logger   *slog.Logger
 	pins     *pin.Lock // hold back tools whose definitions are not pinned
-	// secrets are the configuration's own (its profiles' tokens), kept
-	// from the servers.
+	// secrets are toolshelf's own (the profiles' tokens, serve's
+	// --auth-token), kept from the servers.
 	secrets upstream.Secrets
+}
+
+// newPool makes a pool of the configured servers; nothing starts yet.
+func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.Pool {
+	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins, Secrets: o.secrets, Version: version()}
+	if o.useCache {
+		opts.CacheDir = upstream.DefaultCacheDir()
+	}
+	return upstream.NewPool(cfgs, opts)
+}
+
+// toolSource is where a command's tools come from: a catalog file, the
+// configured servers, or the built-in catalog; the one place that
+// chooses, for serve and every other command.
+type toolSource struct {
+	pool    *upstream.Pool // upstream.Fixed for a catalog file or the built-in catalog
+	name    string         // for messages: a file name, or "the built-in catalog"
+	config  *upstream.Config
+	pins    *pin.Lock
+	builtin bool
+}
+
+// openSource chooses the tools a command works on: a catalog file if one
+// is named, else the configuration's servers (not started: the pool has
+// not run), else the built-in catalog. o.secrets gets the configuration's.
+func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*toolSource, error) {
+	if catalogFile != "" {
+		c, err := loadCatalogFile(catalogFile)
+		if err != nil {
+			return nil, err
+		}
+		return &toolSource{pool: upstream.Fixed(c, "the catalog file "+catalogFile), name: catalogFile}, nil
+	}
+	path := configPath(e, configFlag)
+	if path == "" {
+		return &toolSource{pool: upstream.Fixed(builtin.Catalog(), "the built-in catalog"), name: "the built-in catalog", builtin: true}, nil
+	}
+	cfg, err := loadConfig(e, path)
+	if err != nil {
+		return nil, err
+	}
+	pins, err := openPins(path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	o.pins = pins
+	own := cfg.Secrets()
+	o.secrets.Values = append(o.secrets.Values, own.Values...)
+	o.secrets.Vars = append(o.secrets.Vars, own.Vars...)
+	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins}, nil
 }
 
 // runningPool is a pool that a command runs in the background.
@@ -109,12 +158,15 @@ func (p *runningPool) stop() {
 // server has connected or failed once, showing progress on stderr when it
 // is a terminal. The caller stops the pool.
 func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*runningPool, error) {
-	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins, Secrets: o.secrets}
-	if o.useCache {
-		opts.CacheDir = upstream.DefaultCacheDir()
-	}
+	return start(ctx, e, newPool(e, cfgs, o))
+}
+
+// start runs a pool and waits until every server has connected or failed
+// once, showing progress on stderr when it is a terminal. The caller
+// stops the pool.
+func start(ctx context.Context, e *env, pool *upstream.Pool) (*runningPool, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	p := &runningPool{Pool: upstream.NewPool(cfgs, opts), cancel: cancel, done: make(chan struct{})}
+	p := &runningPool{Pool: pool, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		p.Run(rctx)
@@ -183,7 +235,8 @@ func isTerminal(w io.Writer) bool {
 // catalogSource is where a command's tools come from.
 type catalogSource struct {
 	cat     *catalog.Catalog
-	pool    *runningPool // nil unless servers were started
+	scope   *upstream.Scope // the pool (fixed, or running) as the profile sees it
+	pool    *runningPool    // nil unless servers were started
 	status  []upstream.Status
 	name    string            // for messages: a file name, or "the built-in catalog"
 	config  *upstream.Config  // nil without a configuration file
@@ -220,25 +273,18 @@ func (s *catalogSource) narrow(profile string) error {
 	if !ok {
 		return usagef("--profile %q: %s has no such profile%s", profile, s.name, profileList(s.config))
 	}
-	s.cat = p.View(s.cat)
-	s.status = slices.DeleteFunc(s.status, func(st upstream.Status) bool { return !p.HasServer(st.Name) })
-	s.profile = p
+	s.scope = s.scope.Pool().Scope(p)
+	s.cat, s.status, s.profile = s.scope.Catalog(), s.scope.Status(), p
 	return nil
 }
 
 // held returns the tools the lock file keeps out, of the source's
 // servers (of its profile's, with a profile).
 func (s *catalogSource) held() []upstream.Held {
-	out := []upstream.Held{}
-	if s.pool == nil {
-		return out
+	if h := s.scope.Held(); h != nil {
+		return h
 	}
-	for _, h := range s.pool.Held() {
-		if s.profile == nil || s.profile.HasServer(h.Server) {
-			out = append(out, h)
-		}
-	}
-	return out
+	return []upstream.Held{}
 }
 
 func (s *catalogSource) close() {
@@ -251,30 +297,22 @@ func (s *catalogSource) close() {
 // is named, else the configured servers (connected now), else the
 // built-in catalog, which is announced on stderr.
 func openCatalog(ctx context.Context, e *env, catalogFile, configFlag string) (*catalogSource, error) {
-	if catalogFile != "" {
-		c, err := loadCatalogFile(catalogFile)
-		if err != nil {
-			return nil, err
-		}
-		return &catalogSource{cat: c, name: catalogFile}, nil
+	src, err := openSource(e, catalogFile, configFlag, connectOptions{useCache: true})
+	if err != nil {
+		return nil, err
 	}
-	path := configPath(e, configFlag)
-	if path == "" {
+	if src.builtin {
 		fmt.Fprintf(e.stderr, "toolshelf: no configuration; using the built-in catalog (%d tools of %d servers)\n",
 			builtin.Catalog().Len(), len(builtin.Catalog().ServerNames()))
-		return &catalogSource{cat: builtin.Catalog(), name: "the built-in catalog"}, nil
 	}
-	cfg, err := loadConfig(e, path)
+	if src.config == nil {
+		scope := src.pool.Scope(nil)
+		return &catalogSource{cat: scope.Catalog(), scope: scope, name: src.name}, nil
+	}
+	p, err := start(ctx, e, src.pool)
 	if err != nil {
 		return nil, err
 	}
-	pins, err := openPins(path, cfg)
-	if err != nil {
-		return nil, err
-	}
-	p, err := connect(ctx, e, cfg.Servers, connectOptions{useCache: true, pins: pins, secrets: cfg.Secrets()})
-	if err != nil {
-		return nil, err
-	}
-	return &catalogSource{cat: p.Catalog(), pool: p, status: p.Status(), name: path, config: cfg, pins: pins}, nil
+	scope := p.Scope(nil)
+	return &catalogSource{cat: scope.Catalog(), scope: scope, pool: p, status: scope.Status(), name: src.name, config: src.config, pins: src.pins}, nil
 }

@@ -1,0 +1,174 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// HostOptions configures a [Host]. Nil means defaults.
+type HostOptions struct {
+	// Logger gets the host's and its servers' logs; nil is silent. It
+	// overrides Server.Logger.
+	Logger *slog.Logger
+	// Server is every profile's gateway's options. The host runs
+	// Server.Audit and Server.Usage (their Run), and stops them after
+	// everything else so that the last calls' records are kept. A zero
+	// PendingWait is the pool's longest start timeout.
+	Server Options
+	// Profiles are the configuration's profiles, each served at
+	// /mcp/<name> and opened by its tokens (see HTTPOptions.Tokens).
+	Profiles []upstream.Profile
+	// Only, when set, names the one profile served, at /mcp and over
+	// stdio (serve --profile); the others are not served.
+	Only string
+	// AuthToken and Stateless are the HTTP surface's (see HTTPOptions).
+	AuthToken string
+	Stateless bool
+}
+
+// Host is what `toolshelf serve` runs: a pool, one gateway per profile
+// over the pool's scope of that profile, the audit log and the usage
+// store, and the HTTP surface in front of them (/mcp, /mcp/<profile>,
+// /healthz, /metrics). [Host.Run] owns the lifetime of all of it.
+type Host struct {
+	pool   *upstream.Pool
+	opts   HostOptions
+	logger *slog.Logger
+	main   *Server   // at /mcp and over stdio
+	others []*Server // at /mcp/<profile>
+	tokens map[string]string
+}
+
+// NewHost returns a host of pool's tools. The error is a profile that
+// Only names and the profiles lack, or an unknown engine.
+func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
+	h := &Host{pool: pool, tokens: map[string]string{}}
+	if opts != nil {
+		h.opts = *opts
+	}
+	h.logger = h.opts.Logger
+	if h.logger == nil {
+		h.logger = slog.New(slog.DiscardHandler)
+	}
+	so := h.opts.Server
+	so.Logger = h.logger
+	if so.PendingWait == 0 {
+		so.PendingWait = pool.StartTimeout()
+	}
+	for i := range h.opts.Profiles {
+		p := &h.opts.Profiles[i]
+		for _, t := range p.Tokens {
+			h.tokens[t] = p.Name
+		}
+		if h.opts.Only != "" && p.Name != h.opts.Only {
+			continue
+		}
+		g, err := New(pool.Scope(p), &so)
+		if err != nil {
+			return nil, err
+		}
+		if h.opts.Only != "" {
+			h.main = g
+		} else {
+			h.others = append(h.others, g)
+		}
+	}
+	if h.opts.Only != "" && h.main == nil {
+		return nil, errors.New("no profile " + h.opts.Only)
+	}
+	if h.main == nil {
+		g, err := New(pool.Scope(nil), &so)
+		if err != nil {
+			return nil, err
+		}
+		h.main = g
+	}
+	return h, nil
+}
+
+// Main returns the gateway served at /mcp and over stdio.
+func (h *Host) Main() *Server { return h.main }
+
+// Pool returns the pool the host serves.
+func (h *Host) Pool() *upstream.Pool { return h.pool }
+
+// Run runs the pool, every gateway, the audit log and the usage store
+// until ctx is done, and returns once all of them have: the audit log and
+// the usage store last, so that the records of the last calls are kept.
+// The error is the pool's or the audit log's.
+func (h *Host) Run(ctx context.Context) error {
+	tctx, stopTail := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopTail()
+	var tail sync.WaitGroup
+	var auditErr error
+	if a := h.opts.Server.Audit; a != nil {
+		tail.Go(func() { auditErr = a.Run(tctx) })
+	}
+	if u := h.opts.Server.Usage; u != nil {
+		tail.Go(func() { u.Run(tctx) })
+	}
+
+	var wg sync.WaitGroup
+	var poolErr error
+	wg.Go(func() { poolErr = h.pool.Run(ctx) })
+	for _, g := range h.servers() {
+		wg.Go(func() { g.Run(ctx) })
+	}
+	wg.Go(func() { h.warnProfiles(ctx) })
+	wg.Wait()
+
+	stopTail()
+	tail.Wait()
+	return errors.Join(poolErr, auditErr)
+}
+
+// servers returns every gateway the host runs.
+func (h *Host) servers() []*Server { return append([]*Server{h.main}, h.others...) }
+
+// warnProfiles logs, once the servers have started, the profiles'
+// patterns and load names that match none of their tools: a typo would
+// otherwise silently give a profile nothing, or everything.
+func (h *Host) warnProfiles(ctx context.Context) {
+	if len(h.opts.Profiles) == 0 || h.pool.Wait(ctx) != nil {
+		return
+	}
+	for i := range h.opts.Profiles {
+		p := &h.opts.Profiles[i]
+		for _, w := range p.Unmatched(h.pool.Catalog()) {
+			h.logger.Warn("profile "+p.Name+": "+w, "profile", p.Name)
+		}
+	}
+}
+
+// Route is one path of the HTTP surface: which profile it serves, and
+// who may open it (for the start-up log).
+type Route struct {
+	Path, Profile, Access string
+}
+
+// httpOptions are the HTTP surface's options.
+func (h *Host) httpOptions() *HTTPOptions {
+	return &HTTPOptions{AuthToken: h.opts.AuthToken, Stateless: h.opts.Stateless, Tokens: h.tokens}
+}
+
+// Routes returns the host's MCP paths.
+func (h *Host) Routes() []Route {
+	o := h.httpOptions()
+	out := []Route{{"/mcp", h.main.Profile(), o.Access(h.main.Profile())}}
+	for _, g := range h.others {
+		out = append(out, Route{"/mcp/" + g.Profile(), g.Profile(), o.Access(g.Profile())})
+	}
+	return out
+}
+
+// Handler serves the host over streamable HTTP: the main gateway at /mcp,
+// each profile's at /mcp/<profile>, the servers' state at /healthz and
+// every gateway's metrics at /metrics.
+func (h *Host) Handler() http.Handler {
+	return handler(h.main, h.others, h.httpOptions())
+}

@@ -1,0 +1,188 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// Scope is the pool as one profile sees it: its catalog, calls, sessions,
+// subscriptions, status and held tools, all limited to the profile, and
+// the notices of the profile's servers. It is what every face and command
+// works through, so that a profile's limits are enforced in one place:
+// where calls go upstream, not only in what is listed (a client that
+// names a tool outside its profile exactly is refused here). A nil
+// profile is the default one, every tool of every server.
+//
+// Scopes of one pool share its connections: a server's subscription is
+// made once for all of them (the pool counts), and its notices go to
+// every scope that shows the server.
+type Scope struct {
+	pool    *Pool
+	profile *Profile // nil: every tool
+	notices chan Notice
+
+	mu        sync.Mutex
+	base, cat *catalog.Catalog // the pool's catalog, and the profile's part of it
+}
+
+// Scope returns the pool as profile sees it (nil: every tool). Call it
+// before Run, or at least before the notices that matter: a scope gets
+// the notices sent after it was made.
+func (p *Pool) Scope(profile *Profile) *Scope {
+	sc := &Scope{pool: p, profile: profile, notices: make(chan Notice, 256)}
+	p.scopesMu.Lock()
+	p.scopes = append(p.scopes, sc)
+	p.scopesMu.Unlock()
+	return sc
+}
+
+// Pool returns the pool the scope is part of.
+func (sc *Scope) Pool() *Pool { return sc.pool }
+
+// Profile returns the name of the scope's profile.
+func (sc *Scope) Profile() string {
+	if sc.profile == nil {
+		return DefaultProfile
+	}
+	return sc.profile.Name
+}
+
+// HasServer reports whether the scope's profile may use a server.
+func (sc *Scope) HasServer(name string) bool {
+	return sc.profile == nil || sc.profile.HasServer(name)
+}
+
+// Catalog returns the profile's part of the pool's current catalog:
+// its tools under the names the whole catalog gives them, its "load"
+// tools marked alwaysLoad.
+func (sc *Scope) Catalog() *catalog.Catalog {
+	base := sc.pool.Catalog()
+	if sc.profile == nil {
+		return base
+	}
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if base != sc.base {
+		sc.base, sc.cat = base, sc.profile.View(base)
+	}
+	return sc.cat
+}
+
+// Changed returns a channel that is closed when the catalog next changes.
+func (sc *Scope) Changed() <-chan struct{} { return sc.pool.Changed() }
+
+// Pending returns the profile's servers still connecting.
+func (sc *Scope) Pending() []string {
+	return slices.DeleteFunc(sc.pool.Pending(), func(s string) bool { return !sc.HasServer(s) })
+}
+
+// Status returns the state of the profile's servers.
+func (sc *Scope) Status() []Status {
+	return slices.DeleteFunc(sc.pool.Status(), func(s Status) bool { return !sc.HasServer(s.Name) })
+}
+
+// Held returns the profile's servers' tools that the lock file keeps out.
+func (sc *Scope) Held() []Held {
+	return slices.DeleteFunc(sc.pool.Held(), func(h Held) bool { return !sc.HasServer(h.Server) })
+}
+
+// Offers returns what the profile's servers offer besides tools.
+func (sc *Scope) Offers() []Offer {
+	return slices.DeleteFunc(sc.pool.Offers(), func(o Offer) bool { return !sc.HasServer(o.Server) })
+}
+
+// Call calls a tool of the profile (see [Pool.Call]); a tool outside it is
+// an unknown tool, whatever was listed.
+func (sc *Scope) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	if sc.profile != nil {
+		if _, ok := sc.Catalog().Lookup(name); !ok {
+			return nil, fmt.Errorf("%w %q in profile %s", ErrUnknownTool, name, sc.profile.Name)
+		}
+	}
+	return sc.pool.Call(ctx, name, args)
+}
+
+// Session runs f with a server's session (see [Pool.Session]), if the
+// profile may use the server.
+func (sc *Scope) Session(ctx context.Context, server string, f func(context.Context, *mcp.ClientSession) error) error {
+	if !sc.HasServer(server) {
+		return fmt.Errorf("server %s is not in profile %s", server, sc.Profile())
+	}
+	return sc.pool.Session(ctx, server, f)
+}
+
+// Subscribe subscribes to a resource of one of the profile's servers. The
+// pool subscribes upstream once, however many scopes ask.
+func (sc *Scope) Subscribe(ctx context.Context, server, uri string) error {
+	if !sc.HasServer(server) {
+		return fmt.Errorf("server %s is not in profile %s", server, sc.Profile())
+	}
+	return sc.pool.Subscribe(ctx, server, uri)
+}
+
+// Unsubscribe ends a subscription made with Subscribe.
+func (sc *Scope) Unsubscribe(ctx context.Context, server, uri string) error {
+	if !sc.HasServer(server) {
+		return nil
+	}
+	return sc.pool.Unsubscribe(ctx, server, uri)
+}
+
+// SetLogLevel asks the profile's servers that log to send their log
+// messages at level and above.
+func (sc *Scope) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) {
+	sc.pool.setLogLevel(ctx, level, sc.HasServer)
+}
+
+// Notices returns the notices of the profile's servers (see [Notice]).
+// A scope nobody reads loses notices rather than hold up the others.
+func (sc *Scope) Notices() <-chan Notice { return sc.notices }
+
+// Progress passes a client's progress on a server's request back to the
+// server (see [Pool.Progress]).
+func (sc *Scope) Progress(ctx context.Context, params *mcp.ProgressNotificationParams) bool {
+	return sc.pool.Progress(ctx, params)
+}
+
+// Redact removes every server's secrets and toolshelf's own from s.
+func (sc *Scope) Redact(s string) string { return sc.pool.Redact(s) }
+
+// Fixed returns a pool without servers whose catalog is cat: a catalog
+// file or the built-in catalog, served for search only. Its tools can be
+// listed and found; calling one is an error that says why (source names
+// where the catalog came from: "the built-in catalog").
+func Fixed(cat *catalog.Catalog, source string) *Pool {
+	p := NewPool(nil, nil)
+	p.fixed = source
+	p.snap.Store(cat)
+	return p
+}
+
+// noServer is the error for a server the pool does not have.
+func (p *Pool) noServer(name string) error {
+	if p.fixed != "" {
+		return fmt.Errorf("toolshelf is serving %s, which has no servers", p.fixed)
+	}
+	return fmt.Errorf("no server %q", name)
+}
+
+// StartTimeout is the longest time any of the pool's servers has to start
+// and list its tools: how long a request may wait for servers still
+// connecting (DefaultTimeout for a pool without servers).
+func (p *Pool) StartTimeout() time.Duration {
+	var longest time.Duration
+	for _, s := range p.servers {
+		longest = max(longest, s.cfg.timeout())
+	}
+	if longest == 0 {
+		return DefaultTimeout
+	}
+	return longest
+}
