@@ -141,7 +141,7 @@ type Pool struct {
 	// fixed, when set, says where a pool without servers got its fixed
 	// catalog (see Fixed).
 	fixed string
-	back      sync.Map     // progress token → backRoute (see Progress)
+	back  sync.Map // progress token → backRoute (see Progress)
 	// held are the tools the lock file keeps out, by server; guarded by
 	// pubMu. quarantines counts tools held since the start.
 	held        map[string][]Held
