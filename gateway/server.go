@@ -12,6 +12,8 @@
 // (auto), or add each session's search results to that session's list and
 // announce them with list_changed (activate, for older clients that act on
 // it).
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated by MCP 2026-07-28 (SEP-2577) but clients and servers on earlier revisions use them, and toolshelf relays them on purpose during the deprecation window.
+
 package gateway
 
 import (

@@ -7,7 +7,11 @@ import (
 	"unicode/utf8"
 )
 
-// ErrNoLetters is returned for a query with no letter or digit in it.
+// ErrNoLetters is returned for a query with no letter or digit in it. Its
+// words are the ones Anthropic's tool search answers with, which models
+// have seen.
+//
+//lint:ignore ST1005 the message is the API's, capital and period included
 var ErrNoLetters = errors.New("Query must contain at least one letter or number.")
 
 // ErrEmptyQuery is returned for a query that is empty after trimming.

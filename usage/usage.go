@@ -26,6 +26,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/search"
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Bounds of the store.
@@ -209,7 +210,7 @@ func (s *Store) openLocked(readOnly bool) (*bolt.DB, error) {
 		}
 	}
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: 5 * time.Second, ReadOnly: readOnly})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("%s is in use by another toolshelf; try again", s.path)
 	}
 	return db, err
