@@ -4,6 +4,9 @@
 // record is dropped and counted, and the count is written to the log as a
 // line of its own, so that no drop goes unseen. The file is rotated by
 // size.
+//
+// It is public because gateway.Options takes an *audit.Log: an agent that
+// embeds the gateway keeps its own audit trail the same way.
 package audit
 
 import (

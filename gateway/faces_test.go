@@ -1,10 +1,19 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/toolshelf/toolshelf/upstream"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/proxy"
+	"github.com/toolshelf/toolshelf/upstream"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/builtin"
@@ -18,13 +27,15 @@ type faceAnswer struct {
 	Note  string
 }
 
-// The gateway's search_tools and the Messages library's search tool are
-// two faces of one search: the same query finds the same tools, in the
-// same order, with the same note.
+// The gateway's search_tools, the Messages library's search tool and the
+// proxy's hidden search rounds are three faces of one search (package
+// shelf): the same query finds the same tools, in the same order, with
+// the same note.
 func TestFacesAgree(t *testing.T) {
 	cat := builtin.Catalog()
 	cs := connect(t, newGateway(t, upstream.Fixed(cat, "the built-in catalog").Scope(nil), nil), nil)
 	var lib messages.Searcher
+	viaProxy := proxyFace(t, cat)
 	queries := []string{
 		"create a github issue",
 		"read a file from disk",
@@ -57,6 +68,9 @@ func TestFacesAgree(t *testing.T) {
 			viaLibrary := libraryAnswer(t, block)
 			if diff := cmp.Diff(viaGateway, viaLibrary); diff != "" {
 				t.Errorf("query %q, limit %d: the faces differ (-gateway +library):\n%s", q, limit, diff)
+			}
+			if diff := cmp.Diff(viaGateway, viaProxy(q, limit)); diff != "" {
+				t.Errorf("query %q, limit %d: the faces differ (-gateway +proxy):\n%s", q, limit, diff)
 			}
 		}
 	}
@@ -98,4 +112,69 @@ func libraryAnswer(t *testing.T, b messages.Block) faceAnswer {
 		}
 	}
 	return a
+}
+
+// proxyFace returns a function that sends one query through the proxy's
+// search round, in front of a model API that calls the search tool with
+// it, and reads what the round loaded from the tool result the proxy sent
+// the API next.
+func proxyFace(t *testing.T, cat *catalog.Catalog) func(query string, limit int) faceAnswer {
+	var mu sync.Mutex
+	var lastResult string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req messages.Request
+		json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		last := req.Messages[len(req.Messages)-1]
+		for _, b := range last.Content {
+			if b.Type == "tool_result" {
+				var content []struct{ Text string }
+				json.Unmarshal(b.Raw("content"), &content)
+				mu.Lock()
+				lastResult = content[0].Text
+				mu.Unlock()
+				io.WriteString(w, `{"id":"m2","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"done"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+				return
+			}
+		}
+		var ask string
+		json.Unmarshal(last.Content[0].Raw("text"), &ask)
+		io.WriteString(w, `{"id":"m1","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"toolu_1","name":"`+messages.DefaultSearchTool+`","input":`+ask+`}],"stop_reason":"tool_use","usage":{"input_tokens":1,"output_tokens":1}}`)
+	}))
+	t.Cleanup(api.Close)
+	p, err := proxy.New(&proxy.Options{Upstream: api.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	var tools []messages.Tool
+	for e := range cat.All() {
+		schema, _ := catalog.NormalizeSchema(e.InputSchema)
+		tools = append(tools, messages.Tool{Name: e.Name, Description: e.Description, InputSchema: schema})
+	}
+	return func(query string, limit int) faceAnswer {
+		input, _ := json.Marshal(map[string]any{"query": query, "limit": limit})
+		text, _ := json.Marshal(string(input))
+		body, _ := json.Marshal(map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": tools,
+			"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": json.RawMessage(text)}}}}})
+		resp, err := http.Post(srv.URL+"/v1/messages", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		mu.Lock()
+		got := lastResult
+		mu.Unlock()
+		var a faceAnswer
+		if rest, ok := strings.CutPrefix(got, "Loaded "); ok {
+			_, rest, _ = strings.Cut(rest, ": ")
+			names, note, _ := strings.Cut(rest, ". Call them directly.")
+			a.Names, a.Note = strings.Split(names, ", "), strings.TrimSpace(note)
+		} else {
+			a.Note = got
+		}
+		return a
+	}
 }

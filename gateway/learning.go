@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/usage"
 )
 
@@ -56,10 +57,6 @@ type learning struct {
 	order    []*mcp.ServerSession // by first search, for forgetting
 	bytes    int                  // the sum of the sessions' bytes
 
-	// The engine last built: for one engine and one version of the store.
-	base    search.Engine
-	version string
-	learned search.Engine
 }
 
 // searched remembers a session's search and the tools it returned.
@@ -161,33 +158,23 @@ func (l *learning) called(ss *mcp.ServerSession, tool string) string {
 	return ""
 }
 
-// engine returns base ranked with what the store learned, rebuilt when
-// the engine or the store changes.
-func (s *Server) learnedEngine(snap *snapshot) search.Engine {
-	base := snap.Engine()
+// past is what the gateway's searches rank by: its profile's pairs that
+// several sessions showed (nil without a usage store).
+func (s *Server) past() *shelf.Past {
 	st := s.opts.Usage
 	if st == nil {
-		return base
+		return nil
 	}
-	l := &s.learn
-	version := st.Version()
-	l.mu.Lock()
-	if l.base == base && l.version == version {
-		e := l.learned
-		l.mu.Unlock()
-		return e
+	return &shelf.Past{
+		Version: st.Version,
+		Load: func() ([]search.Past, error) {
+			pairs, err := st.Pairs()
+			if err != nil {
+				return nil, err
+			}
+			return usage.Past(pairs, s.up.Profile(), usage.MinSessions), nil
+		},
 	}
-	l.mu.Unlock()
-	pairs, err := st.Pairs()
-	if err != nil {
-		s.logger.Warn("cannot read what was learned from use; searching without it", "error", err)
-		return base
-	}
-	e := search.NewLearned(base, snap.Catalog, usage.Past(pairs, s.up.Profile(), usage.MinSessions), nil)
-	l.mu.Lock()
-	l.base, l.version, l.learned = base, version, e
-	l.mu.Unlock()
-	return e
 }
 
 // recordUse records a call of tool after a search of the session that

@@ -186,7 +186,7 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	s.logger = s.logger.With("profile", s.up.Profile())
 	sh, err := shelf.New(&shelf.Options{
 		Engine: s.opts.Engine, Embedder: s.opts.Embedder, Counter: s.opts.Counter,
-		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger,
+		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger, Past: s.past(),
 	})
 	if err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/shelf"
 )
 
 // The meta tools' names.
@@ -23,22 +24,13 @@ const (
 	toolCall   = "call_tool"
 )
 
-// maxLimit bounds search_tools' limit: each match carries a full schema.
-const maxLimit = 50
-
 // alwaysLoad marks the meta tools so that a client with a tool search of
 // its own (Claude Code) does not defer them: they are the way in.
 var alwaysLoad = mcp.Meta{catalog.MetaAlwaysLoad: true}
 
-var searchSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "query": {"type": "string", "description": "What you want to do, in a few words (\"create a github issue\"), or select:NAME,NAME to fetch tools by qualified name. +word makes a word required; mcp__server lists a server's tools."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "Most matches to return (default 5)."}
-  },
-  "required": ["query"],
-  "additionalProperties": false
-}`)
+// searchSchema is every face's search input (package shelf), with the
+// gateway's default limit: its matches carry full schemas.
+var searchSchema = shelf.InputSchema(shelf.DefaultLimitWithSchemas)
 
 var callSchema = json.RawMessage(`{
   "type": "object",
@@ -49,10 +41,6 @@ var callSchema = json.RawMessage(`{
   "required": ["name"],
   "additionalProperties": false
 }`)
-
-// defaultLimit is search_tools' default: five matches with full schemas
-// are about as much as a turn should carry.
-const defaultLimit = 5
 
 // metaTools are the gateway's own tools.
 var metaTools = []*mcp.Tool{{
@@ -72,17 +60,6 @@ var metaTools = []*mcp.Tool{{
 	InputSchema: callSchema,
 	Meta:        alwaysLoad,
 }}
-
-// MetaTools returns the definitions of the tools the gateway lists in
-// search mode, for measuring what they cost.
-func MetaTools() []*mcp.Tool {
-	out := make([]*mcp.Tool, len(metaTools))
-	for i, t := range metaTools {
-		c := *t
-		out[i] = &c
-	}
-	return out
-}
 
 // MetaDefinitions returns the meta tools in the Messages API's form, for
 // measuring what they cost.
@@ -144,29 +121,15 @@ type searchMatch struct {
 }
 
 func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
-	var in struct {
-		Query *string         `json:"query"`
-		Limit json.RawMessage `json:"limit"`
-	}
-	if err := json.Unmarshal(orEmpty(raw), &in); err != nil {
-		return toolError("search_tools: arguments must be an object with \"query\" (a string) and optional \"limit\": %v", err)
-	}
-	if in.Query == nil {
-		return toolError(`search_tools: "query" is required: describe what you want to do, as in {"query": "create a github issue"}`)
-	}
-	limit := defaultLimit
-	if len(in.Limit) > 0 && string(in.Limit) != "null" {
-		var f float64
-		if json.Unmarshal(in.Limit, &f) != nil || f != float64(int(f)) || f < 1 {
-			return toolError("search_tools: \"limit\" must be a positive integer, got %s", in.Limit)
-		}
-		limit = min(int(f), maxLimit)
+	in, err := shelf.ParseInput(raw, shelf.DefaultLimitWithSchemas)
+	if err != nil {
+		return toolError("search_tools: %v", err)
 	}
 	// While a server's tools are unknown, any result may miss the best
 	// match: wait for them (up to PendingWait), then search.
 	snap := s.awaitPending(ctx, func(*snapshot) bool { return false })
 	start := time.Now()
-	found, err := search.Find(ctx, s.learnedEngine(snap), snap.Catalog, search.Request{Query: *in.Query, Limit: limit, Pending: s.up.Pending()})
+	found, err := snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Pending: s.up.Pending()})
 	s.met.observeSearch(time.Since(start))
 	if err != nil {
 		if errors.Is(err, search.ErrEmptyQuery) {
@@ -174,7 +137,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		}
 		return toolError("search_tools: %v", err)
 	}
-	res := searchResult{Query: cut(*in.Query, echoLimit), Matches: []searchMatch{}, ToolsSearched: found.Searched,
+	res := searchResult{Query: cut(in.Query, echoLimit), Matches: []searchMatch{}, ToolsSearched: found.Searched,
 		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note}
 	for _, h := range found.Hits {
 		schema, _ := catalog.NormalizeSchema(h.Entry.InputSchema)
@@ -200,7 +163,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		for i, m := range res.Matches {
 			names[i] = m.Name
 		}
-		s.learn.searched(ss, *in.Query, names)
+		s.learn.searched(ss, in.Query, names)
 	}
 	return jsonResult(res)
 }

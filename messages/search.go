@@ -46,11 +46,6 @@ func (s *Searcher) name() string {
 	return s.Name
 }
 
-var searchInputSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"query":{"type":"string","description":"What the tool should do, in a few words (\"create a github issue\"), or select:NAME,NAME to load tools by exact name. +word makes a word required; mcp__server lists a server's tools."},` +
-	`"limit":{"type":"integer","minimum":1,"description":"Most tools to load (default 8)."}},` +
-	`"required":["query"]}`)
-
 // Tool returns the search tool's definition.
 func (s *Searcher) Tool() Tool {
 	return Tool{
@@ -58,7 +53,7 @@ func (s *Searcher) Tool() Tool {
 		Description: "Load deferred tools. Many tools are not loaded up front; their names are announced in " +
 			"<available-deferred-tools>. Search by what you want to do, or select:NAME to load a tool you know; " +
 			"the tools found are loaded for the rest of the conversation and can be called from the next turn.",
-		InputSchema: searchInputSchema,
+		InputSchema: shelf.InputSchema(shelf.DefaultLimit),
 	}
 }
 
@@ -97,25 +92,15 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 	fail := func(format string, args ...any) Block {
 		return ToolResult(toolUseID, []Block{TextBlock(fmt.Sprintf(format, args...))}, true)
 	}
-	var in struct {
-		Query *string         `json:"query"`
-		Limit json.RawMessage `json:"limit"`
+	in, err := shelf.ParseInput(input, shelf.DefaultLimit)
+	if err != nil {
+		return fail("%v", err)
 	}
-	if err := json.Unmarshal(orEmptyObject(input), &in); err != nil {
-		return fail("The input must be an object with \"query\" (a string) and an optional \"limit\": %v", err)
-	}
-	if in.Query == nil || strings.TrimSpace(*in.Query) == "" {
-		return fail(`"query" is required and must not be empty.`)
-	}
-	limit := search.DefaultBM25Limit
-	if len(in.Limit) > 0 && string(in.Limit) != "null" {
-		var f float64
-		if json.Unmarshal(in.Limit, &f) != nil || f != float64(int(f)) || f < 1 {
-			return fail(`"limit" must be a positive integer, got %s.`, in.Limit)
-		}
-		limit = int(f)
-	}
-	s.once.Do(func() { s.shelf, s.err = shelf.New(&shelf.Options{Engine: s.Engine}) })
+	s.once.Do(func() {
+		past := s.Past // set before the first search
+		s.shelf, s.err = shelf.New(&shelf.Options{Engine: s.Engine,
+			Past: &shelf.Past{Load: func() ([]search.Past, error) { return past, nil }}})
+	})
 	if s.err != nil {
 		return fail("%v", s.err)
 	}
@@ -129,11 +114,7 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 			exclude[e.Name] = true
 		}
 	}
-	engine := snap.Engine()
-	if len(s.Past) > 0 {
-		engine = search.NewLearned(engine, snap.Catalog, s.Past, nil)
-	}
-	found, err := search.Find(ctx, engine, snap.Catalog, search.Request{Query: *in.Query, Limit: limit, Loaded: st.All, Exclude: exclude, Pending: st.Pending})
+	found, err := snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Loaded: st.All, Exclude: exclude, Pending: st.Pending})
 	if err != nil {
 		if errors.Is(err, search.ErrNoLetters) {
 			return fail("%v", err)

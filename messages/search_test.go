@@ -64,9 +64,9 @@ func TestSearcher(t *testing.T) {
 		{`{}`, nil, `"query" is required`, true},
 		{`{"query":"   "}`, nil, `"query" is required`, true},
 		{`{"query":"?!"}`, nil, "Query must contain at least one letter or number.", true},
-		{`{"query":"x","limit":0}`, nil, `"limit" must be a positive integer, got 0.`, true},
+		{`{"query":"x","limit":0}`, nil, `"limit" must be a positive integer, got 0`, true},
 		{`{"query":"x","limit":"5"}`, nil, `"limit" must be a positive integer`, true},
-		{`[1]`, nil, "The input must be an object", true},
+		{`[1]`, nil, `the input must be an object with "query" (a string) and an optional "limit", not an array`, true},
 	}
 	for _, tt := range tests {
 		b := s.Handle(context.Background(), "toolu_9", json.RawMessage(tt.input), st)

@@ -30,18 +30,6 @@ type View struct {
 	Tool map[string]Cost
 }
 
-// Definitions returns the definition of every tool of c that a client
-// can be sent, in catalog order: unverified tools are left out.
-func Definitions(c *catalog.Catalog) []json.RawMessage {
-	defs := make([]json.RawMessage, 0, c.Len())
-	for e := range c.All() {
-		if !e.Unverified {
-			defs = append(defs, e.Definition())
-		}
-	}
-	return defs
-}
-
 // NewView measures c for checklist with counter (the offline [Tokenizer]
 // when nil). extra are the definitions of the face's own tools (its
 // search tool, the gateway's call_tool), which are never in the catalog.

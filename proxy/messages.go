@@ -14,10 +14,8 @@ import (
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/shelf"
 )
-
-// searchLimit is how many tools one search loads.
-const searchLimit = 5
 
 // messages answers POST /v1/messages.
 func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
@@ -113,28 +111,26 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 
 // answerSearch runs one call of the search tool and loads what it finds.
 func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block) messages.Block {
-	var in struct {
-		Query string `json:"query"`
-	}
-	_ = json.Unmarshal(call.Raw("input"), &in)
-	text, isErr := p.find(ctx, in.Query)
+	text, isErr := p.find(ctx, call.Raw("input"))
 	return messages.ToolResult(call.String("id"), []messages.Block{messages.TextBlock(text)}, isErr)
 }
 
-// find searches the deferred tools for query, loads what it finds into
-// the plan, and says what it did, for the model.
-func (p *plan) find(ctx context.Context, query string) (text string, isErr bool) {
-	if strings.TrimSpace(query) == "" {
-		return `"query" is required: describe what you want to do.`, true
+// find answers one call of the search tool (its input as the model wrote
+// it): it searches the deferred tools, loads what it finds into the plan,
+// and says what it did, with the search front end's note, for the model.
+func (p *plan) find(ctx context.Context, input json.RawMessage) (text string, isErr bool) {
+	in, err := shelf.ParseInput(input, shelf.DefaultLimit)
+	if err != nil {
+		return err.Error(), true
 	}
 	// Tools the request already carries are not searched for.
 	exclude := map[string]bool{}
-	for e := range p.set.cat.All() {
+	for e := range p.set.snap.Catalog.All() {
 		if !p.deferred[e.Name] || p.loaded[e.Name] {
 			exclude[e.Name] = true
 		}
 	}
-	found, err := search.Find(ctx, p.set.engine, p.set.cat, search.Request{Query: query, Limit: searchLimit, Exclude: exclude})
+	found, err := p.set.snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Exclude: exclude})
 	if err != nil {
 		return "The search failed: " + err.Error(), true
 	}
@@ -146,14 +142,17 @@ func (p *plan) find(ctx context.Context, query string) (text string, isErr bool)
 		p.loaded[h.Entry.Name] = true
 		names = append(names, h.Entry.Name)
 	}
-	text = "Loaded " + plural(len(names), "tool", "tools") + ": " + strings.Join(names, ", ") + ". Call them directly."
 	switch {
 	case len(names) == 0 && len(found.Missing) > 0:
-		text = "No tool is named " + strings.Join(found.Missing, ", ") + "."
+		return "No tool is named " + strings.Join(found.Missing, ", ") + ".", false
+	case len(names) == 0 && found.Note != "":
+		return found.Note, false
 	case len(names) == 0:
-		text = "No deferred tool matches. Try other words, or call the tools you have."
-	case found.Weak:
-		text += " None fits well: these are the closest."
+		return "No deferred tool matches. Try other words, or call the tools you have.", false
+	}
+	text = "Loaded " + plural(len(names), "tool", "tools") + ": " + strings.Join(names, ", ") + ". Call them directly."
+	if found.Note != "" {
+		text += " " + found.Note
 	}
 	return text, false
 }

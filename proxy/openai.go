@@ -146,11 +146,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		msgs = append(msgs, reply.Choices[0].Message)
 		for _, c := range searches {
-			var args struct {
-				Query string `json:"query"`
-			}
-			_ = json.Unmarshal([]byte(c.Function.Arguments), &args)
-			text, _ := p.find(r.Context(), args.Query)
+			text, _ := p.find(r.Context(), json.RawMessage(c.Function.Arguments))
 			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": c.ID, "content": text})
 			msgs = append(msgs, b)
 		}

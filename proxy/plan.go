@@ -9,15 +9,15 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
-	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/shelf"
 )
 
 // toolSet is what the proxy derives from one request's custom tools:
-// their catalog, the policy's view of them, and a search engine.
+// their snapshot (catalog and search, the same as every face's, package
+// shelf), the policy's view of them, and what their servers do.
 type toolSet struct {
-	cat     *catalog.Catalog
+	snap    *shelf.Snapshot
 	view    *policy.View
-	engine  search.Engine
 	err     error
 	servers []string // policy.Summaries of the deferrable tools
 }
@@ -73,13 +73,18 @@ func (s *Server) planFor(ctx context.Context, in planInput) *plan {
 	key, size := toolsKey(name, in.deferAll, in.tools)
 	set, err := s.plans.get(ctx, key, size, func() *toolSet {
 		c := toolCatalog(in.tools)
-		v := policy.NewView(ctx, c, policy.Checklist{SearchTool: name, DeferAll: in.deferAll}, []json.RawMessage{searchDef}, nil)
+		sh, err := shelf.New(&shelf.Options{Engine: s.opts.Engine,
+			Checklist: policy.Checklist{SearchTool: name, DeferAll: in.deferAll}, Extra: []json.RawMessage{searchDef}})
+		if err != nil {
+			return &toolSet{err: err}
+		}
+		t := &toolSet{snap: sh.Update(c)}
+		t.view = t.snap.View(ctx)
 		deferred := map[string]bool{}
 		for e := range c.All() {
-			deferred[e.Name] = v.Checklist.Defer(policy.ToolOf(e)).Deferred
+			deferred[e.Name] = t.view.Checklist.Defer(policy.ToolOf(e)).Deferred
 		}
-		t := &toolSet{cat: c, view: v, servers: policy.Summaries(c.Filter(func(e *catalog.Entry) bool { return deferred[e.Name] }))}
-		t.engine, t.err = search.New(s.opts.Engine, c)
+		t.servers = policy.Summaries(c.Filter(func(e *catalog.Entry) bool { return deferred[e.Name] }))
 		return t
 	})
 	if err != nil {
@@ -160,8 +165,9 @@ func toolCatalog(tools []messages.Tool) *catalog.Catalog {
 	return catalog.New(es, nil).Filter(func(e *catalog.Entry) bool { return names[e.Name] })
 }
 
-// searchInput is what the search tool takes.
-var searchInput = json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What you want to do, in a few words, or select:NAME,NAME to load tools by name."}},"required":["query"]}`)
+// searchInput is what the search tool takes: every face's input, with
+// the default of the faces that load what they find.
+var searchInput = shelf.InputSchema(shelf.DefaultLimit)
 
 // searchTool is the tool the proxy adds in place of the deferred ones.
 func searchTool(name string, deferred int) messages.Tool {

@@ -17,6 +17,9 @@
 // Everything else (other paths, count_tokens of a request that passes)
 // goes to the upstream unchanged. API keys pass through and are never
 // kept or logged.
+//
+// It is public because a [Server] is an http.Handler: a program can mount
+// tool search in front of its own model traffic without the CLI.
 package proxy
 
 import (

@@ -77,19 +77,12 @@ func CompilePattern(pattern string) (*regexp.Regexp, error) {
 	return re, nil
 }
 
-// Search implements Engine: query is a regular expression, or a select:
-// query. The default limit is 5.
+// Search implements Engine: query is a regular expression (select:
+// queries are answered by [Find]). The default limit is 5.
 func (x *Regex) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
 	limit, err := checkLimit(limit, DefaultRegexLimit)
 	if err != nil {
 		return nil, err
-	}
-	if rest, ok := cutPrefixFold(strings.TrimSpace(query), "select:"); ok && !strings.ContainsAny(rest, `\^$*+?()[]{}|`) {
-		q, err := ParseQuery(query)
-		if err != nil {
-			return nil, err
-		}
-		return selectHits(x.cat, q.Select, limit), nil
 	}
 	re, err := CompilePattern(query)
 	if err != nil {

@@ -24,7 +24,6 @@ package search
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -174,8 +173,10 @@ func checkLimit(limit, def int) (int, error) {
 }
 
 // begin does what every engine does first: it applies the default limit,
-// parses the query, and answers select: queries and mcp__ prefixes, which
-// need no ranking. done reports that hits is the answer.
+// parses the query, and answers mcp__ prefixes, which need no ranking.
+// select: queries are answered by [Find] before any engine is asked, in
+// one place for every face; an engine asked one directly finds nothing.
+// done reports that hits is the answer.
 func begin(ctx context.Context, c *catalog.Catalog, query string, limit, def int) (q Query, n int, hits []Hit, done bool, err error) {
 	if n, err = checkLimit(limit, def); err != nil {
 		return q, 0, nil, true, err
@@ -187,7 +188,7 @@ func begin(ctx context.Context, c *catalog.Catalog, query string, limit, def int
 		return q, 0, nil, true, err
 	}
 	if q.Select != nil {
-		return q, n, selectHits(c, q.Select, n), true, nil
+		return q, n, nil, true, nil
 	}
 	if q.Prefix != "" {
 		if hits := prefixHits(c, q.Prefix, n); len(hits) > 0 {
@@ -195,23 +196,6 @@ func begin(ctx context.Context, c *catalog.Catalog, query string, limit, def int
 		}
 	}
 	return q, n, nil, false, nil
-}
-
-// selectHits resolves the names of a select: query against c, in the
-// order given, each at most once. Names that are not found are skipped.
-func selectHits(c *catalog.Catalog, names []string, limit int) []Hit {
-	var hits []Hit
-	for _, n := range names {
-		e, ok := c.Find(n)
-		if !ok || slices.ContainsFunc(hits, func(h Hit) bool { return h.Entry == e }) {
-			continue
-		}
-		hits = append(hits, Hit{Entry: e, Score: 1, Matches: []Match{{Term: n, Fields: []string{FieldSelect}, Score: 1}}})
-		if len(hits) == limit {
-			break
-		}
-	}
-	return hits
 }
 
 // prefixHits returns the entries whose qualified names start with prefix

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -112,7 +113,6 @@ func TestKeywordScoring(t *testing.T) {
 		{"bookedit", []scored{{"NotebookEdit", 3}}},
 		{"zebra", nil},
 		{"mcp__fs", []scored{{"mcp__fs__list_dir", 1}, {"mcp__fs__read_file", 1}}},
-		{"select:mcp__fs__list_dir,Reader,unknown,Reader", []scored{{"mcp__fs__list_dir", 1}, {"Reader", 1}}},
 		{"mcp__github__create_pull_request", []scored{{"mcp__github__create_pull_request", 1}}},
 	}
 	for _, tt := range tests {
@@ -332,7 +332,7 @@ func TestLimits(t *testing.T) {
 // goroutines; with -race it checks that engines are safe to share.
 func TestConcurrentSearch(t *testing.T) {
 	c := realCatalog(t)
-	queries := []string{"create issue", "+github pull request", "list files", "select:mcp__github__create_issue", "mcp__slack"}
+	queries := []string{"create issue", "+github pull request", "list files", "mcp__slack"}
 	for _, kind := range Kinds {
 		e, _ := New(kind, c)
 		want := map[string][]scored{}
@@ -380,11 +380,13 @@ func TestGolden(t *testing.T) {
 			var b strings.Builder
 			for _, q := range queries {
 				fmt.Fprintf(&b, "## %s\n", q)
-				hits, err := e.Search(context.Background(), q, 5)
+				// Through Find, as every face searches: select: is
+				// answered there.
+				res, err := Find(context.Background(), e, c, Request{Query: q, Limit: 5})
 				if err != nil {
 					fmt.Fprintf(&b, "error: %v\n", err)
 				}
-				for _, h := range hits {
+				for _, h := range res.Hits {
 					fmt.Fprintf(&b, "%8.3f %s\n", h.Score, h.Entry.Name)
 					for _, m := range h.Matches {
 						fmt.Fprintf(&b, "         %s: %s (%.3f)\n", m.Term, strings.Join(m.Fields, ","), m.Score)
@@ -480,6 +482,29 @@ func TestDeprecatedToolsRankLower(t *testing.T) {
 	} {
 		if got := Deprecated(text); got != want {
 			t.Errorf("Deprecated(%q) = %v", text, got)
+		}
+	}
+}
+
+// select: is answered by Find, before any engine: the tools it names, in
+// the order given, each once, whatever the engine.
+func TestFindSelect(t *testing.T) {
+	c := tinyCatalog(t,
+		[3]string{"fs", "read_file", "Read a file from disk."},
+		[3]string{"fs", "list_dir", "List a directory."},
+		[3]string{"", "Reader", "A built-in tool."},
+	)
+	for _, kind := range []string{"keyword", "bm25", "regex"} {
+		e, err := New(kind, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Find(context.Background(), e, c, Request{Query: "select:mcp__fs__list_dir,Reader,unknown,Reader"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]scored{{"mcp__fs__list_dir", 1}, {"Reader", 1}}, scores(res.Hits)); diff != "" || !res.Select || !slices.Equal(res.Missing, []string{"unknown"}) {
+			t.Errorf("%s: select (-want +got):\n%s%+v", kind, diff, res)
 		}
 	}
 }

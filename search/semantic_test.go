@@ -52,8 +52,8 @@ func TestSemantic(t *testing.T) {
 	if err != nil || len(hits) != 1 || hits[0].Entry.Name != "mcp__slack__post_message" {
 		t.Fatalf("semantic search: %v %v", hits, err)
 	}
-	if hits, _ := sem.Search(context.Background(), "select:mcp__fs__read_file", 0); len(hits) != 1 || hits[0].Entry.Tool != "read_file" {
-		t.Errorf("select: %v", hits)
+	if res, _ := Find(context.Background(), sem, lex.cat, Request{Query: "select:mcp__fs__read_file"}); len(res.Hits) != 1 || res.Hits[0].Entry.Tool != "read_file" {
+		t.Errorf("select: %v", res.Hits)
 	}
 
 	var fallbacks []error

@@ -38,6 +38,19 @@ type Options struct {
 	Extra     []json.RawMessage
 	// Logger receives embedding progress and failures. Nil is silent.
 	Logger *slog.Logger
+	// Past, when set, is what was learned from use: searches rank by it
+	// (search.Learned) on top of the snapshot's engine.
+	Past *Past
+}
+
+// Past is what a shelf's searches learned from use: past searches and
+// the tools called after them.
+type Past struct {
+	// Version changes when the past does; it is asked on every search,
+	// so it must be cheap. Nil means the past never changes.
+	Version func() string
+	// Load reads the past; it is called when Version changes.
+	Load func() ([]search.Past, error)
 }
 
 // Shelf follows a face's current catalog snapshot. It is safe for
@@ -50,6 +63,13 @@ type Shelf struct {
 	cur     atomic.Pointer[Snapshot]
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
 	embed   chan struct{}                 // a snapshot awaits embedding (Run)
+
+	// The learned engine last built: for one engine and one version of
+	// the past.
+	learnMu sync.Mutex
+	base    search.Engine
+	version string
+	learned search.Engine
 }
 
 // New returns a shelf. The error is an unknown engine kind.
@@ -114,9 +134,6 @@ func (s *Shelf) Update(c *catalog.Catalog) *Snapshot {
 	return snap
 }
 
-// Current returns the current snapshot, nil before the first Update.
-func (s *Shelf) Current() *Snapshot { return s.cur.Load() }
-
 // Changed returns a channel that is closed when the next snapshot is
 // made current.
 func (s *Shelf) Changed() <-chan struct{} { return *s.changed.Load() }
@@ -168,7 +185,45 @@ func (s *Snapshot) View(ctx context.Context) *policy.View {
 	return s.view
 }
 
-// Search answers a request over the snapshot (see [search.Find]).
+// Search answers a request over the snapshot (see [search.Find]), ranked
+// by what was learned from use when the shelf has a past. Every face
+// searches through here: the same query finds the same tools in the same
+// order, whichever face it came through.
 func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result, error) {
-	return search.Find(ctx, s.Engine(), s.Catalog, r)
+	return search.Find(ctx, s.shelf.learnedEngine(s), s.Catalog, r)
+}
+
+// learnedEngine returns the snapshot's engine ranked with the shelf's
+// past, rebuilt only when the engine or the past changes. A past that
+// cannot be read is logged, and the search goes on without it.
+func (s *Shelf) learnedEngine(snap *Snapshot) search.Engine {
+	base := snap.Engine()
+	p := s.opts.Past
+	if p == nil || p.Load == nil {
+		return base
+	}
+	version := ""
+	if p.Version != nil {
+		version = p.Version()
+	}
+	s.learnMu.Lock()
+	if s.base == base && s.version == version && s.learned != nil {
+		e := s.learned
+		s.learnMu.Unlock()
+		return e
+	}
+	s.learnMu.Unlock()
+	past, err := p.Load()
+	if err != nil {
+		s.logger.Warn("cannot read what was learned from use; searching without it", "error", err)
+		return base
+	}
+	var e search.Engine = base
+	if len(past) > 0 {
+		e = search.NewLearned(base, snap.Catalog, past, nil)
+	}
+	s.learnMu.Lock()
+	s.base, s.version, s.learned = base, version, e
+	s.learnMu.Unlock()
+	return e
 }

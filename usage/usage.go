@@ -156,14 +156,6 @@ func (s *Store) Run(ctx context.Context) {
 	}
 }
 
-// Generation changes whenever Flush or Forget writes: a reader of Pairs
-// reads again when it has.
-func (s *Store) Generation() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.gen
-}
-
 // key is a pair's key: the profile, the tool, then the query. Keys
 // written before profiles were kept apart (tool and query only) do not
 // decode, and the next write deletes them: they may have come from any

@@ -12,56 +12,54 @@ import (
 	"github.com/toolshelf/toolshelf/audit"
 )
 
-func init() {
-	register(&command{
-		name:    "audit",
-		summary: "read the audit log that serve --audit writes",
-		usage:   "tail [-n N] FILE | summary [--since DURATION] [--json] FILE",
-		help: `
+var auditCommand = &command{
+	name:    "audit",
+	summary: "read the audit log that serve --audit writes",
+	usage:   "tail [-n N] FILE | summary [--since DURATION] [--json] FILE",
+	help: `
   tail FILE      the last -n records (default 20), one line each.
   summary FILE   per tool: calls, errors and their rate, median and slowest
                  duration; searches; records dropped; slowest tools first.
                  --since 1h counts only the last hour.
 
 Rotated files (FILE.1, FILE.2, ...) are read too, oldest first.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			n := fs.Int("n", 20, "tail: how many records")
-			since := fs.Duration("since", 0, "summary: only records of the last `DURATION` (such as 1h)")
-			asJSON := fs.Bool("json", false, "summary: print JSON")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 2 || (args[0] != "tail" && args[0] != "summary") {
-					return usagef("audit needs tail FILE or summary FILE")
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		n := fs.Int("n", 20, "tail: how many records")
+		since := fs.Duration("since", 0, "summary: only records of the last `DURATION` (such as 1h)")
+		asJSON := fs.Bool("json", false, "summary: print JSON")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 2 || (args[0] != "tail" && args[0] != "summary") {
+				return usagef("audit needs tail FILE or summary FILE")
+			}
+			var from time.Time
+			if *since > 0 {
+				from = time.Now().Add(-*since)
+			}
+			recs, bad, err := audit.Read(args[1], from)
+			if err != nil {
+				return err
+			}
+			if bad > 0 {
+				fmt.Fprintf(e.stderr, "toolshelf audit: %d lines of %s are not records; skipped\n", bad, args[1])
+			}
+			if args[0] == "tail" {
+				if *n < 1 {
+					return usagef("-n must be a positive integer, got %d", *n)
 				}
-				var from time.Time
-				if *since > 0 {
-					from = time.Now().Add(-*since)
+				for _, r := range recs[max(0, len(recs)-*n):] {
+					fmt.Fprintf(e.stdout, "%s  %-6s  %-10s  %-40s  %-10s  %8.1f ms  %s %s\n",
+						r.Time.Local().Format(time.DateTime), r.Kind, r.Outcome, r.Tool, r.Server, r.DurationMS, r.Client, r.ClientVersion)
 				}
-				recs, bad, err := audit.Read(args[1], from)
-				if err != nil {
-					return err
-				}
-				if bad > 0 {
-					fmt.Fprintf(e.stderr, "toolshelf audit: %d lines of %s are not records; skipped\n", bad, args[1])
-				}
-				if args[0] == "tail" {
-					if *n < 1 {
-						return usagef("-n must be a positive integer, got %d", *n)
-					}
-					for _, r := range recs[max(0, len(recs)-*n):] {
-						fmt.Fprintf(e.stdout, "%s  %-6s  %-10s  %-40s  %-10s  %8.1f ms  %s %s\n",
-							r.Time.Local().Format(time.DateTime), r.Kind, r.Outcome, r.Tool, r.Server, r.DurationMS, r.Client, r.ClientVersion)
-					}
-					return nil
-				}
-				sum := summarize(recs)
-				if *asJSON {
-					return writeJSON(e.stdout, sum)
-				}
-				sum.write(e)
 				return nil
 			}
-		},
-	})
+			sum := summarize(recs)
+			if *asJSON {
+				return writeJSON(e.stdout, sum)
+			}
+			sum.write(e)
+			return nil
+		}
+	},
 }
 
 // auditSummary is what audit summary prints. Its JSON form is stable.

@@ -22,12 +22,11 @@ const envTokens = "TOOLSHELF_TOKENS"
 // loginWait is how long auth login waits for the browser to come back.
 const loginWait = 5 * time.Minute
 
-func init() {
-	register(&command{
-		name:    "auth",
-		summary: "sign in to remote servers that ask for OAuth, and out",
-		usage:   "login (SERVER | --url URL [--name NAME]) [--no-browser] [--client-id ID [--client-secret S] | --client-metadata-url URL] | status [--json] | logout SERVER   [--config FILE]",
-		help: `
+var authCommand = &command{
+	name:    "auth",
+	summary: "sign in to remote servers that ask for OAuth, and out",
+	usage:   "login (SERVER | --url URL [--name NAME]) [--no-browser] [--client-id ID [--client-secret S] | --client-metadata-url URL] | status [--json] | logout SERVER   [--config FILE]",
+	help: `
 Remote MCP servers (type http or sse) that answer 401 ask for OAuth sign-in,
 as the MCP authorization specification describes. toolshelf signs in once,
 here, and serve, list and doctor send the token afterwards, refreshing it
@@ -58,60 +57,59 @@ Tokens are kept in toolshelf/tokens.json under the user's configuration
 folder (or $TOOLSHELF_TOKENS), mode 0600, replaced whole on every change.
 
 ` + configHelp,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
-			noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL only")
-			asJSON := fs.Bool("json", false, "status: print JSON")
-			rawURL := fs.String("url", "", "login: sign in to the server at `URL`, not one of the configuration (named by --name)")
-			name := fs.String("name", "", "login --url: the `NAME` to keep the token under (default: the URL's host)")
-			var client upstream.OAuthConfig
-			fs.StringVar(&client.ClientID, "client-id", "", "login: a client `ID` registered with the authorization server ahead of time")
-			fs.StringVar(&client.ClientSecret, "client-secret", "", "login: that client's `SECRET`")
-			fs.StringVar(&client.ClientMetadataURL, "client-metadata-url", "", "login: an https `URL` of a Client ID Metadata Document to use as the client id")
-			fs.StringVar(&client.Grant, "grant", "", "login: `authorization_code` (default) or client_credentials (check a machine-to-machine client)")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) == 0 {
-					return usagef("auth needs login, status or logout")
-				}
-				store := signin.Open(e.getenv(envTokens))
-				switch sub, rest := args[0], args[1:]; sub {
-				case "login":
-					var cfg *upstream.ServerConfig
-					switch {
-					case *rawURL != "" && len(rest) == 0:
-						u, err := url.Parse(*rawURL)
-						if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-							return usagef("--url %q is not an http or https URL", *rawURL)
-						}
-						cfg = &upstream.ServerConfig{Name: cmp.Or(*name, u.Hostname()), URL: *rawURL}
-					case *rawURL == "" && len(rest) == 1:
-						var err error
-						if cfg, err = remoteServer(e, *config, rest[0]); err != nil {
-							return err
-						}
-					default:
-						return usagef("auth login needs the name of one server, or --url")
-					}
-					if client != (upstream.OAuthConfig{}) {
-						cfg.OAuth = &client
-					}
-					return authLogin(ctx, e, store, cfg, !*noBrowser)
-				case "logout":
-					if len(rest) != 1 {
-						return usagef("auth logout needs the name of one server")
-					}
-					return authLogout(e, store, rest[0])
-				case "status":
-					if len(rest) > 0 {
-						return usagef("unexpected arguments: %v", rest)
-					}
-					return authStatus(e, store, *config, *asJSON)
-				default:
-					return usagef("unknown auth command %q (want login, status or logout)%s", sub, didYouMean(sub, []string{"login", "status", "logout"}))
-				}
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL only")
+		asJSON := fs.Bool("json", false, "status: print JSON")
+		rawURL := fs.String("url", "", "login: sign in to the server at `URL`, not one of the configuration (named by --name)")
+		name := fs.String("name", "", "login --url: the `NAME` to keep the token under (default: the URL's host)")
+		var client upstream.OAuthConfig
+		fs.StringVar(&client.ClientID, "client-id", "", "login: a client `ID` registered with the authorization server ahead of time")
+		fs.StringVar(&client.ClientSecret, "client-secret", "", "login: that client's `SECRET`")
+		fs.StringVar(&client.ClientMetadataURL, "client-metadata-url", "", "login: an https `URL` of a Client ID Metadata Document to use as the client id")
+		fs.StringVar(&client.Grant, "grant", "", "login: `authorization_code` (default) or client_credentials (check a machine-to-machine client)")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 0 {
+				return usagef("auth needs login, status or logout")
 			}
-		},
-	})
+			store := signin.Open(e.getenv(envTokens))
+			switch sub, rest := args[0], args[1:]; sub {
+			case "login":
+				var cfg *upstream.ServerConfig
+				switch {
+				case *rawURL != "" && len(rest) == 0:
+					u, err := url.Parse(*rawURL)
+					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+						return usagef("--url %q is not an http or https URL", *rawURL)
+					}
+					cfg = &upstream.ServerConfig{Name: cmp.Or(*name, u.Hostname()), URL: *rawURL}
+				case *rawURL == "" && len(rest) == 1:
+					var err error
+					if cfg, err = remoteServer(e, *config, rest[0]); err != nil {
+						return err
+					}
+				default:
+					return usagef("auth login needs the name of one server, or --url")
+				}
+				if client != (upstream.OAuthConfig{}) {
+					cfg.OAuth = &client
+				}
+				return authLogin(ctx, e, store, cfg, !*noBrowser)
+			case "logout":
+				if len(rest) != 1 {
+					return usagef("auth logout needs the name of one server")
+				}
+				return authLogout(e, store, rest[0])
+			case "status":
+				if len(rest) > 0 {
+					return usagef("unexpected arguments: %v", rest)
+				}
+				return authStatus(e, store, *config, *asJSON)
+			default:
+				return usagef("unknown auth command %q (want login, status or logout)%s", sub, didYouMean(sub, []string{"login", "status", "logout"}))
+			}
+		}
+	},
 }
 
 // remoteServer returns the configuration of a remote server by name.

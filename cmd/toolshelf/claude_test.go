@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/toolshelf/toolshelf/shelf"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -163,8 +164,8 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	if s, m := tools(seen[0]); s != 1 || m != 0 {
 		t.Errorf("the first request carried the search tool %d times and %d memory tools", s, m)
 	}
-	if s, m := tools(seen[1]); s != 1 || m == 0 || m > 5 || !slices.ContainsFunc(seen[1].Tools, func(t messages.Tool) bool { return t.Name == "mcp__memory__create_entities" }) {
-		t.Errorf("the search round carried %d search tools and %d memory tools, want create_entities among at most five found", s, m)
+	if s, m := tools(seen[1]); s != 1 || m == 0 || m > shelf.DefaultLimit || !slices.ContainsFunc(seen[1].Tools, func(t messages.Tool) bool { return t.Name == "mcp__memory__create_entities" }) {
+		t.Errorf("the search round carried %d search tools and %d memory tools, want create_entities among at most %d found", s, m, shelf.DefaultLimit)
 	}
 	if !strings.Contains(urls[0], "beta=true") {
 		t.Errorf("the query was not kept: %s", urls[0])

@@ -18,12 +18,11 @@ import (
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
-func init() {
-	register(&command{
-		name:    "doctor",
-		summary: "explain what the tools cost and whether they are deferred",
-		usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json]",
-		help: `
+var doctorCommand = &command{
+	name:    "doctor",
+	summary: "explain what the tools cost and whether they are deferred",
+	usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json]",
+	help: `
 Reports, for the configured servers (or a catalog file, or the built-in
 catalog): each server's state, tools, characters and estimated tokens and
 its largest tools; the tool search decision for the model, with its reason
@@ -51,26 +50,25 @@ without ANTHROPIC_API_KEY the offline count is used, with a note on stderr.
 
 --json prints the report as one JSON object; its fields are documented in
 the README and stay stable.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			var o doctorOptions
-			fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
-			fs.StringVar(&o.catalog, "catalog", "", "examine a catalog `FILE` instead of servers")
-			fs.StringVar(&o.profile, "profile", "", "report on the configuration's profile `NAME` only")
-			fs.StringVar(&o.model, "model", "claude-sonnet-4-5", "the `MODEL` the decision is for")
-			fs.IntVar(&o.window, "context-window", 0, "context window in `TOKENS` (default: the model's)")
-			fs.BoolVar(&o.countTokens, "count-tokens", false, "count tokens with the Messages API (needs ANTHROPIC_API_KEY)")
-			fs.BoolVar(&o.json, "json", false, "print JSON")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %v", args)
-				}
-				if err := checkPositive(fs, "context-window", o.window); err != nil {
-					return err
-				}
-				return runDoctor(ctx, e, o)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var o doctorOptions
+		fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
+		fs.StringVar(&o.catalog, "catalog", "", "examine a catalog `FILE` instead of servers")
+		fs.StringVar(&o.profile, "profile", "", "report on the configuration's profile `NAME` only")
+		fs.StringVar(&o.model, "model", "claude-sonnet-4-5", "the `MODEL` the decision is for")
+		fs.IntVar(&o.window, "context-window", 0, "context window in `TOKENS` (default: the model's)")
+		fs.BoolVar(&o.countTokens, "count-tokens", false, "count tokens with the Messages API (needs ANTHROPIC_API_KEY)")
+		fs.BoolVar(&o.json, "json", false, "print JSON")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected arguments: %v", args)
 			}
-		},
-	})
+			if err := checkPositive(fs, "context-window", o.window); err != nil {
+				return err
+			}
+			return runDoctor(ctx, e, o)
+		}
+	},
 }
 
 type doctorOptions struct {

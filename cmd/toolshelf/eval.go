@@ -11,16 +11,15 @@ import (
 	"text/tabwriter"
 
 	"github.com/toolshelf/toolshelf/catalog"
-	"github.com/toolshelf/toolshelf/evaluate"
+	"github.com/toolshelf/toolshelf/internal/evaluate"
 	"github.com/toolshelf/toolshelf/search"
 )
 
-func init() {
-	register(&command{
-		name:    "eval",
-		summary: "measure retrieval quality on a labelled dataset",
-		usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--usage-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--json]",
-		help: `
+var evalCommand = &command{
+	name:    "eval",
+	summary: "measure retrieval quality on a labelled dataset",
+	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--usage-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--json]",
+	help: `
 Searches every query of a labelled dataset and reports, over all queries
 and for each value of their level, category and subset fields:
 
@@ -55,62 +54,61 @@ their ids): settings are chosen on half 0 and reported on half 1
 instead of the default engine, so that its experiments can be rerun:
 ` + variantHelp() + `
 ` + engineHelp,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			dataset := fs.String("dataset", "", "dataset `DIR` with tools.jsonl and queries.jsonl")
-			var engine engineFlags
-			engine.register(fs)
-			limit := fs.Int("limit", evaluate.DefaultLimit, "results retrieved per query (`K`)")
-			asJSON := fs.Bool("json", false, "print the report as one JSON object")
-			variant := fs.String("variant", "", "measure the bm25 variant `NAME` (see above)")
-			folds := fs.Int("usage-folds", 0, "also measure learning from use, with `K` folds (see above)")
-			minSim := fs.Float64("learn-min-similarity", search.DefaultLearnedMinSimilarity, "with --usage-folds, the `COSINE` a past query needs")
-			weight := fs.Float64("learn-weight", search.DefaultLearnedWeight, "with --usage-folds, the `WEIGHT` of a past query's tools")
-			half := fs.Int("half", -1, "score only half `N` (0 or 1) of the queries")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected argument %q", args[0])
-				}
-				if *dataset == "" {
-					return usagef("--dataset is required")
-				}
-				if err := checkPositive(fs, "limit", *limit); err != nil {
-					return err
-				}
-				if err := engine.check(e); err != nil {
-					return err
-				}
-				build := func(c *catalog.Catalog) (search.Engine, error) { return engine.build(ctx, e, c) }
-				name := engine.kind
-				if *variant != "" {
-					if engine.kind != search.DefaultEngine {
-						return usagef("--variant is a bm25 configuration; it does not go with --engine %s", engine.kind)
-					}
-					v, err := search.VariantNamed(*variant)
-					if err != nil {
-						return usagef("--variant: %v", err)
-					}
-					build = func(c *catalog.Catalog) (search.Engine, error) { return search.NewBM25Variant(c, v), nil }
-					name = "bm25 variant " + *variant
-				}
-				if *folds != 0 && *folds < 2 {
-					return usagef("--usage-folds must be at least 2, got %d", *folds)
-				}
-				if *minSim <= 0 || *minSim >= 1 || *weight <= 0 {
-					return usagef("--learn-min-similarity must be between 0 and 1 and --learn-weight positive")
-				}
-				opts := &evaluate.Options{Limit: *limit, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight}}
-				switch *half {
-				case -1:
-				case 0, 1:
-					h := *half
-					opts.Queries = func(q evaluate.Query) bool { return evaluate.Half(q) == h }
-				default:
-					return usagef("--half must be 0 or 1, got %d", *half)
-				}
-				return runEval(ctx, e, *dataset, name, build, opts, *folds, *asJSON)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		dataset := fs.String("dataset", "", "dataset `DIR` with tools.jsonl and queries.jsonl")
+		var engine engineFlags
+		engine.register(fs)
+		limit := fs.Int("limit", evaluate.DefaultLimit, "results retrieved per query (`K`)")
+		asJSON := fs.Bool("json", false, "print the report as one JSON object")
+		variant := fs.String("variant", "", "measure the bm25 variant `NAME` (see above)")
+		folds := fs.Int("usage-folds", 0, "also measure learning from use, with `K` folds (see above)")
+		minSim := fs.Float64("learn-min-similarity", search.DefaultLearnedMinSimilarity, "with --usage-folds, the `COSINE` a past query needs")
+		weight := fs.Float64("learn-weight", search.DefaultLearnedWeight, "with --usage-folds, the `WEIGHT` of a past query's tools")
+		half := fs.Int("half", -1, "score only half `N` (0 or 1) of the queries")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected argument %q", args[0])
 			}
-		},
-	})
+			if *dataset == "" {
+				return usagef("--dataset is required")
+			}
+			if err := checkPositive(fs, "limit", *limit); err != nil {
+				return err
+			}
+			if err := engine.check(e); err != nil {
+				return err
+			}
+			build := func(c *catalog.Catalog) (search.Engine, error) { return engine.build(ctx, e, c) }
+			name := engine.kind
+			if *variant != "" {
+				if engine.kind != search.DefaultEngine {
+					return usagef("--variant is a bm25 configuration; it does not go with --engine %s", engine.kind)
+				}
+				v, err := search.VariantNamed(*variant)
+				if err != nil {
+					return usagef("--variant: %v", err)
+				}
+				build = func(c *catalog.Catalog) (search.Engine, error) { return search.NewBM25Variant(c, v), nil }
+				name = "bm25 variant " + *variant
+			}
+			if *folds != 0 && *folds < 2 {
+				return usagef("--usage-folds must be at least 2, got %d", *folds)
+			}
+			if *minSim <= 0 || *minSim >= 1 || *weight <= 0 {
+				return usagef("--learn-min-similarity must be between 0 and 1 and --learn-weight positive")
+			}
+			opts := &evaluate.Options{Limit: *limit, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight}}
+			switch *half {
+			case -1:
+			case 0, 1:
+				h := *half
+				opts.Queries = func(q evaluate.Query) bool { return evaluate.Half(q) == h }
+			default:
+				return usagef("--half must be 0 or 1, got %d", *half)
+			}
+			return runEval(ctx, e, *dataset, name, build, opts, *folds, *asJSON)
+		}
+	},
 }
 
 // variantHelp lists the variants --variant takes, one a line.

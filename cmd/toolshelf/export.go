@@ -10,12 +10,11 @@ import (
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
-func init() {
-	register(&command{
-		name:    "catalog",
-		summary: "write the servers' tools as a catalog file",
-		usage:   "export [--config FILE] > catalog.json",
-		help: `
+var catalogCommand = &command{
+	name:    "catalog",
+	summary: "write the servers' tools as a catalog file",
+	usage:   "export [--config FILE] > catalog.json",
+	help: `
 'catalog export' connects to every configured server and writes their tools
 to stdout as a catalog file: each server with its protocol version,
 instructions, and its tools exactly as tools/list returned them. 'search
@@ -26,39 +25,38 @@ Only live tool lists are written: the disk cache is not used. A server that
 fails is left out and makes the exit status 1.
 
 ` + configHelp,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 || args[0] != "export" {
-					return usagef("want 'toolshelf catalog export', got %q", args)
-				}
-				path := configPath(e, *config)
-				if path == "" {
-					// As the other commands do: the built-in catalog.
-					fmt.Fprintf(e.stderr, "toolshelf: no configuration; exporting the built-in catalog (%d tools of %d servers)\n",
-						builtin.Catalog().Len(), len(builtin.Catalog().ServerNames()))
-					return builtin.Catalog().Encode(e.stdout)
-				}
-				cfg, err := loadConfig(e, path)
-				if err != nil {
-					return err
-				}
-				p, err := connect(ctx, e, cfg.Servers, connectOptions{secrets: cfg.Secrets()})
-				if err != nil {
-					return err
-				}
-				defer p.stop()
-				cat, failed := liveCatalog(p.Pool)
-				if err := cat.Encode(e.stdout); err != nil {
-					return err
-				}
-				if len(failed) > 0 {
-					return fmt.Errorf("left out %d servers that failed: %v", len(failed), failed)
-				}
-				return nil
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 || args[0] != "export" {
+				return usagef("want 'toolshelf catalog export', got %q", args)
 			}
-		},
-	})
+			path := configPath(e, *config)
+			if path == "" {
+				// As the other commands do: the built-in catalog.
+				fmt.Fprintf(e.stderr, "toolshelf: no configuration; exporting the built-in catalog (%d tools of %d servers)\n",
+					builtin.Catalog().Len(), len(builtin.Catalog().ServerNames()))
+				return builtin.Catalog().Encode(e.stdout)
+			}
+			cfg, err := loadConfig(e, path)
+			if err != nil {
+				return err
+			}
+			p, err := connect(ctx, e, cfg.Servers, connectOptions{secrets: cfg.Secrets()})
+			if err != nil {
+				return err
+			}
+			defer p.stop()
+			cat, failed := liveCatalog(p.Pool)
+			if err := cat.Encode(e.stdout); err != nil {
+				return err
+			}
+			if len(failed) > 0 {
+				return fmt.Errorf("left out %d servers that failed: %v", len(failed), failed)
+			}
+			return nil
+		}
+	},
 }
 
 // liveCatalog is the pool's catalog without the servers that are not

@@ -16,12 +16,11 @@ import (
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
-func init() {
-	register(&command{
-		name:    "import",
-		summary: "convert a client's MCP settings into a toolshelf configuration",
-		usage:   "claude-desktop|claude-code|cursor|vscode [--from FILE] > servers.json",
-		help: `
+var importCommand = &command{
+	name:    "import",
+	summary: "convert a client's MCP settings into a toolshelf configuration",
+	usage:   "claude-desktop|claude-code|cursor|vscode [--from FILE] > servers.json",
+	help: `
 Reads the MCP servers a client is configured with and prints them as a
 toolshelf configuration ({"mcpServers": ...}) on stdout. Without --from, the
 client's usual file is read:
@@ -40,16 +39,15 @@ itself (a gateway that would start itself).
 
 Save the output as toolshelf/servers.json in your configuration folder, or
 pass it with --config.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			from := fs.String("from", "", "read the client's settings from `FILE`")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 {
-					return usagef("name one client: claude-desktop, claude-code, cursor or vscode")
-				}
-				return runImport(e, args[0], *from)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		from := fs.String("from", "", "read the client's settings from `FILE`")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 {
+				return usagef("name one client: claude-desktop, claude-code, cursor or vscode")
 			}
-		},
-	})
+			return runImport(e, args[0], *from)
+		}
+	},
 }
 
 var clients = []string{"claude-desktop", "claude-code", "cursor", "vscode"}

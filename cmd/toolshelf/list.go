@@ -16,12 +16,11 @@ import (
 	"golang.org/x/text/message"
 )
 
-func init() {
-	register(&command{
-		name:    "list",
-		summary: "connect to the configured servers and list their tools",
-		usage:   "[--config FILE] [--json]",
-		help: `
+var listCommand = &command{
+	name:    "list",
+	summary: "connect to the configured servers and list their tools",
+	usage:   "[--config FILE] [--json]",
+	help: `
 Connects to every configured MCP server in parallel and prints, for each
 server, its state, tool count, protocol version and what its tool
 definitions cost (characters, and tokens estimated offline: cl100k times
@@ -31,34 +30,33 @@ definitions cost (characters, and tokens estimated offline: cl100k times
 
 Exit status is 1 when a server failed or needs sign-in (toolshelf auth
 login); the others are listed anyway.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
-			asJSON := fs.Bool("json", false, "print JSON")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %v", args)
-				}
-				src, err := openCatalog(ctx, e, "", *config)
-				if err != nil {
-					return err
-				}
-				defer src.close()
-				rep, err := newListReport(ctx, src, policy.NewView(ctx, src.cat, gateway.Checklist, nil, nil))
-				if err != nil {
-					return err
-				}
-				if *asJSON {
-					err = writeJSON(e.stdout, rep)
-				} else {
-					rep.write(e.stdout)
-				}
-				if err == nil {
-					err = rep.failure()
-				}
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		asJSON := fs.Bool("json", false, "print JSON")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected arguments: %v", args)
+			}
+			src, err := openCatalog(ctx, e, "", *config)
+			if err != nil {
 				return err
 			}
-		},
-	})
+			defer src.close()
+			rep, err := newListReport(ctx, src, policy.NewView(ctx, src.cat, gateway.Checklist, nil, nil))
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				err = writeJSON(e.stdout, rep)
+			} else {
+				rep.write(e.stdout)
+			}
+			if err == nil {
+				err = rep.failure()
+			}
+			return err
+		}
+	},
 }
 
 // listReport is the output of toolshelf list. Its JSON form is stable.

@@ -54,10 +54,30 @@ type command struct {
 	flags   func(fs *flag.FlagSet) func(ctx context.Context, e *env, args []string) error
 }
 
-// commands lists the subcommands; each file of this package adds one.
-var commands = map[string]*command{}
+// commands are the subcommands, each defined in a file of its own.
+var commands = byName([]*command{
+	searchCommand,
+	listCommand,
+	doctorCommand,
+	serveCommand,
+	proxyCommand,
+	importCommand,
+	catalogCommand,
+	authCommand,
+	toolsCommand,
+	auditCommand,
+	usageCommand,
+	evalCommand,
+})
 
-func register(c *command) { commands[c.name] = c }
+// byName indexes commands by name.
+func byName(list []*command) map[string]*command {
+	m := make(map[string]*command, len(list))
+	for _, c := range list {
+		m[c.name] = c
+	}
+	return m
+}
 
 // run is main without the process: tests call it in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -13,12 +13,11 @@ import (
 
 const envProxyToken = "TOOLSHELF_PROXY_TOKEN"
 
-func init() {
-	register(&command{
-		name:    "proxy",
-		summary: "tool search for any client: a proxy in front of the model API",
-		usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--max-rounds N] [--token TOKEN] [flags]",
-		help: `
+var proxyCommand = &command{
+	name:    "proxy",
+	summary: "tool search for any client: a proxy in front of the model API",
+	usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--max-rounds N] [--token TOKEN] [flags]",
+	help: `
 Serves the Anthropic Messages API (POST /v1/messages and
 /v1/messages/count_tokens) and passes every other request to --upstream
 unchanged. Point a client's base URL at it:
@@ -52,56 +51,55 @@ API keys go from the client to the upstream as they came; the proxy keeps
 and logs none. It logs one line per request: tools in, tools deferred,
 rounds, tokens saved. Beyond loopback it needs --token (or
 $TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			listen := fs.String("listen", "127.0.0.1:8787", "listen on `ADDR`")
-			upstream := fs.String("upstream", "https://api.anthropic.com", "the model API's base `URL`")
-			mode := fs.String("mode", "auto", "when to defer: search (always), all (never), auto or auto:N")
-			window := fs.Int("context-window", 0, "context window in `TOKENS` for --mode auto (default: the model's)")
-			rounds := fs.Int("max-rounds", proxy.DefaultMaxRounds, "search rounds answered per request (`N`)")
-			native := fs.String("native", proxy.NativeAuto, "use the API's own tool search: auto (in front of api.anthropic.com, for models that take it), always or never")
-			token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
-			var engine engineFlags
-			engine.register(fs)
-			logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %v", args)
-				}
-				settings, err := policy.ParseMode(*mode)
-				if err != nil {
-					return usagef("--mode %v", err)
-				}
-				if err := checkPositive(fs, "max-rounds", *rounds); err != nil {
-					return err
-				}
-				if *window < 0 {
-					return usagef("--context-window must be positive")
-				}
-				if err := engine.check(e); err != nil {
-					return err
-				}
-				var level slog.Level
-				if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-					return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
-				}
-				if *token == "" {
-					*token = e.getenv(envProxyToken)
-				}
-				if err := checkListenAddr("--listen", *listen, *token, "--token or $"+envProxyToken); err != nil {
-					return err
-				}
-				logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-				p, err := proxy.New(&proxy.Options{
-					Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
-					MaxRounds: *rounds, Engine: engine.kind, Token: *token, Native: *native,
-				})
-				if err != nil {
-					return usagef("%v", err)
-				}
-				return serveProxy(ctx, p, *listen, logger)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		listen := fs.String("listen", "127.0.0.1:8787", "listen on `ADDR`")
+		upstream := fs.String("upstream", "https://api.anthropic.com", "the model API's base `URL`")
+		mode := fs.String("mode", "auto", "when to defer: search (always), all (never), auto or auto:N")
+		window := fs.Int("context-window", 0, "context window in `TOKENS` for --mode auto (default: the model's)")
+		rounds := fs.Int("max-rounds", proxy.DefaultMaxRounds, "search rounds answered per request (`N`)")
+		native := fs.String("native", proxy.NativeAuto, "use the API's own tool search: auto (in front of api.anthropic.com, for models that take it), always or never")
+		token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
+		var engine engineFlags
+		engine.register(fs)
+		logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected arguments: %v", args)
 			}
-		},
-	})
+			settings, err := policy.ParseMode(*mode)
+			if err != nil {
+				return usagef("--mode %v", err)
+			}
+			if err := checkPositive(fs, "max-rounds", *rounds); err != nil {
+				return err
+			}
+			if *window < 0 {
+				return usagef("--context-window must be positive")
+			}
+			if err := engine.check(e); err != nil {
+				return err
+			}
+			var level slog.Level
+			if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+				return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
+			}
+			if *token == "" {
+				*token = e.getenv(envProxyToken)
+			}
+			if err := checkListenAddr("--listen", *listen, *token, "--token or $"+envProxyToken); err != nil {
+				return err
+			}
+			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+			p, err := proxy.New(&proxy.Options{
+				Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
+				MaxRounds: *rounds, Engine: engine.kind, Token: *token, Native: *native,
+			})
+			if err != nil {
+				return usagef("%v", err)
+			}
+			return serveProxy(ctx, p, *listen, logger)
+		}
+	},
 }
 
 // serveProxy serves p until ctx is done.

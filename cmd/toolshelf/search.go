@@ -13,12 +13,11 @@ import (
 	"github.com/toolshelf/toolshelf/search"
 )
 
-func init() {
-	register(&command{
-		name:    "search",
-		summary: "find tools by what they do",
-		usage:   "[--catalog FILE | --config FILE] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
-		help: `
+var searchCommand = &command{
+	name:    "search",
+	summary: "find tools by what they do",
+	usage:   "[--catalog FILE | --config FILE] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
+	help: `
 Searches a catalog of MCP tools and prints the best matches, best first:
 qualified name, server, score and a one-line description.
 
@@ -38,25 +37,24 @@ a dataset folder with tools.jsonl. Without it, the configured servers are
 searched (connected first).
 
 ` + configHelp,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			catalogPath := fs.String("catalog", "", "catalog `FILE` to search")
-			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
-			var engine engineFlags
-			engine.register(fs)
-			limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, semantic and hybrid, 5 otherwise)")
-			asJSON := fs.Bool("json", false, "print the hits as JSON")
-			explain := fs.Bool("explain", false, "show what each query term matched")
-			return func(ctx context.Context, e *env, args []string) error {
-				if err := checkPositive(fs, "limit", *limit); err != nil {
-					return err
-				}
-				if err := engine.check(e); err != nil {
-					return err
-				}
-				return runSearch(ctx, e, searchOptions{*catalogPath, *config, engine, *limit, *asJSON, *explain}, args)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		catalogPath := fs.String("catalog", "", "catalog `FILE` to search")
+		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		var engine engineFlags
+		engine.register(fs)
+		limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, semantic and hybrid, 5 otherwise)")
+		asJSON := fs.Bool("json", false, "print the hits as JSON")
+		explain := fs.Bool("explain", false, "show what each query term matched")
+		return func(ctx context.Context, e *env, args []string) error {
+			if err := checkPositive(fs, "limit", *limit); err != nil {
+				return err
 			}
-		},
-	})
+			if err := engine.check(e); err != nil {
+				return err
+			}
+			return runSearch(ctx, e, searchOptions{*catalogPath, *config, engine, *limit, *asJSON, *explain}, args)
+		}
+	},
 }
 
 type searchOptions struct {
@@ -83,10 +81,13 @@ func runSearch(ctx context.Context, e *env, o searchOptions, args []string) erro
 	if err != nil {
 		return err
 	}
-	hits, err := eng.Search(ctx, query, o.limit)
+	// Through the search front end, as every face searches: select: is
+	// answered there.
+	found, err := search.Find(ctx, eng, cat, search.Request{Query: query, Limit: o.limit})
 	if err != nil {
 		return badInput(err)
 	}
+	hits := found.Hits
 	if o.json {
 		return writeHitsJSON(e.stdout, query, o.engine.kind, cat.Len(), hits)
 	}

@@ -25,12 +25,11 @@ const envAuthToken = "TOOLSHELF_AUTH_TOKEN"
 // GOGC is set.
 const serveGCPercent = 400
 
-func init() {
-	register(&command{
-		name:    "serve",
-		summary: "run the MCP gateway in front of the configured servers",
-		usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--audit FILE] [--engine ENGINE] [flags]",
-		help: `
+var serveCommand = &command{
+	name:    "serve",
+	summary: "run the MCP gateway in front of the configured servers",
+	usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--audit FILE] [--engine ENGINE] [flags]",
+	help: `
 Runs toolshelf as an MCP server: the one server a client (Claude Desktop,
 Claude Code, Cursor, VS Code, ...) is configured with, in front of all the
 configured MCP servers. Over stdio by default; with --http, streamable HTTP
@@ -112,40 +111,39 @@ Unless GOGC is set, the garbage collector runs at GOGC=400: the MCP SDK
 allocates about 400 KB per forwarded call. Unless GOMEMLIMIT is set, a soft
 memory limit of 96 MiB (or twice the live heap and 64 MiB more, once the
 servers have started) makes it collect earlier when large requests arrive.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			var o serveOptions
-			fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
-			fs.StringVar(&o.catalog, "catalog", "", "serve a catalog `FILE` for search only, without servers")
-			fs.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` (such as 127.0.0.1:8080) instead of stdio")
-			fs.StringVar(&o.token, "auth-token", "", "require this bearer `TOKEN` over HTTP (default $TOOLSHELF_AUTH_TOKEN)")
-			fs.StringVar(&o.mode, "mode", "search", "how tools are shown: search, all, auto or auto:N")
-			fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
-			fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
-			fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
-			fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
-			fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
-			fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
-			fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf usage)")
-			fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
-			o.engine.register(fs)
-			fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) > 0 {
-					return usagef("unexpected arguments: %v", args)
-				}
-				if err := checkPositive(fs, "context-window", o.window); err != nil {
-					return err
-				}
-				if err := checkPositive(fs, "max-sessions", o.maxSessions); err != nil {
-					return err
-				}
-				if o.token == "" {
-					o.token = e.getenv(envAuthToken)
-				}
-				return runServe(ctx, e, o)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var o serveOptions
+		fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
+		fs.StringVar(&o.catalog, "catalog", "", "serve a catalog `FILE` for search only, without servers")
+		fs.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` (such as 127.0.0.1:8080) instead of stdio")
+		fs.StringVar(&o.token, "auth-token", "", "require this bearer `TOKEN` over HTTP (default $TOOLSHELF_AUTH_TOKEN)")
+		fs.StringVar(&o.mode, "mode", "search", "how tools are shown: search, all, auto or auto:N")
+		fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
+		fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
+		fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
+		fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
+		fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
+		fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
+		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf usage)")
+		fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
+		o.engine.register(fs)
+		fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 {
+				return usagef("unexpected arguments: %v", args)
 			}
-		},
-	})
+			if err := checkPositive(fs, "context-window", o.window); err != nil {
+				return err
+			}
+			if err := checkPositive(fs, "max-sessions", o.maxSessions); err != nil {
+				return err
+			}
+			if o.token == "" {
+				o.token = e.getenv(envAuthToken)
+			}
+			return runServe(ctx, e, o)
+		}
+	},
 }
 
 type serveOptions struct {

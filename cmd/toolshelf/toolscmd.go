@@ -13,12 +13,11 @@ import (
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
-func init() {
-	register(&command{
-		name:    "tools",
-		summary: "review tools whose definitions changed, and approve or deny them",
-		usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL]  [--config FILE]",
-		help: `
+var toolsCommand = &command{
+	name:    "tools",
+	summary: "review tools whose definitions changed, and approve or deny them",
+	usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL]  [--config FILE]",
+	help: `
 Every tool's definition (name, title, description, input and output schema,
 annotations, and the _meta keys toolshelf or clients act on, such as
 anthropic/alwaysLoad) is pinned in toolshelf.lock, beside the configuration file, by
@@ -47,31 +46,30 @@ running 'toolshelf serve' reads toolshelf.lock again within seconds of a
 change.
 
 ` + configHelp,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) == 0 {
-					return usagef("tools needs diff, approve or deny")
-				}
-				verb, rest := args[0], args[1:]
-				switch {
-				case verb == "diff" && len(rest) <= 1:
-				case (verb == "approve" || verb == "deny") && len(rest) == 1:
-				case verb == "approve" || verb == "deny":
-					return usagef("tools %s needs SERVER or SERVER/TOOL", verb)
-				case verb == "diff":
-					return usagef("tools diff takes at most one SERVER")
-				default:
-					return usagef("unknown tools command %q%s", verb, didYouMeanWord(verb, []string{"diff", "approve", "deny"}))
-				}
-				var server, tool string
-				if len(rest) == 1 {
-					server, tool, _ = strings.Cut(rest[0], "/")
-				}
-				return runTools(ctx, e, *config, verb, server, tool)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 0 {
+				return usagef("tools needs diff, approve or deny")
 			}
-		},
-	})
+			verb, rest := args[0], args[1:]
+			switch {
+			case verb == "diff" && len(rest) <= 1:
+			case (verb == "approve" || verb == "deny") && len(rest) == 1:
+			case verb == "approve" || verb == "deny":
+				return usagef("tools %s needs SERVER or SERVER/TOOL", verb)
+			case verb == "diff":
+				return usagef("tools diff takes at most one SERVER")
+			default:
+				return usagef("unknown tools command %q%s", verb, didYouMeanWord(verb, []string{"diff", "approve", "deny"}))
+			}
+			var server, tool string
+			if len(rest) == 1 {
+				server, tool, _ = strings.Cut(rest[0], "/")
+			}
+			return runTools(ctx, e, *config, verb, server, tool)
+		}
+	},
 }
 
 // didYouMeanWord suggests the closest of some words.

@@ -14,12 +14,11 @@ import (
 // envUsage names the usage database instead of the state folder's.
 const envUsage = "TOOLSHELF_USAGE"
 
-func init() {
-	register(&command{
-		name:    "usage",
-		summary: "show or clear what search has learned from use",
-		usage:   "show [--tool NAME] [--json] | forget (--all | --tool NAME | --query TEXT | --older-than DURATION)",
-		help: `
+var usageCommand = &command{
+	name:    "usage",
+	summary: "show or clear what search has learned from use",
+	usage:   "show [--tool NAME] [--json] | forget (--all | --tool NAME | --query TEXT | --older-than DURATION)",
+	help: `
 When a search is followed, in the same session, by a call of one of the
 tools it found, 'toolshelf serve' keeps the pair (the query's words and the
 tool's name; never the arguments) and ranks that tool higher for later
@@ -35,68 +34,67 @@ The pairs are kept in toolshelf/usage.db in the user's state folder
 ($XDG_STATE_HOME, else ~/.local/state; $TOOLSHELF_USAGE names another
 file), at most 20,000 and for 180 days. 'serve --no-learn', or "learn":
 false in the configuration, turns learning off.`,
-		flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-			tool := fs.String("tool", "", "only the pairs of the tool `NAME` (qualified)")
-			query := fs.String("query", "", "forget: the pairs of the query `TEXT`")
-			all := fs.Bool("all", false, "forget: every pair")
-			older := fs.Duration("older-than", 0, "forget: the pairs not used for `DURATION`")
-			asJSON := fs.Bool("json", false, "show: print JSON")
-			return func(ctx context.Context, e *env, args []string) error {
-				if len(args) != 1 || (args[0] != "show" && args[0] != "forget") {
-					return usagef("usage needs show or forget")
-				}
-				st := usage.Open(usagePath(e), nil)
-				if st.Path() == "" {
-					return usagef("no state folder: set $%s to the usage database's file", envUsage)
-				}
-				if args[0] == "show" {
-					pairs, err := st.Pairs()
-					if err != nil {
-						return err
-					}
-					if *tool != "" {
-						pairs = filterPairs(pairs, func(p usage.Pair) bool { return p.Tool == *tool })
-					}
-					if *asJSON {
-						if pairs == nil {
-							pairs = []usage.Pair{}
-						}
-						return writeJSON(e.stdout, pairs)
-					}
-					if len(pairs) == 0 {
-						fmt.Fprintf(e.stdout, "nothing learned yet (%s)\n", st.Path())
-						return nil
-					}
-					tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-					fmt.Fprintln(tw, "PROFILE\tTOOL\tSESSIONS\tLAST USED\tQUERY")
-					for _, p := range pairs {
-						fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", profileOrDefault(p.Profile), p.Tool, p.Count, p.Last.Local().Format(time.DateTime), p.Query)
-					}
-					return tw.Flush()
-				}
-				var match func(usage.Pair) bool
-				switch {
-				case *all && (*tool != "" || *query != "" || *older != 0):
-					return usagef("forget --all takes no other filter")
-				case *all:
-				case *tool != "" || *query != "" || *older > 0:
-					cutoff := time.Now().Add(-*older)
-					q := strings.Join(strings.Fields(*query), " ")
-					match = func(p usage.Pair) bool {
-						return (*tool == "" || p.Tool == *tool) && (q == "" || p.Query == q) && (*older <= 0 || p.Last.Before(cutoff))
-					}
-				default:
-					return usagef("forget needs --all, --tool, --query or --older-than")
-				}
-				n, err := st.Forget(match)
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		tool := fs.String("tool", "", "only the pairs of the tool `NAME` (qualified)")
+		query := fs.String("query", "", "forget: the pairs of the query `TEXT`")
+		all := fs.Bool("all", false, "forget: every pair")
+		older := fs.Duration("older-than", 0, "forget: the pairs not used for `DURATION`")
+		asJSON := fs.Bool("json", false, "show: print JSON")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 || (args[0] != "show" && args[0] != "forget") {
+				return usagef("usage needs show or forget")
+			}
+			st := usage.Open(usagePath(e), nil)
+			if st.Path() == "" {
+				return usagef("no state folder: set $%s to the usage database's file", envUsage)
+			}
+			if args[0] == "show" {
+				pairs, err := st.Pairs()
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(e.stdout, "forgot %d pairs (%s)\n", n, st.Path())
-				return nil
+				if *tool != "" {
+					pairs = filterPairs(pairs, func(p usage.Pair) bool { return p.Tool == *tool })
+				}
+				if *asJSON {
+					if pairs == nil {
+						pairs = []usage.Pair{}
+					}
+					return writeJSON(e.stdout, pairs)
+				}
+				if len(pairs) == 0 {
+					fmt.Fprintf(e.stdout, "nothing learned yet (%s)\n", st.Path())
+					return nil
+				}
+				tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "PROFILE\tTOOL\tSESSIONS\tLAST USED\tQUERY")
+				for _, p := range pairs {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", profileOrDefault(p.Profile), p.Tool, p.Count, p.Last.Local().Format(time.DateTime), p.Query)
+				}
+				return tw.Flush()
 			}
-		},
-	})
+			var match func(usage.Pair) bool
+			switch {
+			case *all && (*tool != "" || *query != "" || *older != 0):
+				return usagef("forget --all takes no other filter")
+			case *all:
+			case *tool != "" || *query != "" || *older > 0:
+				cutoff := time.Now().Add(-*older)
+				q := strings.Join(strings.Fields(*query), " ")
+				match = func(p usage.Pair) bool {
+					return (*tool == "" || p.Tool == *tool) && (q == "" || p.Query == q) && (*older <= 0 || p.Last.Before(cutoff))
+				}
+			default:
+				return usagef("forget needs --all, --tool, --query or --older-than")
+			}
+			n, err := st.Forget(match)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "forgot %d pairs (%s)\n", n, st.Path())
+			return nil
+		}
+	},
 }
 
 // usagePath is the usage database: $TOOLSHELF_USAGE, else the state
