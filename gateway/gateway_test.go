@@ -374,7 +374,13 @@ func TestCatalogOnly(t *testing.T) {
 func httpGateway(t *testing.T, g *Server, opts *HTTPOptions) string {
 	t.Helper()
 	srv := httptest.NewServer(g.Handler(opts))
-	t.Cleanup(srv.Close)
+	t.Cleanup(func() {
+		// A client's event stream (its hanging GET) lives as long as its
+		// session; a client that closed before the stream was open never
+		// ended it, and Close would wait for it forever.
+		srv.CloseClientConnections()
+		srv.Close()
+	})
 	return srv.URL
 }
 
