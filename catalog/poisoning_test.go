@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
 // The poisoning check on published tool-poisoning payloads
@@ -64,10 +65,9 @@ func TestPoisoningLabelled(t *testing.T) {
 	}
 	alarms("the built-in catalog", builtin.Catalog())
 	for _, name := range []string{"etom_msc_bench", "bfcl_live", "bfcl_nonlive"} {
-		path := filepath.Join("..", "..", "shared", "datasets", name, "tools.jsonl")
-		if _, err := os.Stat(path); err == nil {
-			alarms(name, datasetCatalog(t, path))
-		}
+		t.Run(name, func(t *testing.T) {
+			alarms(name, datasetCatalog(t, filepath.Join(testenv.Dataset(t, name), "tools.jsonl")))
+		})
 	}
 }
 

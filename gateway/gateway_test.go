@@ -216,51 +216,49 @@ func TestCallToolFaults(t *testing.T) {
 		args any
 		want string // substring of the text
 		err  bool
+		// schema: the input schema rejects the arguments, so a JSON-RPC
+		// error naming the field is a right answer too.
+		schema string
 	}{
-		{"unknown name", map[string]any{"name": "mcp__github__create_isue"}, `no tool "mcp__github__create_isue". Closest: mcp__github__create_issue`, true},
-		{"own name", map[string]any{"name": "post_message", "arguments": map[string]any{"text": "a"}}, `"tool":"post_message","arguments":{"text":"a"}`, false},
-		{"any case", map[string]any{"name": "MCP__SLACK__POST_MESSAGE", "arguments": map[string]any{"text": "b"}}, `"text":"b"`, false},
-		{"nested arguments", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"arguments": map[string]any{"text": "c"}}}, `"arguments":{"text":"c"}`, false},
-		{"call repeated inside", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"text": "d"}}}, `"arguments":{"text":"d"}`, false},
-		{"tool name as key", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"post_message": map[string]any{"text": "e"}}}, `"arguments":{"text":"e"}`, false},
-		{"arguments as a string", map[string]any{"name": "mcp__slack__post_message", "arguments": `{"text":"f"}`}, `"arguments":{"text":"f"}`, false},
-		{"no arguments", map[string]any{"name": "mcp__slack__list_channels"}, `"arguments":{}`, false},
-		{"no name", map[string]any{"arguments": map[string]any{}}, `"name" is required`, true},
-		{"arguments not an object", map[string]any{"name": "mcp__slack__post_message", "arguments": []int{1}}, `"arguments" must be a JSON object`, true},
+		{"unknown name", map[string]any{"name": "mcp__github__create_isue"}, `no tool "mcp__github__create_isue". Closest: mcp__github__create_issue`, true, ""},
+		{"own name", map[string]any{"name": "post_message", "arguments": map[string]any{"text": "a"}}, `"tool":"post_message","arguments":{"text":"a"}`, false, ""},
+		{"any case", map[string]any{"name": "MCP__SLACK__POST_MESSAGE", "arguments": map[string]any{"text": "b"}}, `"text":"b"`, false, ""},
+		{"nested arguments", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"arguments": map[string]any{"text": "c"}}}, `"arguments":{"text":"c"}`, false, ""},
+		{"call repeated inside", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"text": "d"}}}, `"arguments":{"text":"d"}`, false, ""},
+		{"tool name as key", map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"post_message": map[string]any{"text": "e"}}}, `"arguments":{"text":"e"}`, false, ""},
+		{"arguments as a string", map[string]any{"name": "mcp__slack__post_message", "arguments": `{"text":"f"}`}, `"arguments":{"text":"f"}`, false, ""},
+		{"no arguments", map[string]any{"name": "mcp__slack__list_channels"}, `"arguments":{}`, false, ""},
+		{"no name", map[string]any{"arguments": map[string]any{}}, `"name" is required`, true, "name"},
+		{"arguments not an object", map[string]any{"name": "mcp__slack__post_message", "arguments": []int{1}}, `"arguments" must be a JSON object`, true, "arguments"},
+	}
+	check := func(t *testing.T, tool string, args any, want string, isErr bool, schema string) {
+		t.Helper()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+		if err != nil {
+			if schema == "" || !strings.Contains(err.Error(), schema) {
+				t.Errorf("%s %v: a protocol error %q; want a tool result with %q", tool, args, err, want)
+			}
+			return
+		}
+		if res.IsError != isErr || !strings.Contains(text(res), want) {
+			t.Errorf("%s %v: isError %v, text %q; want %v and %q", tool, args, res.IsError, text(res), isErr, want)
+		}
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: tt.args})
-			if err != nil {
-				// The SDK validates against the schema: a JSON-RPC error is
-				// also a right answer to a malformed call.
-				if !tt.err {
-					t.Fatal(err)
-				}
-				return
-			}
-			if res.IsError != tt.err || !strings.Contains(text(res), tt.want) {
-				t.Errorf("isError %v, text %q; want %v and %q", res.IsError, text(res), tt.err, tt.want)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { check(t, toolCall, tt.args, tt.want, tt.err, tt.schema) })
 	}
 	for _, tt := range []struct {
-		args any
-		want string
+		args         any
+		want, schema string
 	}{
-		{map[string]any{}, `"query" is required`},
-		{map[string]any{"query": "?!"}, "Query must contain at least one letter or number."},
-		{map[string]any{"query": "x", "limit": 0}, `"limit" must be a positive integer`},
-		{map[string]any{"query": "x", "limit": 2.5}, `"limit" must be a positive integer`},
-		{map[string]any{"query": "zzyzx"}, "No match."},
+		{map[string]any{}, `"query" is required`, "query"},
+		{map[string]any{"query": "?!"}, "Query must contain at least one letter or number.", ""},
+		{map[string]any{"query": "   "}, `"query" is required`, ""},
+		{map[string]any{"query": "x", "limit": 0}, `"limit" must be a positive integer`, "limit"},
+		{map[string]any{"query": "x", "limit": 2.5}, `"limit" must be a positive integer`, "limit"},
+		{map[string]any{"query": "zzyzx"}, "No match.", ""},
 	} {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolSearch, Arguments: tt.args})
-		if err != nil {
-			continue // rejected by schema validation: also right
-		}
-		if !strings.Contains(text(res), tt.want) {
-			t.Errorf("search_tools %v: %q, want %q", tt.args, text(res), tt.want)
-		}
+		check(t, toolSearch, tt.args, tt.want, tt.want != "No match.", tt.schema)
 	}
 }
 

@@ -13,6 +13,13 @@ for dir in testdata/servers testdata/clients scripts/embed-server; do
   (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 done
 
+# go test's own limit (10 minutes a package) scales with the machine's
+# load per core, as the tests' deadlines do (internal/testenv): a loaded
+# machine is slower, not failing. $TOOLSHELF_TEST_SCALE sets the factor.
+scale=${TOOLSHELF_TEST_SCALE:-$(awk -v cores="$(nproc)" '{ s = $1 / cores; print (s > 1 ? s : 1) }' /proc/loadavg 2>/dev/null || echo 1)}
+timeout=$(awk -v s="$scale" 'BEGIN { printf "%dm", 10 * s + 0.999 }')
+echo "go test -timeout $timeout (load scale $scale)"
+
 # -race everywhere: the pool, engines and catalogs are shared across
 # goroutines by design.
-go test -race -count=1 ./...
+go test -race -count=1 -timeout "$timeout" ./...

@@ -56,4 +56,10 @@ func TestRedactingLogs(t *testing.T) {
 	if strings.Contains(buf.String(), "planted-secret") {
 		t.Errorf("the log holds the secret: %s", buf.String())
 	}
+	// The record itself reaches the log, with what is not secret.
+	for _, want := range []string{`msg="failed with [redacted]"`, `error="stderr: [redacted]"`, `g.v=[redacted]`, `url="https://h/x?k=[redacted]"`, "level=WARN"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("the log lacks %s: %s", want, buf.String())
+		}
+	}
 }

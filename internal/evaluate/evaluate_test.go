@@ -3,6 +3,7 @@ package evaluate
 import (
 	"context"
 	"errors"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"math"
 	"os"
 	"path/filepath"
@@ -140,16 +141,9 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
-// datasetDir returns the shared dataset folder, skipping the test when the
-// checkout has no ../shared beside it.
-func datasetDir(t *testing.T, name string) string {
-	t.Helper()
-	dir := filepath.Join("..", "..", "shared", "datasets", name)
-	if _, err := os.Stat(filepath.Join(dir, "queries.jsonl")); err != nil {
-		t.Skipf("dataset %s not found beside the checkout: %v", name, err)
-	}
-	return dir
-}
+// datasetDir returns the shared dataset folder (see testenv.Dataset:
+// skipped without ../shared, failed in CI).
+func datasetDir(t *testing.T, name string) string { return testenv.Dataset(t, name) }
 
 // TestBM25Quality guards the BM25 engine's retrieval quality on the shared
 // datasets against regressions. The floors are the baseline of plain BM25

@@ -117,3 +117,21 @@ func RequireNPM(t testing.TB, dirs ...string) {
 		}
 	}
 }
+
+// Dataset returns the folder of a shared labelled dataset
+// (../shared/datasets/NAME beside the checkout). Where it is missing the
+// test is skipped, except in CI (CI set), where the datasets are always
+// beside the checkout and a missing one is a failure: a quality floor
+// that skips there guards nothing.
+func Dataset(t testing.TB, name string) string {
+	t.Helper()
+	dir := filepath.Join(filepath.Dir(Root(t)), "shared", "datasets", name)
+	if _, err := os.Stat(filepath.Join(dir, "queries.jsonl")); err != nil {
+		msg := fmt.Sprintf("dataset %s not found beside the checkout: %v", name, err)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dir
+}
