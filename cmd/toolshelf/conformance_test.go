@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -191,25 +192,35 @@ func TestConformanceClient(t *testing.T) {
 	browser := filepath.Join(dir, "browser")
 	os.WriteFile(browser, []byte(fmt.Sprintf("#!/bin/sh\n%s=browse exec %q \"$@\"\n", mcptest.ModeEnv, exe)), 0o755)
 	node22, _ := filepath.Abs(filepath.Join(clientsDir, "node_modules", "node", "bin", "node"))
+	var mu sync.Mutex
 	var passed []string
+	t.Cleanup(func() {
+		t.Logf("conformance client scenarios: %d of %d pass; expected failures: %v", len(passed), len(scenarios), expected)
+	})
 	for _, sc := range scenarios {
-		// A token file of its own per scenario: each is a new server.
-		script := filepath.Join(dir, strings.ReplaceAll(sc, "/", "-")+".sh")
-		os.WriteFile(script, []byte(fmt.Sprintf("#!/bin/sh\nexport %s=1 %s=1 BROWSER=%q %s=%q XDG_CACHE_HOME=%q\nexec %q auth login --url \"$@\"\n",
-			runMainEnv, conformanceClientEnv, browser, envTokens, filepath.Join(dir, strings.ReplaceAll(sc, "/", "-")+".json"), filepath.Join(dir, "cache"), exe)), 0o755)
-		out, _ := node(t, node22, "node_modules/@modelcontextprotocol/conformance/dist/index.js",
-			"client", "--command", script, "--scenario", sc, "-o", t.TempDir())
-		m := clientScenarioLine.FindStringSubmatch(out)
-		ok := m != nil && m[2] == "PASSED"
-		switch {
-		case ok && slices.Contains(expected, sc):
-			t.Errorf("%s passes but conformance-client.yml lists it: take it off the list", sc)
-		case !ok && !slices.Contains(expected, sc):
-			t.Errorf("%s failed:\n%s", sc, lastLines(strings.NewReplacer("Passed:", "checks passed:").Replace(out), 30))
-		}
-		if ok {
-			passed = append(passed, sc)
-		}
+		// Each scenario is a subtest of its own, run in parallel with the
+		// others up to go test's -parallel: they wait on processes.
+		t.Run(sc, func(t *testing.T) {
+			t.Parallel()
+			// A token file of its own per scenario: each is a new server.
+			script := filepath.Join(dir, strings.ReplaceAll(sc, "/", "-")+".sh")
+			os.WriteFile(script, []byte(fmt.Sprintf("#!/bin/sh\nexport %s=1 %s=1 BROWSER=%q %s=%q XDG_CACHE_HOME=%q\nexec %q auth login --url \"$@\"\n",
+				runMainEnv, conformanceClientEnv, browser, envTokens, filepath.Join(dir, strings.ReplaceAll(sc, "/", "-")+".json"), filepath.Join(dir, "cache"), exe)), 0o755)
+			out, _ := node(t, node22, "node_modules/@modelcontextprotocol/conformance/dist/index.js",
+				"client", "--command", script, "--scenario", sc, "-o", t.TempDir())
+			m := clientScenarioLine.FindStringSubmatch(out)
+			ok := m != nil && m[2] == "PASSED"
+			switch {
+			case ok && slices.Contains(expected, sc):
+				t.Errorf("%s passes but conformance-client.yml lists it: take it off the list", sc)
+			case !ok && !slices.Contains(expected, sc):
+				t.Errorf("%s failed:\n%s", sc, lastLines(strings.NewReplacer("Passed:", "checks passed:").Replace(out), 30))
+			}
+			if ok {
+				mu.Lock()
+				passed = append(passed, sc)
+				mu.Unlock()
+			}
+		})
 	}
-	t.Logf("conformance client scenarios: %d of %d pass; expected failures: %v", len(passed), len(scenarios), expected)
 }
