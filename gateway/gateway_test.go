@@ -675,3 +675,48 @@ func testMaxSessions(t *testing.T, activate bool) {
 		t.Errorf("metrics: %s", m)
 	}
 }
+
+// A one-shot client asking for the tool list (in all mode) or the prompt
+// list as soon as the gateway starts gets the lists of the servers that
+// were still starting, not empty ones.
+func TestFirstListsWaitForStartingServers(t *testing.T) {
+	for _, method := range []string{"tools/list", "prompts/list"} {
+		t.Run(method, func(t *testing.T) {
+			srv := mcp.NewServer(&mcp.Implementation{Name: "late", Version: "1"}, nil)
+			srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
+			srv.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+				return &mcp.GetPromptResult{}, nil
+			})
+			slow := inMemory("late", srv)
+			dial := slow.Dial
+			asked := make(chan struct{})
+			slow.Dial = func(ctx context.Context) (mcp.Transport, error) {
+				<-asked // the gateway is waiting for this server
+				return dial(ctx)
+			}
+			pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
+			g, err := New(pool.Scope(nil), &Options{Settings: allMode})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var once sync.Once
+			g.waiting = func() { once.Do(func() { close(asked) }) }
+			background(t, pool.Run)
+			background(t, g.Run)
+			cs := connect(t, g, nil)
+			switch method {
+			case "tools/list":
+				if names := listNames(t, cs); !slices.Contains(names, "mcp__late__echo") {
+					t.Errorf("the first tool list: %v", names)
+				}
+			case "prompts/list":
+				res, err := cs.ListPrompts(context.Background(), nil)
+				if err != nil || len(res.Prompts) != 1 || res.Prompts[0].Name != "greet" {
+					t.Errorf("the first prompt list: %+v %v", res, err)
+				}
+			}
+		})
+	}
+}

@@ -276,7 +276,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 	})
-	srv.AddReceivingMiddleware(s.watchLevel, s.describeServers)
+	srv.AddReceivingMiddleware(s.watchLevel, s.describeServers, s.awaitLists)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
 	s.mu.Lock()
 	s.sessions[srv] = x
@@ -318,6 +318,28 @@ func (s *Server) describeServers(next mcp.MethodHandler) mcp.MethodHandler {
 			r.Instructions += "\n\n" + serversHeading + "\n" + snap.servers
 		}
 		return res, err
+	}
+}
+
+// awaitLists holds a client's first lists until the servers still
+// starting have started or failed (within PendingWait): a one-shot client
+// (the Inspector CLI) asks once and does not wait for list_changed. The
+// tool list waits only when it lists the tools themselves (all mode, or
+// auto below the threshold); in search mode it is the meta tools.
+func (s *Server) awaitLists(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			if snap := s.state.Load(); snap != nil && snap.direct && len(s.up.Pending()) > 0 {
+				s.awaitPending(ctx, func(*snapshot) bool { return false })
+			}
+		case "prompts/list", "resources/list", "resources/templates/list":
+			if len(s.up.Pending()) > 0 {
+				s.awaitPending(ctx, func(*snapshot) bool { return false })
+				s.updateOffers(s.up.Offers())
+			}
+		}
+		return next(ctx, method, req)
 	}
 }
 

@@ -212,7 +212,7 @@ func TestPoolFaults(t *testing.T) {
 	}
 	want := map[string]string{
 		"exits":   "API token is not valid",
-		"hang":    fmt.Sprintf("no answer within %v; stopped it; stderr: connecting to the backend...", short),
+		"hang":    fmt.Sprintf("no answer within %v; stopped it (a slow server, or a busy machine, may need a longer \"timeout\" in its configuration); stderr: connecting to the backend...", short),
 		"missing": `command "toolshelf-no-such-command-xyz" not found`,
 		"refused": "",
 		"unset":   "TOKEN is not set",

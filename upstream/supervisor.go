@@ -139,7 +139,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	}
 	if err != nil {
 		if dctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			err = fmt.Errorf("no answer within %v; stopped it%s", s.cfg.timeout(), stderrNote(c))
+			err = fmt.Errorf("no answer within %v; stopped it (a slow server, or a busy machine, may need a longer \"timeout\" in its configuration)%s", s.cfg.timeout(), stderrNote(c))
 		}
 		out := c.output()
 		c.close()

@@ -176,6 +176,13 @@ func (r *listReport) write(w io.Writer) {
 	}
 	fmt.Fprintf(tw, "total\t\t%d\t\t%s\t%s\t\n", r.Tools, num(r.Chars), num(r.Tokens))
 	tw.Flush()
+	held := 0
+	for _, s := range r.Servers {
+		held += s.Quarantined
+	}
+	if held > 0 {
+		fmt.Fprintf(w, "\n%d more %s quarantined by toolshelf.lock and not listed: see toolshelf tools diff\n", held, map[bool]string{true: "tool is", false: "tools are"}[held == 1])
+	}
 	for _, s := range r.Servers {
 		fmt.Fprintf(w, "\n%s (%s", s.Name, s.State)
 		if s.Source != "" && s.Source != upstream.SourceLive {
@@ -183,6 +190,9 @@ func (r *listReport) write(w io.Writer) {
 		}
 		if s.Restarts > 0 {
 			fmt.Fprintf(w, ", %d restarts", s.Restarts)
+		}
+		if s.Quarantined > 0 {
+			fmt.Fprintf(w, ", %d quarantined", s.Quarantined)
 		}
 		fmt.Fprintln(w, ")")
 		if s.Error != "" {

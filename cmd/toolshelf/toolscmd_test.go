@@ -77,6 +77,9 @@ func TestRugPullQuarantined(t *testing.T) {
 	if st := runCLI(t, "doctor", "--config", cfg); !strings.Contains(st.stdout, "Quarantined by toolshelf.lock (1;") {
 		t.Errorf("doctor does not count the quarantined tool:\n%s", st.stdout)
 	}
+	if l := runCLI(t, "list", "--config", cfg); !strings.Contains(l.stdout, "1 more tool is quarantined by toolshelf.lock") || !strings.Contains(l.stdout, "1 quarantined") {
+		t.Errorf("list does not say a tool is quarantined:\n%s", l.stdout)
+	}
 
 	a := runCLI(t, "tools", "approve", "files/read", "--config", cfg)
 	if a.code != 0 || !strings.Contains(a.stdout, "approved 1") {
