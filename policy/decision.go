@@ -192,6 +192,11 @@ func (d Decision) String() string {
 	case d.Threshold > 0 && d.CharThreshold > 0:
 		fmt.Fprintf(&b, " (%s chars %s threshold %s chars: %d%% of %s tokens × 2.5; heuristic)",
 			num(d.Chars), cmpSign(d.Chars, d.CharThreshold), num(d.CharThreshold), d.Percent, num(d.ContextWindow))
+	case d.Threshold > 0 && d.Reason == ReasonAlways:
+		// tst defers whatever the cost: the threshold is auto mode's, and
+		// shown only for comparison.
+		fmt.Fprintf(&b, " (always in mode tst, whatever the cost: %s tokens; auto mode's threshold would be %s, %d%% of %s; %s)",
+			num(d.Tokens), num(d.Threshold), d.Percent, num(d.ContextWindow), d.TokenSource)
 	case d.Threshold > 0:
 		fmt.Fprintf(&b, " (%s tokens %s threshold %s: %d%% of %s; %s)",
 			num(d.Tokens), cmpSign(d.Tokens, d.Threshold), num(d.Threshold), d.Percent, num(d.ContextWindow), d.TokenSource)

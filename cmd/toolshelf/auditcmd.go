@@ -24,7 +24,7 @@ var auditCommand = &command{
 
 Rotated files (FILE.1, FILE.2, ...) are read too, oldest first.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		n := fs.Int("n", 20, "tail: how many records")
+		n := fs.Int("n", 20, "tail: how many records (`N`)")
 		since := fs.Duration("since", 0, "summary: only records of the last `DURATION` (such as 1h)")
 		asJSON := fs.Bool("json", false, "summary: print JSON")
 		return func(ctx context.Context, e *env, args []string) error {

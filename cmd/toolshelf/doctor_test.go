@@ -20,7 +20,7 @@ func TestDoctorBuiltin(t *testing.T) {
 	}
 	for _, want := range []string{
 		"SERVER", "LARGEST TOOLS", "github", "create_pull_request_review",
-		"enabled: tst_enabled (", "tokens ≥ threshold 20,000: 10% of 200,000; tokenizer)",
+		"enabled: tst_enabled (always in mode tst, whatever the cost: ", "tokens; auto mode's threshold would be 20,000, 10% of 200,000; tokenizer)",
 		"without deferral", "with deferral", "saving", "99.8%",
 		`collision        github, gitlab: "create_issue" is a tool of github and gitlab`,
 		"long_description mcp__sequential-thinking__sequentialthinking",

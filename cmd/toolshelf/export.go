@@ -28,8 +28,11 @@ fails is left out and makes the exit status 1.
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
 		return func(ctx context.Context, e *env, args []string) error {
-			if len(args) != 1 || args[0] != "export" {
-				return usagef("want 'toolshelf catalog export', got %q", args)
+			switch {
+			case len(args) == 0:
+				return usagef("catalog needs a command: 'toolshelf catalog export [--config FILE] > catalog.json' writes the tools as a catalog file")
+			case len(args) != 1 || args[0] != "export":
+				return usagef("unknown catalog command %q: want 'toolshelf catalog export' (the only one)", args[0])
 			}
 			path := configPath(e, *config)
 			if path == "" {

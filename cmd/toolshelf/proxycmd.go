@@ -54,10 +54,10 @@ $TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		listen := fs.String("listen", "127.0.0.1:8787", "listen on `ADDR`")
 		upstream := fs.String("upstream", "https://api.anthropic.com", "the model API's base `URL`")
-		mode := fs.String("mode", "auto", "when to defer: search (always), all (never), auto or auto:N")
+		mode := fs.String("mode", "auto", "when to defer (`MODE`): search (always), all (never), auto or auto:N")
 		window := fs.Int("context-window", 0, "context window in `TOKENS` for --mode auto (default: the model's)")
 		rounds := fs.Int("max-rounds", proxy.DefaultMaxRounds, "search rounds answered per request (`N`)")
-		native := fs.String("native", proxy.NativeAuto, "use the API's own tool search: auto (in front of api.anthropic.com, for models that take it), always or never")
+		native := fs.String("native", proxy.NativeAuto, "use the API's own tool search (`WHEN`): auto (in front of api.anthropic.com, for models that take it), always or never")
 		token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
 		var engine engineFlags
 		engine.register(fs)

@@ -117,7 +117,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.StringVar(&o.catalog, "catalog", "", "serve a catalog `FILE` for search only, without servers")
 		fs.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` (such as 127.0.0.1:8080) instead of stdio")
 		fs.StringVar(&o.token, "auth-token", "", "require this bearer `TOKEN` over HTTP (default $TOOLSHELF_AUTH_TOKEN)")
-		fs.StringVar(&o.mode, "mode", "search", "how tools are shown: search, all, auto or auto:N")
+		fs.StringVar(&o.mode, "mode", "search", "how tools are shown (`MODE`): search, all, auto or auto:N")
 		fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
 		fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
 		fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")

@@ -89,6 +89,7 @@ func TestListErrors(t *testing.T) {
 		{[]string{"list", "--config", "nope.json"}, "nope.json: no such file"},
 		{[]string{"list", "extra"}, "unexpected arguments"},
 		{[]string{"catalog", "import"}, "want 'toolshelf catalog export'"},
+		{[]string{"catalog"}, "catalog needs a command: 'toolshelf catalog export"},
 	} {
 		r := runCLI(t, tt.args...)
 		if r.code != 2 || !strings.Contains(r.stderr, tt.stderr) {

@@ -83,7 +83,7 @@ func didYouMeanWord(w string, words []string) string {
 func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string) error {
 	path := configPath(e, configFlag)
 	if path == "" {
-		return usagef("tools needs a configuration: pinned definitions live in %s beside it", pin.FileName)
+		return usagef("tools needs a configuration: pinned definitions live in %s beside it; give one with --config FILE or $%s, or make one with 'toolshelf import'", pin.FileName, envConfig)
 	}
 	cfg, err := loadConfig(e, path)
 	if err != nil {
