@@ -276,3 +276,32 @@ func TestStallFigure(t *testing.T) {
 	n, size := p.plans.held()
 	t.Logf("the cache holds %d sets, about %d MiB", n, size>>20)
 }
+
+// The proxy answers /healthz itself, and a request it passes to an
+// upstream that cannot be reached is logged as failed, with the error.
+func TestHealthAndPassedFailures(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	p, err := New(&Options{Upstream: "http://127.0.0.1:1", Logger: slog.New(slog.NewTextHandler(&lockedBuffer{b: &logs, mu: &mu}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	resp, err := http.Get(srv.URL + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Contains(b, []byte(`"status":"ok"`)) {
+		t.Errorf("healthz: %d %s", resp.StatusCode, b)
+	}
+	// Two tools: under the threshold, so the request passes untouched.
+	status, _, _ := post(t, srv.URL+"/v1/messages", request(t, builtinTools()[:2], `[{"role":"user","content":"hi"}]`, ""), nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if status != http.StatusBadGateway || !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "status=502") || !strings.Contains(logs.String(), "error=") {
+		t.Errorf("a passed request whose upstream failed: %d, logged %s", status, logs.String())
+	}
+}

@@ -26,15 +26,15 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	}
 	p := s.planFor(r.Context(), messagesInput(&req))
 	if p == nil {
-		s.logger.Info("proxy request", "model", logCut(req.Model), "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
-		s.passBody(w, r, body)
+		status, err := s.passBody(w, r, body)
+		s.logPassed(status, err, "model", logCut(req.Model), "tools", len(req.Tools), "deferred", 0, "rounds", 0, "passed", true)
 		return
 	}
 	if s.native(req.Model) {
 		body, _ = json.Marshal(p.native(req))
 		r.Header.Set("Anthropic-Beta", joinBeta(r.Header.Get("Anthropic-Beta"), messages.BetaToolSearch))
-		s.logger.Info("proxy request", "model", logCut(req.Model), "tools", len(req.Tools), "deferred", len(p.deferred), "native", true)
-		s.passBody(w, r, body)
+		status, err := s.passBody(w, r, body)
+		s.logPassed(status, err, "model", logCut(req.Model), "tools", len(req.Tools), "deferred", len(p.deferred), "native", true)
 		return
 	}
 	var stream bool
@@ -239,11 +239,50 @@ func (s *Server) countTokens(w http.ResponseWriter, r *http.Request) {
 
 // passBody sends a request that passes untouched, with the body already
 // read.
-func (s *Server) passBody(w http.ResponseWriter, r *http.Request, body []byte) {
-	r2 := r.Clone(r.Context())
+func (s *Server) passBody(w http.ResponseWriter, r *http.Request, body []byte) (status int, err error) {
+	var failure error
+	r2 := r.Clone(context.WithValue(r.Context(), passErrKey{}, &failure))
 	r2.Body = io.NopCloser(bytes.NewReader(body))
 	r2.ContentLength = int64(len(body))
-	s.pass.ServeHTTP(w, r2)
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	s.pass.ServeHTTP(sw, r2)
+	return sw.status, failure
+}
+
+// passErrKey carries, in a passed request's context, where the reverse
+// proxy's error handler puts why the upstream could not be reached.
+type passErrKey struct{}
+
+// statusWriter remembers the status a response was written with.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Flush passes flushes on: streams go through as they come.
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// logPassed logs a request passed upstream, with the upstream's status,
+// and at warn level with the error when the upstream failed.
+func (s *Server) logPassed(status int, err error, args ...any) {
+	args = append(args, "status", status)
+	switch {
+	case err != nil:
+		s.logger.Warn("proxy request", append(args, "error", err.Error())...)
+	case status >= 500:
+		s.logger.Warn("proxy request", args...)
+	default:
+		s.logger.Info("proxy request", args...)
+	}
 }
 
 // nativeTool is the API's own tool search (BM25 over the deferred tools'

@@ -149,6 +149,9 @@ func New(opts *Options) (*Server, error) {
 		},
 		FlushInterval: -1, // streams go through as they come
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if failure, ok := r.Context().Value(passErrKey{}).(*error); ok {
+				*failure = err
+			}
 			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
 		},
 	}
@@ -160,6 +163,13 @@ func New(opts *Options) (*Server, error) {
 // /v1/messages/count_tokens, and the Chat Completions API's POST
 // /v1/chat/completions, and passes everything else upstream.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+		// The proxy's own health, for a load balancer: it does not ask the
+		// upstream, whose health is the upstream's to report.
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"status":"ok"}`+"\n")
+		return
+	}
 	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.opts.Token)) != 1 {
 		writeError(w, http.StatusUnauthorized, "authentication_error", "toolshelf proxy: missing or wrong "+TokenHeader)
 		return

@@ -49,7 +49,8 @@ searches.
 
 API keys go from the client to the upstream as they came; the proxy keeps
 and logs none. It logs one line per request: tools in, tools deferred,
-rounds, tokens saved. Beyond loopback it needs --token (or
+rounds, tokens saved (a passed request with the upstream's status, and its
+error when the upstream failed). GET /healthz is the proxy's own health. Beyond loopback it needs --token (or
 $TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		listen := fs.String("listen", "127.0.0.1:8787", "listen on `ADDR`")
