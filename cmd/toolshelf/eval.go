@@ -36,7 +36,8 @@ and for each value of their level, category and subset fields:
 plus the time to build the index and per-query latency (p50, p99).
 
 A dataset folder holds tools.jsonl and queries.jsonl, and optionally
-servers.jsonl; see ../shared/datasets/*/README.md for the format.
+servers.jsonl; docs/datasets.md in the source gives the format, the public
+datasets and how to build one from your own servers.
 
 --usage-folds K measures search that learns from use (see 'toolshelf
 usage') without leakage: the queries are split into K folds, each fold is
