@@ -21,8 +21,8 @@ var mayImport = map[string][]string{
 	"policy":             {"catalog"},
 	"shelf":              {"catalog", "search", "policy"},
 	"messages":           {"catalog", "search", "policy", "shelf"},
-	"internal/evaluate":  {"catalog", "search"},
-	"internal/embedding": {"search"},
+	"evaluate":           {"catalog", "search"},
+	"embedding":          {"search"},
 	"anthropic":          {"policy"},
 	"upstream":           {"catalog", "internal/fuzzy", "pin", "signin"},
 	"pin":                {"catalog"},
@@ -38,7 +38,7 @@ var mayImport = map[string][]string{
 	"internal/mcptest":   {},
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
-	"cmd/toolshelf": {"anthropic", "catalog", "internal/embedding", "internal/evaluate", "gateway", "internal/builtin",
+	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "usage", "search", "shelf", "signin", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "usage"},
 }
@@ -46,7 +46,7 @@ var mayImport = map[string][]string{
 // The pure packages decide what a model sees; they must stay free of
 // network and process I/O, directly or through a dependency, so that
 // they are cheap to test and safe to embed.
-var purePackages = []string{"catalog", "search", "policy", "shelf", "messages", "internal/evaluate"}
+var purePackages = []string{"catalog", "search", "policy", "shelf", "messages", "evaluate"}
 
 var forbidden = []string{"net/http", "os/exec", "net"}
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/toolshelf/toolshelf/catalog"
-	"github.com/toolshelf/toolshelf/internal/evaluate"
+	"github.com/toolshelf/toolshelf/evaluate"
 	"github.com/toolshelf/toolshelf/search"
 )
 

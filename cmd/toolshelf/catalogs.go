@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/toolshelf/toolshelf/catalog"
-	"github.com/toolshelf/toolshelf/internal/evaluate"
+	"github.com/toolshelf/toolshelf/evaluate"
 )
 
 // loadCatalogFile reads a catalog file, or the tools of a dataset folder

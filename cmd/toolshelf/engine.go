@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
-	"github.com/toolshelf/toolshelf/internal/embedding"
+	"github.com/toolshelf/toolshelf/embedding"
 	"github.com/toolshelf/toolshelf/search"
 )
 

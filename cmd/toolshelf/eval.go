@@ -11,7 +11,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/toolshelf/toolshelf/catalog"
-	"github.com/toolshelf/toolshelf/internal/evaluate"
+	"github.com/toolshelf/toolshelf/evaluate"
 	"github.com/toolshelf/toolshelf/search"
 )
 

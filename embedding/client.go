@@ -3,6 +3,10 @@
 // caches them on disk by content, so that a restart embeds nothing it has
 // embedded before. It gives package search's semantic and hybrid engines
 // their vectors.
+//
+// It is public because gateway.Options.Embedder takes a search.Embedder:
+// a program that embeds the gateway gives it a model's embeddings with a
+// [Client] (and a [Cache]), as toolshelf serve --embed-url does.
 package embedding
 
 import (

@@ -7,6 +7,10 @@
 // reports recall@1/5/10, complete@10, MRR@10 and nDCG@10 over the whole
 // dataset and over each value of the queries' level, category and subset
 // fields, plus index build time and query latency.
+//
+// It is public for Go programs that measure search on their own tools and
+// requests (toolshelf eval is its first user): the dataset format is
+// documented in docs/datasets.md.
 package evaluate
 
 import (
