@@ -311,9 +311,11 @@ func TestPendingServers(t *testing.T) {
 	}
 }
 
-// A call made before its server has connected waits for it.
-func TestCallWaitsForConnectingServer(t *testing.T) {
-	slow := memServer(t, "late", mcptest.SimpleTools("echo"))
+// gatewayAwaited runs a gateway over one server that connects only once
+// the gateway waits for it: a request made then is one made while the
+// server was still starting.
+func gatewayAwaited(t *testing.T, slow upstream.ServerConfig, opts *Options) *Server {
+	t.Helper()
 	dial := slow.Dial
 	asked := make(chan struct{})
 	slow.Dial = func(ctx context.Context) (mcp.Transport, error) {
@@ -321,14 +323,20 @@ func TestCallWaitsForConnectingServer(t *testing.T) {
 		return dial(ctx)
 	}
 	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
-	background(t, pool.Run)
-	g, err := New(pool.Scope(nil), nil)
+	g, err := New(pool.Scope(nil), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var once sync.Once
 	g.waiting = func() { once.Do(func() { close(asked) }) }
+	background(t, pool.Run)
 	background(t, g.Run)
+	return g
+}
+
+// A call made before its server has connected waits for it.
+func TestCallWaitsForConnectingServer(t *testing.T) {
+	g := gatewayAwaited(t, memServer(t, "late", mcptest.SimpleTools("echo")), nil)
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__late__echo", "arguments": map[string]any{"text": "waited"}})
 	if res.IsError || !strings.Contains(text(res), "waited") {
@@ -689,23 +697,7 @@ func TestFirstListsWaitForStartingServers(t *testing.T) {
 			srv.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 				return &mcp.GetPromptResult{}, nil
 			})
-			slow := inMemory("late", srv)
-			dial := slow.Dial
-			asked := make(chan struct{})
-			slow.Dial = func(ctx context.Context) (mcp.Transport, error) {
-				<-asked // the gateway is waiting for this server
-				return dial(ctx)
-			}
-			pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
-			g, err := New(pool.Scope(nil), &Options{Settings: allMode})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var once sync.Once
-			g.waiting = func() { once.Do(func() { close(asked) }) }
-			background(t, pool.Run)
-			background(t, g.Run)
-			cs := connect(t, g, nil)
+			cs := connect(t, gatewayAwaited(t, inMemory("late", srv), &Options{Settings: allMode}), nil)
 			switch method {
 			case "tools/list":
 				if names := listNames(t, cs); !slices.Contains(names, "mcp__late__echo") {
