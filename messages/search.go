@@ -1,7 +1,6 @@
 package messages
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,13 +164,6 @@ func selectResult(toolUseID string, found search.Result) Block {
 	}
 	// Only a select: of nothing that exists is an error.
 	return ToolResult(toolUseID, []Block{TextBlock(strings.Join(notes, " "))}, len(found.AlreadyLoaded) == 0)
-}
-
-func orEmptyObject(raw json.RawMessage) json.RawMessage {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return json.RawMessage(`{}`)
-	}
-	return raw
 }
 
 // SchemaHint explains a failed call to a deferred tool that was never
