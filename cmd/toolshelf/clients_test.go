@@ -1,16 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
@@ -44,39 +38,16 @@ func gatewayCommand(t *testing.T, flags ...string) string {
 	return gatewayScript(t, scaledConfig(t, src), flags...)
 }
 
-// gatewayScript is gatewayCommand with a configuration file of its own.
+// gatewayScript is gatewayCommand with a configuration file of its own:
+// this test binary, run as toolshelf (TestMain).
 func gatewayScript(t *testing.T, cfg string, flags ...string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	var b strings.Builder
-	b.WriteString("#!/bin/sh\n")
-	for k, v := range map[string]string{
-		runMainEnv:        "1",
-		"MEMORY_FILE":     filepath.Join(dir, "memory.jsonl"),
-		"XDG_CACHE_HOME":  filepath.Join(dir, "cache"),
-		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
-		"XDG_STATE_HOME":  filepath.Join(dir, "state"),
-		"PATH":            os.Getenv("PATH"),
-	} {
-		fmt.Fprintf(&b, "export %s=%q\n", k, v)
-	}
-	fmt.Fprintf(&b, "exec %q serve --config %q", exe, cfg)
-	for _, f := range flags {
-		fmt.Fprintf(&b, " %q", f)
-	}
-	b.WriteString(` "$@"` + "\n")
-	script := filepath.Join(dir, "toolshelf-serve")
-	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return script
+	return testenv.ServeScript(t, exe, map[string]string{runMainEnv: "1"}, cfg, flags...)
 }
-
-var urlLine = regexp.MustCompile(`url=(http://\S+/mcp)`)
 
 // startHTTPGateway runs the gateway over HTTP on a free loopback port and
 // returns its /mcp URL.
@@ -87,56 +58,11 @@ func startHTTPGateway(t *testing.T, flags ...string) string {
 
 // runHTTPScript runs a gateway script that serves HTTP and returns its /mcp
 // URL.
-func runHTTPScript(t *testing.T, script string) string {
-	t.Helper()
-	cmd := exec.Command(script)
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(testenv.Timeout(10 * time.Second)):
-			cmd.Process.Kill()
-			t.Error("the gateway did not stop on SIGINT")
-		}
-	})
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sent := false
-		for sc.Scan() {
-			if m := urlLine.FindStringSubmatch(sc.Text()); m != nil && !sent {
-				found <- m[1]
-				sent = true
-			}
-		}
-	}()
-	select {
-	case u := <-found:
-		return u
-	case <-time.After(testenv.Timeout(20 * time.Second)):
-		t.Fatal("the gateway did not start listening")
-	}
-	return ""
-}
+func runHTTPScript(t *testing.T, script string) string { return testenv.RunHTTPScript(t, script) }
 
 // node runs a Node program from testdata/clients and returns its output.
 func node(t *testing.T, node string, args ...string) (string, error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, args...)
-	cmd.Dir = clientsDir
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return testenv.Node(t, clientsDir, node, args...)
 }
 
 func TestTypeScriptSDKClient(t *testing.T) {

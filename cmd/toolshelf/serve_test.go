@@ -359,7 +359,7 @@ func startServeHTTP(t *testing.T, args ...string) string {
 	t.Cleanup(func() { cancel(); <-done })
 	var url string
 	testenv.Eventually(t, upstream.DefaultTimeout, "serve to listen", func() bool {
-		if m := urlLine.FindStringSubmatch(stderr.String()); m != nil {
+		if m := testenv.URLLine.FindStringSubmatch(stderr.String()); m != nil {
 			url = m[1]
 		}
 		return url != ""

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -259,33 +258,7 @@ func realServersConfig(t *testing.T, names ...string) string {
 // absolute and each server's start timeout the product default scaled for
 // this machine (testenv).
 func scaledConfig(t *testing.T, src string, names ...string) string {
-	t.Helper()
-	data, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg struct {
-		MCPServers map[string]map[string]any `json:"mcpServers"`
-	}
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	for name, srv := range cfg.MCPServers {
-		if len(names) > 0 && !slices.Contains(names, name) {
-			delete(cfg.MCPServers, name)
-			continue
-		}
-		if cwd, ok := srv["cwd"].(string); ok {
-			srv["cwd"] = filepath.Join(filepath.Dir(src), cwd)
-		}
-		srv["timeout"] = testenv.Timeout(upstream.DefaultTimeout).String()
-	}
-	b, _ := json.Marshal(cfg)
-	path := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return testenv.ScaledConfig(t, src, upstream.DefaultTimeout, names...)
 }
 
 // Claude Code's settings are found in $CLAUDE_CONFIG_DIR, and the

@@ -1,0 +1,146 @@
+package testenv
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// ServeScript writes an executable that runs exe as 'toolshelf serve
+// --config cfg' with flags (and the script's own arguments), with env and
+// folders of its own for the cache, configuration, state and a memory
+// server's file. Clients start it as their stdio server; a script is
+// needed because they pass on only a few environment variables of their
+// own.
+func ServeScript(t testing.TB, exe string, env map[string]string, cfg string, flags ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	all := map[string]string{
+		"MEMORY_FILE":     filepath.Join(dir, "memory.jsonl"),
+		"XDG_CACHE_HOME":  filepath.Join(dir, "cache"),
+		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
+		"XDG_STATE_HOME":  filepath.Join(dir, "state"),
+		"PATH":            os.Getenv("PATH"),
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	var b strings.Builder
+	b.WriteString("#!/bin/sh\n")
+	for k, v := range all {
+		fmt.Fprintf(&b, "export %s=%q\n", k, v)
+	}
+	fmt.Fprintf(&b, "exec %q serve --config %q", exe, cfg)
+	for _, f := range flags {
+		fmt.Fprintf(&b, " %q", f)
+	}
+	b.WriteString(` "$@"` + "\n")
+	script := filepath.Join(dir, "toolshelf-serve")
+	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// URLLine finds the /mcp URL in serve's start-up log.
+var URLLine = regexp.MustCompile(`url=(http://\S+/mcp)`)
+
+// RunHTTPScript runs a gateway script that serves HTTP, stops it with
+// SIGINT when the test ends, and returns its /mcp URL.
+func RunHTTPScript(t testing.TB, script string) string {
+	t.Helper()
+	cmd := exec.Command(script)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(Timeout(10 * time.Second)):
+			cmd.Process.Kill()
+			t.Error("the gateway did not stop on SIGINT")
+		}
+	})
+	found := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sent := false
+		for sc.Scan() {
+			if m := URLLine.FindStringSubmatch(sc.Text()); m != nil && !sent {
+				found <- m[1]
+				sent = true
+			}
+		}
+	}()
+	select {
+	case u := <-found:
+		return u
+	case <-time.After(Timeout(20 * time.Second)):
+		t.Fatal("timed out waiting for the gateway to listen")
+	}
+	return ""
+}
+
+// Node runs a Node program in dir and returns its output.
+func Node(t testing.TB, dir, node string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout(2*time.Minute))
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() == context.DeadlineExceeded {
+		return string(out), fmt.Errorf("timed out after %v: %s %v", Timeout(2*time.Minute), node, args)
+	}
+	return string(out), err
+}
+
+// ScaledConfig writes a copy of the configuration file src, keeping only
+// the named servers (all when none are named), with relative folders made
+// absolute and each server's start timeout set to start scaled for this
+// machine.
+func ScaledConfig(t testing.TB, src string, start time.Duration, names ...string) string {
+	t.Helper()
+	data, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for name, srv := range cfg.MCPServers {
+		if len(names) > 0 && !slices.Contains(names, name) {
+			delete(cfg.MCPServers, name)
+			continue
+		}
+		if cwd, ok := srv["cwd"].(string); ok {
+			srv["cwd"] = filepath.Join(filepath.Dir(src), cwd)
+		}
+		srv["timeout"] = Timeout(start).String()
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), filepath.Base(src))
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
