@@ -38,6 +38,7 @@ var mayImport = map[string][]string{
 	"internal/mcptest":   {},
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
+	"e2e":                {}, // tests only
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "usage", "search", "shelf", "signin", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "usage"},

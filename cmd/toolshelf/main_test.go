@@ -227,7 +227,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(runMainEnv) == "1" {
 		// Run as the toolshelf command, for tests that need it as a process.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		code := run(ctx, append(os.Args[1:], conformanceContextFlags()...), os.Stdin, os.Stdout, os.Stderr)
+		code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 		stop()
 		os.Exit(code)
 	}

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // These tests drive the gateway with MCP clients nobody here wrote, pinned
@@ -15,16 +16,12 @@ import (
 // test binary, run as toolshelf) in front of real npm servers
 // (server-memory and server-filesystem, testdata/clients.json).
 
-const clientsDir = "../../testdata/clients"
+const clientsDir = "../testdata/clients"
 
 func requireClients(t *testing.T) {
 	t.Helper()
 	testenv.RequireNPM(t, "testdata/clients", "testdata/servers")
 }
-
-// runMainEnv makes this test binary behave as the toolshelf command (see
-// TestMain), so that clients can start the gateway as a real process.
-const runMainEnv = "TOOLSHELF_TEST_RUN_MAIN"
 
 // gatewayCommand writes an executable that runs 'toolshelf serve' with
 // the given flags and the test's environment. Clients start it as their
@@ -35,18 +32,13 @@ func gatewayCommand(t *testing.T, flags ...string) string {
 	// The gateway is a process of its own, which reads no test setting:
 	// its servers get the scaled start timeout in the file.
 	src, _ := filepath.Abs("testdata/clients.json")
-	return gatewayScript(t, scaledConfig(t, src), flags...)
+	return gatewayScript(t, testenv.ScaledConfig(t, src, upstream.DefaultTimeout), flags...)
 }
 
-// gatewayScript is gatewayCommand with a configuration file of its own:
-// this test binary, run as toolshelf (TestMain).
+// gatewayScript is gatewayCommand with a configuration file of its own.
 func gatewayScript(t *testing.T, cfg string, flags ...string) string {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testenv.ServeScript(t, exe, map[string]string{runMainEnv: "1"}, cfg, flags...)
+	return testenv.ServeScript(t, toolshelf, nil, cfg, flags...)
 }
 
 // startHTTPGateway runs the gateway over HTTP on a free loopback port and

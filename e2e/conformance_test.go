@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"encoding/json"
@@ -120,10 +120,10 @@ func TestEverythingThroughGateway(t *testing.T) {
 	src, _ := filepath.Abs("testdata/everything.json")
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
-			script := gatewayScript(t, scaledConfig(t, src))
+			script := gatewayScript(t, testenv.ScaledConfig(t, src, upstream.DefaultTimeout))
 			target := script
 			if mode == "http" {
-				target = runHTTPScript(t, gatewayScript(t, scaledConfig(t, src), "--http", "127.0.0.1:0"))
+				target = runHTTPScript(t, gatewayScript(t, testenv.ScaledConfig(t, src, upstream.DefaultTimeout), "--http", "127.0.0.1:0"))
 			}
 			out, err := node(t, "node", "everything-client.mjs", mode, target)
 			if err != nil || !strings.Contains(out, `"ok":true`) {
@@ -131,40 +131,6 @@ func TestEverythingThroughGateway(t *testing.T) {
 			}
 		})
 	}
-}
-
-// conformanceClientEnv, set for the toolshelf process the conformance
-// suite starts, turns the suite's pre-registered credentials
-// ($MCP_CONFORMANCE_CONTEXT) into auth login's flags, as a user would
-// pass the ones their authorization server gave them.
-const conformanceClientEnv = "TOOLSHELF_TEST_CONFORMANCE_CLIENT"
-
-func conformanceContextFlags() []string {
-	if os.Getenv(conformanceClientEnv) != "1" {
-		return nil
-	}
-	var c struct {
-		ClientID     string `json:"client_id"`
-		ClientSecret string `json:"client_secret"`
-	}
-	json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &c)
-	var flags []string
-	if c.ClientID != "" {
-		flags = append(flags, "--client-id", c.ClientID)
-	}
-	if c.ClientSecret != "" {
-		flags = append(flags, "--client-secret", c.ClientSecret)
-	}
-	if strings.HasPrefix(os.Getenv("MCP_CONFORMANCE_SCENARIO"), "auth/client-credentials-") {
-		// A machine-to-machine client, as its configuration would say.
-		flags = append(flags, "--grant", "client_credentials")
-	}
-	if os.Getenv("MCP_CONFORMANCE_SCENARIO") == "auth/basic-cimd" {
-		// The scenario's authorization server expects this Client ID
-		// Metadata Document URL, as a user configures their own.
-		flags = append(flags, "--client-metadata-url", "https://conformance-test.local/client-metadata.json")
-	}
-	return flags
 }
 
 // clientScenarioLine is how the suite ends a client scenario's report.
@@ -204,8 +170,8 @@ func TestConformanceClient(t *testing.T) {
 			t.Parallel()
 			// A token file of its own per scenario: each is a new server.
 			script := filepath.Join(dir, strings.ReplaceAll(sc, "/", "-")+".sh")
-			os.WriteFile(script, []byte(fmt.Sprintf("#!/bin/sh\nexport %s=1 %s=1 BROWSER=%q %s=%q XDG_CACHE_HOME=%q\nexec %q auth login --url \"$@\"\n",
-				runMainEnv, conformanceClientEnv, browser, envTokens, filepath.Join(dir, strings.ReplaceAll(sc, "/", "-")+".json"), filepath.Join(dir, "cache"), exe)), 0o755)
+			os.WriteFile(script, []byte(fmt.Sprintf("#!/bin/sh\nexport %s=%q %s=1 BROWSER=%q %s=%q XDG_CACHE_HOME=%q\nexec %q auth login --url \"$@\"\n",
+				binEnv, toolshelf, conformanceClientEnv, browser, envTokens, filepath.Join(dir, strings.ReplaceAll(sc, "/", "-")+".json"), filepath.Join(dir, "cache"), exe)), 0o755)
 			out, _ := node(t, node22, "node_modules/@modelcontextprotocol/conformance/dist/index.js",
 				"client", "--command", script, "--scenario", sc, "-o", t.TempDir())
 			m := clientScenarioLine.FindStringSubmatch(out)
