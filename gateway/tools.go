@@ -132,9 +132,6 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	found, err := snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Pending: s.up.Pending()})
 	s.met.observeSearch(time.Since(start))
 	if err != nil {
-		if errors.Is(err, search.ErrEmptyQuery) {
-			return toolError(`search_tools: "query" is empty: describe what you want to do`)
-		}
 		return toolError("search_tools: %v", err)
 	}
 	res := searchResult{Query: cut(in.Query, echoLimit), Matches: []searchMatch{}, ToolsSearched: found.Searched,

@@ -16,6 +16,9 @@ const (
 	// DefaultMaxPlanBytes bounds what the cached tool sets hold, about
 	// (see setSize).
 	DefaultMaxPlanBytes = 256 << 20
+	// maxPlans bounds the sets kept however small: a hit moves its key
+	// to the back of the order, a walk over every key kept.
+	maxPlans = 64
 	// largeToolBytes is a tool set whose build waits for one of the few
 	// slots for large builds; smaller sets build at once, so that a
 	// client with a few tools never waits behind one with twenty
@@ -27,7 +30,7 @@ const (
 // same tools on every turn, and indexing them costs milliseconds (seconds
 // for twenty thousand tools). Each set is built once, outside the lock,
 // while other requests for it wait for that build; the sets kept are
-// bounded by their size, the least recently used going first.
+// bounded by their size and number, the least recently used going first.
 type planCache struct {
 	maxBytes int64
 	large    chan struct{} // slots for building large sets
@@ -108,7 +111,7 @@ func (c *planCache) build(ctx context.Context, key string, e *planEntry, size in
 	e.set, e.size = set, size
 	c.bytes += size
 	c.order = append(c.order, key)
-	for c.bytes > c.maxBytes && len(c.order) > 1 {
+	for (c.bytes > c.maxBytes || len(c.order) > maxPlans) && len(c.order) > 1 {
 		old := c.order[0]
 		c.order = c.order[1:]
 		if o := c.by[old]; o != nil {

@@ -109,9 +109,6 @@ type Options struct {
 	// from): withheld from every server's environment and cut from
 	// tool results and errors before a client sees them.
 	Secrets Secrets
-	// Environ is the environment stdio servers' minimal environments are
-	// drawn from; nil means os.Environ().
-	Environ []string
 }
 
 // Pool is a set of upstream servers and the catalog of their tools.
@@ -182,10 +179,7 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	}
 	ch := make(chan struct{})
 	p.changed.Store(&ch)
-	environ := p.opts.Environ
-	if environ == nil {
-		environ = os.Environ()
-	}
+	environ := os.Environ()
 	kept := newWithheld(p.opts.Secrets, configs)
 	p.own = NewRedactor(p.opts.Secrets.Values...)
 	for _, cfg := range configs {

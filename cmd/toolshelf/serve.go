@@ -197,11 +197,14 @@ func serveHost(ctx context.Context, e *env, host *gateway.Host, o serveOptions, 
 	defer cancel()
 	ran := make(chan error, 1)
 	go func() { ran <- host.Run(ctx) }()
+	limited := make(chan struct{})
 	go func() {
+		defer close(limited)
 		if host.Pool().Wait(ctx) == nil && e.getenv("GOMEMLIMIT") == "" {
 			setMemoryLimit() // now that the catalog is in memory
 		}
 	}()
+	defer func() { <-limited }()
 	var err error
 	if o.http == "" {
 		logger.Info("serving MCP over stdio", "mode", host.Main().Mode(), "profile", host.Main().Profile())
