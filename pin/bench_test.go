@@ -33,12 +33,12 @@ func BenchmarkJudge(b *testing.B) {
 	for e := range c.All() {
 		d, _ := pin.Canonical(e.Raw)
 		defs = append(defs, d)
-		l.Judge(e.Server, e.Tool, d, "")
+		l.Judge(e.Server, e.Tool, d, nil)
 	}
 	for b.Loop() {
 		i := 0
 		for e := range c.All() {
-			if v := l.Judge(e.Server, e.Tool, defs[i], ""); !v.OK() {
+			if v := l.Judge(e.Server, e.Tool, defs[i], nil); !v.OK() {
 				b.Fatal(v)
 			}
 			i++

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 		l, err := Open(path, "")
 		if err == nil {
 			d, _ := Canonical([]byte(`{"name":"` + tool + `"}`))
-			l.Judge("s", tool, d, "")
+			l.Judge("s", tool, d, nil)
 			err = l.Save()
 		}
 		if err != nil {

@@ -218,10 +218,12 @@ func quote(s string) string {
 }
 
 // Judge decides whether a tool, as its server lists it now, may be used.
-// risk, when not empty, is why the tool looks like tool poisoning: a new
-// or changed tool with a risk is held whatever the trust setting. Under
-// trust on first use a new tool is pinned (in memory until Save).
-func (l *Lock) Judge(server, tool string, def Definition, risk string) Verdict {
+// risk, when set, says why the tool looks like tool poisoning ("" when it
+// does not): a new or changed tool with a risk is held whatever the trust
+// setting. It is asked only for such a tool, since the check reads every
+// text of the definition and a pool judges every tool at every publish.
+// Under trust on first use a new tool is pinned (in memory until Save).
+func (l *Lock) Judge(server, tool string, def Definition, risk func() string) Verdict {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p, ok := l.pins[server][tool]
@@ -230,8 +232,11 @@ func (l *Lock) Judge(server, tool string, def Definition, risk string) Verdict {
 		return Verdict{Status: Denied, Why: "denied in " + FileName, Pinned: Definition(p.Definition)}
 	case ok && p.SHA256 == def.Hash():
 		return Verdict{Status: Trusted}
-	case risk != "":
-		return Verdict{Status: Risky, Why: "flagged as possible tool poisoning: " + risk, Pinned: Definition(p.Definition)}
+	}
+	if why := callRisk(risk); why != "" {
+		return Verdict{Status: Risky, Why: "flagged as possible tool poisoning: " + why, Pinned: Definition(p.Definition)}
+	}
+	switch {
 	case ok:
 		return Verdict{Status: Changed, Why: "its definition changed since it was approved (" + changedFields(Definition(p.Definition), def) + ")", Pinned: Definition(p.Definition)}
 	case l.trust == TrustApprove:
@@ -258,6 +263,14 @@ func (l *Lock) Later(server string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// callRisk asks risk, if there is one.
+func callRisk(risk func() string) string {
+	if risk == nil {
+		return ""
+	}
+	return risk()
 }
 
 // Approve pins a tool's current definition, lifting a denial.

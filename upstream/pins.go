@@ -69,7 +69,7 @@ func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, held 
 			}
 		}
 		p.nextDefs[string(e.Raw)] = def
-		v := p.opts.Pins.Judge(s.cfg.Name, e.Tool, def, e.Poisoning())
+		v := p.opts.Pins.Judge(s.cfg.Name, e.Tool, def, e.Poisoning)
 		if v.OK() {
 			kept = append(kept, e)
 			continue
