@@ -27,8 +27,8 @@ var mayImport = map[string][]string{
 	"upstream":           {"catalog", "internal/fuzzy", "pin", "signin"},
 	"pin":                {"catalog"},
 	"signin":             {},
-	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "upstream", "usage", "internal/fuzzy"},
-	"usage":              {"search"},
+	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "upstream", "learn", "internal/fuzzy"},
+	"learn":              {"search"},
 	"proxy":              {"catalog", "messages", "policy", "search", "shelf"},
 	"audit":              {},
 	"internal/builtin":   {"catalog"},
@@ -40,8 +40,8 @@ var mayImport = map[string][]string{
 	"internal/oauthtest": {},
 	"e2e":                {}, // tests only
 	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
-		"audit", "internal/fuzzy", "pin", "policy", "proxy", "usage", "search", "shelf", "signin", "upstream"},
-	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "usage"},
+		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "upstream"},
+	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn"},
 }
 
 // The pure packages decide what a model sees; they must stay free of

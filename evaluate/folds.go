@@ -19,12 +19,12 @@ func Fold(q Query, k int) int {
 	return int(h.Sum32() % uint32(k))
 }
 
-// FoldHistory is the usage history that the queries of fold f are
+// FoldHistory is what was learned that the queries of fold f are
 // evaluated with: every other fold's answerable queries, each as a past
 // search after which the first tool of each of its groups was called.
 // A query whose text is also the text of a query in fold f is left out,
 // so that no evaluated query is in its own history, even as a duplicate.
-func FoldHistory(ds *Dataset, k, f int) []search.Past {
+func FoldHistory(ds *Dataset, k, f int) []search.LearnedQuery {
 	held := map[string]bool{}
 	for _, q := range ds.Queries {
 		if Fold(q, k) == f {
@@ -35,12 +35,12 @@ func FoldHistory(ds *Dataset, k, f int) []search.Past {
 	for e := range ds.Catalog.All() {
 		byID[e.ID] = e.Name
 	}
-	var past []search.Past
+	var past []search.LearnedQuery
 	for _, q := range ds.Queries {
 		if Fold(q, k) == f || held[q.Text] || len(q.Groups) == 0 {
 			continue
 		}
-		p := search.Past{Query: q.Text}
+		p := search.LearnedQuery{Query: q.Text}
 		for _, g := range q.Groups {
 			if len(g) > 0 {
 				if name, ok := byID[g[0]]; ok {
@@ -55,11 +55,11 @@ func FoldHistory(ds *Dataset, k, f int) []search.Past {
 
 // RunFolds measures an engine that learns from use without leakage: the
 // queries are split into k folds; each fold is searched with the other
-// folds as its usage history (FoldHistory), and only the held fold is
+// folds as what was learned (FoldHistory), and only the held fold is
 // scored. The report covers every query once.
 func RunFolds(ctx context.Context, ds *Dataset, engine string, build func(*catalog.Catalog) (search.Engine, error), k int, opts *Options) (*Report, error) {
 	if k < 2 {
-		return nil, errors.New("usage folds must be at least 2")
+		return nil, errors.New("learn folds must be at least 2")
 	}
 	var lopts *search.LearnedOptions
 	if opts != nil {

@@ -46,7 +46,7 @@ func TestFoldHistoryHasNoLeak(t *testing.T) {
 			if Fold(q, k) != f {
 				continue
 			}
-			if slices.ContainsFunc(past, func(p search.Past) bool { return p.Query == q.Text }) {
+			if slices.ContainsFunc(past, func(p search.LearnedQuery) bool { return p.Query == q.Text }) {
 				t.Errorf("fold %d: %s (%q) is in its own history", f, q.ID, q.Text)
 			}
 		}

@@ -16,7 +16,7 @@ type HostOptions struct {
 	// overrides Server.Logger.
 	Logger *slog.Logger
 	// Server is every profile's gateway's options. The host runs
-	// Server.Audit and Server.Usage (their Run), and stops them after
+	// Server.Audit and Server.Learn (their Run), and stops them after
 	// everything else so that the last calls' records are kept. A zero
 	// PendingWait is the pool's longest start timeout.
 	Server Options
@@ -109,7 +109,7 @@ func (h *Host) Run(ctx context.Context) error {
 	if a := h.opts.Server.Audit; a != nil {
 		tail.Go(func() { auditErr = a.Run(tctx) })
 	}
-	if u := h.opts.Server.Usage; u != nil {
+	if u := h.opts.Server.Learn; u != nil {
 		tail.Go(func() { u.Run(tctx) })
 	}
 

@@ -5,17 +5,17 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
-	"github.com/toolshelf/toolshelf/usage"
 )
 
 // A session's search followed by a call of one of the tools it found is
-// evidence that the query's words describe the tool (Options.Usage). The
+// evidence that the query's words describe the tool (Options.Learn). The
 // gateway remembers each session's last searches to see it, and records a
 // pair once per session and per profile: the store ranks a profile's
 // searches by its own pairs, and only by those that several sessions
-// showed (usage.MinSessions), so one client cannot steer another's
+// showed (learn.MinSessions), so one client cannot steer another's
 // ranking.
 
 // Bounds of what is remembered of sessions' searches: a model writes
@@ -30,7 +30,7 @@ const (
 )
 
 type recentSearch struct {
-	query string // cut as the store keeps it (usage.CutQuery)
+	query string // cut as the store keeps it (learn.CutQuery)
 	tools map[string]bool
 }
 
@@ -61,7 +61,7 @@ type learning struct {
 
 // searched remembers a session's search and the tools it returned.
 func (l *learning) searched(ss *mcp.ServerSession, query string, names []string) {
-	query = usage.CutQuery(query)
+	query = learn.CutQuery(query)
 	if ss == nil || len(names) == 0 || query == "" {
 		return
 	}
@@ -160,19 +160,19 @@ func (l *learning) called(ss *mcp.ServerSession, tool string) string {
 
 // past is what the gateway's searches rank by: its profile's pairs that
 // several sessions showed (nil without a usage store).
-func (s *Server) past() *shelf.Past {
-	st := s.opts.Usage
+func (s *Server) learned() *shelf.Learned {
+	st := s.opts.Learn
 	if st == nil {
 		return nil
 	}
-	return &shelf.Past{
+	return &shelf.Learned{
 		Version: st.Version,
-		Load: func() ([]search.Past, error) {
+		Load: func() ([]search.LearnedQuery, error) {
 			pairs, err := st.Pairs()
 			if err != nil {
 				return nil, err
 			}
-			return usage.Past(pairs, s.up.Profile(), usage.MinSessions), nil
+			return learn.Queries(pairs, s.up.Profile(), learn.MinSessions), nil
 		},
 	}
 }
@@ -180,10 +180,10 @@ func (s *Server) past() *shelf.Past {
 // recordUse records a call of tool after a search of the session that
 // found it.
 func (s *Server) recordUse(ss *mcp.ServerSession, tool string) {
-	if s.opts.Usage == nil || ss == nil {
+	if s.opts.Learn == nil || ss == nil {
 		return
 	}
 	if q := s.learn.called(ss, tool); q != "" {
-		s.opts.Usage.Record(s.up.Profile(), q, tool)
+		s.opts.Learn.Record(s.up.Profile(), q, tool)
 	}
 }

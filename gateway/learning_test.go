@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolshelf/toolshelf/usage"
+	"github.com/toolshelf/toolshelf/learn"
 )
 
 // What is remembered of sessions' searches is bounded whatever the
@@ -35,7 +35,7 @@ func TestLearningIsBounded(t *testing.T) {
 	}
 	for _, x := range l.sessions {
 		for _, r := range x.searches {
-			if len(r.query) > usage.MaxQuery {
+			if len(r.query) > learn.MaxQuery {
 				t.Fatalf("a query of %d bytes is remembered", len(r.query))
 			}
 		}
@@ -57,14 +57,14 @@ func TestLearningIsBounded(t *testing.T) {
 // a profile a pair counts once per session, and moves the ranking only
 // once a second session has shown it.
 func TestLearningPerProfile(t *testing.T) {
-	st := usage.Open(filepath.Join(t.TempDir(), "usage.db"), nil)
+	st := learn.Open(filepath.Join(t.TempDir(), "usage.db"), nil)
 	tools := []json.RawMessage{
 		rawTool("read_graph", "Read the entire knowledge graph", nil),
 		rawTool("open_nodes", "Open specific nodes in the knowledge graph by their names", nil),
 		rawTool("export_everything", "Export a snapshot of the personal notes", nil),
 	}
-	admin, pool := gatewayFor(t, &Options{Usage: st}, memServer(t, "memory", tools))
-	guest := newGateway(t, pool.Scope(&upstream.Profile{Name: "guest", Servers: []string{"memory"}}), &Options{Usage: st})
+	admin, pool := gatewayFor(t, &Options{Learn: st}, memServer(t, "memory", tools))
+	guest := newGateway(t, pool.Scope(&upstream.Profile{Name: "guest", Servers: []string{"memory"}}), &Options{Learn: st})
 	const q = "read the entire knowledge graph"
 	top := func(g *Server, query string) string {
 		cs := connect(t, g, nil)

@@ -31,11 +31,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/upstream"
-	"github.com/toolshelf/toolshelf/usage"
 )
 
 // Options configures a Server. Nil means defaults.
@@ -84,11 +84,11 @@ type Options struct {
 	// server, and a client that subscribes without end must not make the
 	// gateway do the same.
 	MaxSubscriptions int
-	// Usage, when set, learns from use: a search followed in the same
+	// Learn, when set, learns from use: a search followed in the same
 	// session by a call of a tool it found is recorded, and searches rank
 	// by what was recorded (search.Learned). The caller runs it
-	// (usage.Store.Run).
-	Usage *usage.Store
+	// (learn.Store.Run).
+	Learn *learn.Store
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -104,7 +104,7 @@ type Server struct {
 	met       *metrics
 	shelf     *shelf.Shelf
 
-	state   atomic.Pointer[snapshot]
+	state   atomic.Pointer[served]
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every Update
 	offers  atomic.Pointer[offerTable]
 	subs    subscriptions
@@ -121,8 +121,9 @@ type Server struct {
 	logLevel    mcp.LoggingLevel // the level asked of servers
 }
 
-// snapshot is what the gateway serves from one catalog.
-type snapshot struct {
+// served is what the gateway serves from one catalog: the shelf's
+// snapshot and the servers' summary.
+type served struct {
 	*shelf.Snapshot
 	direct bool // list every tool directly (all mode, or auto below the threshold)
 	// servers says what each server's tools do (policy.Summaries), for
@@ -186,7 +187,7 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	s.logger = s.logger.With("profile", s.up.Profile())
 	sh, err := shelf.New(&shelf.Options{
 		Engine: s.opts.Engine, Embedder: s.opts.Embedder, Counter: s.opts.Counter,
-		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger, Past: s.past(),
+		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger, Learned: s.learned(),
 	})
 	if err != nil {
 		return nil, err
@@ -331,11 +332,11 @@ func (s *Server) awaitLists(next mcp.MethodHandler) mcp.MethodHandler {
 		switch method {
 		case "tools/list":
 			if snap := s.state.Load(); snap != nil && snap.direct && len(s.up.Pending()) > 0 {
-				s.awaitPending(ctx, func(*snapshot) bool { return false })
+				s.awaitPending(ctx, func(*served) bool { return false })
 			}
 		case "prompts/list", "resources/list", "resources/templates/list":
 			if len(s.up.Pending()) > 0 {
-				s.awaitPending(ctx, func(*snapshot) bool { return false })
+				s.awaitPending(ctx, func(*served) bool { return false })
 				s.updateOffers(s.up.Offers())
 			}
 		}
@@ -353,7 +354,7 @@ func (s *Server) Update(c *catalog.Catalog) {
 	if old := s.state.Load(); old != nil && old.Catalog.Version() == c.Version() {
 		return
 	}
-	snap := &snapshot{Snapshot: s.shelf.Update(c), servers: strings.Join(policy.Summaries(c), "\n")}
+	snap := &served{Snapshot: s.shelf.Update(c), servers: strings.Join(policy.Summaries(c), "\n")}
 	switch s.opts.Settings.Mode {
 	case policy.ModeStandard:
 		snap.direct = true
@@ -373,7 +374,7 @@ func (s *Server) Update(c *catalog.Catalog) {
 
 // decide runs the policy's definitive gate on a snapshot, as doctor does,
 // and logs the decision when it changes.
-func (s *Server) decide(snap *snapshot) policy.Decision {
+func (s *Server) decide(snap *served) policy.Decision {
 	view := snap.View(context.Background())
 	d := view.Decide(policy.Request{
 		Settings: s.opts.Settings, ContextWindow: s.opts.ContextWindow,
@@ -407,7 +408,7 @@ func (s *Server) catalogMetrics() (tools, tokens, deferred int) {
 }
 
 // sync makes an mcp.Server list what the snapshot says it should.
-func (s *Server) sync(x *exposure, snap *snapshot) {
+func (s *Server) sync(x *exposure, snap *served) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	want := map[string]*catalog.Entry{}
@@ -521,7 +522,7 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) *m
 // server whose tools are unknown is still connecting, or PendingWait has
 // passed. A server that is restarting, or whose tools are cached, has its
 // tools in the catalog already and is not waited for.
-func (s *Server) awaitPending(ctx context.Context, ok func(*snapshot) bool) *snapshot {
+func (s *Server) awaitPending(ctx context.Context, ok func(*served) bool) *served {
 	deadline := time.NewTimer(s.opts.PendingWait)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond) // a server that fails changes no catalog

@@ -127,7 +127,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	}
 	// While a server's tools are unknown, any result may miss the best
 	// match: wait for them (up to PendingWait), then search.
-	snap := s.awaitPending(ctx, func(*snapshot) bool { return false })
+	snap := s.awaitPending(ctx, func(*served) bool { return false })
 	start := time.Now()
 	found, err := snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Pending: s.up.Pending()})
 	s.met.observeSearch(time.Since(start))
@@ -155,7 +155,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	if s.opts.Activate && x != nil {
 		res.Activated = s.activate(x, res.Matches)
 	}
-	if s.opts.Usage != nil && !found.Select {
+	if s.opts.Learn != nil && !found.Select {
 		names := make([]string, len(res.Matches))
 		for i, m := range res.Matches {
 			names[i] = m.Name
@@ -194,7 +194,7 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 		return toolError(`call_tool: "name" is required: the qualified name of a tool from search_tools`)
 	}
 	name := strings.TrimSpace(*in.Name)
-	snap := s.awaitPending(ctx, func(snap *snapshot) bool {
+	snap := s.awaitPending(ctx, func(snap *served) bool {
 		_, ok := snap.Catalog.Find(name)
 		return ok
 	})
@@ -215,8 +215,8 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 
 // unknownTool explains a call to a name the catalog does not have and
 // names the closest tools.
-func (s *Server) unknownTool(ctx context.Context, snap *snapshot, name string) *mcp.CallToolResult {
-	for _, h := range s.up.Held() {
+func (s *Server) unknownTool(ctx context.Context, snap *served, name string) *mcp.CallToolResult {
+	for _, h := range s.up.Quarantined() {
 		if h.Name == name || (h.Tool == name && !strings.HasPrefix(name, catalog.Prefix)) {
 			s.logger.Warn("call to a quarantined tool refused", "tool", h.Name, "status", h.Status)
 			return toolError("call_tool: %s", h.Message())

@@ -11,16 +11,16 @@ import (
 
 // Discovered returns the tools the model has discovered in a history: the
 // tool_name of every tool_reference inside a tool_result of a user
-// message, and every name in a compaction boundary's snapshot. The set
+// message, and every name a compaction boundary carries. The set
 // only grows as a conversation goes on, through any number of
 // compactions, as long as compactors keep the boundaries they make.
 func Discovered(history []Message) map[string]bool {
-	return withSnapshots(referencedIn(history), history)
+	return withBoundaries(referencedIn(history), history)
 }
 
-// withSnapshots adds the names in a history's compaction snapshots to
+// withBoundaries adds the names a history's compaction boundaries carry to
 // set, and returns it.
-func withSnapshots(set map[string]bool, history []Message) map[string]bool {
+func withBoundaries(set map[string]bool, history []Message) map[string]bool {
 	for _, m := range history {
 		if m.Boundary != nil {
 			for _, n := range m.Boundary.PreCompactDiscoveredTools {
@@ -32,7 +32,7 @@ func withSnapshots(set map[string]bool, history []Message) map[string]bool {
 }
 
 // referencedIn returns the tools that tool_reference blocks of a
-// history's user messages name (not the compaction snapshots).
+// history's user messages name (not what compaction boundaries carry).
 func referencedIn(history []Message) map[string]bool {
 	set := map[string]bool{}
 	for _, m := range history {
@@ -65,21 +65,21 @@ func references(b Block) []string {
 	return names
 }
 
-// Snapshot returns the discovered set of a history, sorted: what a
+// DiscoveredNames returns the discovered set of a history, sorted: what a
 // compactor stores on the boundary it puts in place of the history it
 // summarises (see [NewBoundary]), so that compaction loses no tool.
-func Snapshot(history []Message) []string {
+func DiscoveredNames(history []Message) []string {
 	return slices.Sorted(maps.Keys(Discovered(history)))
 }
 
 // NewBoundary returns the user message that replaces compacted history:
-// the summary as text, carrying the snapshot of discovered tools. Call
-// Snapshot on the whole history before summarising it.
-func NewBoundary(summary string, snapshot []string) Message {
+// the summary as text, carrying the names of the discovered tools. Call
+// DiscoveredNames on the whole history before summarising it.
+func NewBoundary(summary string, discovered []string) Message {
 	return Message{
 		Role:     "user",
 		Content:  []Block{TextBlock(summary)},
-		Boundary: &Boundary{PreCompactDiscoveredTools: slices.Clone(snapshot)},
+		Boundary: &Boundary{PreCompactDiscoveredTools: slices.Clone(discovered)},
 	}
 }
 
@@ -112,17 +112,17 @@ func announced(history []Message) map[string]bool {
 	return set
 }
 
-// Used returns what a history says about which tools fit which searches:
+// Learned returns what a history says about which tools fit which searches:
 // for each call of the search tool (a tool_use named searchTool with a
 // "query"), the tools its result loaded (tool_reference blocks) that the
 // model then called (a later tool_use). Give the pairs to a usage store
 // (package usage) so that later searches in similar words rank those
 // tools higher. Only queries and tool names are returned, never inputs;
 // select: queries, which name tools, are left out.
-func Used(history []Message, searchTool string) []search.Past {
+func Learned(history []Message, searchTool string) []search.LearnedQuery {
 	queries := map[string]string{} // tool_use id of a search → its query
 	loadedBy := map[string][]int{} // tool → the search that last loaded it
-	var out []search.Past
+	var out []search.LearnedQuery
 	for _, m := range history {
 		for _, b := range m.Content {
 			switch {
@@ -150,12 +150,12 @@ func Used(history []Message, searchTool string) []search.Past {
 					continue
 				}
 				i := len(out)
-				out = append(out, search.Past{Query: q})
+				out = append(out, search.LearnedQuery{Query: q})
 				for _, n := range references(b) {
 					loadedBy[n] = []int{i} // a call credits the latest search that loaded the tool
 				}
 			}
 		}
 	}
-	return slices.DeleteFunc(out, func(p search.Past) bool { return len(p.Tools) == 0 })
+	return slices.DeleteFunc(out, func(p search.LearnedQuery) bool { return len(p.Tools) == 0 })
 }

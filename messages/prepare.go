@@ -106,7 +106,7 @@ func Prepare(t Turn) (*Prepared, error) {
 		}
 	}
 	referenced := referencedIn(t.History)
-	discovered := withSnapshots(maps.Clone(referenced), t.History)
+	discovered := withBoundaries(maps.Clone(referenced), t.History)
 
 	tools, ok := selectTools(t.Tools, deferred, discovered, referenced, t.SearchTool, search)
 	if !ok {

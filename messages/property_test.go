@@ -51,9 +51,9 @@ func TestDiscoveredNeverShrinks(t *testing.T) {
 				history = append(history, Message{Role: "user", Content: []Block{TextBlock("more")}})
 			case op < 8: // compaction, keeping a random tail
 				keep := r.IntN(min(4, len(history)) + 1)
-				snapshot := Snapshot(history)
+				discovered := DiscoveredNames(history)
 				tail := slices.Clone(history[len(history)-keep:])
-				history = append([]Message{NewBoundary("summary", snapshot)}, tail...)
+				history = append([]Message{NewBoundary("summary", discovered)}, tail...)
 			default: // a server connects or leaves
 				n := all[r.IntN(len(all))]
 				pool[n] = !pool[n]

@@ -27,11 +27,11 @@ type Searcher struct {
 	Name string
 	// Engine is the search engine kind; search.DefaultEngine when empty.
 	Engine string
-	// Past is what was learned from use: searches and the tools called
-	// after them (Used over earlier conversations, kept with package
-	// usage). A query closely like a past one ranks its tools higher
-	// (search.Learned); set it before the first search.
-	Past []search.Past
+	// Learned is what was learned from use: searches and the tools
+	// called after them (Learned over earlier conversations, kept with
+	// package learn). A query closely like an earlier one ranks its tools
+	// higher (search.Learned); set it before the first search.
+	Learned []search.LearnedQuery
 
 	once  sync.Once
 	shelf *shelf.Shelf
@@ -96,9 +96,9 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 		return fail("%v", err)
 	}
 	s.once.Do(func() {
-		past := s.Past // set before the first search
+		learned := s.Learned // set before the first search
 		s.shelf, s.err = shelf.New(&shelf.Options{Engine: s.Engine,
-			Past: &shelf.Past{Load: func() ([]search.Past, error) { return past, nil }}})
+			Learned: &shelf.Learned{Load: func() ([]search.LearnedQuery, error) { return learned, nil }}})
 	})
 	if s.err != nil {
 		return fail("%v", s.err)

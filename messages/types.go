@@ -6,7 +6,7 @@
 // means to change (the official SDK's types drop unknown fields and, for
 // an unknown block type, a message's whole content). From a history it
 // derives the set of tools the model has discovered (tool_reference
-// blocks, plus the snapshots that compaction boundaries carry), and
+// blocks, plus the names that compaction boundaries carry), and
 // [Prepare] builds each turn's request: which tools are sent and how, the
 // announcement of deferred tools, and the clean-ups the API and the model
 // need. [Searcher] is the client-side tool search tool.
@@ -121,7 +121,7 @@ func (r *Request) UnmarshalJSON(data []byte) error {
 // Message is one message of a conversation.
 //
 // Boundary and Delta are toolshelf's own annotations, kept with the
-// history but never sent: a compaction boundary's snapshot of discovered
+// history but never sent: a compaction boundary's list of discovered
 // tools, and an announcement of changes to the deferred tools.
 type Message struct {
 	Role string

@@ -219,7 +219,7 @@ func quote(s string) string {
 
 // Judge decides whether a tool, as its server lists it now, may be used.
 // risk, when set, says why the tool looks like tool poisoning ("" when it
-// does not): a new or changed tool with a risk is held whatever the trust
+// does not): a new or changed tool with a risk is quarantined whatever the trust
 // setting. It is asked only for such a tool, since the check reads every
 // text of the definition and a pool judges every tool at every publish.
 // Under trust on first use a new tool is pinned (in memory until Save).

@@ -9,19 +9,19 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 )
 
-// Past is a search whose results were used: its query, and the tools of
+// LearnedQuery is a search whose results were used: its query, and the tools of
 // those results that were then called.
-type Past struct {
+type LearnedQuery struct {
 	Query string
 	Tools []string // qualified names
 }
 
 // LearnedOptions tune Learned; nil or zero fields mean the defaults,
-// measured with toolshelf eval --usage-folds (docs/search-quality.md).
+// measured with toolshelf eval --learn-folds (docs/search-quality.md).
 type LearnedOptions struct {
 	// MinSimilarity is the tf-idf cosine a past query must have with the
 	// new one to count: below it, the new query ranks as it would
-	// without usage.
+	// without learning.
 	MinSimilarity float64
 	// Weight scales a past query's boost: a tool it called gains
 	// Weight × the best hit's score × the square of how far the
@@ -69,7 +69,7 @@ type learnedPosting struct {
 
 // NewLearned returns base ranked with the past searches of a catalog.
 // Past tools that the catalog no longer has are ignored.
-func NewLearned(base Engine, c *catalog.Catalog, past []Past, opts *LearnedOptions) *Learned {
+func NewLearned(base Engine, c *catalog.Catalog, past []LearnedQuery, opts *LearnedOptions) *Learned {
 	l := &Learned{base: base, cat: c, postings: map[string][]learnedPosting{}, idf: map[string]float64{}}
 	if opts != nil {
 		l.opts = *opts
@@ -199,14 +199,14 @@ func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error
 		if b, ok := bonus[hits[i].Entry]; ok {
 			add := b * l.opts.Weight * top
 			hits[i].Score += add
-			hits[i].Matches = append(hits[i].Matches, Match{Term: TermLearned, Fields: []string{FieldUsage}, Score: add})
+			hits[i].Matches = append(hits[i].Matches, Match{Term: TermLearned, Fields: []string{FieldLearned}, Score: add})
 			delete(bonus, hits[i].Entry)
 		}
 	}
 	// Tools the engine did not rank this high come in on the bonus alone.
 	for e, b := range bonus {
 		add := b * l.opts.Weight * top
-		hits = append(hits, Hit{Entry: e, Score: add, Matches: []Match{{Term: TermLearned, Fields: []string{FieldUsage}, Score: add}}})
+		hits = append(hits, Hit{Entry: e, Score: add, Matches: []Match{{Term: TermLearned, Fields: []string{FieldLearned}, Score: add}}})
 	}
 	slices.SortStableFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {
@@ -224,8 +224,8 @@ func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error
 	return hits, nil
 }
 
-// Explain-only names of the usage boost.
+// Explain-only names of what learning added.
 const (
-	TermLearned = "(used before)"
-	FieldUsage  = "usage"
+	TermLearned  = "(used before)"
+	FieldLearned = "learned"
 )

@@ -10,7 +10,7 @@ import (
 func TestLearned(t *testing.T) {
 	c := realCatalog(t)
 	base := NewBM25(c)
-	past := []Past{
+	past := []LearnedQuery{
 		{Query: "jot down that the deploy is on friday", Tools: []string{"mcp__memory__add_observations"}},
 		{Query: "show me what the page looks like", Tools: []string{"mcp__playwright__browser_take_screenshot"}},
 		{Query: "a tool that was removed", Tools: []string{"mcp__gone__tool"}},
@@ -56,10 +56,10 @@ func TestLearnedBonusIsCapped(t *testing.T) {
 	c := realCatalog(t)
 	base := NewBM25(c)
 	const q, tool = "read the entire knowledge graph", "mcp__playwright__browser_take_screenshot"
-	one := NewLearned(base, c, []Past{{Query: q, Tools: []string{tool}}}, nil)
-	var many []Past
+	one := NewLearned(base, c, []LearnedQuery{{Query: q, Tools: []string{tool}}}, nil)
+	var many []LearnedQuery
 	for _, p := range []string{q, "the entire knowledge graph read", "entire knowledge graph read the", "knowledge graph read the entire", "graph read the entire knowledge"} {
-		many = append(many, Past{Query: p, Tools: []string{tool}})
+		many = append(many, LearnedQuery{Query: p, Tools: []string{tool}})
 	}
 	score := func(l *Learned) float64 {
 		hits, _ := l.Search(context.Background(), q, 8)

@@ -38,19 +38,19 @@ type Options struct {
 	Extra     []json.RawMessage
 	// Logger receives embedding progress and failures. Nil is silent.
 	Logger *slog.Logger
-	// Past, when set, is what was learned from use: searches rank by it
-	// (search.Learned) on top of the snapshot's engine.
-	Past *Past
+	// Learned, when set, is what was learned from use: searches rank by
+	// it (search.Learned) on top of the snapshot's engine.
+	Learned *Learned
 }
 
-// Past is what a shelf's searches learned from use: past searches and
-// the tools called after them.
-type Past struct {
-	// Version changes when the past does; it is asked on every search,
-	// so it must be cheap. Nil means the past never changes.
+// Learned is what a shelf's searches learned from use: earlier searches
+// and the tools called after them.
+type Learned struct {
+	// Version changes when what was learned does; it is asked on every
+	// search, so it must be cheap. Nil means it never changes.
 	Version func() string
-	// Load reads the past; it is called when Version changes.
-	Load func() ([]search.Past, error)
+	// Load reads what was learned; it is called when Version changes.
+	Load func() ([]search.LearnedQuery, error)
 }
 
 // Shelf follows a face's current catalog snapshot. It is safe for
@@ -193,12 +193,12 @@ func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result,
 	return search.Find(ctx, s.shelf.learnedEngine(s), s.Catalog, r)
 }
 
-// learnedEngine returns the snapshot's engine ranked with the shelf's
-// past, rebuilt only when the engine or the past changes. A past that
-// cannot be read is logged, and the search goes on without it.
+// learnedEngine returns the snapshot's engine ranked with what the shelf
+// learned, rebuilt only when the engine or that changes. What cannot be
+// read is logged, and the search goes on without it.
 func (s *Shelf) learnedEngine(snap *Snapshot) search.Engine {
 	base := snap.Engine()
-	p := s.opts.Past
+	p := s.opts.Learned
 	if p == nil || p.Load == nil {
 		return base
 	}

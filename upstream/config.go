@@ -228,7 +228,7 @@ type Config struct {
 	// Servers are "mcpServers", sorted by name, disabled ones included.
 	Servers []ServerConfig
 	// Trust is "trust": what happens to a tool seen for the first time
-	// (pinned on first use, or held for approval). See package pin.
+	// (pinned on first use, or quarantined for approval). See package pin.
 	Trust pin.Trust
 	// Profiles are "profiles", sorted by name.
 	Profiles []Profile

@@ -16,11 +16,11 @@ import (
 // the one pinned (see [Options.Pins]).
 var ErrQuarantined = errors.New("tool quarantined")
 
-// Held is a tool kept out of the catalog because its definition is not
+// Quarantined is a tool kept out of the catalog because its definition is not
 // the one pinned: a "rug pull" (changed since approval), a new tool that
 // waits for approval, a tool that looks like tool poisoning, or one a
 // person denied.
-type Held struct {
+type Quarantined struct {
 	Server string `json:"server"`
 	Tool   string `json:"tool"`
 	// Name is the qualified name the tool has when it is let in.
@@ -37,7 +37,7 @@ type Held struct {
 
 // Message is what a client calling the tool is told: what changed and
 // the commands that review and approve it.
-func (h *Held) Message() string {
+func (h *Quarantined) Message() string {
 	return fmt.Sprintf("%s of server %s is quarantined: %s. Nothing was called. A person can review it with `toolshelf tools diff %s` and let it in with `toolshelf tools approve %s/%s`.",
 		h.Tool, h.Server, h.Why, h.Server, h.Server, h.Tool)
 }
@@ -47,11 +47,11 @@ func (h *Held) Message() string {
 const pinReload = 2 * time.Second
 
 // judge keeps the entries of one server that the lock lets in, and
-// returns the others as held. Called by publish, with pubMu and s.mu
+// returns the others as quarantined. Called by publish, with pubMu and s.mu
 // held. Canonical definitions are kept from one publish to the next:
 // making them costs 20 ms for 500 tools, and a pool publishes on every
 // server's start and change.
-func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, held []Held) {
+func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, quarantined []Quarantined) {
 	if p.opts.Pins == nil {
 		return es, nil
 	}
@@ -78,33 +78,34 @@ func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, held 
 		if !e.Unprefixed {
 			name = catalog.Prefix + e.Server + "__" + e.Tool
 		}
-		held = append(held, Held{Server: s.cfg.Name, Tool: e.Tool, Name: name, Status: v.Status, Why: v.Why, Pinned: v.Pinned, Current: def})
+		quarantined = append(quarantined, Quarantined{Server: s.cfg.Name, Tool: e.Tool, Name: name, Status: v.Status, Why: v.Why, Pinned: v.Pinned, Current: def})
 	}
-	return kept, held
+	return kept, quarantined
 }
 
-// noteHeld logs tools that became held or were let in since the last
-// snapshot, keeps the held ones for Held and Status, and saves tools
-// pinned on first use. Called by publish, with pubMu held.
-func (p *Pool) noteHeld(held map[string][]Held) {
+// noteQuarantined logs tools that were quarantined or let in since the
+// last publish, keeps the quarantined ones for Quarantined and Status,
+// and saves tools pinned on first use. Called by publish, with pubMu
+// held.
+func (p *Pool) noteQuarantined(now map[string][]Quarantined) {
 	if p.opts.Pins == nil {
 		return
 	}
 	was := make(map[string]bool)
-	for _, hs := range p.held {
+	for _, hs := range p.quarantined {
 		for _, h := range hs {
 			was[h.Server+"\x00"+h.Tool+"\x00"+h.Current.Hash()] = true
 		}
 	}
-	for _, server := range slices.Sorted(maps.Keys(held)) {
-		for _, h := range held[server] {
+	for _, server := range slices.Sorted(maps.Keys(now)) {
+		for _, h := range now[server] {
 			if !was[h.Server+"\x00"+h.Tool+"\x00"+h.Current.Hash()] {
 				p.quarantines.Add(1)
 				p.logger.Warn("tool quarantined", "server", h.Server, "tool", h.Tool, "status", h.Status, "why", h.Why)
 			}
 		}
 	}
-	p.held = held
+	p.quarantined = now
 	p.defs, p.nextDefs = p.nextDefs, make(map[string]pin.Definition, len(p.nextDefs))
 	if p.opts.Pins.Dirty() {
 		if err := p.opts.Pins.Save(); err != nil {
@@ -113,27 +114,27 @@ func (p *Pool) noteHeld(held map[string][]Held) {
 	}
 }
 
-// Held returns the tools kept out of the catalog by the lock file, by
+// Quarantined returns the tools kept out of the catalog by the lock file, by
 // server and tool name.
-func (p *Pool) Held() []Held {
+func (p *Pool) Quarantined() []Quarantined {
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
-	var out []Held
-	for _, server := range slices.Sorted(maps.Keys(p.held)) {
-		out = append(out, p.held[server]...)
+	var out []Quarantined
+	for _, server := range slices.Sorted(maps.Keys(p.quarantined)) {
+		out = append(out, p.quarantined[server]...)
 	}
 	return out
 }
 
-// Quarantines counts the times a tool was held since the pool started,
+// Quarantines counts the times a tool was quarantined since the pool started,
 // at start-up and at run time (a tools/list_changed that rewrote a tool).
 func (p *Pool) Quarantines() int64 { return p.quarantines.Load() }
 
-// heldCount returns how many of a server's tools are held.
-func (p *Pool) heldCount(server string) int {
+// quarantinedCount returns how many of a server's tools are quarantined.
+func (p *Pool) quarantinedCount(server string) int {
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
-	return len(p.held[server])
+	return len(p.quarantined[server])
 }
 
 // watchPins reloads the lock file when another process changes it, and

@@ -67,7 +67,7 @@ type Status struct {
 	// Source where they came from.
 	Tools int `json:"tools"`
 	// Quarantined is the number of the server's tools that the lock
-	// file keeps out (see [Pool.Held]).
+	// file keeps out (see [Pool.Quarantined]).
 	Quarantined     int    `json:"quarantined,omitempty"`
 	Source          string `json:"source,omitempty"`
 	ProtocolVersion string `json:"protocolVersion,omitempty"`
@@ -101,8 +101,8 @@ type Options struct {
 	// with its 401.
 	Tokens *signin.Store
 	// Pins, when set, holds back every tool whose definition is not the
-	// one pinned in the lock file (see [Held]); tools seen for the first
-	// time are pinned or held as the lock's trust setting says. The pool
+	// one pinned in the lock file (see [Quarantined]); tools seen for the first
+	// time are pinned or quarantined as the lock's trust setting says. The pool
 	// reads the file again when another process changes it.
 	Pins *pin.Lock
 	// Secrets are toolshelf's own tokens (and the variables they came
@@ -139,9 +139,9 @@ type Pool struct {
 	// catalog (see Fixed).
 	fixed string
 	back  sync.Map // progress token → backRoute (see Progress)
-	// held are the tools the lock file keeps out, by server; guarded by
-	// pubMu. quarantines counts tools held since the start.
-	held        map[string][]Held
+	// quarantined are the tools the lock file keeps out, by server;
+	// guarded by pubMu. quarantines counts them since the start.
+	quarantined map[string][]Quarantined
 	quarantines atomic.Int64
 	// defs and nextDefs are the canonical definitions of the last
 	// publish's tools and of this one's, by raw definition; guarded by
@@ -313,7 +313,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	}
 	e, ok := p.Catalog().Lookup(name)
 	if !ok {
-		for _, h := range p.Held() {
+		for _, h := range p.Quarantined() {
 			if h.Name == name {
 				return nil, fmt.Errorf("%w: %s", ErrQuarantined, h.Message())
 			}
@@ -369,12 +369,12 @@ func (p *Pool) publish() {
 	var infos []catalog.Server
 	owner := make(map[string]string) // a tool's name → the server that has it
 	conflicts := make(map[string]string)
-	held := make(map[string][]Held)
+	quarantined := make(map[string][]Quarantined)
 	for _, s := range p.servers {
 		s.mu.Lock()
 		kept, h := p.judge(s, s.entries)
 		if len(h) > 0 {
-			held[s.cfg.Name] = h
+			quarantined[s.cfg.Name] = h
 		}
 		for _, e := range kept {
 			name := e.Tool
@@ -396,7 +396,7 @@ func (p *Pool) publish() {
 		s.mu.Unlock()
 	}
 	p.noteConflicts(conflicts)
-	p.noteHeld(held)
+	p.noteQuarantined(quarantined)
 	c := catalog.New(all, infos)
 	gen := p.offerGen.Load()
 	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {

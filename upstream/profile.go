@@ -52,10 +52,10 @@ func (p *Profile) Keeps(e *catalog.Entry) bool {
 // Loads reports whether the profile lists a tool directly.
 func (p *Profile) Loads(e *catalog.Entry) bool { return slices.Contains(p.Load, e.Name) }
 
-// View returns the part of a catalog the profile sees: its tools, under
+// Narrow returns the part of a catalog the profile sees: its tools, under
 // the names the whole catalog gives them (a tool has one name in every
 // profile), with its Load tools marked alwaysLoad.
-func (p *Profile) View(c *catalog.Catalog) *catalog.Catalog {
+func (p *Profile) Narrow(c *catalog.Catalog) *catalog.Catalog {
 	return c.Map(func(e catalog.Entry) (catalog.Entry, bool) {
 		if !p.Keeps(&e) {
 			return e, false

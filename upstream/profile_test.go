@@ -53,7 +53,7 @@ func TestParseProfiles(t *testing.T) {
 	}
 	c := catalog.New([]catalog.Entry{*entry("a", "get_x"), *entry("b", "get_x"), *entry("b", "put_x")}, nil)
 	ro, _ := cfg.Profile("ro")
-	v := ro.View(c)
+	v := ro.Narrow(c)
 	if v.Len() != 2 {
 		t.Errorf("the ro view has %v", v.Names())
 	}

@@ -15,7 +15,7 @@ import (
 )
 
 // Scope is the pool as one profile sees it: its catalog, calls, sessions,
-// subscriptions, status and held tools, all limited to the profile, and
+// subscriptions, status and quarantined tools, all limited to the profile, and
 // the notices of the profile's servers. It is what every face and command
 // works through, so that a profile's limits are enforced in one place:
 // where calls go upstream, not only in what is listed (a client that
@@ -72,7 +72,7 @@ func (sc *Scope) Catalog() *catalog.Catalog {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if base != sc.base {
-		sc.base, sc.cat = base, sc.profile.View(base)
+		sc.base, sc.cat = base, sc.profile.Narrow(base)
 	}
 	return sc.cat
 }
@@ -91,8 +91,8 @@ func (sc *Scope) Status() []Status {
 }
 
 // Held returns the profile's servers' tools that the lock file keeps out.
-func (sc *Scope) Held() []Held {
-	return slices.DeleteFunc(sc.pool.Held(), func(h Held) bool { return !sc.HasServer(h.Server) })
+func (sc *Scope) Quarantined() []Quarantined {
+	return slices.DeleteFunc(sc.pool.Quarantined(), func(h Quarantined) bool { return !sc.HasServer(h.Server) })
 }
 
 // Offers returns what the profile's servers offer besides tools.

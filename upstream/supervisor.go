@@ -43,12 +43,12 @@ type server struct {
 
 func (s *server) status() Status {
 	conflict := s.pool.conflict(s.cfg.Name)
-	held := s.pool.heldCount(s.cfg.Name)
+	quarantined := s.pool.quarantinedCount(s.cfg.Name)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{
 		Name: s.cfg.Name, Transport: s.cfg.transport(), State: s.state, Error: s.err,
-		Tools: len(s.entries) - held, Quarantined: held, Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
+		Tools: len(s.entries) - quarantined, Quarantined: quarantined, Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
 		Restarts: s.restarts, ConnectTime: s.connectTime,
 	}
 	if st.Error == "" {

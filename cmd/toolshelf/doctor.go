@@ -90,8 +90,8 @@ type doctorReport struct {
 	Warnings      []catalog.Finding `json:"warnings"`
 	// Profile is the profile reported on ("everything" without
 	// --profile); Quarantined the tools toolshelf.lock keeps out.
-	Profile     string          `json:"profile"`
-	Quarantined []upstream.Held `json:"quarantined"`
+	Profile     string                 `json:"profile"`
+	Quarantined []upstream.Quarantined `json:"quarantined"`
 }
 
 type doctorServer struct {
@@ -174,7 +174,7 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	rep := doctorReport{
 		Source: src.name, Model: o.model, ContextWindow: decision.ContextWindow, Settings: settings,
 		Decision: decision, Summary: decision.String(), Warnings: append(src.cat.Audit(), src.unreviewed()...),
-		Profile: profileOrDefault(o.profile), Quarantined: src.held(),
+		Profile: profileOrDefault(o.profile), Quarantined: src.quarantined(),
 	}
 	if rep.Warnings == nil {
 		rep.Warnings = []catalog.Finding{}

@@ -18,7 +18,7 @@ import (
 var evalCommand = &command{
 	name:    "eval",
 	summary: "measure retrieval quality on a labelled dataset",
-	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--usage-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--json]",
+	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--learn-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--json]",
 	help: `
 Searches every query of a labelled dataset and reports, over all queries
 and for each value of their level, category and subset fields:
@@ -39,11 +39,11 @@ A dataset folder holds tools.jsonl and queries.jsonl, and optionally
 servers.jsonl; docs/datasets.md in the source gives the format, the public
 datasets and how to build one from your own servers.
 
---usage-folds K measures search that learns from use (see 'toolshelf
-usage') without leakage: the queries are split into K folds, each fold is
-searched with the other folds' queries and their tools as the history of
-what was used, and only the held fold is scored. The report without usage
-is printed first, for comparison. --learn-min-similarity and
+--learn-folds K measures search that learns from use (see 'toolshelf
+learned') without leakage: the queries are split into K folds, each fold
+is searched with the other folds' queries and their tools as what was
+learned, and only the held-out fold is scored. The report without
+learning is printed first, for comparison. --learn-min-similarity and
 --learn-weight set what it is measured with (defaults: the settings
 toolshelf uses).
 
@@ -62,9 +62,10 @@ instead of the default engine, so that its experiments can be rerun:
 		limit := fs.Int("limit", evaluate.DefaultLimit, "results retrieved per query (`K`)")
 		asJSON := fs.Bool("json", false, "print the report as one JSON object")
 		variant := fs.String("variant", "", "measure the bm25 variant `NAME` (see above)")
-		folds := fs.Int("usage-folds", 0, "also measure learning from use, with `K` folds (see above)")
-		minSim := fs.Float64("learn-min-similarity", search.DefaultLearnedMinSimilarity, "with --usage-folds, the `COSINE` a past query needs")
-		weight := fs.Float64("learn-weight", search.DefaultLearnedWeight, "with --usage-folds, the `WEIGHT` of a past query's tools")
+		folds := fs.Int("learn-folds", 0, "also measure learning from use, with `K` folds (see above)")
+		fs.IntVar(folds, "usage-folds", 0, "the earlier name of --learn-folds `K`")
+		minSim := fs.Float64("learn-min-similarity", search.DefaultLearnedMinSimilarity, "with --learn-folds, the `COSINE` a learned query needs")
+		weight := fs.Float64("learn-weight", search.DefaultLearnedWeight, "with --learn-folds, the `WEIGHT` of a learned query's tools")
 		half := fs.Int("half", -1, "score only half `N` (0 or 1) of the queries")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
@@ -93,7 +94,7 @@ instead of the default engine, so that its experiments can be rerun:
 				name = "bm25 variant " + *variant
 			}
 			if *folds != 0 && *folds < 2 {
-				return usagef("--usage-folds must be at least 2, got %d", *folds)
+				return usagef("--learn-folds must be at least 2, got %d", *folds)
 			}
 			if *minSim <= 0 || *minSim >= 1 || *weight <= 0 {
 				return usagef("--learn-min-similarity must be between 0 and 1 and --learn-weight positive")
@@ -140,7 +141,7 @@ func runEval(ctx context.Context, e *env, dir, engine string, build func(*catalo
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if learned != nil {
-			return enc.Encode(map[string]*evaluate.Report{"withoutUsage": r, "withUsage": learned})
+			return enc.Encode(map[string]*evaluate.Report{"withoutLearning": r, "withLearning": learned})
 		}
 		return enc.Encode(r)
 	}

@@ -48,6 +48,7 @@ type env struct {
 // command is one subcommand.
 type command struct {
 	name    string
+	aliases []string // earlier names that keep working, unlisted
 	summary string
 	usage   string // arguments after the command name
 	help    string // paragraphs after the usage line
@@ -66,7 +67,7 @@ var commands = byName([]*command{
 	authCommand,
 	toolsCommand,
 	auditCommand,
-	usageCommand,
+	learnedCommand,
 	evalCommand,
 })
 
@@ -75,6 +76,9 @@ func byName(list []*command) map[string]*command {
 	m := make(map[string]*command, len(list))
 	for _, c := range list {
 		m[c.name] = c
+		for _, a := range c.aliases {
+			m[a] = c
+		}
 	}
 	return m
 }
@@ -188,8 +192,10 @@ Usage:
 Commands:
 `)
 	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	for n, c := range commands {
+		if n == c.name {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	for _, n := range names {

@@ -14,9 +14,9 @@ import (
 
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
-	"github.com/toolshelf/toolshelf/usage"
 )
 
 const envAuthToken = "TOOLSHELF_AUTH_TOKEN"
@@ -73,7 +73,7 @@ each path. --profile NAME serves one profile alone (over stdio, or at /mcp).
 
 A search followed by a call of a tool it found teaches search to rank
 that tool higher for queries in closely similar words (see 'toolshelf
-usage'); --no-learn, or "learn": false in the configuration, turns it off.
+learned'); --no-learn, or "learn": false in the configuration, turns it off.
 
 Tools whose definitions do not match toolshelf.lock (beside the
 configuration) are quarantined: see 'toolshelf tools'. The lock file is
@@ -124,7 +124,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
 		fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
 		fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
-		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf usage)")
+		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf learned)")
 		fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 		o.engine.register(fs)
 		fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -263,8 +263,8 @@ func (o *serveOptions) openStores(e *env, cfg *upstream.Config, logger *slog.Log
 		gopts.Audit = l
 	}
 	if !o.noLearn && (cfg == nil || !cfg.NoLearn) {
-		if path := usagePath(e); path != "" {
-			gopts.Usage = usage.Open(path, logger.With("component", "usage"))
+		if path := learnedPath(e); path != "" {
+			gopts.Learn = learn.Open(path, logger.With("component", "learn"))
 		}
 	}
 	return nil

@@ -278,13 +278,13 @@ func (s *catalogSource) narrow(profile string) error {
 	return nil
 }
 
-// held returns the tools the lock file keeps out, of the source's
+// quarantined returns the tools the lock file keeps out, of the source's
 // servers (of its profile's, with a profile).
-func (s *catalogSource) held() []upstream.Held {
-	if h := s.scope.Held(); h != nil {
+func (s *catalogSource) quarantined() []upstream.Quarantined {
+	if h := s.scope.Quarantined(); h != nil {
 		return h
 	}
-	return []upstream.Held{}
+	return []upstream.Quarantined{}
 }
 
 func (s *catalogSource) close() {

@@ -115,13 +115,13 @@ func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string
 			fmt.Fprintf(e.stderr, "toolshelf tools: server %s is %s: its current tools are not known (%s)\n", st.Name, st.State, st.Error)
 		}
 	}
-	held := p.Held()
+	held := p.Quarantined()
 	if tool != "" {
-		held = slices.DeleteFunc(held, func(h upstream.Held) bool { return h.Tool != tool })
+		held = slices.DeleteFunc(held, func(h upstream.Quarantined) bool { return h.Tool != tool })
 	}
 	// Tools trusted on first use after their server's first pin: shown
 	// as new until a person approves them.
-	var later []upstream.Held
+	var later []upstream.Quarantined
 	for _, sc := range cfgs {
 		for _, name := range pins.Later(sc.Name) {
 			if tool != "" && name != tool {
@@ -129,7 +129,7 @@ func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string
 			}
 			if en, ok := findTool(p, sc.Name, name); ok {
 				if def, err := pin.Canonical(en.Raw); err == nil {
-					later = append(later, upstream.Held{Server: sc.Name, Tool: name, Status: pin.New, Current: def,
+					later = append(later, upstream.Quarantined{Server: sc.Name, Tool: name, Status: pin.New, Current: def,
 						Why: "appeared after the server's tools were pinned; trusted on first use, not reviewed"})
 				}
 			}
@@ -176,7 +176,7 @@ func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string
 			if err != nil {
 				return err
 			}
-			held = []upstream.Held{{Server: server, Tool: tool, Current: def}}
+			held = []upstream.Quarantined{{Server: server, Tool: tool, Current: def}}
 		}
 		if len(held) == 0 {
 			fmt.Fprintf(e.stdout, "no tool of %s is quarantined; name one to deny it: toolshelf tools deny %s/TOOL\n", server, server)

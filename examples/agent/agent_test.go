@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/messages"
-	"github.com/toolshelf/toolshelf/usage"
 )
 
 // memoryConfig writes a configuration with the real server-memory.
@@ -39,8 +39,8 @@ func runAgent(t *testing.T, api *fakeAPI, env map[string]string, args ...string)
 	t.Helper()
 	env["ANTHROPIC_BASE_URL"] = api.srv.URL
 	env["ANTHROPIC_API_KEY"] = "sk-test"
-	if env["TOOLSHELF_USAGE"] == "" {
-		env["TOOLSHELF_USAGE"] = filepath.Join(t.TempDir(), "usage.db")
+	if env["TOOLSHELF_LEARNED"] == "" {
+		env["TOOLSHELF_LEARNED"] = filepath.Join(t.TempDir(), "learned.db")
 	}
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, &stdout, &stderr, func(k string) string { return env[k] })
@@ -125,8 +125,8 @@ func TestAgentAcrossCompaction(t *testing.T) {
 			return []messages.Block{messages.TextBlock("Read back: " + resultText(res[0]))}, "end_turn", 2000
 		},
 	)
-	learned := filepath.Join(t.TempDir(), "usage.db")
-	out, stderr, code := runAgent(t, api, map[string]string{"ENABLE_TOOL_SEARCH": "true", "TOOLSHELF_USAGE": learned},
+	learned := filepath.Join(t.TempDir(), "learned.db")
+	out, stderr, code := runAgent(t, api, map[string]string{"ENABLE_TOOL_SEARCH": "true", "TOOLSHELF_LEARNED": learned},
 		"--config", memoryConfig(t), "--compact-at", "100000", "Remember the toolshelf project, then read it back.")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s", code, stderr)
@@ -141,7 +141,7 @@ func TestAgentAcrossCompaction(t *testing.T) {
 	}
 	// The search that led to a call was learned, before the compaction
 	// summarised it away.
-	pairs, err := usage.Open(learned, nil).Pairs()
+	pairs, err := learn.Open(learned, nil).Pairs()
 	if err != nil || len(pairs) != 1 || pairs[0].Query != "create entities in the knowledge graph" || pairs[0].Tool != create {
 		t.Errorf("learned from use: %+v, %v", pairs, err)
 	}
@@ -176,7 +176,7 @@ func TestAgentSearchOff(t *testing.T) {
 	}
 }
 
-func TestAgentUsage(t *testing.T) {
+func TestAgentLearns(t *testing.T) {
 	for _, args := range [][]string{{}, {"--config", "x.json"}, {"--config", "x.json", "--announce", "loud", "task"}} {
 		var stdout, stderr bytes.Buffer
 		if code := run(context.Background(), args, &stdout, &stderr, func(string) string { return "" }); code != 2 {

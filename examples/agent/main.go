@@ -34,10 +34,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/anthropic"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
-	"github.com/toolshelf/toolshelf/usage"
 )
 
 func main() {
@@ -66,7 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.IntVar(&o.maxTurns, "max-turns", 20, "stop after `N` model turns")
 	fs.IntVar(&o.compactAt, "compact-at", 100000, "compact when a prompt reaches `TOKENS` input tokens")
 	fs.StringVar(&o.announce, "announce", "delta", "how deferred tools are announced: list or delta")
-	fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (toolshelf usage)")
+	fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (toolshelf learned)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -109,9 +109,9 @@ type agent struct {
 	settings policy.Settings
 	baseURL  string
 	searcher *messages.Searcher
-	// usage keeps what this conversation's searches led to, for later
+	// learned keeps what this conversation's searches led to, for later
 	// ones (nil with --no-learn).
-	usage   *usage.Store
+	learned *learn.Store
 	history []messages.Message
 	// lastInput is the input tokens of the last response, for compaction.
 	lastInput int
@@ -146,18 +146,18 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 		searcher: &messages.Searcher{},
 		history:  []messages.Message{{Role: "user", Content: []messages.Block{messages.TextBlock(o.task)}}},
 	}
-	path := getenv("TOOLSHELF_USAGE")
+	path := getenv("TOOLSHELF_LEARNED")
 	if path == "" {
-		path = usage.DefaultPath(getenv)
+		path = learn.DefaultPath(getenv)
 	}
 	if !o.noLearn && path != "" {
-		a.usage = usage.Open(path, log.With("component", "usage"))
-		if pairs, err := a.usage.Pairs(); err != nil {
+		a.learned = learn.Open(path, log.With("component", "learn"))
+		if pairs, err := a.learned.Pairs(); err != nil {
 			log.Warn("cannot read what was learned from use", "error", err)
 		} else {
 			// One user's agent: a pair one conversation showed is
 			// evidence (a gateway that clients share asks for more).
-			a.searcher.Past = usage.Past(pairs, "", 1)
+			a.searcher.Learned = learn.Queries(pairs, "", 1)
 		}
 	}
 	return a, nil
@@ -165,15 +165,15 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 
 // learn keeps the searches of the conversation that led to calls.
 func (a *agent) learn() {
-	if a.usage == nil {
+	if a.learned == nil {
 		return
 	}
-	for _, p := range messages.Used(a.history, a.searcher.Tool().Name) {
+	for _, p := range messages.Learned(a.history, a.searcher.Tool().Name) {
 		for _, tool := range p.Tools {
-			a.usage.Record("", p.Query, tool)
+			a.learned.Record("", p.Query, tool)
 		}
 	}
-	if err := a.usage.Flush(); err != nil {
+	if err := a.learned.Flush(); err != nil {
 		a.log.Warn("cannot save what was learned from use", "error", err)
 	}
 }
@@ -350,7 +350,7 @@ func contentBlocks(res *mcp.CallToolResult) []messages.Block {
 // tools on the boundary so that compaction loses none.
 func (a *agent) compact(ctx context.Context) error {
 	a.learn() // before the history it learns from is summarised away
-	snapshot := messages.Snapshot(a.history)
+	discovered := messages.DiscoveredNames(a.history)
 	req := messages.Request{Model: a.opts.model, Extra: map[string]json.RawMessage{"max_tokens": json.RawMessage(`2048`)}}
 	for _, m := range a.history {
 		m.Boundary, m.Delta = nil, nil
@@ -370,8 +370,8 @@ func (a *agent) compact(ctx context.Context) error {
 	if summary == "" {
 		return errors.New("the summary is empty")
 	}
-	a.log.Info("compacted", "messages", len(a.history), "discovered", len(snapshot))
-	a.history = []messages.Message{messages.NewBoundary(summary+"\n\nContinue the task.", snapshot)}
+	a.log.Info("compacted", "messages", len(a.history), "discovered", len(discovered))
+	a.history = []messages.Message{messages.NewBoundary(summary+"\n\nContinue the task.", discovered)}
 	a.lastInput = 0
 	return nil
 }

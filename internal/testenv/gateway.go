@@ -58,7 +58,15 @@ var URLLine = regexp.MustCompile(`url=(http://\S+/mcp)`)
 // SIGINT when the test ends, and returns its /mcp URL.
 func RunHTTPScript(t testing.TB, script string) string {
 	t.Helper()
-	cmd := exec.Command(script)
+	return Listening(t, exec.Command(script), "the gateway", URLLine)
+}
+
+// Listening starts cmd, a toolshelf process that logs the URL it serves
+// on stderr, stops it with SIGINT when the test ends, and returns the
+// first match of line's group in its log. what names the process in
+// failures.
+func Listening(t testing.TB, cmd *exec.Cmd, what string, line *regexp.Regexp) string {
+	t.Helper()
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +82,7 @@ func RunHTTPScript(t testing.TB, script string) string {
 		case <-done:
 		case <-time.After(Timeout(10 * time.Second)):
 			cmd.Process.Kill()
-			t.Error("the gateway did not stop on SIGINT")
+			t.Errorf("%s did not stop on SIGINT", what)
 		}
 	})
 	found := make(chan string, 1)
@@ -82,7 +90,7 @@ func RunHTTPScript(t testing.TB, script string) string {
 		sc := bufio.NewScanner(stderr)
 		sent := false
 		for sc.Scan() {
-			if m := URLLine.FindStringSubmatch(sc.Text()); m != nil && !sent {
+			if m := line.FindStringSubmatch(sc.Text()); m != nil && !sent {
 				found <- m[1]
 				sent = true
 			}
@@ -92,7 +100,7 @@ func RunHTTPScript(t testing.TB, script string) string {
 	case u := <-found:
 		return u
 	case <-time.After(Timeout(20 * time.Second)):
-		t.Fatal("timed out waiting for the gateway to listen")
+		t.Fatalf("timed out waiting for %s to listen", what)
 	}
 	return ""
 }

@@ -8,14 +8,19 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/toolshelf/toolshelf/usage"
+	"github.com/toolshelf/toolshelf/learn"
 )
 
-// envUsage names the usage database instead of the state folder's.
-const envUsage = "TOOLSHELF_USAGE"
+// envLearned names the database of what was learned instead of the state
+// folder's; envLearnedOld is its earlier name, still read.
+const (
+	envLearned    = "TOOLSHELF_LEARNED"
+	envLearnedOld = "TOOLSHELF_USAGE"
+)
 
-var usageCommand = &command{
-	name:    "usage",
+var learnedCommand = &command{
+	name:    "learned",
+	aliases: []string{"usage"},
 	summary: "show or clear what search has learned from use",
 	usage:   "show [--tool NAME] [--json] | forget (--all | --tool NAME | --query TEXT | --older-than DURATION)",
 	help: `
@@ -30,10 +35,11 @@ it would without this.
   forget   delete pairs: all of them, a tool's, a query's, or those not
            used for a while (--older-than 720h)
 
-The pairs are kept in toolshelf/usage.db in the user's state folder
-($XDG_STATE_HOME, else ~/.local/state; $TOOLSHELF_USAGE names another
+The pairs are kept in toolshelf/learned.db in the user's state folder
+($XDG_STATE_HOME, else ~/.local/state; $TOOLSHELF_LEARNED names another
 file), at most 20,000 and for 180 days. 'serve --no-learn', or "learn":
-false in the configuration, turns learning off.`,
+false in the configuration, turns learning off. ('toolshelf usage' is
+this command's earlier name.)`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		tool := fs.String("tool", "", "only the pairs of the tool `NAME` (qualified)")
 		query := fs.String("query", "", "forget: the pairs of the query `TEXT`")
@@ -42,11 +48,11 @@ false in the configuration, turns learning off.`,
 		asJSON := fs.Bool("json", false, "show: print JSON")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 1 || (args[0] != "show" && args[0] != "forget") {
-				return usagef("usage needs show or forget")
+				return usagef("learned needs show or forget")
 			}
-			st := usage.Open(usagePath(e), nil)
+			st := learn.Open(learnedPath(e), nil)
 			if st.Path() == "" {
-				return usagef("no state folder: set $%s to the usage database's file", envUsage)
+				return usagef("no state folder: set $%s to the file of what was learned", envLearned)
 			}
 			if args[0] == "show" {
 				pairs, err := st.Pairs()
@@ -54,11 +60,11 @@ false in the configuration, turns learning off.`,
 					return err
 				}
 				if *tool != "" {
-					pairs = filterPairs(pairs, func(p usage.Pair) bool { return p.Tool == *tool })
+					pairs = filterPairs(pairs, func(p learn.Pair) bool { return p.Tool == *tool })
 				}
 				if *asJSON {
 					if pairs == nil {
-						pairs = []usage.Pair{}
+						pairs = []learn.Pair{}
 					}
 					return writeJSON(e.stdout, pairs)
 				}
@@ -73,7 +79,7 @@ false in the configuration, turns learning off.`,
 				}
 				return tw.Flush()
 			}
-			var match func(usage.Pair) bool
+			var match func(learn.Pair) bool
 			switch {
 			case *all && (*tool != "" || *query != "" || *older != 0):
 				return usagef("forget --all takes no other filter")
@@ -81,7 +87,7 @@ false in the configuration, turns learning off.`,
 			case *tool != "" || *query != "" || *older > 0:
 				cutoff := time.Now().Add(-*older)
 				q := strings.Join(strings.Fields(*query), " ")
-				match = func(p usage.Pair) bool {
+				match = func(p learn.Pair) bool {
 					return (*tool == "" || p.Tool == *tool) && (q == "" || p.Query == q) && (*older <= 0 || p.Last.Before(cutoff))
 				}
 			default:
@@ -97,17 +103,19 @@ false in the configuration, turns learning off.`,
 	},
 }
 
-// usagePath is the usage database: $TOOLSHELF_USAGE, else the state
-// folder's.
-func usagePath(e *env) string {
-	if p := e.getenv(envUsage); p != "" {
-		return p
+// learnedPath is the database of what was learned: $TOOLSHELF_LEARNED
+// (or its earlier name), else the state folder's.
+func learnedPath(e *env) string {
+	for _, name := range []string{envLearned, envLearnedOld} {
+		if p := e.getenv(name); p != "" {
+			return p
+		}
 	}
-	return usage.DefaultPath(e.getenv)
+	return learn.DefaultPath(e.getenv)
 }
 
-func filterPairs(ps []usage.Pair, keep func(usage.Pair) bool) []usage.Pair {
-	var out []usage.Pair
+func filterPairs(ps []learn.Pair, keep func(learn.Pair) bool) []learn.Pair {
+	var out []learn.Pair
 	for _, p := range ps {
 		if keep(p) {
 			out = append(out, p)

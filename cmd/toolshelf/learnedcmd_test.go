@@ -7,15 +7,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/toolshelf/toolshelf/usage"
+	"github.com/toolshelf/toolshelf/learn"
 )
 
 // A session searches, calls a tool it found, and the gateway learns the
-// pair: usage show lists it (without the arguments). One session alone
+// pair: learned show lists it (without the arguments). One session alone
 // moves no ranking; once a second session has shown the pair, a later
-// search in similar words ranks the tool first. usage forget clears it.
+// search in similar words ranks the tool first. learned forget clears it; usage, its earlier name, still works.
 func TestServeLearnsFromUse(t *testing.T) {
-	t.Setenv(envUsage, filepath.Join(t.TempDir(), "usage.db"))
+	t.Setenv(envLearned, filepath.Join(t.TempDir(), "learned.db"))
 	cfg := fakeConfig(t, map[string][2]string{"notes": {"serve", "append_entry,list_entries,archive_book"}})
 	const query = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"keep an entry for later"}}}`
 	names := func(r map[string]any) []string {
@@ -62,10 +62,10 @@ func TestServeLearnsFromUse(t *testing.T) {
 		<-s.done // serve writes what it learned before it returns
 		s.done <- 0
 
-		show := runCLI(t, "usage", "show", "--json")
-		var pairs []usage.Pair
+		show := runCLI(t, "learned", "show", "--json")
+		var pairs []learn.Pair
 		if err := json.Unmarshal([]byte(show.stdout), &pairs); err != nil || len(pairs) != 1 {
-			t.Fatalf("usage show: %v\n%s%s", err, show.stdout, show.stderr)
+			t.Fatalf("learned show: %v\n%s%s", err, show.stdout, show.stderr)
 		}
 		if p := pairs[0]; p.Tool != used || p.Query != "keep an entry for later" || p.Count != i+1 {
 			t.Errorf("after session %d, pair: %+v", i+1, p)
@@ -81,13 +81,13 @@ func TestServeLearnsFromUse(t *testing.T) {
 		t.Errorf("a similar query after two sessions' use: %v", again)
 	}
 
-	if f := runCLI(t, "usage", "forget", "--all"); f.code != 0 || !strings.Contains(f.stdout, "forgot 1") {
-		t.Errorf("usage forget: %d %s%s", f.code, f.stdout, f.stderr)
+	if f := runCLI(t, "learned", "forget", "--all"); f.code != 0 || !strings.Contains(f.stdout, "forgot 1") {
+		t.Errorf("learned forget: %d %s%s", f.code, f.stdout, f.stderr)
 	}
 	if show := runCLI(t, "usage", "show"); !strings.Contains(show.stdout, "nothing learned yet") {
 		t.Errorf("after forget: %s", show.stdout)
 	}
-	if bad := runCLI(t, "usage", "forget"); bad.code != exitUsage {
+	if bad := runCLI(t, "learned", "forget"); bad.code != exitUsage {
 		t.Errorf("forget without a filter: %d", bad.code)
 	}
 }

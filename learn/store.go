@@ -1,4 +1,4 @@
-// Package usage keeps what toolshelf learns from use: which tools were
+// Package learn keeps what toolshelf learns from use: which tools were
 // called after which searches, so that a later search in similar words
 // can rank them higher (search.Learned).
 //
@@ -6,8 +6,8 @@
 // folder. Only the query and the tool's name are kept, never argument
 // values; the store is bounded (MaxPairs) and forgets pairs unused for
 // MaxAge. The database is opened only to read or to write a batch, so that
-// the CLI (toolshelf usage show) can read it while a gateway runs.
-package usage
+// the CLI (toolshelf learned show) can read it while a gateway runs.
+package learn
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -45,10 +46,15 @@ const (
 	MinSessions = 2
 )
 
-// FileName is the database's name in the state folder.
-const FileName = "usage.db"
+// FileName is the database's name in the state folder; oldFileName is
+// its earlier name, used while a database of that name exists and none
+// of the new one does, so an upgrade keeps what was learned.
+const (
+	FileName    = "learned.db"
+	oldFileName = "usage.db"
+)
 
-// DefaultPath is toolshelf/usage.db in the user's state folder
+// DefaultPath is toolshelf/learned.db in the user's state folder
 // ($XDG_STATE_HOME, else ~/.local/state), or "" when there is none.
 func DefaultPath(getenv func(string) string) string {
 	if getenv == nil {
@@ -62,7 +68,14 @@ func DefaultPath(getenv func(string) string) string {
 		}
 		dir = filepath.Join(home, ".local", "state")
 	}
-	return filepath.Join(dir, "toolshelf", FileName)
+	path := filepath.Join(dir, "toolshelf", FileName)
+	old := filepath.Join(dir, "toolshelf", oldFileName)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat(old); err == nil {
+			return old
+		}
+	}
+	return path
 }
 
 // Pair is a search followed by a call of one of the tools it found, in
@@ -78,7 +91,7 @@ type Pair struct {
 
 var bucket = []byte("pairs")
 
-// Store is the usage database at one path. Record queues pairs in memory;
+// Store is the database of what was learned, at one path. Record queues pairs in memory;
 // Flush (or Run, every FlushEvery) writes them. It is safe for concurrent
 // use.
 type Store struct {
@@ -395,13 +408,13 @@ func (s *Store) Version() string {
 	return fmt.Sprintf("%d/%s", gen, stamp)
 }
 
-// Past groups one profile's pairs by query, for search.NewLearned: only
+// Queries groups one profile's pairs by query, for search.NewLearned: only
 // pairs recorded at least minCount times (MinSessions for a gateway that
 // several clients share), so that what one profile's clients do never
 // moves another's ranking and one session alone moves none.
-func Past(pairs []Pair, profile string, minCount int) []search.Past {
+func Queries(pairs []Pair, profile string, minCount int) []search.LearnedQuery {
 	byQuery := map[string]int{}
-	var out []search.Past
+	var out []search.LearnedQuery
 	for _, p := range pairs {
 		if p.Profile != profile || p.Count < minCount {
 			continue
@@ -410,7 +423,7 @@ func Past(pairs []Pair, profile string, minCount int) []search.Past {
 		if !ok {
 			i = len(out)
 			byQuery[p.Query] = i
-			out = append(out, search.Past{Query: p.Query})
+			out = append(out, search.LearnedQuery{Query: p.Query})
 		}
 		if !slices.Contains(out[i].Tools, p.Tool) {
 			out[i].Tools = append(out[i].Tools, p.Tool)

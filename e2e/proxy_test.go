@@ -1,15 +1,15 @@
-package main
+package e2e
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/toolshelf/toolshelf/shelf"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -18,7 +18,25 @@ import (
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/messages"
+	"github.com/toolshelf/toolshelf/shelf"
 )
+
+// These tests put clients nobody here wrote in front of 'toolshelf proxy':
+// Claude Code and the official OpenAI client for Node (both pinned in
+// testdata/clients), with a scripted model API behind the proxy.
+
+// proxyURL matches the base URL in the proxy's start-up log.
+var proxyURL = regexp.MustCompile(`url=(http://\S+)`)
+
+// startProxy runs 'toolshelf proxy' in front of upstream, as a process
+// with folders of its own, and returns its base URL.
+func startProxy(t *testing.T, upstream string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(toolshelf, append([]string{"proxy", "--listen", "127.0.0.1:0", "--upstream", upstream}, args...)...)
+	dir := t.TempDir()
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "XDG_STATE_HOME="+filepath.Join(dir, "state"))
+	return testenv.Listening(t, cmd, "the proxy", proxyURL)
+}
 
 // claudeAPI is a scripted Messages API for Claude Code: it searches
 // for the memory tool, calls it once found, and ends once the tool's
@@ -97,7 +115,7 @@ func claude(t *testing.T, proxyURL, memoryFile string, env ...string) (string, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	memory, _ := filepath.Abs("../../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+	memory, _ := filepath.Abs("../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
 	cfg := filepath.Join(t.TempDir(), "mcp.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"memory": map[string]any{
 		"command": "node", "args": []string{memory}, "env": map[string]string{"MEMORY_FILE_PATH": memoryFile},
@@ -136,7 +154,7 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	defer srv.Close()
 	// server-memory's nine tools are few: --mode search defers them
 	// whatever they cost.
-	url := startProxyCmd(t, srv.URL, "--mode", "search")
+	url := startProxy(t, srv.URL, "--mode", "search")
 
 	memoryFile := filepath.Join(t.TempDir(), "memory.jsonl")
 	out, err := claude(t, url, memoryFile, "ENABLE_TOOL_SEARCH=false")
@@ -187,6 +205,77 @@ func TestClaudeCodeThroughProxy(t *testing.T) {
 	for _, r := range api.seen {
 		if s, _ := tools(r); s != 0 {
 			t.Errorf("a request of a client that searches itself was rewritten")
+		}
+	}
+}
+
+// The official OpenAI client for Node against the proxy's Chat
+// Completions face, in front of a scripted upstream: the upstream sees
+// the search tool instead of the catalog's tools, the proxy answers the
+// search, and the client gets the found tool's call, plainly and
+// streaming, with the rounds' usage added up.
+func TestOpenAIClientThroughProxy(t *testing.T) {
+	t.Parallel()
+	requireClients(t)
+	var mu sync.Mutex
+	var seen []int // tools per upstream request
+	var keys []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Tools    []json.RawMessage `json:"tools"`
+			Messages []struct {
+				Role string `json:"role"`
+			} `json:"messages"`
+			Stream bool `json:"stream"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		mu.Lock()
+		seen = append(seen, len(req.Tools))
+		keys = append(keys, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		call := `{"id":"call_1","type":"function","function":{"name":"tool_search","arguments":"{\"query\":\"create a github issue\"}"}}`
+		if req.Messages[len(req.Messages)-1].Role == "tool" {
+			call = `{"id":"call_2","type":"function","function":{"name":"mcp__github__create_issue","arguments":"{\"title\":\"crash\"}"}}`
+		}
+		fmt.Fprintf(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-test","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[%s]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":100,"completion_tokens":10,"total_tokens":110}}`, call)
+	}))
+	defer api.Close()
+	url := startProxy(t, api.URL)
+
+	out, err := node(t, "node", "openai-client.mjs", url+"/v1")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	type outcome struct {
+		Finish string
+		Calls  [][2]string
+		Usage  map[string]int
+	}
+	var res struct {
+		Tools           int
+		Plain, Streamed outcome
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for name, r := range map[string]outcome{"plain": res.Plain, "streamed": res.Streamed} {
+		if r.Finish != "tool_calls" || len(r.Calls) != 1 || r.Calls[0][0] != "mcp__github__create_issue" || r.Calls[0][1] != `{"title":"crash"}` {
+			t.Errorf("%s: %+v", name, r)
+		}
+		if r.Usage["prompt_tokens"] != 200 || r.Usage["total_tokens"] != 220 {
+			t.Errorf("%s usage %v, want two rounds added up", name, r.Usage)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 4 || seen[0] != 1 || seen[1] < 2 {
+		t.Errorf("tools per upstream request %v (the client sent %d)", seen, res.Tools)
+	}
+	for _, k := range keys {
+		if k != "Bearer sk-openai-client-key" {
+			t.Errorf("the upstream got Authorization %q", k)
 		}
 	}
 }

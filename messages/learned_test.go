@@ -8,7 +8,7 @@ import (
 	"github.com/toolshelf/toolshelf/search"
 )
 
-func TestUsed(t *testing.T) {
+func TestLearned(t *testing.T) {
 	var history []Message
 	err := json.Unmarshal([]byte(`[
 	  {"role": "user", "content": "Open an issue about the crash."},
@@ -26,9 +26,9 @@ func TestUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := Used(history, "tool_search")
-	want := []search.Past{{Query: "file an issue", Tools: []string{"mcp__github__create_issue"}}}
+	got := Learned(history, "tool_search")
+	want := []search.LearnedQuery{{Query: "file an issue", Tools: []string{"mcp__github__create_issue"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Used (-want +got):\n%s", diff)
+		t.Errorf("Learned (-want +got):\n%s", diff)
 	}
 }

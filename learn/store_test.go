@@ -1,8 +1,9 @@
-package usage
+package learn
 
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -51,8 +52,8 @@ func TestRecordFlushForget(t *testing.T) {
 			}
 		}
 	}
-	if past := Past(ps, "", 1); len(past) != 3 {
-		t.Errorf("Past: %+v", past)
+	if past := Queries(ps, "", 1); len(past) != 3 {
+		t.Errorf("Queries: %+v", past)
 	}
 	n, err := s.Forget(func(p Pair) bool { return p.Tool == "mcp__fs__write_file" })
 	if err != nil || n != 1 {
@@ -111,11 +112,11 @@ func TestBounds(t *testing.T) {
 	}
 }
 
-// Pairs are kept per profile, and Past gives a profile only its own pairs
+// Pairs are kept per profile, and Queries gives a profile only its own pairs
 // shown at least minCount times: what one profile's clients did never
 // moves another's ranking, and a pair one session showed moves none.
 // Pairs written before profiles were kept apart are dropped.
-func TestPastPerProfile(t *testing.T) {
+func TestQueriesPerProfile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), FileName)
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -148,12 +149,45 @@ func TestPastPerProfile(t *testing.T) {
 	if len(ps) != 3 {
 		t.Errorf("pairs: %+v (want the old key and the NUL profile gone)", ps)
 	}
-	got := Past(ps, "admin", MinSessions)
-	want := []search.Past{{Query: "read the entire knowledge graph", Tools: []string{"mcp__memory__read_graph"}}}
+	got := Queries(ps, "admin", MinSessions)
+	want := []search.LearnedQuery{{Query: "read the entire knowledge graph", Tools: []string{"mcp__memory__read_graph"}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the admin's past (-want +got):\n%s", diff)
 	}
-	if got := Past(ps, "", MinSessions); len(got) != 0 {
+	if got := Queries(ps, "", MinSessions); len(got) != 0 {
 		t.Errorf("the default profile learned from others: %+v", got)
+	}
+}
+
+// An upgrade keeps what was learned: while the state folder holds a
+// database under the earlier name and none under the new one, that is
+// the default; a new folder gets the new name.
+func TestDefaultPathKeepsEarlierName(t *testing.T) {
+	dir := t.TempDir()
+	getenv := func(k string) string {
+		if k == "XDG_STATE_HOME" {
+			return dir
+		}
+		return ""
+	}
+	want := filepath.Join(dir, "toolshelf", FileName)
+	if got := DefaultPath(getenv); got != want {
+		t.Fatalf("new folder: %s, want %s", got, want)
+	}
+	old := filepath.Join(dir, "toolshelf", oldFileName)
+	if err := os.MkdirAll(filepath.Dir(old), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := DefaultPath(getenv); got != old {
+		t.Errorf("with %s: %s", oldFileName, got)
+	}
+	if err := os.WriteFile(want, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := DefaultPath(getenv); got != want {
+		t.Errorf("with both: %s, want %s", got, want)
 	}
 }
