@@ -28,6 +28,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -423,10 +424,22 @@ func TestHTTP(t *testing.T) {
 	if h.Status != "ok" || len(h.Servers) != 2 || h.Servers[0].State != upstream.StateReady || h.Tools != 6 {
 		t.Errorf("healthz: %+v", h)
 	}
+	// The names toolshelf had before the metrics went through the
+	// OpenTelemetry library, beside the MCP conventions' own.
 	body := get(t, url+"/metrics", nil)
-	for _, want := range []string{`toolshelf_calls_total{profile="everything",server="github",outcome="ok"} 1`, `toolshelf_call_duration_seconds_count{profile="everything",server="github"} 1`, `toolshelf_catalog_tools{profile="everything"} 6`, `toolshelf_search_duration_seconds_count{profile="everything"} 0`} {
-		if !strings.Contains(body, want) {
-			t.Errorf("metrics lack %q:\n%s", want, body)
+	for _, want := range []struct {
+		name   string
+		labels map[string]string
+		value  float64
+	}{
+		{"toolshelf_calls_total", map[string]string{"profile": "everything", "server": "github", "outcome": "ok"}, 1},
+		{"toolshelf_call_duration_seconds", map[string]string{"profile": "everything", "server": "github"}, 1},
+		{"toolshelf_catalog_tools", map[string]string{"profile": "everything"}, 6},
+		{"mcp_server_operation_duration_seconds", map[string]string{"mcp_method_name": "tools/call", "gen_ai_tool_name": toolCall}, 1},
+		{"toolshelf_calls_unsearched_total", map[string]string{"profile": "everything", "server": "github", "via": "none"}, 1},
+	} {
+		if got := metricValue(t, body, want.name, want.labels); got != want.value {
+			t.Errorf("%s%v = %v, want %v:\n%s", want.name, want.labels, got, want.value, body)
 		}
 	}
 
@@ -679,7 +692,7 @@ func testMaxSessions(t *testing.T, activate bool) {
 			t.Errorf("an open session: %v", names)
 		}
 	}
-	if m := get(t, url+"/metrics", nil); !strings.Contains(m, `toolshelf_sessions_refused_total{profile="everything"} 2`) {
+	if m := get(t, url+"/metrics", nil); metricValue(t, m, "toolshelf_sessions_refused_total", map[string]string{"profile": "everything"}) != 2 {
 		t.Errorf("metrics: %s", m)
 	}
 }
@@ -711,4 +724,19 @@ func TestFirstListsWaitForStartingServers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// metricValue reads one series of /metrics' text: a counter's or gauge's
+// value, a histogram's count; -1 when the series is not there.
+func metricValue(t *testing.T, body, name string, labels map[string]string) float64 {
+	t.Helper()
+	samples, err := telemetry.ReadMetrics(strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, body)
+	}
+	s, ok := telemetry.Find(samples, name, labels)
+	if !ok {
+		return -1
+	}
+	return s.Value
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -57,6 +58,14 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	}
 	so := h.opts.Server
 	so.Logger = h.logger
+	if so.Telemetry == nil {
+		// One for every profile's gateway: /metrics serves them all.
+		tel, err := telemetry.New(context.Background(), &telemetry.Options{Getenv: noEnv})
+		if err != nil {
+			return nil, err
+		}
+		so.Telemetry = tel
+	}
 	if so.PendingWait == 0 {
 		so.PendingWait = pool.StartTimeout()
 	}

@@ -60,12 +60,11 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), checkIDs(main.mcpHandler(opts)))))
-	ms := []*metrics{main.met}
 	for _, p := range others {
 		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), checkIDs(p.mcpHandler(opts)))))
-		ms = append(ms, p.met)
 	}
-	mux.Handle("/metrics", bearer(opts.AuthToken, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { writeMetrics(w, ms) })))
+	// Every gateway of a host records into the host's one telemetry.
+	mux.Handle("/metrics", bearer(opts.AuthToken, main.tel.MetricsHandler()))
 	mux.Handle("/healthz", main.healthz(opts.AuthToken))
 	return mux
 }
@@ -128,7 +127,7 @@ func (s *Server) capSessions(h http.Handler) http.Handler {
 				s.forgetClosed()
 			}
 			if n := s.openSessions(); n >= s.opts.MaxSessions {
-				s.met.refusedSession()
+				s.met.refusedSession(r.Context())
 				w.Header().Set("Retry-After", "60")
 				http.Error(w, fmt.Sprintf("toolshelf: %d sessions are open, the most it serves (--max-sessions); try again when one ends", n), http.StatusServiceUnavailable)
 				return

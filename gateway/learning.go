@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"slices"
 	"sync"
 
@@ -8,6 +9,8 @@ import (
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // A session's search followed by a call of one of the tools it found is
@@ -30,14 +33,16 @@ const (
 )
 
 type recentSearch struct {
-	query string // cut as the store keeps it (learn.CutQuery)
-	tools map[string]bool
+	query    string   // cut as the store keeps it (learn.CutQuery)
+	tools    []string // best first: a tool's rank is its index + 1
+	selected bool     // a select: search, which names tools, not ranks them
+	used     bool     // a call of one of its tools followed
 }
 
 // size is about what a search costs to remember, in bytes.
 func (r *recentSearch) size() int {
 	n := len(r.query) + 64
-	for t := range r.tools {
+	for _, t := range r.tools {
 		n += len(t) + 24
 	}
 	return n
@@ -50,19 +55,24 @@ type sessionSearches struct {
 	bytes    int
 }
 
-// learning follows sessions' searches and the usage the engine ranks by.
+// learning follows sessions' searches: what a call's tool ranked in the
+// search that found it (the online search-quality metrics), and the
+// pairs the learn store ranks by.
 type learning struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*sessionSearches
 	order    []*mcp.ServerSession // by first search, for forgetting
 	bytes    int                  // the sum of the sessions' bytes
-
+	// unused is told of each ranked search forgotten with none of its
+	// tools called.
+	unused func()
 }
 
-// searched remembers a session's search and the tools it returned.
-func (l *learning) searched(ss *mcp.ServerSession, query string, names []string) {
+// searched remembers a session's search and the tools it returned, best
+// first.
+func (l *learning) searched(ss *mcp.ServerSession, query string, names []string, selected bool) {
 	query = learn.CutQuery(query)
-	if ss == nil || len(names) == 0 || query == "" {
+	if ss == nil || len(names) == 0 || (query == "" && !selected) {
 		return
 	}
 	l.mu.Lock()
@@ -79,22 +89,27 @@ func (l *learning) searched(ss *mcp.ServerSession, query string, names []string)
 		l.sessions[ss] = x
 		l.order = append(l.order, ss)
 	}
-	r := recentSearch{query: query, tools: make(map[string]bool, len(names))}
-	for _, n := range names {
-		r.tools[n] = true
-	}
+	r := recentSearch{query: query, tools: slices.Clone(names), selected: selected}
 	x.searches = append(x.searches, r)
 	x.bytes += r.size()
 	l.bytes += r.size()
 	if len(x.searches) > maxRecentSearches {
-		drop := x.searches[0].size()
+		l.dropLocked(&x.searches[0])
+		x.bytes -= x.searches[0].size()
 		x.searches = x.searches[1:]
-		x.bytes -= drop
-		l.bytes -= drop
 	}
 	// Past the byte budget, the sessions that searched first go first.
 	for l.bytes > maxLearningBytes && len(l.order) > 1 && l.order[0] != ss {
 		l.forgetLocked(l.order[0])
+	}
+}
+
+// dropLocked forgets one search, counting it when nothing it ranked was
+// called.
+func (l *learning) dropLocked(r *recentSearch) {
+	l.bytes -= r.size()
+	if !r.used && !r.selected && l.unused != nil {
+		l.unused()
 	}
 }
 
@@ -104,7 +119,9 @@ func (l *learning) forgetLocked(ss *mcp.ServerSession) {
 	if !ok {
 		return
 	}
-	l.bytes -= x.bytes
+	for i := range x.searches {
+		l.dropLocked(&x.searches[i])
+	}
 	delete(l.sessions, ss)
 	if i := slices.Index(l.order, ss); i >= 0 {
 		l.order = slices.Delete(l.order, i, i+1)
@@ -130,35 +147,49 @@ func (l *learning) remembered() (sessions, bytes int) {
 	return len(l.sessions), l.bytes
 }
 
-// called returns the query of the session's latest search that found
-// tool, or "" when there is none or the pair was already recorded for
-// this session (or the session recorded its share).
-func (l *learning) called(ss *mcp.ServerSession, tool string) string {
+// use is what a session's searches say of a call of one tool.
+type use struct {
+	rank     int    // in the latest ranked search that found it; 0 if none did
+	selected bool   // else, a select: search named it
+	query    string // the pair to record, or "" (recorded before, or the session's share is used)
+}
+
+// called looks a call's tool up in the session's searches, latest first,
+// and marks the search that found it as used.
+func (l *learning) called(ss *mcp.ServerSession, tool string) use {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	x := l.sessions[ss]
 	if x == nil {
-		return ""
+		return use{}
 	}
+	var u use
 	for i := len(x.searches) - 1; i >= 0; i-- {
-		if !x.searches[i].tools[tool] {
+		r := &x.searches[i]
+		at := slices.Index(r.tools, tool)
+		if at < 0 {
 			continue
 		}
-		q := x.searches[i].query
-		k := tool + "\x00" + q
-		if x.recorded[k] || len(x.recorded) >= maxRecordedPerSession {
-			return ""
+		r.used = true
+		if r.selected {
+			u.selected = true
+			continue // a ranked search before it may have found it
 		}
-		if x.recorded == nil {
-			x.recorded = map[string]bool{}
+		u.rank = at + 1
+		k := tool + "\x00" + r.query
+		if !x.recorded[k] && len(x.recorded) < maxRecordedPerSession {
+			if x.recorded == nil {
+				x.recorded = map[string]bool{}
+			}
+			x.recorded[k] = true
+			u.query = r.query
 		}
-		x.recorded[k] = true
-		return q
+		return u
 	}
-	return ""
+	return u
 }
 
-// past is what the gateway's searches rank by: its profile's pairs that
+// learned is what the gateway's searches rank by: its profile's pairs that
 // several sessions showed (nil without a usage store).
 func (s *Server) learned() *shelf.Learned {
 	st := s.opts.Learn
@@ -177,13 +208,25 @@ func (s *Server) learned() *shelf.Learned {
 	}
 }
 
-// recordUse records a call of tool after a search of the session that
-// found it.
-func (s *Server) recordUse(ss *mcp.ServerSession, tool string) {
-	if s.opts.Learn == nil || ss == nil {
+// noteCall follows a call of a tool that a session made through call_tool
+// or after --activate listed it: the rank the tool had in the session's
+// search that found it, or that no search ranked it; and, when the call
+// succeeded, the pair for the learn store.
+func (s *Server) noteCall(ctx context.Context, ss *mcp.ServerSession, tool, server string, ok bool) {
+	if ss == nil {
 		return
 	}
-	if q := s.learn.called(ss, tool); q != "" {
-		s.opts.Learn.Record(s.up.Profile(), q, tool)
+	u := s.learn.called(ss, tool)
+	at := metric.WithAttributes(s.met.profile, attribute.String("server", server))
+	switch {
+	case u.rank > 0:
+		s.met.rank.Record(ctx, int64(u.rank), at)
+	case u.selected:
+		s.met.unfound.Add(ctx, 1, metric.WithAttributes(s.met.profile, attribute.String("server", server), attribute.String("via", "select")))
+	default:
+		s.met.unfound.Add(ctx, 1, metric.WithAttributes(s.met.profile, attribute.String("server", server), attribute.String("via", "none")))
+	}
+	if ok && u.query != "" && s.opts.Learn != nil {
+		s.opts.Learn.Record(s.up.Profile(), u.query, tool)
 	}
 }

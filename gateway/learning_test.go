@@ -26,7 +26,7 @@ func TestLearningIsBounded(t *testing.T) {
 			for k := range names {
 				names[k] = fmt.Sprintf("mcp__server__tool_%d_%d", j, k)
 			}
-			l.searched(sessions[i], fmt.Sprintf("%d %s", j, huge[:min(len(huge), 1000+i)]), names)
+			l.searched(sessions[i], fmt.Sprintf("%d %s", j, huge[:min(len(huge), 1000+i)]), names, false)
 		}
 	}
 	n, bytes := l.remembered()

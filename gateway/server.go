@@ -35,7 +35,9 @@ import (
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
+	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Options configures a Server. Nil means defaults.
@@ -62,6 +64,12 @@ type Options struct {
 	Embedder search.Embedder
 	// Version is reported to clients as the server's version.
 	Version string
+	// Telemetry receives the gateway's spans and metrics; nil keeps
+	// metrics (for /metrics) and traces nothing. The caller shuts it down.
+	Telemetry *telemetry.Telemetry
+	// TraceQueries puts each search's query text on its span. Off, a span
+	// has the query's length only: queries hold what users wrote.
+	TraceQueries bool
 	// PendingWait bounds how long call_tool and search_tools wait for
 	// servers that are still connecting when the tool asked for is not
 	// there yet, or nothing matched (default 10s). A one-shot client that
@@ -101,6 +109,7 @@ type Server struct {
 	opts      Options
 	logger    *slog.Logger
 	sdkLogger *slog.Logger
+	tel       *telemetry.Telemetry
 	met       *metrics
 	shelf     *shelf.Shelf
 
@@ -196,7 +205,16 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	// The SDK logs every session start and end at info; only its warnings
 	// are the operator's business.
 	s.sdkLogger = slog.New(&minLevel{s.logger.Handler(), slog.LevelWarn})
-	s.met = newMetrics(s.up.Profile(), s.catalogMetrics)
+	s.tel = s.opts.Telemetry
+	if s.tel == nil {
+		if s.tel, err = telemetry.New(context.Background(), &telemetry.Options{Getenv: noEnv}); err != nil {
+			return nil, err
+		}
+	}
+	if s.met, err = newMetrics(s.tel, s.up.Profile(), s.catalogMetrics); err != nil {
+		return nil, err
+	}
+	s.learn.unused = func() { s.met.unused.Add(context.Background(), 1, metric.WithAttributes(s.met.profile)) }
 	s.shared = s.newMCPServer()
 	s.Update(up.Catalog())
 	s.updateOffers(up.Offers())
@@ -277,7 +295,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 	})
-	srv.AddReceivingMiddleware(s.watchLevel, s.describeServers, s.awaitLists)
+	srv.AddReceivingMiddleware(s.traceRequests, s.watchLevel, s.describeServers, s.awaitLists)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
 	s.mu.Lock()
 	s.sessions[srv] = x
@@ -478,13 +496,24 @@ func (s *Server) forward(name string) mcp.ToolHandler {
 		return s.audited(ctx, req, "call", name, func() *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
 				res := s.call(ctx, name, req.Params.Arguments)
-				if !res.IsError {
-					s.recordUse(req.Session, name) // a tool an --activate search added
+				if s.opts.Activate {
+					// A tool an --activate search added to the list.
+					s.noteCall(ctx, req.Session, name, s.serverOf(name), !res.IsError)
 				}
 				return res
 			})
 		}), nil
 	}
+}
+
+// serverOf returns the server of a tool of the current catalog, or "".
+func (s *Server) serverOf(name string) string {
+	if snap := s.state.Load(); snap != nil {
+		if e, ok := snap.Catalog.Lookup(name); ok {
+			return e.Server
+		}
+	}
+	return ""
 }
 
 // call forwards a call upstream, logs it, and turns failures into tool
@@ -493,12 +522,7 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) *m
 	ctx, done := bindRequest(ctx)
 	defer done()
 	start := time.Now()
-	server := ""
-	if snap := s.state.Load(); snap != nil {
-		if e, ok := snap.Catalog.Lookup(name); ok {
-			server = e.Server
-		}
-	}
+	server := s.serverOf(name)
 	res, err := s.up.Call(ctx, name, args)
 	took := time.Since(start)
 	outcome := "ok"
@@ -510,7 +534,7 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) *m
 	case res.IsError:
 		outcome = "tool_error"
 	}
-	s.met.observeCall(server, outcome, took)
+	s.met.observeCall(ctx, server, outcome, took)
 	s.logger.Info("call", "tool", name, "server", server, "duration", took.Round(time.Microsecond), "outcome", outcome)
 	if err != nil {
 		return toolError("%s: %v", name, err)

@@ -130,7 +130,8 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	snap := s.awaitPending(ctx, func(*served) bool { return false })
 	start := time.Now()
 	found, err := snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Pending: s.up.Pending()})
-	s.met.observeSearch(time.Since(start))
+	s.met.observeSearch(ctx, time.Since(start))
+	s.traceSearch(ctx, start, in.Query, found, err)
 	if err != nil {
 		return toolError("search_tools: %v", err)
 	}
@@ -155,13 +156,11 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	if s.opts.Activate && x != nil {
 		res.Activated = s.activate(x, res.Matches)
 	}
-	if s.opts.Learn != nil && !found.Select {
-		names := make([]string, len(res.Matches))
-		for i, m := range res.Matches {
-			names[i] = m.Name
-		}
-		s.learn.searched(ss, in.Query, names)
+	names := make([]string, len(res.Matches))
+	for i, m := range res.Matches {
+		names[i] = m.Name
 	}
+	s.learn.searched(ss, in.Query, names, found.Select)
 	return jsonResult(res)
 }
 
@@ -207,9 +206,7 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
 	res := s.call(ctx, e.Name, args)
-	if !res.IsError {
-		s.recordUse(ss, e.Name)
-	}
+	s.noteCall(ctx, ss, e.Name, e.Server, !res.IsError)
 	return res
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/signin"
+	"github.com/toolshelf/toolshelf/telemetry"
 )
 
 // State is where a server is in its life.
@@ -109,6 +110,10 @@ type Options struct {
 	// from): withheld from every server's environment and cut from
 	// tool results and errors before a client sees them.
 	Secrets Secrets
+	// Telemetry receives a client span for each request sent to a
+	// server (its context in the request's _meta) and
+	// mcp.client.operation.duration; nil records nothing.
+	Telemetry *telemetry.Telemetry
 }
 
 // Pool is a set of upstream servers and the catalog of their tools.
@@ -116,6 +121,8 @@ type Options struct {
 type Pool struct {
 	opts    Options
 	logger  *slog.Logger
+	tel     *telemetry.Telemetry
+	ops     *clientOps
 	servers []*server // sorted by name
 	byName  map[string]*server
 
@@ -177,6 +184,14 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	if p.logger == nil {
 		p.logger = slog.New(slog.DiscardHandler)
 	}
+	p.tel = p.opts.Telemetry
+	if p.tel == nil {
+		p.tel = telemetry.Discard()
+	}
+	var err error
+	if p.ops, err = newClientOps(p.tel); err != nil {
+		p.logger.Warn("no mcp.client.operation.duration", "error", err)
+	}
 	ch := make(chan struct{})
 	p.changed.Store(&ch)
 	environ := os.Environ()
@@ -216,6 +231,7 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 		}
 		s.client = mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: p.opts.Version}, s.clientOptions())
 		s.client.AddReceivingMiddleware(s.rootsMiddleware)
+		s.client.AddSendingMiddleware(s.traceRequests)
 		p.servers = append(p.servers, s)
 		p.byName[cfg.Name] = s
 	}

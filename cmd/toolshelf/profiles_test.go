@@ -12,6 +12,7 @@ import (
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/telemetry"
 )
 
 // Tokens of the profiles in profilesConfig.
@@ -152,9 +153,13 @@ func TestProfilesOverHTTP(t *testing.T) {
 			return r.Profile == "ops" && r.Tool == "mcp__tracker__create_issue" && r.Client == "toolshelf-profile-test"
 		})
 	})
-	for _, want := range []string{`toolshelf_calls_total{profile="ops",server="tracker",outcome="ok"} 1`, `toolshelf_calls_total{profile="readonly",server="files",outcome="ok"} 1`} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("metrics lack %s:\n%s", want, metrics)
+	samples, err := telemetry.ReadMetrics(strings.NewReader(metrics))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []map[string]string{{"profile": "ops", "server": "tracker", "outcome": "ok"}, {"profile": "readonly", "server": "files", "outcome": "ok"}} {
+		if s, ok := telemetry.Find(samples, "toolshelf_calls_total", want); !ok || s.Value != 1 {
+			t.Errorf("metrics lack toolshelf_calls_total%v 1:\n%s", want, metrics)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -125,6 +126,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
 		fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
 		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf learned)")
+		fs.BoolVar(&o.traceQueries, "trace-queries", false, "put each search's query text on its trace span (off: its length only)")
 		fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 		o.engine.register(fs)
 		fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -152,6 +154,7 @@ type serveOptions struct {
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless, auditArgs, noLearn      bool
+	traceQueries                                 bool
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
@@ -167,7 +170,16 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	// output could hand them to a client of a smaller profile.
 	var own upstream.Secrets
 	own.Add(o.token, envAuthToken)
-	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: own})
+	tel, err := telemetry.New(ctx, &telemetry.Options{Getenv: e.getenv, Version: version(), Logger: logger.With("component", "telemetry")})
+	if err != nil {
+		return badInput(err)
+	}
+	defer shutdownTelemetry(tel, logger)
+	if tel.Tracing() {
+		logger.Info("tracing: spans go to the OTLP endpoint that OTEL_* names")
+	}
+	gopts.Telemetry, gopts.TraceQueries = tel, o.traceQueries
+	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: own, telemetry: tel})
 	if err != nil {
 		return err
 	}
@@ -188,6 +200,16 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		return badInput(err)
 	}
 	return serveHost(ctx, e, host, o, logger)
+}
+
+// shutdownTelemetry sends what spans and metrics are still queued, for a
+// few seconds at most: a collector that is down must not hold up the exit.
+func shutdownTelemetry(tel *telemetry.Telemetry, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := tel.Shutdown(ctx); err != nil {
+		logger.Warn("telemetry not flushed", "error", err)
+	}
 }
 
 // serveHost runs the host and serves it over stdio or HTTP until either

@@ -15,6 +15,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/signin"
+	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -88,11 +89,14 @@ type connectOptions struct {
 	// secrets are toolshelf's own (the profiles' tokens, serve's
 	// --auth-token), kept from the servers.
 	secrets upstream.Secrets
+	// telemetry traces the requests sent to servers (serve); nil
+	// records nothing.
+	telemetry *telemetry.Telemetry
 }
 
 // newPool makes a pool of the configured servers; nothing starts yet.
 func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.Pool {
-	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins, Secrets: o.secrets, Version: version()}
+	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}

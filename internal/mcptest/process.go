@@ -22,7 +22,7 @@ import (
 
 // Environment variables that script the subprocess server.
 const (
-	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, hang, exit, leak, functions, detach
+	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, traced, hang, exit, leak, functions, detach
 	ToolsEnv  = "MCPTEST_TOOLS"  // comma-separated tool names
 	PageEnv   = "MCPTEST_PAGE"   // tools/list page size
 	BannerEnv = "MCPTEST_BANNER" // lines printed on stdout before serving
@@ -71,6 +71,8 @@ func serve(mode string) int {
 	switch mode {
 	case "raw":
 		return serveRaw()
+	case "traced":
+		return serveTraced()
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: API token is not valid")
 		return 1

@@ -1,0 +1,140 @@
+package telemetry
+
+import (
+	"context"
+	"net/http"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The MCP semantic conventions (semconv v1.40.0, the first module version
+// with the mcp.* keys): a span is named "{mcp.method.name} {target}", the
+// target being the tool (or prompt) a request names, and a tool call that
+// returns a result with isError has error.type "tool_error".
+const ToolError = "tool_error"
+
+// metaCarrier reads and writes trace context (traceparent, tracestate) in
+// a request's params._meta, where MCP carries it.
+type metaCarrier map[string]any
+
+func (m metaCarrier) Get(key string) string { s, _ := m[key].(string); return s }
+func (m metaCarrier) Set(key, value string) { m[key] = value }
+func (m metaCarrier) Keys() []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// Extract returns ctx with the remote span context that a request's _meta
+// carries, when tracing is on and it carries one.
+func (t *Telemetry) Extract(ctx context.Context, meta map[string]any) context.Context {
+	if !t.tracing || len(meta) == 0 {
+		return ctx
+	}
+	return t.prop.Extract(ctx, metaCarrier(meta))
+}
+
+// Inject returns meta with ctx's span context added, for a request toolshelf
+// sends; meta itself is not changed (it may be a client's). Without
+// tracing, or without a span in ctx, it returns meta as it is.
+func (t *Telemetry) Inject(ctx context.Context, meta map[string]any) map[string]any {
+	if !t.tracing || !trace.SpanContextFromContext(ctx).IsValid() {
+		return meta
+	}
+	out := make(map[string]any, len(meta)+2)
+	for k, v := range meta {
+		out[k] = v
+	}
+	t.prop.Inject(ctx, metaCarrier(out))
+	return out
+}
+
+// ExtractHeader and InjectHeader do the same over HTTP headers (the
+// proxy's traceparent).
+func (t *Telemetry) ExtractHeader(ctx context.Context, h http.Header) context.Context {
+	if !t.tracing {
+		return ctx
+	}
+	return t.prop.Extract(ctx, propagation.HeaderCarrier(h))
+}
+
+func (t *Telemetry) InjectHeader(ctx context.Context, h http.Header) {
+	if t.tracing {
+		t.prop.Inject(ctx, propagation.HeaderCarrier(h))
+	}
+}
+
+// Operation describes one MCP request for a span and the operation
+// duration metrics.
+type Operation struct {
+	Method   string // mcp.method.name
+	Target   string // the tool or prompt named, if any
+	Session  string // mcp.session.id
+	Protocol string // mcp.protocol.version
+	Server   string // for a client span: the upstream server's name
+}
+
+// name is the span's name: "{method} {target}", or the method alone.
+func (op *Operation) name() string {
+	if op.Target == "" {
+		return op.Method
+	}
+	return op.Method + " " + op.Target
+}
+
+// attributes are the span's attributes under the MCP conventions.
+func (op *Operation) attributes() []attribute.KeyValue {
+	kv := make([]attribute.KeyValue, 0, 6)
+	kv = append(kv, semconv.McpMethodNameKey.String(op.Method))
+	if op.Method == "tools/call" && op.Target != "" {
+		kv = append(kv, semconv.GenAIToolNameKey.String(op.Target), semconv.GenAIOperationNameExecuteTool)
+	}
+	if op.Session != "" {
+		kv = append(kv, semconv.McpSessionIDKey.String(op.Session))
+	}
+	if op.Protocol != "" {
+		kv = append(kv, semconv.McpProtocolVersionKey.String(op.Protocol))
+	}
+	if op.Server != "" {
+		kv = append(kv, attribute.String("toolshelf.server", op.Server))
+	}
+	return kv
+}
+
+// noSpan is the span of a context with none: it records nothing.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// Start starts a span for op: a server span for what a client asks
+// toolshelf, a client span for what toolshelf asks a server. Attributes
+// are built only when the span records.
+func (t *Telemetry) Start(ctx context.Context, kind trace.SpanKind, op *Operation) (context.Context, trace.Span) {
+	if !t.tracing {
+		return ctx, noSpan
+	}
+	ctx, span := t.Tracer().Start(ctx, op.name(), trace.WithSpanKind(kind))
+	if span.IsRecording() {
+		span.SetAttributes(op.attributes()...)
+	}
+	return ctx, span
+}
+
+// End ends a span started by Start with the outcome: errType is
+// error.type: "" for success, ToolError for a result with isError, or
+// the kind of error. An error's text is left out: a server's error can
+// hold what it was given, and spans leave the machine.
+func End(span trace.Span, errType string) {
+	if !span.IsRecording() {
+		return
+	}
+	if errType != "" {
+		span.SetAttributes(semconv.ErrorTypeKey.String(errType))
+		span.SetStatus(codes.Error, errType)
+	}
+	span.End()
+}
