@@ -30,7 +30,7 @@ var mayImport = map[string][]string{
 	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy"},
 	"learn":              {"search"},
 	"telemetry":          {},
-	"proxy":              {"catalog", "messages", "policy", "search", "shelf"},
+	"proxy":              {"catalog", "messages", "policy", "search", "shelf", "telemetry"},
 	"audit":              {},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},

@@ -99,6 +99,7 @@ type liveStream struct {
 	started bool // message_start sent
 	next    int  // the client's next block index
 	total   usage
+	round   usage // the last round's, for its span
 }
 
 func (l *liveStream) send(name string, data []byte) {
@@ -137,8 +138,10 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 		round := p.rewrite(req, msgs)
 		round.Extra["stream"] = json.RawMessage(`true`)
 		body, _ := json.Marshal(round)
-		resp, err := s.open(r, body)
+		rr, span := s.startRound(r, req.Model, rounds)
+		resp, err := s.open(rr, body)
 		if err != nil {
+			endRound(span, nil, false, 0)
 			if r.Context().Err() != nil {
 				return
 			}
@@ -146,6 +149,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
+			endRound(span, nil, false, resp.StatusCode)
 			raw, _ := s.readAnswer(resp)
 			resp.Body.Close()
 			if !l.started {
@@ -167,6 +171,11 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 		}
 		blocks, done, err := s.streamRound(l, resp.Body, p, rounds > s.opts.MaxRounds)
 		resp.Body.Close()
+		status := http.StatusOK
+		if err != nil {
+			status = 0
+		}
+		endRound(span, l.round, !done && err == nil, status)
 		if err != nil {
 			if r.Context().Err() == nil {
 				l.fail("api_error", "toolshelf proxy: the upstream's stream broke off: "+err.Error())
@@ -293,6 +302,7 @@ func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) 
 				round[k] = v
 			}
 			l.total.add(round)
+			l.round = round
 			if searched && !last {
 				return blocks, false, nil // hidden: the next round goes on
 			}

@@ -50,8 +50,10 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 	for {
 		rounds++
 		out, _ := json.Marshal(p.rewrite(req, msgs))
-		resp, raw, err := s.send(r, out)
+		rr, span := s.startRound(r, req.Model, rounds)
+		resp, raw, err := s.send(rr, out)
 		if err != nil {
+			endRound(span, nil, false, 0)
 			if r.Context().Err() != nil {
 				return // the client went away
 			}
@@ -59,6 +61,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
+			endRound(span, nil, false, resp.StatusCode)
 			relay(w, resp, raw)
 			return
 		}
@@ -67,6 +70,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			Usage   usage            `json:"usage"`
 		}
 		if err := json.Unmarshal(raw, &reply); err != nil {
+			endRound(span, nil, false, 0)
 			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream's answer is not a message: "+err.Error())
 			return
 		}
@@ -86,7 +90,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		if len(searches) > 0 && len(calls) == 0 && rounds > s.opts.MaxRounds {
 			note = fmt.Sprintf("(toolshelf: the model was still searching for tools after %d searches; stopped here.)", s.opts.MaxRounds)
 		}
-		if len(searches) == 0 || len(calls) > 0 || note != "" {
+		hidden := len(searches) > 0 && len(calls) == 0 && note == ""
+		endRound(span, reply.Usage, hidden, http.StatusOK)
+		if !hidden {
 			final, err := finalMessage(raw, p.searchName, total, note)
 			if err != nil {
 				writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: "+err.Error())
@@ -111,7 +117,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 
 // answerSearch runs one call of the search tool and loads what it finds.
 func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block) messages.Block {
+	ctx, span := s.traceSearch(ctx, p.searchName)
 	text, isErr := p.find(ctx, call.Raw("input"))
+	endSearch(span, isErr)
 	return messages.ToolResult(call.String("id"), []messages.Block{messages.TextBlock(text)}, isErr)
 }
 

@@ -92,8 +92,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for {
 		rounds++
 		out := s.chatRound(req, tools, msgs, p)
-		resp, raw, err := s.send(r, out)
+		rr, span := s.startRound(r, model, rounds)
+		resp, raw, err := s.send(rr, out)
 		if err != nil {
+			endRound(span, nil, false, 0)
 			if r.Context().Err() != nil {
 				return
 			}
@@ -101,6 +103,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if resp.StatusCode != http.StatusOK {
+			endRound(span, nil, false, resp.StatusCode)
 			relay(w, resp, raw)
 			return
 		}
@@ -114,6 +117,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			ToolCalls []chatCall `json:"tool_calls"`
 		}
 		if json.Unmarshal(raw, &reply) != nil || len(reply.Choices) == 0 || json.Unmarshal(reply.Choices[0].Message, &message) != nil {
+			endRound(span, nil, false, 0)
 			openAIError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream's answer is not a chat completion")
 			return
 		}
@@ -131,7 +135,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		if len(searches) > 0 && others == 0 && rounds > s.opts.MaxRounds {
 			note = fmt.Sprintf("(toolshelf: the model was still searching for tools after %d searches; stopped here.)", s.opts.MaxRounds)
 		}
-		if len(searches) == 0 || others > 0 || note != "" {
+		hidden := len(searches) > 0 && others == 0 && note == ""
+		endRound(span, reply.Usage, hidden, http.StatusOK)
+		if !hidden {
 			final := finalChat(raw, p.searchName, total, note)
 			copyHeaders(w.Header(), resp.Header)
 			if stream {
@@ -146,7 +152,9 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		}
 		msgs = append(msgs, reply.Choices[0].Message)
 		for _, c := range searches {
-			text, _ := p.find(r.Context(), json.RawMessage(c.Function.Arguments))
+			ctx, span := s.traceSearch(r.Context(), p.searchName)
+			text, isErr := p.find(ctx, json.RawMessage(c.Function.Arguments))
+			endSearch(span, isErr)
 			b, _ := json.Marshal(map[string]string{"role": "tool", "tool_call_id": c.ID, "content": text})
 			msgs = append(msgs, b)
 		}

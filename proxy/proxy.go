@@ -38,6 +38,8 @@ import (
 
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/telemetry"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Defaults of Options.
@@ -81,6 +83,9 @@ type Options struct {
 	Engine string
 	// Token, when set, is required in the X-Toolshelf-Token header.
 	Token string
+	// Telemetry traces each request, its rounds and the searches the
+	// proxy answers (see tracing.go); nil traces nothing.
+	Telemetry *telemetry.Telemetry
 	// Native is when the API's own tool search is used instead of the
 	// proxy's search rounds: NativeAuto (default) when the upstream is
 	// Anthropic's API and the model supports it, NativeAlways, or
@@ -141,6 +146,9 @@ func New(opts *Options) (*Server, error) {
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
 	}
+	if s.opts.Telemetry == nil {
+		s.opts.Telemetry = telemetry.Discard()
+	}
 	s.pass = &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(s.upstream)
@@ -173,6 +181,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.opts.Token)) != 1 {
 		writeError(w, http.StatusUnauthorized, "authentication_error", "toolshelf proxy: missing or wrong "+TokenHeader)
 		return
+	}
+	if s.opts.Telemetry.Tracing() {
+		var span trace.Span
+		r, span = s.traceRequest(r)
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		defer func() { endRequest(span, sw.status) }()
+		w = sw
 	}
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/messages":
@@ -286,6 +301,7 @@ func (s *Server) upstreamRequest(client *http.Request, body []byte) (*http.Reque
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	s.opts.Telemetry.InjectHeader(req.Context(), req.Header)
 	return req, nil
 }
 

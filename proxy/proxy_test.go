@@ -30,6 +30,8 @@ type fakeAPI struct {
 	keys   []string
 	betas  []string
 	counts [][]byte
+	// traceparents are the traceparent headers of the requests.
+	traceparents []string
 }
 
 func newFakeAPI(t *testing.T, script ...func(req messages.Request) (int, string)) *fakeAPI {
@@ -40,6 +42,7 @@ func newFakeAPI(t *testing.T, script ...func(req messages.Request) (int, string)
 		defer f.mu.Unlock()
 		f.keys = append(f.keys, r.Header.Get("X-Api-Key")+"|"+r.Header.Get(TokenHeader))
 		f.betas = append(f.betas, r.Header.Get("Anthropic-Beta"))
+		f.traceparents = append(f.traceparents, r.Header.Get("Traceparent"))
 		if r.URL.Path == "/v1/messages/count_tokens" {
 			f.counts = append(f.counts, body)
 			fmt.Fprint(w, `{"input_tokens": 1234}`)

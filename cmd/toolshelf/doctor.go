@@ -21,7 +21,7 @@ import (
 var doctorCommand = &command{
 	name:    "doctor",
 	summary: "explain what the tools cost and whether they are deferred",
-	usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json]",
+	usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json] | --live URL [--json]",
 	help: `
 Reports, for the configured servers (or a catalog file, or the built-in
 catalog): each server's state, tools, characters and estimated tokens and
@@ -49,7 +49,16 @@ without ANTHROPIC_API_KEY the offline count is used, with a note on stderr.
 ` + configHelp + `
 
 --json prints the report as one JSON object; its fields are documented in
-the README and stay stable.`,
+the README and stay stable.
+
+--live URL reports instead how search does on a running gateway's real
+traffic, read from its /metrics (URL is the gateway's address, as
+http://127.0.0.1:8080; $TOOLSHELF_AUTH_TOKEN is sent when set): per
+profile and server, how many calls followed a search that returned the
+tool, the share of them whose tool that search ranked first, in its top
+5 and top 10, the calls of tools no search ranked (named with select:, or
+known or guessed), and the searches followed by no call of what they
+found.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var o doctorOptions
 		fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
@@ -59,9 +68,20 @@ the README and stay stable.`,
 		fs.IntVar(&o.window, "context-window", 0, "context window in `TOKENS` (default: the model's)")
 		fs.BoolVar(&o.countTokens, "count-tokens", false, "count tokens with the Messages API (needs ANTHROPIC_API_KEY)")
 		fs.BoolVar(&o.json, "json", false, "print JSON")
+		live := fs.String("live", "", "report search quality on the live traffic of the gateway at `URL` (see above)")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected arguments: %v", args)
+			}
+			if *live != "" {
+				q, err := readLive(ctx, *live, e.getenv(envAuthToken))
+				if err != nil {
+					return err
+				}
+				if o.json {
+					return writeJSON(e.stdout, q)
+				}
+				return writeLive(e.stdout, q)
 			}
 			if err := checkPositive(fs, "context-window", o.window); err != nil {
 				return err

@@ -85,7 +85,13 @@ func byName(list []*command) map[string]*command {
 
 // run is main without the process: tests call it in-process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	return runEnv(ctx, &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}, args)
+}
+
+// runEnv is run with the environment given: tests that run in parallel
+// give each command variables of its own.
+func runEnv(ctx context.Context, e *env, args []string) int {
+	stdout, stderr := e.stdout, e.stderr
 	if len(args) == 0 {
 		printUsage(stderr)
 		return exitUsage

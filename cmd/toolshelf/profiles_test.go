@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -153,6 +155,23 @@ func TestProfilesOverHTTP(t *testing.T) {
 			return r.Profile == "ops" && r.Tool == "mcp__tracker__create_issue" && r.Client == "toolshelf-profile-test"
 		})
 	})
+	// doctor --live reads the same /metrics: the ops session called a
+	// tool its search ranked (in its top 5: the search returns two).
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string { return map[string]string{envAuthToken: adminToken}[k] }
+	if code := runEnv(context.Background(), &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: getenv}, []string{"doctor", "--live", url, "--json"}); code != 0 {
+		t.Fatalf("doctor --live: %d %s", code, stderr.String())
+	}
+	var live liveQuality
+	if err := json.Unmarshal(stdout.Bytes(), &live); err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(live.Servers, func(s liveServer) bool { return s.Profile == "ops" && s.Server == "tracker" }); i < 0 || live.Servers[i].Ranked != 1 || live.Servers[i].RecallAt5 != 1 {
+		t.Errorf("doctor --live: %+v", live)
+	}
+	if r := runCLI(t, "doctor", "--live", url); r.code == 0 || !strings.Contains(r.stderr, "401") || !strings.Contains(r.stderr, envAuthToken) {
+		t.Errorf("doctor --live without the token: %d %s", r.code, r.stderr)
+	}
 	samples, err := telemetry.ReadMetrics(strings.NewReader(metrics))
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/proxy"
+	"github.com/toolshelf/toolshelf/telemetry"
 )
 
 const envProxyToken = "TOOLSHELF_PROXY_TOKEN"
@@ -50,8 +51,15 @@ searches.
 API keys go from the client to the upstream as they came; the proxy keeps
 and logs none. It logs one line per request: tools in, tools deferred,
 rounds, tokens saved (a passed request with the upstream's status, and its
-error when the upstream failed). GET /healthz is the proxy's own health. Beyond loopback it needs --token (or
-$TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
+error when the upstream failed). GET /healthz is the proxy's own health.
+Beyond loopback it needs --token (or $TOOLSHELF_PROXY_TOKEN), which
+clients send in X-Toolshelf-Token.
+
+With OTEL_EXPORTER_OTLP_ENDPOINT set (see 'toolshelf help serve'), each
+request is a trace: the request's span (its parent the client's
+traceparent header), one "chat MODEL" span per round with its token
+counts (the hidden search rounds marked), whose context goes upstream in
+a traceparent header, and one span per search the proxy answered.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		listen := fs.String("listen", "127.0.0.1:8787", "listen on `ADDR`")
 		upstream := fs.String("upstream", "https://api.anthropic.com", "the model API's base `URL`")
@@ -91,9 +99,14 @@ $TOOLSHELF_PROXY_TOKEN), which clients send in X-Toolshelf-Token.`,
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+			tel, err := telemetry.New(ctx, &telemetry.Options{Getenv: e.getenv, Version: version(), Logger: logger.With("component", "telemetry")})
+			if err != nil {
+				return badInput(err)
+			}
+			defer shutdownTelemetry(tel, logger)
 			p, err := proxy.New(&proxy.Options{
 				Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
-				MaxRounds: *rounds, Engine: engine.kind, Token: *token, Native: *native,
+				MaxRounds: *rounds, Engine: engine.kind, Token: *token, Native: *native, Telemetry: tel,
 			})
 			if err != nil {
 				return usagef("%v", err)

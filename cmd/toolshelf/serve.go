@@ -99,6 +99,16 @@ minutes to take its response, and is closed after two idle minutes.
 server's state and error, and /metrics, need the token when one is set.
 Logs go to stderr, one line per tool call.
 
+Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp)
+set, each request a client sends is a span (its parent the traceparent in
+the request's params._meta), each request to a server a child span whose
+context goes to the server in _meta, and each search a span with its
+engine, result count, weak flag and query length (the text too with
+--trace-queries). OTEL_EXPORTER_OTLP_PROTOCOL chooses http/protobuf
+(default) or grpc; OTEL_METRICS_EXPORTER=otlp also pushes the metrics.
+/metrics serves them in the Prometheus format either way (README,
+"Traces and metrics").
+
 ` + engineHelp + `
 With an endpoint, the gateway searches with bm25 until the catalog's
 embeddings are ready, and again if the endpoint fails.
