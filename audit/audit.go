@@ -45,6 +45,10 @@ type Record struct {
 	// Dropped is the number of records dropped since the last such line
 	// (Kind "dropped").
 	Dropped int64 `json:"dropped,omitempty"`
+	// Rank is, for a call, the rank its tool had in the session's latest
+	// search that returned it; 0 when no search ranked it (or the record
+	// predates this field).
+	Rank int `json:"rank,omitempty"`
 }
 
 // Hash is the hex SHA-256 of a request's arguments.

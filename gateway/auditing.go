@@ -13,13 +13,14 @@ import (
 // writes one record of it: whatever the outcome, a request is one line.
 // tool is the tool the request is about (the qualified name call_tool
 // was given, or the listed tool); kind is "call" or "search".
-func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, tool string, handle func() *mcp.CallToolResult) *mcp.CallToolResult {
+func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, tool string, handle func(context.Context) *mcp.CallToolResult) *mcp.CallToolResult {
 	if s.opts.Audit == nil {
-		return handle()
+		return handle(ctx)
 	}
 	start := time.Now()
-	res := handle()
-	r := audit.Record{
+	note := &callNote{}
+	res := handle(context.WithValue(ctx, callNoteKey{}, note))
+	r := audit.Record{Rank: note.rank,
 		Time: start.UTC(), Kind: kind, Profile: s.up.Profile(), Tool: tool,
 		DurationMS:   float64(time.Since(start).Microseconds()) / 1000,
 		RequestBytes: len(req.Params.Arguments), ArgsSHA256: audit.Hash(req.Params.Arguments),
@@ -50,6 +51,12 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 	s.opts.Audit.Add(r)
 	return res
 }
+
+// callNote carries what the call's handler learns of it (noteCall) to
+// its audit record.
+type callNote struct{ rank int }
+
+type callNoteKey struct{}
 
 // maxAuditArgs bounds the argument values kept in one audit record.
 const maxAuditArgs = 64 << 10

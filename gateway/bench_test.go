@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -22,7 +24,9 @@ import (
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // listTokens is the cl100k token count of a client's tools/list result.
@@ -67,6 +71,12 @@ func TestTokenSaving(t *testing.T) {
 // callPair returns a client session connected to an in-memory upstream
 // directly, and one connected to the same upstream through the gateway.
 func callPair(b testing.TB) (direct, viaGateway *mcp.ClientSession) {
+	return callPairWith(b, nil)
+}
+
+// callPairWith is callPair with the gateway and its pool recording into
+// tel (nil: the defaults, which trace nothing).
+func callPairWith(b testing.TB, tel *telemetry.Telemetry) (direct, viaGateway *mcp.ClientSession) {
 	srv, err := mcptest.NewServer("echo", mcptest.SimpleTools("echo"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -82,10 +92,10 @@ func callPair(b testing.TB) (direct, viaGateway *mcp.ClientSession) {
 		go srv.Run(context.Background(), st)
 		return ct, nil
 	}}
-	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, nil)
+	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, &upstream.Options{Telemetry: tel})
 	background(b, pool.Run)
 	pool.Wait(context.Background())
-	g := newGateway(b, pool.Scope(nil), nil)
+	g := newGateway(b, pool.Scope(nil), &Options{Telemetry: tel})
 	st2, ct2 := mcp.NewInMemoryTransports()
 	go g.MCPServer().Run(context.Background(), st2)
 	viaGateway, err = mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), ct2, nil)
@@ -119,6 +129,49 @@ func BenchmarkCall(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkCallTracing is call_tool through the gateway with tracing off
+// (the default), on with an exporter that drops every span, and on with
+// OTLP/HTTP to a receiver on loopback that reads and discards what it
+// gets (batched, as serve exports).
+func BenchmarkCallTracing(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer receiver.Close()
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.URL)
+	args := map[string]any{"name": "mcp__echo__echo", "arguments": map[string]any{"text": "hello"}}
+	for _, tc := range []struct {
+		name string
+		tel  func() (*telemetry.Telemetry, error)
+	}{
+		{"tracing=off", func() (*telemetry.Telemetry, error) { return nil, nil }},
+		{"tracing=drop", func() (*telemetry.Telemetry, error) {
+			return telemetry.New(context.Background(), &telemetry.Options{Getenv: noEnv, SpanExporter: tracetest.NewNoopExporter()})
+		}},
+		{"tracing=otlp", func() (*telemetry.Telemetry, error) { return telemetry.New(context.Background(), nil) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			tel, err := tc.tel()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if tel != nil {
+				defer tel.Shutdown(context.Background())
+			}
+			_, via := callPairWith(b, tel)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
 }
 
 var loadDuration = flag.Duration("load", 3*time.Second, "how long TestLoad runs (60s for the record in docs/reliability.md)")

@@ -217,6 +217,9 @@ func (s *Server) noteCall(ctx context.Context, ss *mcp.ServerSession, tool, serv
 		return
 	}
 	u := s.learn.called(ss, tool)
+	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok {
+		n.rank = u.rank
+	}
 	at := metric.WithAttributes(s.met.profile, attribute.String("server", server))
 	switch {
 	case u.rank > 0:

@@ -493,7 +493,7 @@ func directTool(e *catalog.Entry) *mcp.Tool {
 // forward returns the handler of a directly listed tool.
 func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.audited(ctx, req, "call", name, func() *mcp.CallToolResult {
+		return s.audited(ctx, req, "call", name, func(ctx context.Context) *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
 				res := s.call(ctx, name, req.Params.Arguments)
 				if s.opts.Activate {

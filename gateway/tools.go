@@ -79,12 +79,12 @@ func (s *Server) addMetaTools(x *exposure, servers string) {
 		search.Description += "\n\n" + serversHeading + "\n" + servers
 	}
 	x.server.AddTool(&search, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.audited(ctx, req, "search", toolSearch, func() *mcp.CallToolResult {
+		return s.audited(ctx, req, "search", toolSearch, func(ctx context.Context) *mcp.CallToolResult {
 			return s.searchTools(ctx, x, req.Session, req.Params.Arguments)
 		}), nil
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.audited(ctx, req, "call", calledName(req.Params.Arguments), func() *mcp.CallToolResult {
+		return s.audited(ctx, req, "call", calledName(req.Params.Arguments), func(ctx context.Context) *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
 				return s.callTool(ctx, req.Session, req.Params.Arguments)
 			})

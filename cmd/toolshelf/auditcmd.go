@@ -19,7 +19,11 @@ var auditCommand = &command{
 	help: `
   tail FILE      the last -n records (default 20), one line each.
   summary FILE   per tool: calls, errors and their rate, median and slowest
-                 duration; searches; records dropped; slowest tools first.
+                 duration; searches; records dropped; slowest tools first;
+                 and per server, of the calls of a tool a search of the
+                 session returned, the share whose tool that search
+                 ranked first, in its top 5 and top 10 (online recall),
+                 beside the calls no search ranked.
                  --since 1h counts only the last hour.
 
 Rotated files (FILE.1, FILE.2, ...) are read too, oldest first.`,
@@ -69,6 +73,21 @@ type auditSummary struct {
 	Calls    int           `json:"calls"`
 	Dropped  int64         `json:"dropped"`
 	Tools    []toolSummary `json:"tools"`
+	// Quality is search quality on the logged traffic, per server.
+	Quality []serverQuality `json:"quality"`
+}
+
+// serverQuality is online recall: of the calls of a server's tools that
+// a search of the session returned (Ranked), the share whose tool it
+// ranked first, in its top 5 and top 10; Unsearched the calls no search
+// ranked.
+type serverQuality struct {
+	Server     string  `json:"server"`
+	Ranked     int     `json:"ranked"`
+	RecallAt1  float64 `json:"recall@1"`
+	RecallAt5  float64 `json:"recall@5"`
+	RecallAt10 float64 `json:"recall@10"`
+	Unsearched int     `json:"unsearched"`
 }
 
 type toolSummary struct {
@@ -81,9 +100,11 @@ type toolSummary struct {
 }
 
 func summarize(recs []audit.Record) auditSummary {
-	s := auditSummary{Records: len(recs), Tools: []toolSummary{}}
+	s := auditSummary{Records: len(recs), Tools: []toolSummary{}, Quality: []serverQuality{}}
 	durations := map[string][]float64{}
 	byTool := map[string]*toolSummary{}
+	quality := map[string]*serverQuality{}
+	atOrAbove := map[string]*[3]int{} // ranks ≤1, ≤5, ≤10, by server
 	for _, r := range recs {
 		switch r.Kind {
 		case "search":
@@ -102,8 +123,34 @@ func summarize(recs []audit.Record) auditSummary {
 				t.Errors++
 			}
 			durations[r.Tool] = append(durations[r.Tool], r.DurationMS)
+			if r.Server == "" {
+				continue // a call of a tool the catalog lacked
+			}
+			q := quality[r.Server]
+			if q == nil {
+				q, atOrAbove[r.Server] = &serverQuality{Server: r.Server}, &[3]int{}
+				quality[r.Server] = q
+			}
+			if r.Rank == 0 {
+				q.Unsearched++
+				continue
+			}
+			q.Ranked++
+			for i, k := range []int{1, 5, 10} {
+				if r.Rank <= k {
+					atOrAbove[r.Server][i]++
+				}
+			}
 		}
 	}
+	for server, q := range quality {
+		if q.Ranked > 0 {
+			n := atOrAbove[server]
+			q.RecallAt1, q.RecallAt5, q.RecallAt10 = float64(n[0])/float64(q.Ranked), float64(n[1])/float64(q.Ranked), float64(n[2])/float64(q.Ranked)
+		}
+		s.Quality = append(s.Quality, *q)
+	}
+	slices.SortFunc(s.Quality, func(a, b serverQuality) int { return cmp.Compare(a.Server, b.Server) })
 	for name, t := range byTool {
 		d := durations[name]
 		slices.Sort(d)
@@ -129,6 +176,22 @@ func (s *auditSummary) write(e *env) {
 	fmt.Fprintln(tw, "\nTOOL\tSERVER\tCALLS\tERRORS\tMEDIAN ms\tMAX ms")
 	for _, t := range s.Tools {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d (%.0f%%)\t%.1f\t%.1f\n", t.Tool, t.Server, t.Calls, t.Errors, 100*float64(t.Errors)/float64(t.Calls), t.MedianMS, t.MaxMS)
+	}
+	tw.Flush()
+	if len(s.Quality) == 0 {
+		return
+	}
+	fmt.Fprintln(e.stdout, "\nSearch quality (calls after a search that returned the tool):")
+	tw = tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "SERVER\tRANKED\tRECALL@1\tRECALL@5\tRECALL@10\tUNSEARCHED")
+	for _, q := range s.Quality {
+		pct := func(v float64) string {
+			if q.Ranked == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.0f%%", 100*v)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\n", q.Server, q.Ranked, pct(q.RecallAt1), pct(q.RecallAt5), pct(q.RecallAt10), q.Unsearched)
 	}
 	tw.Flush()
 }

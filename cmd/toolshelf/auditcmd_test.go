@@ -12,8 +12,9 @@ import (
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
-// serve --audit writes one line per search and per call, and audit
-// summary and tail read them.
+// serve --audit writes one line per search and per call (with the rank a
+// called tool had in the session's search), and audit summary and tail
+// read them.
 func TestServeAudit(t *testing.T) {
 	testenv.RequireNPM(t, "testdata/servers")
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
@@ -44,6 +45,13 @@ func TestServeAudit(t *testing.T) {
 			tool.Tool == "mcp__memory__nope" && tool.Errors != 1 {
 			t.Errorf("tool: %+v", tool)
 		}
+	}
+	// The search ranked read_graph first, and the session called it.
+	if len(sum.Quality) != 1 || sum.Quality[0].Server != "memory" || sum.Quality[0].Ranked != 1 || sum.Quality[0].RecallAt1 != 1 {
+		t.Errorf("search quality: %+v", sum.Quality)
+	}
+	if r := runCLI(t, "audit", "summary", file); !strings.Contains(r.stdout, "RECALL@1") || !strings.Contains(r.stdout, "100%") {
+		t.Errorf("audit summary: %s", r.stdout)
 	}
 	r = runCLI(t, "audit", "tail", "-n", "1", file)
 	if !strings.Contains(r.stdout, "mcp__memory__nope") || !strings.Contains(r.stdout, "auditor 7") {
