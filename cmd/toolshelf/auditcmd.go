@@ -90,6 +90,24 @@ type serverQuality struct {
 	Unsearched int     `json:"unsearched"`
 }
 
+// setRecall sets Ranked and the recall figures from the counts of ranks
+// at or above 1, 5 and 10.
+func (q *serverQuality) setRecall(ranked int, atOrAbove [3]int) {
+	q.Ranked = ranked
+	if ranked > 0 {
+		n := float64(ranked)
+		q.RecallAt1, q.RecallAt5, q.RecallAt10 = float64(atOrAbove[0])/n, float64(atOrAbove[1])/n, float64(atOrAbove[2])/n
+	}
+}
+
+// recallColumns are the three recall figures as table columns.
+func (q *serverQuality) recallColumns() string {
+	if q.Ranked == 0 {
+		return "-\t-\t-"
+	}
+	return fmt.Sprintf("%.0f%%\t%.0f%%\t%.0f%%", 100*q.RecallAt1, 100*q.RecallAt5, 100*q.RecallAt10)
+}
+
 type toolSummary struct {
 	Tool     string  `json:"tool"`
 	Server   string  `json:"server,omitempty"`
@@ -135,7 +153,7 @@ func summarize(recs []audit.Record) auditSummary {
 				q.Unsearched++
 				continue
 			}
-			q.Ranked++
+			q.Ranked++ // setRecall sets it again below
 			for i, k := range []int{1, 5, 10} {
 				if r.Rank <= k {
 					atOrAbove[r.Server][i]++
@@ -144,10 +162,7 @@ func summarize(recs []audit.Record) auditSummary {
 		}
 	}
 	for server, q := range quality {
-		if q.Ranked > 0 {
-			n := atOrAbove[server]
-			q.RecallAt1, q.RecallAt5, q.RecallAt10 = float64(n[0])/float64(q.Ranked), float64(n[1])/float64(q.Ranked), float64(n[2])/float64(q.Ranked)
-		}
+		q.setRecall(q.Ranked, *atOrAbove[server])
 		s.Quality = append(s.Quality, *q)
 	}
 	slices.SortFunc(s.Quality, func(a, b serverQuality) int { return cmp.Compare(a.Server, b.Server) })
@@ -185,13 +200,7 @@ func (s *auditSummary) write(e *env) {
 	tw = tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "SERVER\tRANKED\tRECALL@1\tRECALL@5\tRECALL@10\tUNSEARCHED")
 	for _, q := range s.Quality {
-		pct := func(v float64) string {
-			if q.Ranked == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.0f%%", 100*v)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\n", q.Server, q.Ranked, pct(q.RecallAt1), pct(q.RecallAt5), pct(q.RecallAt10), q.Unsearched)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", q.Server, q.Ranked, q.recallColumns(), q.Unsearched)
 	}
 	tw.Flush()
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -24,19 +23,13 @@ type liveQuality struct {
 	Unused  []liveProfile `json:"unusedSearches"`
 }
 
+// liveServer is one profile's quality for one server, as audit summary
+// reports it from the log; ViaSelect are the unsearched calls whose tool
+// a select: search named.
 type liveServer struct {
 	Profile string `json:"profile"`
-	Server  string `json:"server"`
-	// Ranked is the calls of a tool a search of the session returned;
-	// RecallAt1/5/10 the share of them whose tool ranked that high.
-	Ranked     int     `json:"ranked"`
-	RecallAt1  float64 `json:"recall@1"`
-	RecallAt5  float64 `json:"recall@5"`
-	RecallAt10 float64 `json:"recall@10"`
-	// Unsearched are calls of tools no search ranked: named by a
-	// select: search, or known or guessed.
+	serverQuality
 	ViaSelect int `json:"viaSelect"`
-	Guessed   int `json:"guessed"`
 }
 
 type liveProfile struct {
@@ -102,25 +95,18 @@ func liveFrom(u string, samples map[string][]telemetry.Sample) *liveQuality {
 	at := func(labels map[string]string) *liveServer {
 		k := [2]string{labels["profile"], labels["server"]}
 		if byKey[k] == nil {
-			byKey[k] = &liveServer{Profile: k[0], Server: k[1]}
+			byKey[k] = &liveServer{Profile: k[0], serverQuality: serverQuality{Server: k[1]}}
 		}
 		return byKey[k]
 	}
 	for _, s := range samples["toolshelf_search_rank"] {
-		ls := at(s.Labels)
-		ls.Ranked = int(s.Value)
-		if s.Value > 0 {
-			ls.RecallAt1 = float64(s.Buckets[1]) / s.Value
-			ls.RecallAt5 = float64(s.Buckets[5]) / s.Value
-			ls.RecallAt10 = float64(s.Buckets[10]) / s.Value
-		}
+		at(s.Labels).setRecall(int(s.Value), [3]int{int(s.Buckets[1]), int(s.Buckets[5]), int(s.Buckets[10])})
 	}
 	for _, s := range samples["toolshelf_calls_unsearched_total"] {
 		ls := at(s.Labels)
+		ls.Unsearched += int(s.Value)
 		if s.Labels["via"] == "select" {
 			ls.ViaSelect += int(s.Value)
-		} else {
-			ls.Guessed += int(s.Value)
 		}
 	}
 	for _, ls := range byKey {
@@ -142,16 +128,9 @@ func writeLive(w io.Writer, q *liveQuality) error {
 		fmt.Fprintln(w, "  no call has followed a search yet")
 	} else {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "PROFILE\tSERVER\tCALLS AFTER A SEARCH\tRECALL@1\tRECALL@5\tRECALL@10\tVIA SELECT\tUNSEARCHED\t")
-		pct := func(v float64, n int) string {
-			if n == 0 || math.IsNaN(v) {
-				return "-"
-			}
-			return fmt.Sprintf("%.0f%%", 100*v)
-		}
+		fmt.Fprintln(tw, "PROFILE\tSERVER\tCALLS AFTER A SEARCH\tRECALL@1\tRECALL@5\tRECALL@10\tUNSEARCHED\tOF WHICH SELECT:\t")
 		for _, s := range q.Servers {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%d\t%d\t\n", s.Profile, s.Server, s.Ranked,
-				pct(s.RecallAt1, s.Ranked), pct(s.RecallAt5, s.Ranked), pct(s.RecallAt10, s.Ranked), s.ViaSelect, s.Guessed)
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%d\t\n", s.Profile, s.Server, s.Ranked, s.recallColumns(), s.Unsearched, s.ViaSelect)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
