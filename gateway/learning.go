@@ -9,8 +9,6 @@ import (
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // A session's search followed by a call of one of the tools it found is
@@ -220,14 +218,13 @@ func (s *Server) noteCall(ctx context.Context, ss *mcp.ServerSession, tool, serv
 	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok {
 		n.rank = u.rank
 	}
-	at := metric.WithAttributes(s.met.profile, attribute.String("server", server))
 	switch {
 	case u.rank > 0:
-		s.met.rank.Record(ctx, int64(u.rank), at)
+		s.met.rank.Record(ctx, int64(u.rank), s.met.byServer(server))
 	case u.selected:
-		s.met.unfound.Add(ctx, 1, metric.WithAttributes(s.met.profile, attribute.String("server", server), attribute.String("via", "select")))
+		s.met.unfound.Add(ctx, 1, s.met.unsearched(server, "select"))
 	default:
-		s.met.unfound.Add(ctx, 1, metric.WithAttributes(s.met.profile, attribute.String("server", server), attribute.String("via", "none")))
+		s.met.unfound.Add(ctx, 1, s.met.unsearched(server, "none"))
 	}
 	if ok && u.query != "" && s.opts.Learn != nil {
 		s.opts.Learn.Record(s.up.Profile(), u.query, tool)

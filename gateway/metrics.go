@@ -24,7 +24,14 @@ type metrics struct {
 	rank     metric.Int64Histogram
 	unfound  metric.Int64Counter
 	unused   metric.Int64Counter
+	// attrs are the label sets seen, so that a measurement allocates
+	// none (every label is bounded: a server, a tool of the catalog, a
+	// known method, an outcome).
+	attrs *telemetry.Attrs
 }
+
+// maxAttrSets bounds the label sets a gateway caches.
+const maxAttrSets = 4096
 
 // buckets are the latency histograms' bounds in seconds: tool calls run
 // from microseconds (in-memory) to minutes (a build).
@@ -39,7 +46,7 @@ var rankBuckets = []float64{1, 2, 3, 5, 10, 20, 50}
 // tokens is too costly to do on every catalog change).
 func newMetrics(tel *telemetry.Telemetry, profile string, catalog func() (tools, tokens, deferred int)) (*metrics, error) {
 	mt := tel.Meter()
-	m := &metrics{profile: attribute.String("profile", profile)}
+	m := &metrics{profile: attribute.String("profile", profile), attrs: telemetry.NewAttrs(maxAttrSets)}
 	var errs []error
 	note := func(err error) { errs = append(errs, err) }
 	var err error
@@ -86,16 +93,38 @@ func newMetrics(tel *telemetry.Telemetry, profile string, catalog func() (tools,
 }
 
 func (m *metrics) observeCall(ctx context.Context, server, outcome string, d time.Duration) {
-	m.calls.Add(ctx, 1, metric.WithAttributes(m.profile, attribute.String("server", server), attribute.String("outcome", outcome)))
-	m.latency.Record(ctx, d.Seconds(), metric.WithAttributes(m.profile, attribute.String("server", server)))
+	m.calls.Add(ctx, 1, m.attrs.Get(telemetry.AttrKey{"calls", server, outcome}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{m.profile, attribute.String("server", server), attribute.String("outcome", outcome)}
+	}))
+	m.latency.Record(ctx, d.Seconds(), m.byServer(server))
+}
+
+// byServer is the label set of the profile and a server.
+func (m *metrics) byServer(server string) metric.MeasurementOption {
+	return m.attrs.Get(telemetry.AttrKey{"server", server}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{m.profile, attribute.String("server", server)}
+	})
+}
+
+// byProfile is the label set of the profile alone.
+func (m *metrics) byProfile() metric.MeasurementOption {
+	return m.attrs.Get(telemetry.AttrKey{"profile"}, func() []attribute.KeyValue { return []attribute.KeyValue{m.profile} })
+}
+
+// unsearched is the label set of a call no search ranked, by how its
+// tool was named (via).
+func (m *metrics) unsearched(server, via string) metric.MeasurementOption {
+	return m.attrs.Get(telemetry.AttrKey{"unsearched", server, via}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{m.profile, attribute.String("server", server), attribute.String("via", via)}
+	})
 }
 
 func (m *metrics) observeSearch(ctx context.Context, d time.Duration) {
-	m.search.Record(ctx, d.Seconds(), metric.WithAttributes(m.profile))
+	m.search.Record(ctx, d.Seconds(), m.byProfile())
 }
 
 func (m *metrics) refusedSession(ctx context.Context) {
-	m.refused.Add(ctx, 1, metric.WithAttributes(m.profile))
+	m.refused.Add(ctx, 1, m.byProfile())
 }
 
 // noEnv reads no variable: a gateway given no telemetry keeps metrics

@@ -37,7 +37,6 @@ import (
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // Options configures a Server. Nil means defaults.
@@ -214,7 +213,7 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	if s.met, err = newMetrics(s.tel, s.up.Profile(), s.catalogMetrics); err != nil {
 		return nil, err
 	}
-	s.learn.unused = func() { s.met.unused.Add(context.Background(), 1, metric.WithAttributes(s.met.profile)) }
+	s.learn.unused = func() { s.met.unused.Add(context.Background(), 1, s.met.byProfile()) }
 	s.shared = s.newMCPServer()
 	s.Update(up.Catalog())
 	s.updateOffers(up.Offers())

@@ -2,16 +2,12 @@ package gateway
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
 )
@@ -39,20 +35,26 @@ func (s *Server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			ctx, span = s.tel.Start(ctx, trace.SpanKindServer, &op)
 		}
 		res, err := next(ctx, method, req)
-		errType := errorType(ctx, res, err)
+		errType := telemetry.ErrorType(ctx, res, err)
 		if s.tel.Tracing() {
 			telemetry.End(span, errType)
 		}
 		// The labels are bounded: a client names any method and tool it
 		// likes, and each label value is a series kept for good.
-		kv := []attribute.KeyValue{semconv.McpMethodNameKey.String(s.knownMethod(method))}
+		method, tool := s.knownMethod(method), ""
 		if op.Target != "" && method == "tools/call" {
-			kv = append(kv, semconv.GenAIToolNameKey.String(s.knownTool(op.Target)))
+			tool = s.knownTool(op.Target)
 		}
-		if errType != "" {
-			kv = append(kv, semconv.ErrorTypeKey.String(errType))
-		}
-		s.met.serverOp.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(kv...))
+		s.met.serverOp.Record(ctx, time.Since(start).Seconds(), s.met.attrs.Get(telemetry.AttrKey{method, tool, errType}, func() []attribute.KeyValue {
+			kv := []attribute.KeyValue{semconv.McpMethodNameKey.String(method)}
+			if tool != "" {
+				kv = append(kv, semconv.GenAIToolNameKey.String(tool))
+			}
+			if errType != "" {
+				kv = append(kv, semconv.ErrorTypeKey.String(errType))
+			}
+			return kv
+		}))
 		return res, err
 	}
 }
@@ -75,25 +77,6 @@ func requestTarget(req mcp.Request) string {
 		}
 	}
 	return ""
-}
-
-// errorType is error.type for a request's outcome: "" for success,
-// "tool_error" for a tool result with isError, the JSON-RPC error code,
-// "cancelled", or "_OTHER".
-func errorType(ctx context.Context, res mcp.Result, err error) string {
-	var wire *jsonrpc.Error
-	switch {
-	case err == nil:
-		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
-			return telemetry.ToolError
-		}
-		return ""
-	case errors.As(err, &wire):
-		return strconv.FormatInt(wire.Code, 10)
-	case ctx.Err() != nil:
-		return "cancelled"
-	}
-	return "_OTHER"
 }
 
 // methods are the MCP methods a gateway answers; any other is labelled

@@ -2,10 +2,16 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strconv"
+	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
 	"go.opentelemetry.io/otel/trace"
@@ -137,4 +143,70 @@ func End(span trace.Span, errType string) {
 		span.SetStatus(codes.Error, errType)
 	}
 	span.End()
+}
+
+// AttrKey names a label set by its values (a kind of set first), as an
+// array, so that a lookup builds no string.
+type AttrKey [4]string
+
+// Attrs caches the attribute sets of measurements by a key the caller
+// makes of their values, so that recording a metric with labels seen
+// before allocates nothing. It holds at most max sets; past that, sets
+// are built for each measurement. The zero value is not usable; use
+// NewAttrs. It is safe for concurrent use.
+type Attrs struct {
+	mu   sync.RWMutex
+	sets map[AttrKey]metric.MeasurementOption
+	max  int
+}
+
+// NewAttrs returns a cache of at most max attribute sets.
+func NewAttrs(max int) *Attrs {
+	return &Attrs{sets: map[AttrKey]metric.MeasurementOption{}, max: max}
+}
+
+// Get returns the option of the set under key, made by kv the first time.
+func (a *Attrs) Get(key AttrKey, kv func() []attribute.KeyValue) metric.MeasurementOption {
+	a.mu.RLock()
+	o, ok := a.sets[key]
+	a.mu.RUnlock()
+	if ok {
+		return o
+	}
+	o = metric.WithAttributeSet(attribute.NewSet(kv()...))
+	a.mu.Lock()
+	if len(a.sets) < a.max {
+		a.sets[key] = o
+	}
+	a.mu.Unlock()
+	return o
+}
+
+// CodeLabel is error.type for a JSON-RPC error code: the code for one in
+// the range JSON-RPC reserves, else "_OTHER", so that a server that
+// invents codes cannot make labels without end.
+func CodeLabel(code int64) string {
+	if code >= -32768 && code <= -32000 {
+		return strconv.FormatInt(code, 10)
+	}
+	return "_OTHER"
+}
+
+// ErrorType is error.type for an MCP request's outcome: "" for success,
+// ToolError for a tool result with isError, the JSON-RPC error's code
+// (CodeLabel), "cancelled", or "_OTHER".
+func ErrorType(ctx context.Context, res mcp.Result, err error) string {
+	if err == nil {
+		if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
+			return ToolError
+		}
+		return ""
+	}
+	if wire, ok := errors.AsType[*jsonrpc.Error](err); ok {
+		return CodeLabel(wire.Code)
+	}
+	if ctx.Err() != nil {
+		return "cancelled"
+	}
+	return "_OTHER"
 }

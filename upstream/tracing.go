@@ -2,12 +2,9 @@ package upstream
 
 import (
 	"context"
-	"errors"
-	"strconv"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"go.opentelemetry.io/otel/attribute"
@@ -16,16 +13,19 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// clientOps records mcp.client.operation.duration for every pool.
+// clientOps records mcp.client.operation.duration for every pool; attrs
+// are its label sets seen (a server, a method, a tool the server listed,
+// an error type: all bounded).
 type clientOps struct {
 	duration metric.Float64Histogram
+	attrs    *telemetry.Attrs
 }
 
 func newClientOps(tel *telemetry.Telemetry) (*clientOps, error) {
 	h, err := tel.Meter().Float64Histogram("mcp.client.operation.duration", metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60),
 		metric.WithDescription("Time of the MCP requests toolshelf sent its servers, by server, method, tool and error type (MCP semantic conventions)."))
-	return &clientOps{duration: h}, err
+	return &clientOps{duration: h, attrs: telemetry.NewAttrs(4096)}, err
 }
 
 // traceRequests is the sending middleware of a server's client: a client
@@ -54,31 +54,21 @@ func (s *server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		}
 		res, err := next(ctx, method, req)
-		errType := ""
-		var wire *jsonrpc.Error
-		switch {
-		case err == nil:
-			if r, ok := res.(*mcp.CallToolResult); ok && r != nil && r.IsError {
-				errType = telemetry.ToolError
-			}
-		case errors.As(err, &wire):
-			errType = strconv.FormatInt(wire.Code, 10)
-		case ctx.Err() != nil:
-			errType = "cancelled"
-		default:
-			errType = "_OTHER"
-		}
+		errType := telemetry.ErrorType(ctx, res, err)
 		if tel.Tracing() {
 			telemetry.End(span, errType)
 		}
-		kv := []attribute.KeyValue{attribute.String("server", s.cfg.Name), semconv.McpMethodNameKey.String(method)}
-		if op.Target != "" {
-			kv = append(kv, semconv.GenAIToolNameKey.String(op.Target))
-		}
-		if errType != "" {
-			kv = append(kv, semconv.ErrorTypeKey.String(errType))
-		}
-		s.pool.ops.duration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(kv...))
+		ops := s.pool.ops
+		ops.duration.Record(ctx, time.Since(start).Seconds(), ops.attrs.Get(telemetry.AttrKey{s.cfg.Name, method, op.Target, errType}, func() []attribute.KeyValue {
+			kv := []attribute.KeyValue{attribute.String("server", s.cfg.Name), semconv.McpMethodNameKey.String(method)}
+			if op.Target != "" {
+				kv = append(kv, semconv.GenAIToolNameKey.String(op.Target))
+			}
+			if errType != "" {
+				kv = append(kv, semconv.ErrorTypeKey.String(errType))
+			}
+			return kv
+		}))
 		return res, err
 	}
 }
