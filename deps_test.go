@@ -32,6 +32,7 @@ var mayImport = map[string][]string{
 	"telemetry":          {},
 	"proxy":              {"catalog", "messages", "policy", "search", "shelf", "telemetry"},
 	"audit":              {},
+	"console":            {"audit", "catalog", "gateway", "learn", "pin", "search", "upstream"},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},
 	"internal/fuzzy":     {},
@@ -40,7 +41,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"e2e":                {}, // tests only
-	"cmd/toolshelf": {"anthropic", "catalog", "embedding", "evaluate", "gateway", "internal/builtin",
+	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "telemetry", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn"},
 }

@@ -106,6 +106,21 @@ func (h *Host) Main() *Server { return h.main }
 // Pool returns the pool the host serves.
 func (h *Host) Pool() *upstream.Pool { return h.pool }
 
+// Gateways returns the host's gateways: the one at /mcp first, then each
+// profile's.
+func (h *Host) Gateways() []*Server { return h.servers() }
+
+// Gateway returns the gateway of a profile (the one at /mcp for its own
+// profile's name), or nil.
+func (h *Host) Gateway(profile string) *Server {
+	for _, g := range h.servers() {
+		if g.Profile() == profile {
+			return g
+		}
+	}
+	return nil
+}
+
 // Run runs the pool, every gateway, the audit log and the usage store
 // until ctx is done, and returns once all of them have: the audit log and
 // the usage store last, so that the records of the last calls are kept.

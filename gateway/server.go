@@ -223,6 +223,13 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 // Profile returns the name of the profile the gateway serves.
 func (s *Server) Profile() string { return s.up.Profile() }
 
+// Snapshot returns what the gateway serves now: its catalog, its search
+// (with what was learned), and the policy's view of it.
+func (s *Server) Snapshot() *shelf.Snapshot { return s.state.Load().Snapshot }
+
+// Scope returns the pool as the gateway's profile sees it.
+func (s *Server) Scope() *upstream.Scope { return s.up }
+
 // Run follows the upstream's catalog, embeds each new one when a model's
 // embedder is configured, passes servers' notices to clients, and forgets
 // ended sessions, until ctx is done. It returns when every goroutine it

@@ -126,6 +126,15 @@ func (p *Pool) Quarantined() []Quarantined {
 	return out
 }
 
+// Rejudge judges every tool against the lock file again and publishes
+// the result: call it after approving or denying through the pool's own
+// lock in this process (another process's change is seen on its own).
+func (p *Pool) Rejudge() {
+	if p.opts.Pins != nil {
+		p.publish()
+	}
+}
+
 // Quarantines counts the times a tool was quarantined since the pool started,
 // at start-up and at run time (a tools/list_changed that rewrote a tool).
 func (p *Pool) Quarantines() int64 { return p.quarantines.Load() }

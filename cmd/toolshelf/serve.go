@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/console"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
@@ -137,6 +138,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
 		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf learned)")
 		fs.BoolVar(&o.traceQueries, "trace-queries", false, "put each search's query text on its trace span (off: its length only)")
+		fs.BoolVar(&o.console, "console", false, "with --http, serve the web console at /console (for the admin token)")
 		fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 		o.engine.register(fs)
 		fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -164,7 +166,7 @@ type serveOptions struct {
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless, auditArgs, noLearn      bool
-	traceQueries                                 bool
+	traceQueries, console                        bool
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
@@ -180,14 +182,11 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	// output could hand them to a client of a smaller profile.
 	var own upstream.Secrets
 	own.Add(o.token, envAuthToken)
-	tel, err := telemetry.New(ctx, &telemetry.Options{Getenv: e.getenv, Version: version(), Logger: logger.With("component", "telemetry")})
+	tel, err := openTelemetry(ctx, e, logger)
 	if err != nil {
-		return badInput(err)
+		return err
 	}
 	defer shutdownTelemetry(tel, logger)
-	if tel.Tracing() {
-		logger.Info("tracing: spans go to the OTLP endpoint that OTEL_* names")
-	}
 	gopts.Telemetry, gopts.TraceQueries = tel, o.traceQueries
 	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: own, telemetry: tel})
 	if err != nil {
@@ -209,7 +208,24 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	return serveHost(ctx, e, host, o, logger)
+	var cons *console.Console
+	if o.console {
+		cons = console.New(&console.Options{Host: host, AuthToken: o.token, Pins: src.pins, AuditFile: o.audit,
+			Learn: hopts.Server.Learn, Logger: logger.With("component", "console")})
+	}
+	return serveHost(ctx, e, host, cons, o, logger)
+}
+
+// openTelemetry makes the process's telemetry from the OTEL_* variables.
+func openTelemetry(ctx context.Context, e *env, logger *slog.Logger) (*telemetry.Telemetry, error) {
+	tel, err := telemetry.New(ctx, &telemetry.Options{Getenv: e.getenv, Version: version(), Logger: logger.With("component", "telemetry")})
+	if err != nil {
+		return nil, badInput(err)
+	}
+	if tel.Tracing() {
+		logger.Info("tracing: spans go to the OTLP endpoint that OTEL_* names")
+	}
+	return tel, nil
 }
 
 // shutdownTelemetry sends what spans and metrics are still queued, for a
@@ -224,7 +240,7 @@ func shutdownTelemetry(tel *telemetry.Telemetry, logger *slog.Logger) {
 
 // serveHost runs the host and serves it over stdio or HTTP until either
 // ends, then stops the host and waits for everything it started.
-func serveHost(ctx context.Context, e *env, host *gateway.Host, o serveOptions, logger *slog.Logger) error {
+func serveHost(ctx context.Context, e *env, host *gateway.Host, cons *console.Console, o serveOptions, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ran := make(chan error, 1)
@@ -242,7 +258,7 @@ func serveHost(ctx context.Context, e *env, host *gateway.Host, o serveOptions, 
 		logger.Info("serving MCP over stdio", "mode", host.Main().Mode(), "profile", host.Main().Profile())
 		err = host.Main().ServeStdio(ctx, gateway.StdioTransport(e.stdin, e.stdout))
 	} else {
-		err = serveHTTP(ctx, host, o, logger)
+		err = serveHTTP(ctx, host, cons, o, logger)
 	}
 	cancel()
 	return errors.Join(err, <-ran)
@@ -266,6 +282,8 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 		if err := checkListenAddr("--http", o.http, o.token, "--auth-token or $"+envAuthToken); err != nil {
 			return nil, gateway.Options{}, err
 		}
+	} else if o.console {
+		return nil, gateway.Options{}, usagef("--console needs --http: the console is a web page on the same listener")
 	}
 	if e.getenv("GOGC") == "" {
 		// The go-sdk allocates a 32 KB decode buffer for every JSON value
@@ -354,7 +372,7 @@ func checkListenAddr(flag, addr, token, tokenHint string) error {
 	return usagef("%s %q listens beyond this machine; set %s", flag, addr, tokenHint)
 }
 
-func serveHTTP(ctx context.Context, host *gateway.Host, o serveOptions, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, host *gateway.Host, cons *console.Console, o serveOptions, logger *slog.Logger) error {
 	l, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
@@ -362,7 +380,16 @@ func serveHTTP(ctx context.Context, host *gateway.Host, o serveOptions, logger *
 	for _, r := range host.Routes() {
 		logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+r.Path, "mode", host.Main().Mode(), "profile", r.Profile, "access", r.Access)
 	}
-	return runHTTP(ctx, newHTTPServer(host.Handler(), httpTimeouts.write, logger), l)
+	h := host.Handler()
+	if cons != nil {
+		mux := http.NewServeMux()
+		mux.Handle("/", h)
+		mux.Handle(console.Prefix, cons.Handler())
+		mux.Handle(console.Prefix+"/", cons.Handler())
+		h = mux
+		logger.Info("serving the console", "url", "http://"+l.Addr().String()+console.Prefix+"/")
+	}
+	return runHTTP(ctx, newHTTPServer(h, httpTimeouts.write, logger), l)
 }
 
 // newHTTPServer is an http.Server with httpTimeouts' bounds on what a

@@ -1,0 +1,228 @@
+// Package console serves toolshelf's web console at /console: the state
+// of a running gateway on a few server-rendered pages (servers and what
+// their tools cost, a search playground, the quarantined tools with
+// approve and deny, the audit log, what was learned), for the operator
+// who holds the admin token.
+//
+// Every value that came from a server is escaped by html/template; the
+// pages run no inline script (a Content-Security-Policy forbids it) and
+// load nothing from another host; a request that changes state needs the
+// page's CSRF token and the console's own origin.
+package console
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/pin"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Options configure a console. Host is required.
+type Options struct {
+	Host *gateway.Host
+	// AuthToken is the admin token of /mcp. When set, every page needs it:
+	// as a bearer token, or through the login form, which sets a cookie
+	// derived from it. Empty serves anyone who reaches the listener
+	// (serve refuses an address beyond loopback without a token).
+	AuthToken string
+	// Pins is the lock file the pool judges tools by; nil hides Approve
+	// and Deny.
+	Pins *pin.Lock
+	// AuditFile is serve's --audit file, for the activity page.
+	AuditFile string
+	// Learn is what was learned from use, for the learned page.
+	Learn *learn.Store
+	// Logger receives approvals, denials and forgotten pairs.
+	Logger *slog.Logger
+}
+
+// Console is the web console. It is safe for concurrent use.
+type Console struct {
+	opts  Options
+	log   *slog.Logger
+	pages *template.Template
+	// key signs the login cookie and the CSRF tokens; it is new for each
+	// process, so a restart logs everyone out.
+	key []byte
+}
+
+// New returns a console of opts.Host.
+func New(opts *Options) *Console {
+	c := &Console{opts: *opts, key: make([]byte, 32)}
+	rand.Read(c.key)
+	c.log = c.opts.Logger
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.pages = template.Must(template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html"))
+	return c
+}
+
+// Prefix is where the console is served.
+const Prefix = "/console"
+
+// Handler serves the console under Prefix.
+func (c *Console) Handler() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(assets, "assets")
+	mux.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)))
+	mux.HandleFunc("GET "+Prefix+"/login", c.loginPage)
+	mux.HandleFunc("POST "+Prefix+"/login", c.login)
+	mux.Handle("GET "+Prefix+"/{$}", c.auth(c.serversPage))
+	mux.Handle("GET "+Prefix+"/servers.part", c.auth(c.serversPart))
+	mux.Handle("GET "+Prefix+"/events", c.auth(c.events))
+	mux.Handle("GET "+Prefix+"/search", c.auth(c.searchPage))
+	mux.Handle("GET "+Prefix+"/quarantine", c.auth(c.quarantinePage))
+	mux.Handle("POST "+Prefix+"/quarantine", c.auth(c.changing(c.judge)))
+	mux.Handle("GET "+Prefix+"/activity", c.auth(c.activityPage))
+	mux.Handle("GET "+Prefix+"/learned", c.auth(c.learnedPage))
+	mux.Handle("POST "+Prefix+"/learned", c.auth(c.changing(c.forget)))
+	mux.Handle(Prefix, http.RedirectHandler(Prefix+"/", http.StatusMovedPermanently))
+	return secure(mux)
+}
+
+// secure adds the headers every response carries: no inline script, no
+// other host, no framing, no sniffing.
+func secure(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Frame-Options", "DENY")
+		hd.Set("Cache-Control", "no-store")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// cookieName holds the login: an HMAC of the admin token under the
+// process's key, never the token itself.
+const cookieName = "toolshelf_console"
+
+func (c *Console) sign(parts ...string) string {
+	m := hmac.New(sha256.New, c.key)
+	for _, p := range parts {
+		m.Write([]byte(p))
+		m.Write([]byte{0})
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// session is who the request is: "" when the console has no token, the
+// login cookie's value otherwise; ok is false for a request without the
+// token or the cookie.
+func (c *Console) session(r *http.Request) (string, bool) {
+	if c.opts.AuthToken == "" {
+		return "", true
+	}
+	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") &&
+		subtle.ConstantTimeCompare([]byte(h[7:]), []byte(c.opts.AuthToken)) == 1 {
+		return "bearer", true
+	}
+	want := c.sign("login", c.opts.AuthToken)
+	if ck, err := r.Cookie(cookieName); err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(want)) == 1 {
+		return ck.Value, true
+	}
+	return "", false
+}
+
+// auth serves h to a request with the token, and sends others to the
+// login form (a page) or refuses them (anything else).
+func (c *Console) auth(h http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := c.session(r); !ok {
+			if r.Method == http.MethodGet && !strings.HasSuffix(r.URL.Path, ".part") && r.URL.Path != Prefix+"/events" {
+				http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
+				return
+			}
+			http.Error(w, "toolshelf console: the admin token is required", http.StatusUnauthorized)
+			return
+		}
+		h(w, r)
+	})
+}
+
+// csrf is the token a page's forms carry: bound to the session, so a
+// page of another site cannot know it.
+func (c *Console) csrf(r *http.Request) string {
+	s, _ := c.session(r)
+	return c.sign("csrf", s)
+}
+
+// changing guards a request that changes state: it must come from a page
+// of the console's own origin and carry that page's CSRF token.
+func (c *Console) changing(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !sameOrigin(r) {
+			http.Error(w, "toolshelf console: a request from another site is refused", http.StatusForbidden)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(c.csrf(r))) != 1 {
+			http.Error(w, "toolshelf console: the form's CSRF token is missing or wrong; reload the page", http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// sameOrigin reports whether a browser says the request comes from the
+// console's own origin (Sec-Fetch-Site, else Origin, else Referer).
+func sameOrigin(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
+		return s == "same-origin"
+	}
+	from := r.Header.Get("Origin")
+	if from == "" {
+		from = r.Header.Get("Referer")
+	}
+	u, err := url.Parse(from)
+	return from != "" && err == nil && u.Host == r.Host
+}
+
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	c.render(w, r, "login", map[string]any{"Failed": r.URL.Query().Has("failed")})
+}
+
+// login checks the token typed into the form and sets the cookie.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		http.Error(w, "toolshelf console: a request from another site is refused", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	token := r.PostFormValue("token")
+	if c.opts.AuthToken == "" || subtle.ConstantTimeCompare([]byte(token), []byte(c.opts.AuthToken)) != 1 {
+		http.Redirect(w, r, Prefix+"/login?failed", http.StatusSeeOther)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: c.sign("login", c.opts.AuthToken), Path: Prefix,
+		HttpOnly: true, Secure: true, SameSite: http.SameSiteStrictMode, MaxAge: 12 * 3600})
+	http.Redirect(w, r, Prefix+"/", http.StatusSeeOther)
+}
+
+// render writes a page, with what every page needs.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, data map[string]any) {
+	data["Page"] = name
+	data["CSRF"] = c.csrf(r)
+	data["Prefix"] = Prefix
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := c.pages.ExecuteTemplate(w, name, data); err != nil {
+		c.log.Warn("console page", "page", name, "error", err)
+	}
+}
