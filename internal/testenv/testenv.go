@@ -135,3 +135,21 @@ func Dataset(t testing.TB, name string) string {
 	}
 	return dir
 }
+
+// Chromium returns the path of Debian's chromium, which the browser
+// tests drive headless; without it they skip, or fail in CI, where
+// .ci/run installs it.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	msg := "no chromium on PATH: the browser tests need Debian's chromium (apt-get install chromium)"
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}

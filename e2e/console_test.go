@@ -1,0 +1,198 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+// hostileText is a tool description that would run script if a page
+// took it for markup.
+const hostileText = `Open a ticket in the tracker. <script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">`
+
+// The console in Debian's chromium, headless, against a gateway process
+// with real servers: server-memory (npm), a tracker (a go-sdk server in a
+// subprocess) whose create_ticket changed since it was pinned, and a
+// flaky server that will not come back once stopped. The servers page
+// lists them with token bars; the playground ranks the expected tool
+// first and explains it; the changed tool waits in quarantine with its
+// diff, and Approve lets call_tool reach it through /mcp; the flaky
+// server turns red without a reload; the hostile description runs no
+// script anywhere. Screenshots of the pages go to $TOOLSHELF_SCREENSHOTS
+// when set (docs/ holds the README's).
+func TestConsoleInBrowser(t *testing.T) {
+	t.Parallel()
+	chrome := testenv.Chromium(t)
+	requireClients(t)
+	dir := t.TempDir()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	memory, _ := filepath.Abs("../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+	pidFile := filepath.Join(dir, "flaky.pid")
+	timeout := testenv.Timeout(20 * time.Second).String()
+	config := func(describe string) string {
+		cfg := filepath.Join(dir, "servers.json")
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+			"memory": map[string]any{"command": "node", "args": []string{memory}, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}, "timeout": timeout},
+			"tracker": map[string]any{"command": exe, "timeout": timeout, "env": map[string]string{
+				mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket,close_ticket", mcptest.DescribeEnv: "create_ticket=" + describe}},
+			// Up once; after that it fails to start, as a server whose
+			// backend went away.
+			"flaky": map[string]any{"command": "/bin/sh", "timeout": timeout,
+				"args": []string{"-c", `if [ -e "$MARK" ]; then echo "the backend is gone" >&2; exit 1; fi; : > "$MARK"; exec "$EXE"`},
+				"env": map[string]string{"MARK": filepath.Join(dir, "flaky.mark"), "EXE": exe, mcptest.ModeEnv: "serve",
+					mcptest.ToolsEnv: "ping_backend", mcptest.PIDEnv: pidFile}},
+		}})
+		if err := os.WriteFile(cfg, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	// Pin the tracker's tools as they were, then change one.
+	env := []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "XDG_STATE_HOME=" + filepath.Join(dir, "state"), "XDG_CONFIG_HOME=" + filepath.Join(dir, "config")}
+	pinning := exec.Command(toolshelf, "list", "--config", config("Open a ticket in the tracker."))
+	pinning.Env = append(os.Environ(), env...)
+	if out, err := pinning.CombinedOutput(); err != nil {
+		t.Fatalf("pinning: %v\n%s", err, out)
+	}
+	os.Remove(filepath.Join(dir, "flaky.mark"))
+	cfg := config(hostileText)
+	url := runHTTPScript(t, testenv.ServeScript(t, toolshelf, nil, cfg, "--http", "127.0.0.1:0", "--console", "--audit", filepath.Join(dir, "audit.jsonl")))
+	base := strings.TrimSuffix(url, "/mcp") + "/console"
+
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox, chromedp.WindowSize(1100, 800))
+	alloc, stopAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	defer stopAlloc()
+	browser, stopBrowser := chromedp.NewContext(alloc)
+	defer stopBrowser()
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(browser, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	pageText := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(browser, chromedp.Text(chromedp.CSS(sel)))
+		if err != nil {
+			t.Fatalf("the text of %s: %v", sel, err)
+		}
+		return s
+	}
+	shots := os.Getenv("TOOLSHELF_SCREENSHOTS")
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(browser, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot %s: %v", name, err)
+		}
+		d := shots
+		if d == "" {
+			d = dir
+		}
+		if err := os.WriteFile(filepath.Join(d, "console-"+name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pwned := func() bool {
+		t.Helper()
+		safe, err := chromedp.Run(browser, chromedp.Evaluate[bool](`window.__pwned === undefined`))
+		if err != nil {
+			t.Fatalf("reading window.__pwned: %v", err)
+		}
+		return !safe
+	}
+
+	// Servers: every server, ready, with its token bar.
+	do("the servers page",
+		chromedp.Navigate(base+"/"),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-server="memory"].ok`)),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-server="flaky"].ok`)))
+	bars, err := chromedp.Run(browser, chromedp.Evaluate[int](`document.querySelectorAll("meter.bar").length`))
+	if err != nil || bars < 3 {
+		t.Errorf("%d token bars, want one per server (%v)", bars, err)
+	}
+	shot("servers")
+
+	// The playground: the expected tool first, explained on click.
+	do("the search playground",
+		chromedp.Navigate(base+"/search?q=create+entities+in+the+knowledge+graph"),
+		chromedp.WaitVisible(chromedp.CSS(`.hits li .name`)))
+	first := pageText(`.hits li:first-child .name`)
+	do("opening the first result",
+		chromedp.Click(chromedp.CSS(`.hits li:first-child summary`)),
+		chromedp.WaitVisible(chromedp.CSS(`.hits li:first-child table.explain`)))
+	if explain := pageText(`.hits li:first-child table.explain`); first != "mcp__memory__create_entities" || !strings.Contains(explain, "entit") || !strings.Contains(explain, "name boost") {
+		t.Errorf("the playground ranked %q first, explained %q", first, explain)
+	}
+	shot("search")
+
+	// The changed tool waits in quarantine; its text is shown, not run.
+	const held = `section[data-tool="mcp__tracker__create_ticket"]`
+	do("the quarantine page", chromedp.Navigate(base+"/quarantine"), chromedp.WaitVisible(chromedp.CSS(held)))
+	if diff := pageText(held + ` .diff`); !strings.Contains(diff, "<script>") || pwned() {
+		t.Errorf("the hostile description: shown %q, ran %v", diff, pwned())
+	}
+	shot("quarantine")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	callTicket := func() *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__tracker__create_ticket", "arguments": map[string]any{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := callTicket(); !res.IsError || !strings.Contains(text(res), "quarantined") {
+		t.Fatalf("the quarantined tool answered: %s", text(res))
+	}
+	do("approving",
+		chromedp.Click(chromedp.CSS(`button[aria-label="Approve mcp__tracker__create_ticket"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.done`)))
+	if res := callTicket(); res.IsError {
+		t.Errorf("after Approve, call_tool: %s", text(res))
+	}
+	do("searching for the approved tool", chromedp.Navigate(base+"/search?q=open+a+ticket"), chromedp.WaitVisible(chromedp.CSS(`.hits li .name`)))
+	if pwned() {
+		t.Error("a tool description ran script on the search page")
+	}
+
+	// The flaky server stops, cannot start again, and turns red on the
+	// open page.
+	do("the servers page again", chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS(`tr[data-server="flaky"].ok`)))
+	pid, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	do("the failed server turning red", chromedp.WaitVisible(chromedp.CSS(`tr[data-server="flaky"].failed`)))
+	if why := pageText(`tr[data-server="flaky"] .state`); why != "failed" && why != "restarting" {
+		t.Errorf("the flaky server's state: %q", why)
+	}
+	if pwned() {
+		t.Error("script ran on the servers page")
+	}
+}
