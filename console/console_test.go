@@ -8,11 +8,17 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -20,6 +26,11 @@ const hostile = `Create an issue. <script>window.__pwned=1</script><img src=x on
 
 // consoleOf serves a console over a catalog with a hostile description.
 func consoleOf(t *testing.T, token string) string {
+	return consoleWith(t, &Options{AuthToken: token})
+}
+
+// consoleWith is consoleOf with more options (Host is set here).
+func consoleWith(t *testing.T, opts *Options) string {
 	t.Helper()
 	raw := func(name, desc string) json.RawMessage {
 		b, _ := json.Marshal(map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}})
@@ -42,7 +53,8 @@ func consoleOf(t *testing.T, token string) string {
 	done := make(chan struct{})
 	go func() { host.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(New(&Options{Host: host, AuthToken: token}).Handler())
+	opts.Host = host
+	srv := httptest.NewServer(New(opts).Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -141,5 +153,60 @@ func TestAuthAndCSRF(t *testing.T) {
 	form.Set("csrf", "0000")
 	if status, _ := post("/console/quarantine", form, "Sec-Fetch-Site", "cross-site"); status != http.StatusForbidden {
 		t.Errorf("a forged cross-site change: %d", status)
+	}
+}
+
+// The activity page shows the audit log, filtered, with online recall;
+// the learned page lists the pairs and Forget (with the page's CSRF
+// token) deletes one.
+func TestActivityAndLearned(t *testing.T) {
+	dir := t.TempDir()
+	auditFile := filepath.Join(dir, "audit.jsonl")
+	var lines []string
+	for i, r := range []audit.Record{
+		{Kind: "search", Profile: "everything", Tool: "search_tools", Outcome: "ok"},
+		{Kind: "call", Profile: "everything", Server: "tracker", Tool: "mcp__tracker__create_issue", Outcome: "ok", Rank: 1},
+		{Kind: "call", Profile: "ops", Server: "tracker", Tool: "mcp__tracker__list_issues", Outcome: "tool_error", Rank: 3},
+	} {
+		r.Time = time.Now().Add(time.Duration(i-5) * time.Minute)
+		b, _ := json.Marshal(r)
+		lines = append(lines, string(b))
+	}
+	if err := os.WriteFile(auditFile, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := learn.Open(filepath.Join(dir, "learned.db"), nil)
+	st.Record("everything", "open an issue", "mcp__tracker__create_issue")
+	st.Record("everything", "list the issues", "mcp__tracker__list_issues")
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	base := consoleWith(t, &Options{AuditFile: auditFile, Learn: st})
+
+	_, all := get(t, http.DefaultClient, base+"/console/activity")
+	if !strings.Contains(all, "mcp__tracker__list_issues") || !strings.Contains(all, "Of 2 calls after a search that returned the tool, 50% had it ranked first and 100% in the top 5") {
+		t.Errorf("activity:\n%s", all)
+	}
+	if _, ops := get(t, http.DefaultClient, base+"/console/activity?profile=ops"); strings.Contains(ops, "mcp__tracker__create_issue") || !strings.Contains(ops, "tool_error") {
+		t.Errorf("activity of ops:\n%s", ops)
+	}
+
+	_, page := get(t, http.DefaultClient, base+"/console/learned")
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil || !strings.Contains(page, "open an issue") {
+		t.Fatalf("learned:\n%s", page)
+	}
+	form := url.Values{"csrf": {m[1]}, "profile": {"everything"}, "tool": {"mcp__tracker__create_issue"}, "query": {"open an issue"}}
+	req, _ := http.NewRequest("POST", base+"/console/learned", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	pairs, _ := st.Pairs()
+	if resp.StatusCode != 200 || len(pairs) != 1 || pairs[0].Query != "list the issues" {
+		t.Errorf("after Forget: %d %+v", resp.StatusCode, pairs)
 	}
 }
