@@ -41,6 +41,15 @@ type serverRow struct {
 	Tokens             int
 	Bar                int // the bar's width: tokens against the largest server's, in percent
 	Class              string
+	// Listed are its tools with their tokens, largest first, and the
+	// names of its prompts and resources.
+	Listed  []toolTokens
+	Offered []string
+}
+
+type toolTokens struct {
+	Name   string
+	Tokens int
 }
 
 // overview is the servers page: each server and the deferral decision.
@@ -57,8 +66,14 @@ func (c *Console) overview(ctx context.Context) overview {
 	snap := g.Snapshot()
 	view := snap.View(ctx)
 	tokens := map[string]int{}
+	listed := map[string][]toolTokens{}
 	for e := range snap.Catalog.All() {
-		tokens[e.Server] += view.Tool[e.Name].Tokens
+		n := view.Tool[e.Name].Tokens
+		tokens[e.Server] += n
+		listed[e.Server] = append(listed[e.Server], toolTokens{e.Name, n})
+	}
+	for _, l := range listed {
+		slices.SortStableFunc(l, func(a, b toolTokens) int { return cmp.Compare(b.Tokens, a.Tokens) })
 	}
 	offers := map[string]upstream.Offer{}
 	for _, o := range g.Scope().Offers() {
@@ -67,8 +82,18 @@ func (c *Console) overview(ctx context.Context) overview {
 	o := overview{Mode: g.Mode(), Tools: snap.Catalog.Len(), All: view.All.Tokens, Deferrable: view.Deferrable.Tokens, Loaded: view.Loaded.Tokens}
 	most := 1
 	for _, st := range g.Scope().Status() {
-		row := serverRow{Status: st, Tokens: tokens[st.Name], Prompts: len(offers[st.Name].Prompts),
-			Resources: len(offers[st.Name].Resources) + len(offers[st.Name].Templates)}
+		of := offers[st.Name]
+		row := serverRow{Status: st, Tokens: tokens[st.Name], Prompts: len(of.Prompts),
+			Resources: len(of.Resources) + len(of.Templates), Listed: listed[st.Name]}
+		for _, p := range of.Prompts {
+			row.Offered = append(row.Offered, "prompt "+p.Name)
+		}
+		for _, r := range of.Resources {
+			row.Offered = append(row.Offered, "resource "+r.URI)
+		}
+		for _, r := range of.Templates {
+			row.Offered = append(row.Offered, "template "+r.URITemplate)
+		}
 		row.Class = stateClass(st.State)
 		most = max(most, row.Tokens)
 		o.Quarantined += st.Quarantined
@@ -85,7 +110,7 @@ func (c *Console) overview(ctx context.Context) overview {
 	}
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		if !slices.ContainsFunc(o.Servers, func(r serverRow) bool { return r.Name == name }) {
-			o.Servers = append(o.Servers, serverRow{Status: upstream.Status{Name: name, State: "catalog", Tools: counts[name]}, Tokens: tokens[name], Class: "off"})
+			o.Servers = append(o.Servers, serverRow{Status: upstream.Status{Name: name, State: "catalog", Tools: counts[name]}, Tokens: tokens[name], Class: "off", Listed: listed[name]})
 			most = max(most, tokens[name])
 		}
 	}

@@ -128,6 +128,10 @@ func TestConsoleInBrowser(t *testing.T) {
 	if err != nil || bars < 3 {
 		t.Errorf("%d token bars, want one per server (%v)", bars, err)
 	}
+	offers, err := chromedp.Run(browser, chromedp.TextContent(chromedp.CSS(`tr[data-server="memory"] details.listed`)))
+	if err != nil || !strings.Contains(offers, "mcp__memory__create_entities") {
+		t.Errorf("memory's row does not list its tools: %q", offers)
+	}
 	shot("servers")
 
 	// The playground: the expected tool first, explained on click.
