@@ -28,7 +28,8 @@ var mayImport = map[string][]string{
 	"pin":                {"catalog"},
 	"signin":             {},
 	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy"},
-	"learn":              {"search"},
+	"learn":              {"search", "store"},
+	"store":              {},
 	"telemetry":          {},
 	"proxy":              {"catalog", "messages", "policy", "search", "shelf", "telemetry"},
 	"audit":              {},
@@ -41,7 +42,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"e2e":                {}, // tests only
-	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "evaluate", "gateway", "internal/builtin",
+	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "store", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "telemetry", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn"},
 }

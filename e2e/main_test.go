@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
 // toolshelf is the command under test, built by TestMain.
@@ -54,6 +55,7 @@ func TestMain(m *testing.M) {
 		os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
 		os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 		os.Unsetenv("TOOLSHELF_CONFIG")
+		defer testenv.StopPostgres()
 		return m.Run()
 	}()
 	os.Exit(code)

@@ -95,16 +95,37 @@ var bucket = []byte("pairs")
 // Flush (or Run, every FlushEvery) writes them. It is safe for concurrent
 // use.
 type Store struct {
-	path   string
+	b      backend
 	logger *slog.Logger
-	// dbMu serialises opening the database: bbolt's file lock is per
-	// open file, so a second open in this process would wait for the
-	// first.
-	dbMu sync.Mutex
 
 	mu      sync.Mutex
 	pending []Pair
 	gen     int // counts writes, for caches of Pairs
+}
+
+// backend is where the pairs are kept: a bbolt file of one machine
+// (boltFile), or a PostgreSQL store that replicas share (shared).
+type backend interface {
+	// write adds a batch of pairs (counts add up) and ages out old ones
+	// and those past MaxPairs.
+	write(ctx context.Context, batch []Pair) error
+	read(ctx context.Context) ([]Pair, error)
+	forget(ctx context.Context, match func(Pair) bool) (int, error)
+	// stamp changes when another process wrote.
+	stamp() string
+	// where names it in messages: a path, or a URL without password.
+	where() string
+	// run follows other processes' writes until ctx is done (a no-op
+	// where stamp needs nothing running).
+	run(ctx context.Context)
+}
+
+// boltFile keeps the pairs in a bbolt file.
+type boltFile struct {
+	path string
+	// mu serialises opening the database: bbolt's file lock is per open
+	// file, so a second open in this process would wait for the first.
+	mu sync.Mutex
 }
 
 // FlushEvery is how often Run writes queued pairs.
@@ -113,14 +134,19 @@ const FlushEvery = 2 * time.Second
 // Open returns the store at path; the database is created on the first
 // write. logger gets write failures (nil is silent).
 func Open(path string, logger *slog.Logger) *Store {
+	return newStore(&boltFile{path: path}, logger)
+}
+
+func newStore(b backend, logger *slog.Logger) *Store {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Store{path: path, logger: logger}
+	return &Store{b: b, logger: logger}
 }
 
-// Path returns the database's path.
-func (s *Store) Path() string { return s.path }
+// Path returns where the pairs are kept: the database's path, or the
+// shared store's URL without its password; "" when there is nowhere.
+func (s *Store) Path() string { return s.b.where() }
 
 // Record queues a pair: the query of a search in a profile's session
 // ("" for the default profile), and a tool it found that was then called.
@@ -152,18 +178,21 @@ func CutQuery(query string) string {
 // Run writes queued pairs every FlushEvery until ctx is done, then once
 // more.
 func (s *Store) Run(ctx context.Context) {
+	done := make(chan struct{})
+	go func() { defer close(done); s.b.run(ctx) }()
+	defer func() { <-done }()
 	t := time.NewTicker(FlushEvery)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			if err := s.Flush(); err != nil {
-				s.logger.Warn("cannot save what was learned from use", "file", s.path, "error", err)
+				s.logger.Warn("cannot save what was learned from use", "where", s.b.where(), "error", err)
 			}
 			return
 		case <-t.C:
 			if err := s.Flush(); err != nil {
-				s.logger.Warn("cannot save what was learned from use", "file", s.path, "error", err)
+				s.logger.Warn("cannot save what was learned from use", "where", s.b.where(), "error", err)
 			}
 		}
 	}
@@ -193,32 +222,43 @@ func decode(k, v []byte) (Pair, bool) {
 
 // open opens the database, waiting a little for another toolshelf that
 // has it open.
-func (s *Store) open(readOnly bool) (*bolt.DB, error) {
-	s.dbMu.Lock()
-	db, err := s.openLocked(readOnly)
+func (f *boltFile) open(readOnly bool) (*bolt.DB, error) {
+	f.mu.Lock()
+	db, err := f.openLocked(readOnly)
 	if err != nil {
-		s.dbMu.Unlock()
+		f.mu.Unlock()
 	}
 	return db, err
 }
 
 // closeDB closes a database open returned.
-func (s *Store) closeDB(db *bolt.DB) {
+func (f *boltFile) closeDB(db *bolt.DB) {
 	db.Close()
-	s.dbMu.Unlock()
+	f.mu.Unlock()
 }
 
-func (s *Store) openLocked(readOnly bool) (*bolt.DB, error) {
+func (f *boltFile) openLocked(readOnly bool) (*bolt.DB, error) {
 	if !readOnly {
-		if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 			return nil, err
 		}
 	}
-	db, err := bolt.Open(s.path, 0o600, &bolt.Options{Timeout: 5 * time.Second, ReadOnly: readOnly})
+	db, err := bolt.Open(f.path, 0o600, &bolt.Options{Timeout: 5 * time.Second, ReadOnly: readOnly})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("%s is in use by another toolshelf; try again", s.path)
+		return nil, fmt.Errorf("%s is in use by another toolshelf; try again", f.path)
 	}
 	return db, err
+}
+
+func (f *boltFile) where() string           { return f.path }
+func (f *boltFile) run(ctx context.Context) {}
+
+// stamp is the file's size and time: another process's write changes it.
+func (f *boltFile) stamp() string {
+	if fi, err := os.Stat(f.path); err == nil {
+		return fmt.Sprintf("%d.%d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return ""
 }
 
 // Flush writes the queued pairs, and ages out old ones and those past
@@ -231,13 +271,23 @@ func (s *Store) Flush() error {
 	if len(batch) == 0 {
 		return nil
 	}
-	db, err := s.open(false)
-	if err != nil {
+	if err := s.b.write(context.Background(), batch); err != nil {
 		s.requeue(batch)
 		return err
 	}
-	defer s.closeDB(db)
-	err = db.Update(func(tx *bolt.Tx) error {
+	s.mu.Lock()
+	s.gen++
+	s.mu.Unlock()
+	return nil
+}
+
+func (f *boltFile) write(_ context.Context, batch []Pair) error {
+	db, err := f.open(false)
+	if err != nil {
+		return err
+	}
+	defer f.closeDB(db)
+	return db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists(bucket)
 		if err != nil {
 			return err
@@ -253,14 +303,6 @@ func (s *Store) Flush() error {
 		}
 		return prune(b, time.Now())
 	})
-	if err != nil {
-		s.requeue(batch)
-		return err
-	}
-	s.mu.Lock()
-	s.gen++
-	s.mu.Unlock()
-	return nil
 }
 
 // requeue puts back a batch that could not be written, within bounds.
@@ -304,13 +346,30 @@ func prune(b *bolt.Bucket, now time.Time) error {
 // Pairs returns what was learned, most recently used first, with the
 // pairs still queued. A store never written is empty.
 func (s *Store) Pairs() ([]Pair, error) {
+	out, err := s.b.read(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	out = append(out, s.pending...)
+	s.mu.Unlock()
+	slices.SortStableFunc(out, func(a, b Pair) int {
+		if c := b.Last.Compare(a.Last); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Tool, b.Tool)
+	})
+	return out, nil
+}
+
+func (f *boltFile) read(context.Context) ([]Pair, error) {
 	var out []Pair
-	if _, err := os.Stat(s.path); err == nil {
-		db, err := s.open(true)
+	if _, err := os.Stat(f.path); err == nil {
+		db, err := f.open(true)
 		if err != nil {
 			return nil, err
 		}
-		defer s.closeDB(db)
+		defer f.closeDB(db)
 		err = db.View(func(tx *bolt.Tx) error {
 			b := tx.Bucket(bucket)
 			if b == nil {
@@ -329,15 +388,6 @@ func (s *Store) Pairs() ([]Pair, error) {
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	s.mu.Lock()
-	out = append(out, s.pending...)
-	s.mu.Unlock()
-	slices.SortStableFunc(out, func(a, b Pair) int {
-		if c := b.Last.Compare(a.Last); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Tool, b.Tool)
-	})
 	return out, nil
 }
 
@@ -356,14 +406,23 @@ func (s *Store) Forget(match func(Pair) bool) (int, error) {
 	}
 	s.pending = kept
 	s.mu.Unlock()
-	if _, err := os.Stat(s.path); errors.Is(err, os.ErrNotExist) {
-		return n, nil
+	m, err := s.b.forget(context.Background(), match)
+	s.mu.Lock()
+	s.gen++
+	s.mu.Unlock()
+	return n + m, err
+}
+
+func (f *boltFile) forget(_ context.Context, match func(Pair) bool) (int, error) {
+	if _, err := os.Stat(f.path); errors.Is(err, os.ErrNotExist) {
+		return 0, nil
 	}
-	db, err := s.open(false)
+	db, err := f.open(false)
 	if err != nil {
-		return n, err
+		return 0, err
 	}
-	defer s.closeDB(db)
+	defer f.closeDB(db)
+	n := 0
 	err = db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucket)
 		if b == nil {
@@ -387,9 +446,6 @@ func (s *Store) Forget(match func(Pair) bool) (int, error) {
 		n += len(del)
 		return nil
 	})
-	s.mu.Lock()
-	s.gen++
-	s.mu.Unlock()
 	return n, err
 }
 
@@ -401,11 +457,7 @@ func (s *Store) Version() string {
 	s.mu.Lock()
 	gen := s.gen
 	s.mu.Unlock()
-	var stamp string
-	if fi, err := os.Stat(s.path); err == nil {
-		stamp = fmt.Sprintf("%d.%d", fi.Size(), fi.ModTime().UnixNano())
-	}
-	return fmt.Sprintf("%d/%s", gen, stamp)
+	return fmt.Sprintf("%d/%s", gen, s.b.stamp())
 }
 
 // Queries groups one profile's pairs by query, for search.NewLearned: only

@@ -234,6 +234,11 @@ type Config struct {
 	Profiles []Profile
 	// NoLearn is "learn": false: searches do not learn from use.
 	NoLearn bool
+	// Store is "store": the postgres:// URL of the state that replicas
+	// share, ${VAR} expanded (see package store); "" keeps state in files.
+	Store string
+	// storeVars are the variables Store came from.
+	storeVars []string
 }
 
 // Profile returns the profile with the given name.
@@ -247,7 +252,7 @@ func (c *Config) Profile(name string) (*Profile, bool) {
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles", "learn"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -310,6 +315,22 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 			return nil, cerr(catalog.KeyOffset(data, 0, "learn"), `"learn" must be true or false`)
 		}
 		cfg.NoLearn = !learn
+	}
+	if raw, ok := top["store"]; ok {
+		var v string
+		at := catalog.KeyOffset(data, 0, "store")
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, cerr(at, `"store" must be a string: a postgres:// URL`)
+		}
+		x := expander{getenv: getenv}
+		v = x.expand(v, "store")
+		if x.err != nil {
+			return nil, cerr(at, "%v", x.err)
+		}
+		if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+			return nil, cerr(at, `"store" must be a postgres:// URL, such as postgres://toolshelf:${PGPASSWORD}@db:5432/toolshelf`)
+		}
+		cfg.Store, cfg.storeVars = v, x.vars
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -141,5 +142,28 @@ func TestParseConfigBOM(t *testing.T) {
 	cfgs, err := ParseConfig([]byte("\xEF\xBB\xBF"+`{"mcpServers": {"a": {"command": "x"}}}`), "servers.json", func(string) string { return "" })
 	if err != nil || len(cfgs) != 1 || cfgs[0].Name != "a" {
 		t.Errorf("ParseConfig with a BOM = %+v, %v", cfgs, err)
+	}
+}
+
+// "store" is a postgres:// URL, ${VAR} expanded; it and its password are
+// secrets (withheld from servers, cut from output); anything else is an
+// error naming the key.
+func TestConfigStore(t *testing.T) {
+	getenv := func(k string) string { return map[string]string{"PGPASS": "s3cret-store-password"}[k] }
+	c, err := Parse([]byte(`{"mcpServers": {}, "store": "postgres://toolshelf:${PGPASS}@db:5432/toolshelf"}`), "c.json", getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Store != "postgres://toolshelf:s3cret-store-password@db:5432/toolshelf" {
+		t.Errorf("store %q", c.Store)
+	}
+	sec := c.Secrets()
+	if !slices.Contains(sec.Values, "s3cret-store-password") || !slices.Contains(sec.Values, c.Store) || !slices.Contains(sec.Vars, "PGPASS") {
+		t.Errorf("secrets %+v", sec)
+	}
+	for _, bad := range []string{`"store": 5`, `"store": "mysql://x"`, `"store": "postgres://u:${NOPE}@h/db"`} {
+		if _, err := Parse([]byte(`{"mcpServers": {}, `+bad+`}`), "c.json", getenv); err == nil || !strings.Contains(err.Error(), "c.json:1") {
+			t.Errorf("%s: %v", bad, err)
+		}
 	}
 }

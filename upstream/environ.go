@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 )
@@ -27,13 +28,22 @@ func (s *Secrets) Add(value, fromVar string) {
 	}
 }
 
-// Secrets returns the configuration's own secrets: every profile's tokens
-// and the variables they came from.
+// Secrets returns the configuration's own secrets: every profile's tokens,
+// the store's URL and password, and the variables they came from.
 func (c *Config) Secrets() Secrets {
 	var s Secrets
 	for _, p := range c.Profiles {
 		s.Values = append(s.Values, p.Tokens...)
 		s.Vars = append(s.Vars, p.tokenVars...)
+	}
+	if c.Store != "" {
+		s.Values = append(s.Values, c.Store)
+		s.Vars = append(s.Vars, c.storeVars...)
+		if u, err := url.Parse(c.Store); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				s.Add(pw, "")
+			}
+		}
 	}
 	return s
 }

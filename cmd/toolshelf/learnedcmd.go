@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/store"
 )
 
 // envLearned names the database of what was learned instead of the state
@@ -16,6 +17,8 @@ import (
 const (
 	envLearned    = "TOOLSHELF_LEARNED"
 	envLearnedOld = "TOOLSHELF_USAGE"
+	// envStore names the PostgreSQL store replicas share (serve --store).
+	envStore = "TOOLSHELF_STORE"
 )
 
 var learnedCommand = &command{
@@ -37,20 +40,36 @@ it would without this.
 
 The pairs are kept in toolshelf/learned.db in the user's state folder
 ($XDG_STATE_HOME, else ~/.local/state; $TOOLSHELF_LEARNED names another
-file), at most 20,000 and for 180 days. 'serve --no-learn', or "learn":
-false in the configuration, turns learning off. ('toolshelf usage' is
-this command's earlier name.)`,
+file; with --store or $TOOLSHELF_STORE, the PostgreSQL store that serve
+--store replicas share), at most 20,000 and for 180 days. 'serve
+--no-learn', or "learn": false in the configuration, turns learning off.
+('toolshelf usage' is this command's earlier name.)`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		tool := fs.String("tool", "", "only the pairs of the tool `NAME` (qualified)")
 		query := fs.String("query", "", "forget: the pairs of the query `TEXT`")
 		all := fs.Bool("all", false, "forget: every pair")
 		older := fs.Duration("older-than", 0, "forget: the pairs not used for `DURATION`")
 		asJSON := fs.Bool("json", false, "show: print JSON")
+		storeURL := fs.String("store", "", "what replicas learned, in the PostgreSQL store at `URL` (default $"+envStore+")")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 1 || (args[0] != "show" && args[0] != "forget") {
 				return usagef("learned needs show or forget")
 			}
+			if *storeURL == "" {
+				*storeURL = e.getenv(envStore)
+			}
 			st := learn.Open(learnedPath(e), nil)
+			if *storeURL != "" {
+				if !store.IsStoreURL(*storeURL) {
+					return usagef("--store %s: want a postgres:// URL", store.Redact(*storeURL))
+				}
+				db, err := store.Open(ctx, *storeURL, nil)
+				if err != nil {
+					return err
+				}
+				defer db.Close()
+				st = learn.OpenShared(db, nil)
+			}
 			if st.Path() == "" {
 				return usagef("no state folder: set $%s to the file of what was learned", envLearned)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/store"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -139,6 +140,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf learned)")
 		fs.BoolVar(&o.traceQueries, "trace-queries", false, "put each search's query text on its trace span (off: its length only)")
 		fs.BoolVar(&o.console, "console", false, "with --http, serve the web console at /console (for the admin token)")
+		fs.StringVar(&o.store, "store", "", "keep what replicas share in the PostgreSQL store at `URL` (postgres://...; default $"+envStore+" or the configuration's \"store\")")
 		fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 		o.engine.register(fs)
 		fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -155,6 +157,9 @@ servers have started) makes it collect earlier when large requests arrive.`,
 			if o.token == "" {
 				o.token = e.getenv(envAuthToken)
 			}
+			if o.store == "" {
+				o.store = e.getenv(envStore)
+			}
 			return runServe(ctx, e, o)
 		}
 	},
@@ -162,7 +167,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
-	audit, profile                               string
+	audit, profile, store                        string
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless, auditArgs, noLearn      bool
@@ -182,6 +187,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	// output could hand them to a client of a smaller profile.
 	var own upstream.Secrets
 	own.Add(o.token, envAuthToken)
+	own.Add(o.store, envStore)
 	tel, err := openTelemetry(ctx, e, logger)
 	if err != nil {
 		return err
@@ -201,9 +207,11 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	} else {
 		logger.Info("no configuration; serving "+src.name+" for search only", "tools", src.pool.Catalog().Len())
 	}
-	if err := o.openStores(e, src.config, logger, &hopts.Server); err != nil {
+	closeStores, err := o.openStores(ctx, e, src.config, logger, &hopts.Server)
+	if err != nil {
 		return err
 	}
+	defer closeStores()
 	host, err := gateway.NewHost(src.pool, hopts)
 	if err != nil {
 		return badInput(err)
@@ -302,22 +310,46 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 	}, nil
 }
 
-// openStores opens the audit log (--audit) and the usage store (unless
-// learning is off) into gopts; the host runs them.
-func (o *serveOptions) openStores(e *env, cfg *upstream.Config, logger *slog.Logger, gopts *gateway.Options) error {
+// openStores opens the audit log (--audit) and, unless learning is off,
+// what was learned: in the shared store (--store, or the configuration's
+// "store") or in the state folder. The host runs them; the returned func
+// closes the shared store once it has.
+func (o *serveOptions) openStores(ctx context.Context, e *env, cfg *upstream.Config, logger *slog.Logger, gopts *gateway.Options) (func(), error) {
 	if o.audit != "" {
 		l, err := audit.Open(o.audit, &audit.Options{Logger: logger})
 		if err != nil {
-			return badInput(err)
+			return nil, badInput(err)
 		}
 		gopts.Audit = l
 	}
+	url := o.store
+	if url == "" && cfg != nil {
+		url = cfg.Store
+	}
+	var db *store.DB
+	if url != "" {
+		if !store.IsStoreURL(url) {
+			return nil, usagef("--store %s: want a postgres:// URL", store.Redact(url))
+		}
+		var err error
+		if db, err = store.Open(ctx, url, &store.Options{Logger: logger.With("component", "store")}); err != nil {
+			return nil, err
+		}
+		logger.Info("shared store", "url", db.Where(), "holds", "what was learned from use")
+	}
+	closeDB := func() {
+		if db != nil {
+			db.Close()
+		}
+	}
 	if !o.noLearn && (cfg == nil || !cfg.NoLearn) {
-		if path := learnedPath(e); path != "" {
+		if db != nil {
+			gopts.Learn = learn.OpenShared(db, logger.With("component", "learn"))
+		} else if path := learnedPath(e); path != "" {
 			gopts.Learn = learn.Open(path, logger.With("component", "learn"))
 		}
 	}
-	return nil
+	return closeDB, nil
 }
 
 // profileOrDefault names the profile served.

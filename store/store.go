@@ -1,0 +1,195 @@
+// Package store is toolshelf's shared state on PostgreSQL, for several
+// replicas that act as one (serve --store postgres://...): it connects,
+// runs the schema's migrations once however many replicas start together
+// (under an advisory lock), and tells every replica about a change made
+// through any of them (LISTEN/NOTIFY).
+//
+// Without a store, each process keeps its state in files beside it, as
+// before: nothing here is needed by a single user.
+package store
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DB is a connection pool to the store, with its schema migrated.
+type DB struct {
+	pool   *pgxpool.Pool
+	where  string // the URL without its password, for messages
+	logger *slog.Logger
+}
+
+// Options configure Open; nil is the zero value.
+type Options struct {
+	// Logger gets lost and restored connections of listeners.
+	Logger *slog.Logger
+}
+
+// Open connects to the PostgreSQL database at rawURL and brings its
+// schema up to date. The error never holds the URL's password.
+func Open(ctx context.Context, rawURL string, opts *Options) (*DB, error) {
+	d := &DB{where: Redact(rawURL), logger: slog.New(slog.DiscardHandler)}
+	if opts != nil && opts.Logger != nil {
+		d.logger = opts.Logger
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: not a PostgreSQL URL (postgres://user:password@host:5432/db)", d.where)
+	}
+	if d.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("store %s: %w", d.where, err)
+	}
+	if err := d.migrate(ctx); err != nil {
+		d.pool.Close()
+		return nil, fmt.Errorf("store %s: %w", d.where, err)
+	}
+	return d, nil
+}
+
+// Redact returns a store URL without its password.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(a store URL that does not parse)"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// Where is the store's URL without its password.
+func (d *DB) Where() string { return d.where }
+
+// Pool is the connection pool, for the packages that keep their state
+// here.
+func (d *DB) Pool() *pgxpool.Pool { return d.pool }
+
+// Close closes every connection.
+func (d *DB) Close() { d.pool.Close() }
+
+// Notify tells every replica listening on channel that something changed.
+func (d *DB) Notify(ctx context.Context, channel, payload string) error {
+	_, err := d.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
+	return err
+}
+
+// Listen calls onChange for each notification on channel, and once each
+// time the connection is made again after a loss (what changed meanwhile
+// was missed), until ctx is done.
+func (d *DB) Listen(ctx context.Context, channel string, onChange func(payload string)) {
+	delay := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := d.listen(ctx, channel, onChange)
+		if ctx.Err() != nil {
+			return
+		}
+		d.logger.Warn("store: listening stopped; retrying", "channel", channel, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, 5*time.Second)
+		onChange("") // whatever happened while away
+	}
+}
+
+func (d *DB) listen(ctx context.Context, channel string, onChange func(string)) error {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
+		return err
+	}
+	defer func() {
+		// The connection goes back to the pool: stop listening on it.
+		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		conn.Exec(c, "UNLISTEN *")
+	}()
+	for {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		onChange(n.Payload)
+	}
+}
+
+// migrations are the schema's versions, in order; each runs once, in a
+// transaction. Append only.
+var migrations = []string{
+	// 1: what was learned from use (package learn).
+	`CREATE TABLE learned_pairs (
+		profile text NOT NULL,
+		tool    text NOT NULL,
+		query   text NOT NULL,
+		count   integer NOT NULL,
+		last    timestamptz NOT NULL,
+		PRIMARY KEY (profile, tool, query)
+	)`,
+}
+
+// migrationLock is the advisory lock that lets one replica migrate at a
+// time ("toolshelf" in ASCII).
+const migrationLock = 0x746f6f6c7368656c
+
+// migrate applies the migrations the database lacks, one replica at a
+// time.
+func (d *DB) migrate(ctx context.Context) error {
+	conn, err := d.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
+		return err
+	}
+	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
+	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS toolshelf_migrations (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return err
+	}
+	var have int
+	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM toolshelf_migrations").Scan(&have); err != nil {
+		return err
+	}
+	if have > len(migrations) {
+		return fmt.Errorf("the store's schema is version %d, newer than this toolshelf's %d: upgrade toolshelf", have, len(migrations))
+	}
+	for v := have + 1; v <= len(migrations); v++ {
+		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx, "INSERT INTO toolshelf_migrations (version) VALUES ($1)", v)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migration %d: %w", v, err)
+		}
+	}
+	return nil
+}
+
+// IsStoreURL reports whether a --store value names a PostgreSQL store.
+func IsStoreURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
