@@ -25,7 +25,7 @@ var mayImport = map[string][]string{
 	"embedding":          {"search"},
 	"anthropic":          {"policy"},
 	"upstream":           {"catalog", "internal/fuzzy", "pin", "signin", "telemetry"},
-	"pin":                {"catalog"},
+	"pin":                {"catalog", "store"},
 	"signin":             {},
 	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy"},
 	"learn":              {"search", "store"},

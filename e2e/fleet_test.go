@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -88,4 +90,65 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 		found := search(cs, "please "+query)
 		return len(found) > 0 && found[0] == taught
 	})
+}
+
+// With "trust": "approve", a new tool waits for a person on every
+// replica; approving it once — with the CLI pointed at the store — lets
+// every replica call it within seconds, without a restart.
+func TestApprovalReachesEveryReplica(t *testing.T) {
+	t.Parallel()
+	url := testenv.Postgres(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	b, _ := json.Marshal(map[string]any{"trust": "approve", "mcpServers": map[string]any{"tracker": map[string]any{
+		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
+		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket"},
+	}}})
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"TOOLSHELF_STORE": url}
+	replicas := []string{
+		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0")),
+		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0")),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	var sessions []*mcp.ClientSession
+	for _, u := range replicas {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: u}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		sessions = append(sessions, cs)
+	}
+	call := func(cs *mcp.ClientSession) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__tracker__create_ticket", "arguments": map[string]any{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for i, cs := range sessions {
+		if res := call(cs); !res.IsError || !strings.Contains(text(res), "quarantined") {
+			t.Fatalf("replica %d called a tool no one approved: %s", i, text(res))
+		}
+	}
+	approve := exec.Command(toolshelf, "tools", "approve", "tracker/create_ticket", "--config", cfg)
+	approve.Env = append(os.Environ(), "TOOLSHELF_STORE="+url, "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+	if out, err := approve.CombinedOutput(); err != nil {
+		t.Fatalf("tools approve: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "toolshelf.lock")); err == nil {
+		t.Error("the approval went to a lock file, not the store")
+	}
+	for i, cs := range sessions {
+		testenv.Eventually(t, 5*time.Second, fmt.Sprintf("replica %d to let the approved tool in", i), func() bool { return !call(cs).IsError })
+	}
 }

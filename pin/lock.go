@@ -102,16 +102,101 @@ const lockVersion = 1
 // into the file as it is on disk then: two toolshelf processes that pin
 // different tools lose neither. It is safe for concurrent use.
 type Lock struct {
-	path  string
+	st    storage
 	trust Trust
 
 	mu      sync.Mutex
 	pins    map[string]map[string]entry
 	changes map[[2]string]*entry // nil entry: removed
-	stamp   fileStamp            // the file as last read or written
+	version string               // the pins' version as last read or written
 	// known are the servers the file had pins for when last read or
 	// written: a tool new to one of them appeared after its first pin.
 	known map[string]bool
+}
+
+// storage is where a lock's pins are kept: the lock file (lockFile), or
+// a PostgreSQL store that replicas share (sharedPins).
+type storage interface {
+	// load reads every pin, with their version.
+	load() (pins map[string]map[string]entry, version string, err error)
+	// current is the version now, cheaply: a change by another process
+	// changes it.
+	current() (string, error)
+	// save applies merge to the pins as they are now, in one step no
+	// other save interleaves with, and returns the result and its version.
+	save(merge func(map[string]map[string]entry)) (pins map[string]map[string]entry, version string, err error)
+	where() string
+}
+
+// Open reads the lock file at path; a missing file is an empty lock. A
+// malformed file is an error that names the line.
+func Open(path string, trust Trust) (*Lock, error) {
+	return open(&lockFile{path: path}, trust)
+}
+
+func open(st storage, trust Trust) (*Lock, error) {
+	if trust == "" {
+		trust = TrustOnFirstUse
+	}
+	l := &Lock{st: st, trust: trust, pins: map[string]map[string]entry{}, changes: map[[2]string]*entry{}}
+	pins, version, err := st.load()
+	if err != nil {
+		return nil, err
+	}
+	l.pins, l.version, l.known = pins, version, serversOf(pins)
+	return l, nil
+}
+
+// lockFile keeps the pins in the lock file.
+type lockFile struct{ path string }
+
+func (f *lockFile) where() string { return f.path }
+
+func (f *lockFile) load() (map[string]map[string]entry, string, error) {
+	pins, stamp, err := read(f.path)
+	return pins, stamp.String(), err
+}
+
+func (f *lockFile) current() (string, error) {
+	fi, err := os.Stat(f.path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "", err
+	}
+	var stamp fileStamp
+	if err == nil {
+		stamp = fileStamp{fi.Size(), fi.ModTime()}
+	}
+	return stamp.String(), nil
+}
+
+// save merges under the folder's lock: another process may save between
+// this one's read and rename, and the lock makes read, merge and rename
+// one step.
+func (f *lockFile) save(merge func(map[string]map[string]entry)) (map[string]map[string]entry, string, error) {
+	dir := filepath.Dir(f.path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", err
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("the lock file was not saved: locking %s: %w", dir, err)
+	}
+	defer unlock()
+	pins, _, err := read(f.path)
+	if err != nil {
+		return nil, "", fmt.Errorf("the lock file was not saved: %w", err)
+	}
+	merge(pins)
+	data, err := json.MarshalIndent(fileJSON{Version: lockVersion, Servers: pins}, "", "  ")
+	if err != nil {
+		return nil, "", err
+	}
+	data = append(data, '\n')
+	if err := writeFile(f.path, data); err != nil {
+		return nil, "", err
+	}
+	v, _ := f.current()
+	return pins, v, nil
 }
 
 type fileStamp struct {
@@ -119,20 +204,7 @@ type fileStamp struct {
 	mod  time.Time
 }
 
-// Open reads the lock file at path; a missing file is an empty lock. A
-// malformed file is an error that names the line.
-func Open(path string, trust Trust) (*Lock, error) {
-	if trust == "" {
-		trust = TrustOnFirstUse
-	}
-	l := &Lock{path: path, trust: trust, pins: map[string]map[string]entry{}, changes: map[[2]string]*entry{}}
-	pins, stamp, err := read(path)
-	if err != nil {
-		return nil, err
-	}
-	l.pins, l.stamp, l.known = pins, stamp, serversOf(pins)
-	return l, nil
-}
+func (s fileStamp) String() string { return fmt.Sprintf("%d.%d", s.size, s.mod.UnixNano()) }
 
 // serversOf returns the servers a file's pins name.
 func serversOf(pins map[string]map[string]entry) map[string]bool {
@@ -144,7 +216,7 @@ func serversOf(pins map[string]map[string]entry) map[string]bool {
 }
 
 // Path returns the lock file's path.
-func (l *Lock) Path() string { return l.path }
+func (l *Lock) Path() string { return l.st.where() }
 
 // Trust returns what happens to new tools.
 func (l *Lock) Trust() Trust { return l.trust }
@@ -326,40 +398,19 @@ func (l *Lock) Save() error {
 	if len(l.changes) == 0 {
 		return nil
 	}
-	// Another process may save between this one's read and rename: the
-	// folder's lock makes read, merge and rename one step.
-	dir := filepath.Dir(l.path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	unlock, err := lockDir(dir)
-	if err != nil {
-		return fmt.Errorf("the lock file was not saved: locking %s: %w", dir, err)
-	}
-	defer unlock()
-	pins, _, err := read(l.path)
-	if err != nil {
-		return fmt.Errorf("the lock file was not saved: %w", err)
-	}
-	for k, e := range l.changes {
-		if pins[k[0]] == nil {
-			pins[k[0]] = map[string]entry{}
+	pins, version, err := l.st.save(func(pins map[string]map[string]entry) {
+		for k, e := range l.changes {
+			if pins[k[0]] == nil {
+				pins[k[0]] = map[string]entry{}
+			}
+			pins[k[0]][k[1]] = *e
 		}
-		pins[k[0]][k[1]] = *e
-	}
-	data, err := json.MarshalIndent(fileJSON{Version: lockVersion, Servers: pins}, "", "  ")
+	})
 	if err != nil {
 		return err
 	}
-	data = append(data, '\n')
-	if err := writeFile(l.path, data); err != nil {
-		return err
-	}
-	l.pins, l.known = pins, serversOf(pins)
+	l.pins, l.known, l.version = pins, serversOf(pins), version
 	clear(l.changes)
-	if fi, err := os.Stat(l.path); err == nil {
-		l.stamp = fileStamp{fi.Size(), fi.ModTime()}
-	}
 	return nil
 }
 
@@ -368,18 +419,17 @@ func (l *Lock) Save() error {
 // gateway runs), keeping unsaved changes. It reports whether it did. A
 // malformed file is an error and changes nothing.
 func (l *Lock) Reload() (bool, error) {
-	fi, err := os.Stat(l.path)
-	var stamp fileStamp
-	if err == nil {
-		stamp = fileStamp{fi.Size(), fi.ModTime()}
+	now, err := l.st.current()
+	if err != nil {
+		return false, err
 	}
 	l.mu.Lock()
-	same := stamp == l.stamp
+	same := now == l.version
 	l.mu.Unlock()
 	if same {
 		return false, nil
 	}
-	pins, stamp, err := read(l.path)
+	pins, version, err := l.st.load()
 	if err != nil {
 		return false, err
 	}
@@ -392,7 +442,7 @@ func (l *Lock) Reload() (bool, error) {
 		}
 		pins[k[0]][k[1]] = *e
 	}
-	l.pins, l.stamp = pins, stamp
+	l.pins, l.version = pins, version
 	return true, nil
 }
 

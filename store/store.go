@@ -146,6 +146,19 @@ var migrations = []string{
 		last    timestamptz NOT NULL,
 		PRIMARY KEY (profile, tool, query)
 	)`,
+	// 2: pinned tool definitions, approvals and denials (package pin);
+	// pins_version counts saves, so that replicas see a change cheaply.
+	`CREATE TABLE pins (
+		server text NOT NULL,
+		tool   text NOT NULL,
+		entry  jsonb NOT NULL,
+		PRIMARY KEY (server, tool)
+	);
+	CREATE TABLE pins_version (
+		id      integer PRIMARY KEY CHECK (id = 1),
+		version bigint NOT NULL
+	);
+	INSERT INTO pins_version VALUES (1, 0)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/learn"
-	"github.com/toolshelf/toolshelf/store"
 )
 
 // envLearned names the database of what was learned instead of the state
@@ -55,18 +54,12 @@ file; with --store or $TOOLSHELF_STORE, the PostgreSQL store that serve
 			if len(args) != 1 || (args[0] != "show" && args[0] != "forget") {
 				return usagef("learned needs show or forget")
 			}
-			if *storeURL == "" {
-				*storeURL = e.getenv(envStore)
-			}
 			st := learn.Open(learnedPath(e), nil)
-			if *storeURL != "" {
-				if !store.IsStoreURL(*storeURL) {
-					return usagef("--store %s: want a postgres:// URL", store.Redact(*storeURL))
-				}
-				db, err := store.Open(ctx, *storeURL, nil)
-				if err != nil {
-					return err
-				}
+			db, err := openStore(e, *storeURL, nil)
+			if err != nil {
+				return err
+			}
+			if db != nil {
 				defer db.Close()
 				st = learn.OpenShared(db, nil)
 			}

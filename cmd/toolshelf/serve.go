@@ -17,7 +17,6 @@ import (
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
-	"github.com/toolshelf/toolshelf/store"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -194,9 +193,13 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	defer shutdownTelemetry(tel, logger)
 	gopts.Telemetry, gopts.TraceQueries = tel, o.traceQueries
-	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: own, telemetry: tel})
+	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: own, telemetry: tel, storeURL: o.store})
 	if err != nil {
 		return err
+	}
+	if src.db != nil {
+		defer src.db.Close()
+		logger.Info("shared store", "url", src.db.Where(), "holds", "pins and approvals, what was learned from use")
 	}
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, Stateless: o.stateless}
 	if src.config != nil {
@@ -207,11 +210,9 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	} else {
 		logger.Info("no configuration; serving "+src.name+" for search only", "tools", src.pool.Catalog().Len())
 	}
-	closeStores, err := o.openStores(ctx, e, src.config, logger, &hopts.Server)
-	if err != nil {
+	if err := o.openStores(e, src, logger, &hopts.Server); err != nil {
 		return err
 	}
-	defer closeStores()
 	host, err := gateway.NewHost(src.pool, hopts)
 	if err != nil {
 		return badInput(err)
@@ -311,45 +312,25 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 }
 
 // openStores opens the audit log (--audit) and, unless learning is off,
-// what was learned: in the shared store (--store, or the configuration's
-// "store") or in the state folder. The host runs them; the returned func
-// closes the shared store once it has.
-func (o *serveOptions) openStores(ctx context.Context, e *env, cfg *upstream.Config, logger *slog.Logger, gopts *gateway.Options) (func(), error) {
+// what was learned: in the shared store the source's pins are in, or in
+// the state folder. The host runs them.
+func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, gopts *gateway.Options) error {
 	if o.audit != "" {
 		l, err := audit.Open(o.audit, &audit.Options{Logger: logger})
 		if err != nil {
-			return nil, badInput(err)
+			return badInput(err)
 		}
 		gopts.Audit = l
 	}
-	url := o.store
-	if url == "" && cfg != nil {
-		url = cfg.Store
+	if o.noLearn || (src.config != nil && src.config.NoLearn) {
+		return nil
 	}
-	var db *store.DB
-	if url != "" {
-		if !store.IsStoreURL(url) {
-			return nil, usagef("--store %s: want a postgres:// URL", store.Redact(url))
-		}
-		var err error
-		if db, err = store.Open(ctx, url, &store.Options{Logger: logger.With("component", "store")}); err != nil {
-			return nil, err
-		}
-		logger.Info("shared store", "url", db.Where(), "holds", "what was learned from use")
+	if src.db != nil {
+		gopts.Learn = learn.OpenShared(src.db, logger.With("component", "learn"))
+	} else if path := learnedPath(e); path != "" {
+		gopts.Learn = learn.Open(path, logger.With("component", "learn"))
 	}
-	closeDB := func() {
-		if db != nil {
-			db.Close()
-		}
-	}
-	if !o.noLearn && (cfg == nil || !cfg.NoLearn) {
-		if db != nil {
-			gopts.Learn = learn.OpenShared(db, logger.With("component", "learn"))
-		} else if path := learnedPath(e); path != "" {
-			gopts.Learn = learn.Open(path, logger.With("component", "learn"))
-		}
-	}
-	return closeDB, nil
+	return nil
 }
 
 // profileOrDefault names the profile served.

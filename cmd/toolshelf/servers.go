@@ -15,6 +15,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/signin"
+	"github.com/toolshelf/toolshelf/store"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -73,12 +74,35 @@ func loadConfig(e *env, path string) (*upstream.Config, error) {
 
 // openPins opens the lock file beside a configuration file
 // (toolshelf.lock): the tool definitions the user trusts.
-func openPins(path string, cfg *upstream.Config) (*pin.Lock, error) {
+func openPins(path string, cfg *upstream.Config, db *store.DB) (*pin.Lock, error) {
+	if db != nil {
+		return pin.OpenShared(db, cfg.Trust)
+	}
 	l, err := pin.Open(pin.Beside(path), cfg.Trust)
 	if err != nil {
 		return nil, badInput(err)
 	}
 	return l, nil
+}
+
+// openStore opens the shared store a command is pointed at: url (--store),
+// else $TOOLSHELF_STORE, else the configuration's "store"; nil when none.
+func openStore(e *env, url string, cfg *upstream.Config) (*store.DB, error) {
+	if url == "" {
+		url = e.getenv(envStore)
+	}
+	if url == "" && cfg != nil {
+		url = cfg.Store
+	}
+	if url == "" {
+		return nil, nil
+	}
+	if !store.IsStoreURL(url) {
+		return nil, usagef("--store %s: want a postgres:// URL", store.Redact(url))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return store.Open(ctx, url, nil)
 }
 
 // connectOptions shape how a command connects to servers.
@@ -92,6 +116,9 @@ type connectOptions struct {
 	// telemetry traces the requests sent to servers (serve); nil
 	// records nothing.
 	telemetry *telemetry.Telemetry
+	// storeURL is serve's --store; the shared store's pins replace the
+	// lock file.
+	storeURL string
 }
 
 // newPool makes a pool of the configured servers; nothing starts yet.
@@ -112,6 +139,8 @@ type toolSource struct {
 	config  *upstream.Config
 	pins    *pin.Lock
 	builtin bool
+	// db is the shared store the pins are in, or nil (the lock file).
+	db *store.DB
 }
 
 // openSource chooses the tools a command works on: a catalog file if one
@@ -133,7 +162,11 @@ func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*tool
 	if err != nil {
 		return nil, err
 	}
-	pins, err := openPins(path, cfg)
+	db, err := openStore(e, o.storeURL, cfg)
+	if err != nil {
+		return nil, err
+	}
+	pins, err := openPins(path, cfg, db)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +174,7 @@ func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*tool
 	own := cfg.Secrets()
 	o.secrets.Values = append(o.secrets.Values, own.Values...)
 	o.secrets.Vars = append(o.secrets.Vars, own.Vars...)
-	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins}, nil
+	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db}, nil
 }
 
 // runningPool is a pool that a command runs in the background.

@@ -101,7 +101,14 @@ func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string
 		}
 		cfgs = cfg.Servers[i : i+1]
 	}
-	pins, err := openPins(path, cfg)
+	db, err := openStore(e, "", cfg)
+	if err != nil {
+		return err
+	}
+	if db != nil {
+		defer db.Close()
+	}
+	pins, err := openPins(path, cfg, db)
 	if err != nil {
 		return err
 	}
