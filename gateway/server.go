@@ -385,9 +385,19 @@ func (s *Server) Update(c *catalog.Catalog) {
 	case policy.ModeAuto:
 		snap.direct = !s.decide(snap).Enabled
 	}
+	// The sessions' servers list the new catalog before anyone waiting
+	// for it is told (awaitPending answers a first tools/list once the
+	// state is current), and again after, for a session made meanwhile
+	// from the old state; sync changes only what differs.
+	s.syncAll(snap)
 	s.state.Store(snap)
 	next := make(chan struct{})
 	close(*s.changed.Swap(&next))
+	s.syncAll(snap)
+}
+
+// syncAll makes every session's server list what snap says.
+func (s *Server) syncAll(snap *served) {
 	s.mu.Lock()
 	xs := slices.Collect(maps.Values(s.sessions))
 	s.mu.Unlock()
