@@ -32,7 +32,7 @@ var mayImport = map[string][]string{
 	"store":              {},
 	"telemetry":          {},
 	"proxy":              {"catalog", "messages", "policy", "search", "shelf", "telemetry"},
-	"audit":              {},
+	"audit":              {"store"},
 	"console":            {"audit", "catalog", "gateway", "learn", "pin", "search", "upstream"},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},

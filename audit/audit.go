@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/toolshelf/toolshelf/store"
 )
 
 // Record is one line of the log. Argument values are kept only when asked
@@ -57,6 +59,8 @@ func Hash(args []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+var discard = slog.New(slog.DiscardHandler)
+
 // Options configures a Log. Nil means defaults.
 type Options struct {
 	// MaxBytes is the size at which the file is rotated (default 64 MiB);
@@ -73,11 +77,13 @@ type Options struct {
 // writes.
 type Log struct {
 	path    string
+	shared  *store.DB // the store the records go to instead of a file
 	opts    Options
 	logger  *slog.Logger
 	queue   chan Record
 	dropped atomic.Int64 // not yet reported in the file
 	total   atomic.Int64 // dropped since Open
+	waiting atomic.Int64 // for the shared store, while it is away
 }
 
 // Open returns the log at path, creating the file (mode 0600: it names
@@ -98,7 +104,7 @@ func Open(path string, opts *Options) (*Log, error) {
 	}
 	l.logger = l.opts.Logger
 	if l.logger == nil {
-		l.logger = slog.New(slog.DiscardHandler)
+		l.logger = discard
 	}
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
@@ -128,6 +134,9 @@ func (l *Log) Dropped() int64 { return l.total.Load() }
 // Run writes queued records until ctx is done, then writes what is still
 // queued and returns.
 func (l *Log) Run(ctx context.Context) error {
+	if l.shared != nil {
+		return l.runShared(ctx)
+	}
 	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)

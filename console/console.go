@@ -11,6 +11,7 @@
 package console
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -23,7 +24,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/pin"
@@ -43,7 +46,10 @@ type Options struct {
 	// Pins is the lock file the pool judges tools by; nil hides Approve
 	// and Deny.
 	Pins *pin.Lock
-	// AuditFile is serve's --audit file, for the activity page.
+	// Audit reads serve's audit records (its --audit file, or the shared
+	// store's) from since on, for the activity page; nil when there is no
+	// audit log. AuditFile is the same, from a file.
+	Audit     func(ctx context.Context, since time.Time) ([]audit.Record, error)
 	AuditFile string
 	// Learn is what was learned from use, for the learned page.
 	Learn *learn.Store
@@ -64,6 +70,13 @@ type Console struct {
 // New returns a console of opts.Host.
 func New(opts *Options) *Console {
 	c := &Console{opts: *opts, key: make([]byte, 32)}
+	if c.opts.Audit == nil && c.opts.AuditFile != "" {
+		file := c.opts.AuditFile
+		c.opts.Audit = func(_ context.Context, since time.Time) ([]audit.Record, error) {
+			recs, _, err := audit.Read(file, since)
+			return recs, err
+		}
+	}
 	rand.Read(c.key)
 	c.log = c.opts.Logger
 	if c.log == nil {

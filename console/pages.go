@@ -299,12 +299,12 @@ const maxActivity = 500
 func (c *Console) activityPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := map[string]string{"profile": q.Get("profile"), "server": q.Get("server"), "tool": q.Get("tool"), "outcome": q.Get("outcome")}
-	data := map[string]any{"F": f, "File": c.opts.AuditFile}
-	if c.opts.AuditFile == "" {
+	data := map[string]any{"F": f, "File": c.opts.Audit != nil}
+	if c.opts.Audit == nil {
 		c.render(w, r, "activity", data)
 		return
 	}
-	recs, _, err := audit.Read(c.opts.AuditFile, time.Now().Add(-7*24*time.Hour))
+	recs, err := c.opts.Audit(r.Context(), time.Now().Add(-7*24*time.Hour))
 	if err != nil {
 		data["Error"] = err.Error()
 	}

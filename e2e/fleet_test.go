@@ -94,7 +94,9 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 
 // With "trust": "approve", a new tool waits for a person on every
 // replica; approving it once — with the CLI pointed at the store — lets
-// every replica call it within seconds, without a restart.
+// every replica call it within seconds, without a restart. Both replicas
+// write their audit records to the store, and 'audit summary store'
+// reads the fleet's trail.
 func TestApprovalReachesEveryReplica(t *testing.T) {
 	t.Parallel()
 	url := testenv.Postgres(t)
@@ -113,8 +115,8 @@ func TestApprovalReachesEveryReplica(t *testing.T) {
 	}
 	env := map[string]string{"TOOLSHELF_STORE": url}
 	replicas := []string{
-		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0")),
-		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0")),
+		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0", "--audit", "store")),
+		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0", "--audit", "store")),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
@@ -151,4 +153,13 @@ func TestApprovalReachesEveryReplica(t *testing.T) {
 	for i, cs := range sessions {
 		testenv.Eventually(t, 5*time.Second, fmt.Sprintf("replica %d to let the approved tool in", i), func() bool { return !call(cs).IsError })
 	}
+
+	// Both replicas' calls are in the store's one audit trail.
+	testenv.Eventually(t, 10*time.Second, "both replicas' records in the store", func() bool {
+		sum := exec.Command(toolshelf, "audit", "summary", "--json", "store")
+		sum.Env = append(os.Environ(), "TOOLSHELF_STORE="+url)
+		out, err := sum.Output()
+		var s struct{ Calls int }
+		return err == nil && json.Unmarshal(out, &s) == nil && s.Calls >= 4
+	})
 }

@@ -159,6 +159,13 @@ var migrations = []string{
 		version bigint NOT NULL
 	);
 	INSERT INTO pins_version VALUES (1, 0)`,
+	// 3: the audit trail of every replica (package audit).
+	`CREATE TABLE audit_records (
+		id     bigserial PRIMARY KEY,
+		time   timestamptz NOT NULL,
+		record jsonb NOT NULL
+	);
+	CREATE INDEX audit_records_time ON audit_records (time)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -15,7 +15,7 @@ import (
 var auditCommand = &command{
 	name:    "audit",
 	summary: "read the audit log that serve --audit writes",
-	usage:   "tail [-n N] FILE | summary [--since DURATION] [--json] FILE",
+	usage:   "tail [-n N] FILE | summary [--since DURATION] [--json] FILE   (FILE may be 'store': the shared store's records)",
 	help: `
   tail FILE      the last -n records (default 20), one line each.
   summary FILE   per tool: calls, errors and their rate, median and slowest
@@ -26,11 +26,14 @@ var auditCommand = &command{
                  beside the calls no search ranked.
                  --since 1h counts only the last hour.
 
-Rotated files (FILE.1, FILE.2, ...) are read too, oldest first.`,
+Rotated files (FILE.1, FILE.2, ...) are read too, oldest first. FILE
+'store' reads the records replicas wrote to the shared store (serve
+--audit store), found by --store or $TOOLSHELF_STORE.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		n := fs.Int("n", 20, "tail: how many records (`N`)")
 		since := fs.Duration("since", 0, "summary: only records of the last `DURATION` (such as 1h)")
 		asJSON := fs.Bool("json", false, "summary: print JSON")
+		storeURL := fs.String("store", "", "with FILE 'store', the PostgreSQL store at `URL` (default $"+envStore+")")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 2 || (args[0] != "tail" && args[0] != "summary") {
 				return usagef("audit needs tail FILE or summary FILE")
@@ -39,7 +42,7 @@ Rotated files (FILE.1, FILE.2, ...) are read too, oldest first.`,
 			if *since > 0 {
 				from = time.Now().Add(-*since)
 			}
-			recs, bad, err := audit.Read(args[1], from)
+			recs, bad, err := readAudit(ctx, e, args[1], *storeURL, from)
 			if err != nil {
 				return err
 			}
@@ -204,3 +207,24 @@ func (s *auditSummary) write(e *env) {
 	}
 	tw.Flush()
 }
+
+// readAudit reads an audit log file, or with file "store" the records in
+// the shared store.
+func readAudit(ctx context.Context, e *env, file, storeURL string, from time.Time) ([]audit.Record, int, error) {
+	if file != auditStore {
+		return audit.Read(file, from)
+	}
+	db, err := openStore(e, storeURL, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if db == nil {
+		return nil, 0, usagef("audit %s needs --store or $%s", auditStore, envStore)
+	}
+	defer db.Close()
+	recs, err := audit.ReadShared(ctx, db, from)
+	return recs, 0, err
+}
+
+// auditStore, as serve's --audit or audit's FILE, is the shared store.
+const auditStore = "store"

@@ -134,7 +134,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
 		fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
 		fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
-		fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit)")
+		fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit), or to the shared store with 'store'")
 		fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
 		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf learned)")
 		fs.BoolVar(&o.traceQueries, "trace-queries", false, "put each search's query text on its trace span (off: its length only)")
@@ -219,10 +219,26 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	var cons *console.Console
 	if o.console {
-		cons = console.New(&console.Options{Host: host, AuthToken: o.token, Pins: src.pins, AuditFile: o.audit,
+		cons = console.New(&console.Options{Host: host, AuthToken: o.token, Pins: src.pins, Audit: o.auditReader(src),
 			Learn: hopts.Server.Learn, Logger: logger.With("component", "console")})
 	}
 	return serveHost(ctx, e, host, cons, o, logger)
+}
+
+// auditReader reads what --audit writes, for the console; nil without it.
+func (o *serveOptions) auditReader(src *toolSource) func(context.Context, time.Time) ([]audit.Record, error) {
+	switch {
+	case o.audit == auditStore && src.db != nil:
+		return func(ctx context.Context, since time.Time) ([]audit.Record, error) {
+			return audit.ReadShared(ctx, src.db, since)
+		}
+	case o.audit != "" && o.audit != auditStore:
+		return func(_ context.Context, since time.Time) ([]audit.Record, error) {
+			recs, _, err := audit.Read(o.audit, since)
+			return recs, err
+		}
+	}
+	return nil
 }
 
 // openTelemetry makes the process's telemetry from the OTEL_* variables.
@@ -315,7 +331,12 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 // what was learned: in the shared store the source's pins are in, or in
 // the state folder. The host runs them.
 func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, gopts *gateway.Options) error {
-	if o.audit != "" {
+	switch {
+	case o.audit == auditStore && src.db == nil:
+		return usagef("--audit %s needs a shared store (--store, $%s or the configuration's \"store\")", auditStore, envStore)
+	case o.audit == auditStore:
+		gopts.Audit = audit.OpenShared(src.db, &audit.Options{Logger: logger})
+	case o.audit != "":
 		l, err := audit.Open(o.audit, &audit.Options{Logger: logger})
 		if err != nil {
 			return badInput(err)

@@ -1,0 +1,145 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/toolshelf/toolshelf/store"
+)
+
+// OpenShared returns a log whose records go to a PostgreSQL store that
+// replicas share (serve --store with --audit store): the fleet's trail in
+// one place. While the store is away, records wait in memory (at most
+// Options.Queue of them; past that they are dropped and counted, and the
+// count is written as a record when the store is back).
+func OpenShared(db *store.DB, opts *Options) *Log {
+	l := &Log{shared: db}
+	if opts != nil {
+		l.opts = *opts
+	}
+	if l.opts.Queue <= 0 {
+		l.opts.Queue = 4096
+	}
+	l.logger = l.opts.Logger
+	if l.logger == nil {
+		l.logger = discard
+	}
+	l.queue = make(chan Record, l.opts.Queue)
+	return l
+}
+
+// runShared writes queued records to the store in batches until ctx is
+// done, then what is still waiting (for a few seconds at most).
+func (l *Log) runShared(ctx context.Context) error {
+	var pending []Record
+	retry := time.NewTimer(0)
+	<-retry.C
+	delay, away := 200*time.Millisecond, false
+	take := func(r Record) {
+		if len(pending) >= l.opts.Queue {
+			l.dropped.Add(1)
+			l.total.Add(1)
+			return
+		}
+		pending = append(pending, r)
+	}
+	write := func(ctx context.Context) {
+		if n := l.dropped.Swap(0); n > 0 {
+			pending = append(pending, Record{Time: time.Now().UTC(), Kind: "dropped", Dropped: n})
+		}
+		if len(pending) == 0 {
+			return
+		}
+		if err := l.insert(ctx, pending); err != nil {
+			l.waiting.Store(int64(len(pending)))
+			if !away {
+				l.logger.Warn("audit: the store is unreachable; records wait in memory", "store", l.shared.Where(), "waiting", len(pending), "error", err)
+			}
+			away = true
+			retry.Reset(delay)
+			delay = min(2*delay, 5*time.Second)
+			return
+		}
+		if away {
+			l.logger.Info("audit: the store is back; waiting records written", "records", len(pending))
+		}
+		pending, away, delay = pending[:0], false, 200*time.Millisecond
+		l.waiting.Store(0)
+	}
+	for {
+		select {
+		case r := <-l.queue:
+			take(r)
+			for more := true; more; {
+				select {
+				case r := <-l.queue:
+					take(r)
+				default:
+					more = false
+				}
+			}
+			if !away {
+				write(ctx)
+			}
+		case <-retry.C:
+			write(ctx)
+		case <-ctx.Done():
+			for more := true; more; {
+				select {
+				case r := <-l.queue:
+					take(r)
+				default:
+					more = false
+				}
+			}
+			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			write(last)
+			if len(pending) > 0 {
+				return fmt.Errorf("audit: %d records could not be written to the store %s", len(pending), l.shared.Where())
+			}
+			return nil
+		}
+	}
+}
+
+// Waiting is the number of records waiting for the shared store to take
+// them (0 for a file, and while the store is well).
+func (l *Log) Waiting() int { return int(l.waiting.Load()) }
+
+// insert writes a batch in one transaction.
+func (l *Log) insert(ctx context.Context, recs []Record) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return pgx.BeginFunc(ctx, l.shared.Pool(), func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		for _, r := range recs {
+			raw, err := json.Marshal(r)
+			if err != nil {
+				continue
+			}
+			b.Queue("INSERT INTO audit_records (time, record) VALUES ($1, $2)", r.Time, raw)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// ReadShared returns the store's records from since on (all when since is
+// zero), oldest first.
+func ReadShared(ctx context.Context, db *store.DB, since time.Time) ([]Record, error) {
+	rows, err := db.Pool().Query(ctx, "SELECT record FROM audit_records WHERE time >= $1 ORDER BY time, id", since)
+	if err != nil {
+		return nil, fmt.Errorf("reading the audit records in %s: %w", db.Where(), err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Record, error) {
+		var raw []byte
+		var rec Record
+		if err := r.Scan(&raw); err != nil {
+			return rec, err
+		}
+		return rec, json.Unmarshal(raw, &rec)
+	})
+}
