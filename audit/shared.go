@@ -69,32 +69,28 @@ func (l *Log) runShared(ctx context.Context) error {
 		pending, away, delay = pending[:0], false, 200*time.Millisecond
 		l.waiting.Store(0)
 	}
+	drain := func() {
+		for {
+			select {
+			case r := <-l.queue:
+				take(r)
+			default:
+				return
+			}
+		}
+	}
 	for {
 		select {
 		case r := <-l.queue:
 			take(r)
-			for more := true; more; {
-				select {
-				case r := <-l.queue:
-					take(r)
-				default:
-					more = false
-				}
-			}
+			drain()
 			if !away {
 				write(ctx)
 			}
 		case <-retry.C:
 			write(ctx)
 		case <-ctx.Done():
-			for more := true; more; {
-				select {
-				case r := <-l.queue:
-					take(r)
-				default:
-					more = false
-				}
-			}
+			drain()
 			last, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
 			write(last)

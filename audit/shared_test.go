@@ -10,11 +10,7 @@ import (
 	"github.com/toolshelf/toolshelf/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // Records go to the shared store; while it cannot take them (here its
 // table is renamed away) they wait in memory, and they land when it can

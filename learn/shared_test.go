@@ -11,11 +11,7 @@ import (
 	"github.com/toolshelf/toolshelf/store"
 )
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	testenv.StopPostgres()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
 // Replicas share what was learned: three open one PostgreSQL store at
 // once (the schema is migrated once); a pair one records is seen by the

@@ -158,3 +158,10 @@ func StopPostgres() {
 		pg.dir = ""
 	}
 }
+
+// Main runs a package's tests and then stops the PostgreSQL server they
+// may have started: a TestMain of os.Exit(testenv.Main(m)).
+func Main(m *testing.M) int {
+	defer StopPostgres()
+	return m.Run()
+}
