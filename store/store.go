@@ -213,3 +213,6 @@ func (d *DB) migrate(ctx context.Context) error {
 func IsStoreURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
+
+// Migrations is the schema version this toolshelf brings a store to.
+func Migrations() int { return len(migrations) }
