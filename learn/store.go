@@ -101,6 +101,7 @@ type Store struct {
 	mu      sync.Mutex
 	pending []Pair
 	gen     int // counts writes, for caches of Pairs
+	dropped int // pairs dropped while the store was away
 }
 
 // backend is where the pairs are kept: a bbolt file of one machine
@@ -159,6 +160,10 @@ func (s *Store) Record(profile, query, tool string) {
 	defer s.mu.Unlock()
 	if len(s.pending) < MaxPairs {
 		s.pending = append(s.pending, Pair{Profile: profile, Query: query, Tool: tool, Count: 1, Last: time.Now().UTC()})
+		return
+	}
+	if s.dropped++; s.dropped&(s.dropped-1) == 0 { // log at 1, 2, 4, 8, ...
+		s.logger.Warn("what was learned is dropped: too much waits to be saved", "where", s.b.where(), "dropped", s.dropped)
 	}
 }
 
@@ -309,7 +314,13 @@ func (f *boltFile) write(_ context.Context, batch []Pair) error {
 func (s *Store) requeue(batch []Pair) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.pending = append(batch, s.pending...)[:min(len(batch)+len(s.pending), MaxPairs)]
+	all := append(batch, s.pending...)
+	if over := len(all) - MaxPairs; over > 0 {
+		s.dropped += over
+		s.logger.Warn("what was learned is dropped: too much waits to be saved", "where", s.b.where(), "dropped", s.dropped)
+		all = all[:MaxPairs]
+	}
+	s.pending = all
 }
 
 // prune deletes pairs older than MaxAge, then the least recently used
