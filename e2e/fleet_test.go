@@ -163,3 +163,53 @@ func TestApprovalReachesEveryReplica(t *testing.T) {
 		return err == nil && json.Unmarshal(out, &s) == nil && s.Calls >= 4
 	})
 }
+
+// tools import-lock moves the lock file's pins into the store, and
+// export-lock brings the store's back into a lock file.
+func TestLockMovesBetweenFileAndStore(t *testing.T) {
+	t.Parallel()
+	url := testenv.Postgres(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tracker": map[string]any{
+		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
+		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket,close_ticket"},
+	}}})
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(store bool, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(toolshelf, args...)
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+		if store {
+			cmd.Env = append(cmd.Env, "TOOLSHELF_STORE="+url)
+		}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("toolshelf %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	run(false, "list", "--config", cfg) // pins both tools in the lock file
+	lock := filepath.Join(dir, "toolshelf.lock")
+	before, err := os.ReadFile(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := run(true, "tools", "import-lock", "--config", cfg); !strings.Contains(out, "copied 2 pins") {
+		t.Errorf("import-lock: %s", out)
+	}
+	os.Remove(lock)
+	if out := run(true, "tools", "export-lock", "--config", cfg); !strings.Contains(out, "copied 2 pins") {
+		t.Errorf("export-lock: %s", out)
+	}
+	after, err := os.ReadFile(lock)
+	if err != nil || string(after) != string(before) {
+		t.Errorf("the lock file after a round trip through the store:\n%s\nwant\n%s", after, before)
+	}
+}

@@ -479,3 +479,28 @@ func writeFile(path string, data []byte) error {
 	syncDir(filepath.Dir(path))
 	return nil
 }
+
+// Copy writes every pin, approval and denial of src into dst (a lock file
+// into a shared store, or back), over what dst has for the same tools,
+// and returns how many it copied.
+func Copy(dst, src *Lock) (int, error) {
+	src.mu.Lock()
+	n := 0
+	dst.mu.Lock()
+	for server, tools := range src.pins {
+		for tool, e := range tools {
+			e := e
+			dst.changes[[2]string{server, tool}] = &e
+			n++
+		}
+	}
+	for k, e := range src.changes {
+		if e != nil {
+			c := *e
+			dst.changes[k] = &c
+		}
+	}
+	dst.mu.Unlock()
+	src.mu.Unlock()
+	return n, dst.Save()
+}

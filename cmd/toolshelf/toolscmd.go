@@ -16,7 +16,7 @@ import (
 var toolsCommand = &command{
 	name:    "tools",
 	summary: "review tools whose definitions changed, and approve or deny them",
-	usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL]  [--config FILE]",
+	usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL] | export-lock | import-lock  [--config FILE]",
 	help: `
 Every tool's definition (name, title, description, input and output schema,
 annotations, and the _meta keys toolshelf or clients act on, such as
@@ -41,9 +41,14 @@ change. The server's other tools keep working.
   deny SERVER[/TOOL]    keep the server's quarantined tools (or one tool,
                         quarantined or not) out until approved
 
+  export-lock           copy the pins of the shared store ($TOOLSHELF_STORE
+                        or the configuration's "store") into toolshelf.lock
+  import-lock           copy toolshelf.lock's pins into the shared store
+
 The commands connect to the servers to read their current definitions. A
-running 'toolshelf serve' reads toolshelf.lock again within seconds of a
-change.
+running 'toolshelf serve' reads toolshelf.lock (or the shared store) again
+within seconds of a change. With a shared store, diff, approve and deny act
+on its pins instead of the file's.
 
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -54,6 +59,8 @@ change.
 			}
 			verb, rest := args[0], args[1:]
 			switch {
+			case (verb == "export-lock" || verb == "import-lock") && len(rest) == 0:
+				return moveLock(e, *config, verb == "import-lock")
 			case verb == "diff" && len(rest) <= 1:
 			case (verb == "approve" || verb == "deny") && len(rest) == 1:
 			case verb == "approve" || verb == "deny":
@@ -61,7 +68,7 @@ change.
 			case verb == "diff":
 				return usagef("tools diff takes at most one SERVER")
 			default:
-				return usagef("unknown tools command %q%s", verb, didYouMeanWord(verb, []string{"diff", "approve", "deny"}))
+				return usagef("unknown tools command %q%s", verb, didYouMeanWord(verb, []string{"diff", "approve", "deny", "export-lock", "import-lock"}))
 			}
 			var server, tool string
 			if len(rest) == 1 {
@@ -70,6 +77,45 @@ change.
 			return runTools(ctx, e, *config, verb, server, tool)
 		}
 	},
+}
+
+// moveLock copies pins between the configuration's lock file and the
+// shared store: into the store (import) or out of it (export).
+func moveLock(e *env, configFlag string, toStore bool) error {
+	path := configPath(e, configFlag)
+	if path == "" {
+		return usagef("tools export-lock and import-lock need a configuration (--config FILE or $%s): the lock file is beside it", envConfig)
+	}
+	cfg, err := loadConfig(e, path)
+	if err != nil {
+		return err
+	}
+	db, err := openStore(e, "", cfg)
+	if err != nil {
+		return err
+	}
+	if db == nil {
+		return usagef("no shared store: set $%s or the configuration's \"store\"", envStore)
+	}
+	defer db.Close()
+	file, err := openPins(path, cfg, nil)
+	if err != nil {
+		return err
+	}
+	shared, err := openPins(path, cfg, db)
+	if err != nil {
+		return err
+	}
+	dst, src := file, shared
+	if toStore {
+		dst, src = shared, file
+	}
+	n, err := pin.Copy(dst, src)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "copied %d pins from %s to %s\n", n, src.Path(), dst.Path())
+	return nil
 }
 
 // didYouMeanWord suggests the closest of some words.
