@@ -1,13 +1,19 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -212,4 +218,104 @@ func TestLockMovesBetweenFileAndStore(t *testing.T) {
 	if err != nil || string(after) != string(before) {
 		t.Errorf("the lock file after a round trip through the store:\n%s\nwant\n%s", after, before)
 	}
+}
+
+// balancer is a round-robin HTTP load balancer in front of replicas: each
+// request goes to the next one, and to the one after when a replica
+// cannot be reached (a connection refused: the request never arrived).
+type balancer struct {
+	backends []string
+	next     atomic.Int64
+	mu       sync.Mutex
+	served   map[string]int
+}
+
+func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	start := int(b.next.Add(1))
+	for i := range b.backends {
+		backend := b.backends[(start+i)%len(b.backends)]
+		req, _ := http.NewRequestWithContext(r.Context(), r.Method, backend+r.URL.Path, bytes.NewReader(body))
+		req.Header = r.Header.Clone()
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err != nil {
+			continue // down: try the next replica
+		}
+		b.mu.Lock()
+		b.served[backend]++
+		b.mu.Unlock()
+		for k, vs := range resp.Header {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(resp.StatusCode)
+		io.Copy(w, resp.Body)
+		resp.Body.Close()
+		return
+	}
+	http.Error(w, "no replica answers", http.StatusBadGateway)
+}
+
+// Three stateless replicas on one store behind a round-robin balancer act
+// as one: a client's searches and calls land on every replica and
+// succeed; one replica killed mid-run, the next requests succeed on the
+// others.
+func TestFleetBehindBalancer(t *testing.T) {
+	t.Parallel()
+	url := testenv.Postgres(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tracker": map[string]any{
+		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
+		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket,close_ticket"},
+	}}})
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lb := &balancer{served: map[string]int{}}
+	var replicas []*exec.Cmd
+	for range 3 {
+		cmd := exec.Command(testenv.ServeScript(t, toolshelf, map[string]string{"TOOLSHELF_STORE": url}, cfg, "--http", "127.0.0.1:0", "--stateless"))
+		u := testenv.Listening(t, cmd, "a replica", testenv.URLLine)
+		lb.backends = append(lb.backends, strings.TrimSuffix(u, "/mcp"))
+		replicas = append(replicas, cmd)
+	}
+	front := httptest.NewServer(lb)
+	defer front.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-client", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	work := func(round string) {
+		t.Helper()
+		for i := range 6 {
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "create a ticket"}})
+			if err != nil || res.IsError || !strings.Contains(text(res), "mcp__tracker__create_ticket") {
+				t.Fatalf("%s, search %d: %v %s", round, i, err, text(res))
+			}
+			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__tracker__create_ticket", "arguments": map[string]any{"text": "x"}}})
+			if err != nil || res.IsError {
+				t.Fatalf("%s, call %d: %v %s", round, i, err, text(res))
+			}
+		}
+	}
+	work("all three up")
+	lb.mu.Lock()
+	for _, backend := range lb.backends {
+		if lb.served[backend] == 0 {
+			t.Errorf("replica %s served nothing: %v", backend, lb.served)
+		}
+	}
+	lb.mu.Unlock()
+
+	replicas[1].Process.Kill()
+	replicas[1].Wait()
+	work("one replica killed")
 }
