@@ -110,6 +110,17 @@ engine, result count, weak flag and query length (the text too with
 /metrics serves them in the Prometheus format either way (README,
 "Traces and metrics").
 
+--console serves a web console at /console on the --http listener: the
+servers and what their tools cost, a search playground, the quarantined
+tools with Approve and Deny, the audit log and what was learned. It asks
+for the --auth-token when one is set.
+
+--store postgres://... (or $TOOLSHELF_STORE, or "store" in the
+configuration) keeps what several replicas share in PostgreSQL: pins,
+approvals and denials instead of toolshelf.lock, what was learned, and
+with --audit store the audit records. The schema is migrated at start;
+docs/deploy.md in the source shows a deployment.
+
 ` + engineHelp + `
 With an endpoint, the gateway searches with bm25 until the catalog's
 embeddings are ready, and again if the endpoint fails.
