@@ -33,19 +33,8 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 	// A password the store does not need (trust on loopback), as a
 	// deployment's URL has one.
 	storeURL := strings.Replace(url, "postgres@", "postgres:store-password-0123456789@", 1)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "servers.json")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"notes": map[string]any{
-		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
-		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "append_entry,list_entries,archive_book"},
-	}}})
-	if err := os.WriteFile(cfg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := serverConfig(t, dir, "notes", "append_entry,list_entries,archive_book", nil)
 	replica := func() string {
 		return runHTTPScript(t, testenv.ServeScript(t, toolshelf, map[string]string{"TOOLSHELF_STORE": storeURL}, cfg, "--http", "127.0.0.1:0"))
 	}
@@ -53,14 +42,6 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	session := func(url string) *mcp.ClientSession {
-		t.Helper()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cs
-	}
 	search := func(cs *mcp.ClientSession, query string) []string {
 		t.Helper()
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": query}})
@@ -78,7 +59,7 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 	const query = "keep an entry for later"
 	var taught string
 	for range 2 {
-		cs := session(a)
+		cs := connectMCP(t, ctx, a)
 		found := search(cs, query)
 		if len(found) < 2 {
 			t.Fatalf("search found %v", found)
@@ -90,8 +71,7 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 		}
 		cs.Close()
 	}
-	cs := session(other)
-	defer cs.Close()
+	cs := connectMCP(t, ctx, other)
 	testenv.Eventually(t, 10*time.Second, "the other replica to rank the taught tool first", func() bool {
 		found := search(cs, "please "+query)
 		return len(found) > 0 && found[0] == taught
@@ -106,19 +86,8 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 func TestApprovalReachesEveryReplica(t *testing.T) {
 	t.Parallel()
 	url := testenv.Postgres(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "servers.json")
-	b, _ := json.Marshal(map[string]any{"trust": "approve", "mcpServers": map[string]any{"tracker": map[string]any{
-		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
-		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket"},
-	}}})
-	if err := os.WriteFile(cfg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := serverConfig(t, dir, "tracker", "create_ticket", map[string]any{"trust": "approve"})
 	env := map[string]string{"TOOLSHELF_STORE": url}
 	replicas := []string{
 		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0", "--audit", "store")),
@@ -128,12 +97,7 @@ func TestApprovalReachesEveryReplica(t *testing.T) {
 	defer cancel()
 	var sessions []*mcp.ClientSession
 	for _, u := range replicas {
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: u}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cs.Close()
-		sessions = append(sessions, cs)
+		sessions = append(sessions, connectMCP(t, ctx, u))
 	}
 	call := func(cs *mcp.ClientSession) *mcp.CallToolResult {
 		t.Helper()
@@ -175,19 +139,8 @@ func TestApprovalReachesEveryReplica(t *testing.T) {
 func TestLockMovesBetweenFileAndStore(t *testing.T) {
 	t.Parallel()
 	url := testenv.Postgres(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "servers.json")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tracker": map[string]any{
-		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
-		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket,close_ticket"},
-	}}})
-	if err := os.WriteFile(cfg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := serverConfig(t, dir, "tracker", "create_ticket,close_ticket", nil)
 	run := func(store bool, args ...string) string {
 		t.Helper()
 		cmd := exec.Command(toolshelf, args...)
@@ -262,19 +215,8 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestFleetBehindBalancer(t *testing.T) {
 	t.Parallel()
 	url := testenv.Postgres(t)
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "servers.json")
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tracker": map[string]any{
-		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
-		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket,close_ticket"},
-	}}})
-	if err := os.WriteFile(cfg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	cfg := serverConfig(t, dir, "tracker", "create_ticket,close_ticket", nil)
 	lb := &balancer{served: map[string]int{}}
 	var replicas []*exec.Cmd
 	for range 3 {
@@ -288,11 +230,7 @@ func TestFleetBehindBalancer(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-client", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectMCP(t, ctx, front.URL+"/mcp")
 	work := func(round string) {
 		t.Helper()
 		for i := range 6 {
@@ -318,4 +256,40 @@ func TestFleetBehindBalancer(t *testing.T) {
 	replicas[1].Process.Kill()
 	replicas[1].Wait()
 	work("one replica killed")
+}
+
+// serverConfig writes a configuration of one server, this test binary in
+// mcptest's "serve" mode with the given tools, under name, with the
+// top-level settings of extra, and returns its path.
+func serverConfig(t *testing.T, dir, name, tools string, extra map[string]any) string {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := map[string]any{"mcpServers": map[string]any{name: map[string]any{
+		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
+		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: tools},
+	}}}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(dir, "servers.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// connectMCP connects a go-sdk client to a gateway's /mcp URL; the
+// session closes when the test ends.
+func connectMCP(t *testing.T, ctx context.Context, url string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
 }
