@@ -273,12 +273,13 @@ func (c *Console) judge(w http.ResponseWriter, r *http.Request) {
 	}
 	server, tool, verb := r.PostFormValue("server"), r.PostFormValue("tool"), r.PostFormValue("verb")
 	pool := c.opts.Host.Pool()
-	i := slices.IndexFunc(pool.Quarantined(), func(q upstream.Quarantined) bool { return q.Server == server && q.Tool == tool })
+	held := pool.Quarantined()
+	i := slices.IndexFunc(held, func(q upstream.Quarantined) bool { return q.Server == server && q.Tool == tool })
 	if i < 0 || (verb != "approve" && verb != "deny") {
 		http.Error(w, "toolshelf console: no such quarantined tool, or no such action", http.StatusBadRequest)
 		return
 	}
-	q := pool.Quarantined()[i]
+	q := held[i]
 	if verb == "approve" {
 		c.opts.Pins.Approve(server, tool, q.Current)
 	} else {

@@ -228,28 +228,23 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	var cons *console.Console
-	if o.console {
-		cons = console.New(&console.Options{Host: host, AuthToken: o.token, Pins: src.pins, Audit: o.auditReader(src),
-			Learn: hopts.Server.Learn, Logger: logger.With("component", "console")})
-	}
-	return serveHost(ctx, e, host, cons, o, logger)
+	return serveHost(ctx, e, host, o.newConsole(host, src, hopts.Server.Learn, logger), o, logger)
 }
 
-// auditReader reads what --audit writes, for the console; nil without it.
-func (o *serveOptions) auditReader(src *toolSource) func(context.Context, time.Time) ([]audit.Record, error) {
-	switch {
-	case o.audit == auditStore && src.db != nil:
-		return func(ctx context.Context, since time.Time) ([]audit.Record, error) {
+// newConsole is the web console of --console over host, or nil.
+func (o *serveOptions) newConsole(host *gateway.Host, src *toolSource, learned *learn.Store, logger *slog.Logger) *console.Console {
+	if !o.console {
+		return nil
+	}
+	co := &console.Options{Host: host, AuthToken: o.token, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console")}
+	if o.audit == auditStore {
+		co.Audit = func(ctx context.Context, since time.Time) ([]audit.Record, error) {
 			return audit.ReadShared(ctx, src.db, since)
 		}
-	case o.audit != "" && o.audit != auditStore:
-		return func(_ context.Context, since time.Time) ([]audit.Record, error) {
-			recs, _, err := audit.Read(o.audit, since)
-			return recs, err
-		}
+	} else {
+		co.AuditFile = o.audit
 	}
-	return nil
+	return console.New(co)
 }
 
 // openTelemetry makes the process's telemetry from the OTEL_* variables.
