@@ -26,7 +26,8 @@ var mayImport = map[string][]string{
 	"anthropic":          {"policy"},
 	"upstream":           {"catalog", "internal/fuzzy", "pin", "signin", "telemetry"},
 	"pin":                {"catalog", "store"},
-	"signin":             {},
+	"signin":             {"store"},
+	"fleet":              {"store"},
 	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy"},
 	"learn":              {"search", "store"},
 	"store":              {},
@@ -42,7 +43,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"e2e":                {}, // tests only
-	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "store", "evaluate", "gateway", "internal/builtin",
+	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "fleet", "store", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "telemetry", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn"},
 }

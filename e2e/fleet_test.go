@@ -201,7 +201,18 @@ func (b *balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			w.Header()[k] = vs
 		}
 		w.WriteHeader(resp.StatusCode)
-		io.Copy(w, resp.Body)
+		// Event streams pass as they come, as a real balancer's do.
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := resp.Body.Read(buf)
+			if n > 0 {
+				w.Write(buf[:n])
+				http.NewResponseController(w).Flush()
+			}
+			if err != nil {
+				break
+			}
+		}
 		resp.Body.Close()
 		return
 	}
@@ -217,20 +228,11 @@ func TestFleetBehindBalancer(t *testing.T) {
 	url := testenv.Postgres(t)
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, "tracker", "create_ticket,close_ticket", nil)
-	lb := &balancer{served: map[string]int{}}
-	var replicas []*exec.Cmd
-	for range 3 {
-		cmd := exec.Command(testenv.ServeScript(t, toolshelf, map[string]string{"TOOLSHELF_STORE": url}, cfg, "--http", "127.0.0.1:0", "--stateless"))
-		u := testenv.Listening(t, cmd, "a replica", testenv.URLLine)
-		lb.backends = append(lb.backends, strings.TrimSuffix(u, "/mcp"))
-		replicas = append(replicas, cmd)
-	}
-	front := httptest.NewServer(lb)
-	defer front.Close()
+	lb, front, replicas := startFleet(t, url, cfg, 3, "--stateless")
 
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	cs := connectMCP(t, ctx, front.URL+"/mcp")
+	cs := connectMCP(t, ctx, front+"/mcp")
 	work := func(round string) {
 		t.Helper()
 		for i := range 6 {
@@ -245,17 +247,41 @@ func TestFleetBehindBalancer(t *testing.T) {
 		}
 	}
 	work("all three up")
-	lb.mu.Lock()
-	for _, backend := range lb.backends {
-		if lb.served[backend] == 0 {
-			t.Errorf("replica %s served nothing: %v", backend, lb.served)
-		}
-	}
-	lb.mu.Unlock()
+	lb.checkEveryReplicaServed(t)
 
 	replicas[1].Process.Kill()
 	replicas[1].Wait()
 	work("one replica killed")
+}
+
+// startFleet starts n replicas of serve --http on the store at url with
+// the configuration cfg and flags, behind a round-robin balancer whose
+// URL it returns with the replicas' processes.
+func startFleet(t *testing.T, url, cfg string, n int, flags ...string) (*balancer, string, []*exec.Cmd) {
+	t.Helper()
+	lb := &balancer{served: map[string]int{}}
+	var replicas []*exec.Cmd
+	for range n {
+		cmd := exec.Command(testenv.ServeScript(t, toolshelf, map[string]string{"TOOLSHELF_STORE": url}, cfg, append([]string{"--http", "127.0.0.1:0"}, flags...)...))
+		u := testenv.Listening(t, cmd, "a replica", testenv.URLLine)
+		lb.backends = append(lb.backends, strings.TrimSuffix(u, "/mcp"))
+		replicas = append(replicas, cmd)
+	}
+	front := httptest.NewServer(lb)
+	t.Cleanup(front.Close)
+	return lb, front.URL, replicas
+}
+
+// checkEveryReplicaServed fails the test when a replica got no request.
+func (b *balancer) checkEveryReplicaServed(t *testing.T) {
+	t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, backend := range b.backends {
+		if b.served[backend] == 0 {
+			t.Errorf("replica %s served nothing: %v", backend, b.served)
+		}
+	}
 }
 
 // serverConfig writes a configuration of one server, this test binary in

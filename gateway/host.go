@@ -27,9 +27,11 @@ type HostOptions struct {
 	// Only, when set, names the one profile served, at /mcp and over
 	// stdio (serve --profile); the others are not served.
 	Only string
-	// AuthToken and Stateless are the HTTP surface's (see HTTPOptions).
+	// AuthToken, Stateless and Relay are the HTTP surface's (see
+	// HTTPOptions).
 	AuthToken string
 	Stateless bool
+	Relay     func(http.Handler) http.Handler
 }
 
 // Host is what `toolshelf serve` runs: a pool, one gateway per profile
@@ -177,7 +179,7 @@ type Route struct {
 
 // httpOptions are the HTTP surface's options.
 func (h *Host) httpOptions() *HTTPOptions {
-	return &HTTPOptions{AuthToken: h.opts.AuthToken, Stateless: h.opts.Stateless, Tokens: h.tokens}
+	return &HTTPOptions{AuthToken: h.opts.AuthToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay}
 }
 
 // Routes returns the host's MCP paths.

@@ -37,6 +37,11 @@ type HTTPOptions struct {
 	// profile has tokens, a path with neither (/mcp without AuthToken)
 	// is closed: fail closed. Without any token it is open.
 	Tokens map[string]string
+	// Relay, when set, wraps each profile's MCP handler after the
+	// request is authorized: a fleet's replicas send a request of a
+	// session, or the answers to a call, that another replica holds to
+	// that replica (fleet.Member.Handler).
+	Relay func(http.Handler) http.Handler
 }
 
 // Handler serves the gateway over streamable HTTP at /mcp, each
@@ -59,9 +64,13 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 // handler serves main at /mcp and each of others at /mcp/<profile>.
 func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), checkIDs(main.mcpHandler(opts)))))
+	relay := opts.Relay
+	if relay == nil {
+		relay = func(h http.Handler) http.Handler { return h }
+	}
+	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), relay(checkIDs(main.mcpHandler(opts))))))
 	for _, p := range others {
-		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), checkIDs(p.mcpHandler(opts)))))
+		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), relay(checkIDs(p.mcpHandler(opts))))))
 	}
 	// Every gateway of a host records into the host's one telemetry.
 	mux.Handle("/metrics", bearer(opts.AuthToken, main.tel.MetricsHandler()))

@@ -129,6 +129,9 @@ func (s *Server) awaitRound(ctx context.Context, rt *pendingCall) *mcp.CallToolR
 // parkRound keeps a call until its client answers, at most inputWait.
 func (s *Server) parkRound(rt *pendingCall) (string, error) {
 	state := randomID()
+	if s.opts.Replica != "" {
+		state = s.opts.Replica + "." + state
+	}
 	s.rounds.mu.Lock()
 	defer s.rounds.mu.Unlock()
 	if len(s.rounds.parked) >= s.opts.MaxSessions {

@@ -96,6 +96,10 @@ type Options struct {
 	// by what was recorded (search.Learned). The caller runs it
 	// (learn.Store.Run).
 	Learn *learn.Store
+	// Replica names this replica of a fleet (fleet.Member.ID): it leads
+	// the request state of each call parked for a client's answers, so
+	// that the replica the answers reach knows which one holds the call.
+	Replica string
 }
 
 // Server is the gateway. It is safe for concurrent use.

@@ -166,6 +166,32 @@ var migrations = []string{
 		record jsonb NOT NULL
 	);
 	CREATE INDEX audit_records_time ON audit_records (time)`,
+	// 4: the replicas serving now, and which one holds each MCP session
+	// (package fleet), with the client's initialize request, so that
+	// another replica can take a session over when its holder is gone.
+	`CREATE TABLE replicas (
+		id      text PRIMARY KEY,
+		address text NOT NULL,
+		seen    timestamptz NOT NULL
+	);
+	CREATE TABLE sessions (
+		id         text PRIMARY KEY,
+		owner      text NOT NULL,
+		path       text NOT NULL,
+		initialize bytea NOT NULL,
+		seen       timestamptz NOT NULL
+	);
+	CREATE INDEX sessions_seen ON sessions (seen)`,
+	// 5: sign-ins to remote servers (package signin), each sealed with
+	// the operator's key; version counts changes, so that replicas see
+	// one cheaply.
+	`CREATE TABLE signins (
+		server   text NOT NULL,
+		resource text NOT NULL,
+		sealed   bytea NOT NULL,
+		updated  timestamptz NOT NULL,
+		PRIMARY KEY (server, resource)
+	)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

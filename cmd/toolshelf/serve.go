@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/console"
+	"github.com/toolshelf/toolshelf/fleet"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
@@ -119,7 +122,14 @@ for the --auth-token when one is set.
 configuration) keeps what several replicas share in PostgreSQL: pins,
 approvals and denials instead of toolshelf.lock, what was learned, and
 with --audit store the audit records. The schema is migrated at start;
-docs/deploy.md in the source shows a deployment.
+docs/deploy.md in the source shows a deployment. Over HTTP the replicas
+act as one: a request of a session, or the answers to a parked call, that
+reaches a replica other than the one holding it is sent on to that one
+(at the --advertise URL it announced in the store), and the session of a
+replica that is gone is taken over by the next replica it reaches, with
+the client's own initialize request. --advertise defaults to the --http
+address, or, when that listens on every interface, this machine's first
+address that is not loopback.
 
 ` + engineHelp + `
 With an endpoint, the gateway searches with bm25 until the catalog's
@@ -151,6 +161,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.traceQueries, "trace-queries", false, "put each search's query text on its trace span (off: its length only)")
 		fs.BoolVar(&o.console, "console", false, "with --http, serve the web console at /console (for the admin token)")
 		fs.StringVar(&o.store, "store", "", "keep what replicas share in the PostgreSQL store at `URL` (postgres://...; default $"+envStore+" or the configuration's \"store\")")
+		fs.StringVar(&o.advertise, "advertise", "", "with --store and --http, the `URL` other replicas reach this one at (such as http://10.1.2.3:8080)")
 		fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 		o.engine.register(fs)
 		fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -177,7 +188,8 @@ servers have started) makes it collect earlier when large requests arrive.`,
 
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
-	audit, profile, store                        string
+	audit, profile, store, advertise             string
+	fleet                                        *fleet.Member // with --store and --http
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless, auditArgs, noLearn      bool
@@ -210,9 +222,15 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	if src.db != nil {
 		defer src.db.Close()
-		logger.Info("shared store", "url", src.db.Where(), "holds", "pins and approvals, what was learned from use")
+		logger.Info("shared store", "url", src.db.Where(), "holds", "pins and approvals, what was learned from use, sessions")
 	}
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, Stateless: o.stateless}
+	if src.db != nil && o.http != "" {
+		o.fleet = fleet.New(src.db, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: gopts.SessionIdle})
+		hopts.Server.Replica, hopts.Relay = o.fleet.ID(), o.fleet.Handler
+	} else if o.advertise != "" {
+		return usagef("--advertise needs --http and a shared store (--store)")
+	}
 	if src.config != nil {
 		hopts.Profiles = src.config.Profiles
 		if _, ok := src.config.Profile(o.profile); o.profile != "" && !ok {
@@ -412,6 +430,32 @@ func checkListenAddr(flag, addr, token, tokenHint string) error {
 	return usagef("%s %q listens beyond this machine; set %s", flag, addr, tokenHint)
 }
 
+// advertised is the URL other replicas reach this one at: flag (--advertise)
+// when set, else the listener's address, with this machine's first
+// non-loopback address for one that listens on every interface.
+func advertised(flag string, addr net.Addr) (string, error) {
+	if flag != "" {
+		u, err := url.Parse(flag)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", usagef("--advertise %q: want a URL such as http://10.1.2.3:8080", flag)
+		}
+		return strings.TrimSuffix(flag, "/"), nil
+	}
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return "http://" + addr.String(), nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ip, ok := a.(*net.IPNet); ok && !ip.IP.IsLoopback() && !ip.IP.IsLinkLocalUnicast() {
+				return "http://" + net.JoinHostPort(ip.IP.String(), strconv.Itoa(tcp.Port)), nil
+			}
+		}
+	}
+	return "", usagef("--http %s listens on every interface and this machine has no address to announce to the other replicas: set --advertise", addr)
+}
+
 func serveHTTP(ctx context.Context, host *gateway.Host, cons *console.Console, o serveOptions, logger *slog.Logger) error {
 	l, err := net.Listen("tcp", o.http)
 	if err != nil {
@@ -419,6 +463,23 @@ func serveHTTP(ctx context.Context, host *gateway.Host, cons *console.Console, o
 	}
 	for _, r := range host.Routes() {
 		logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+r.Path, "mode", host.Main().Mode(), "profile", r.Profile, "access", r.Access)
+	}
+	if o.fleet != nil {
+		address, err := advertised(o.advertise, l.Addr())
+		if err != nil {
+			l.Close()
+			return err
+		}
+		ctx, stop := context.WithCancel(ctx)
+		left := make(chan struct{})
+		go func() {
+			defer close(left)
+			if err := o.fleet.Run(ctx, address); err != nil {
+				logger.Warn("fleet: leaving: the store did not take it; other replicas will take this one's sessions over when it is silent", "error", err)
+			}
+		}()
+		defer func() { stop(); <-left }()
+		logger.Info("serving as a replica of the fleet", "replica", o.fleet.ID(), "address", address)
 	}
 	h := host.Handler()
 	if cons != nil {

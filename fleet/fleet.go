@@ -1,0 +1,230 @@
+// Package fleet lets several toolshelf replicas behind one load balancer
+// act as one gateway for MCP clients, through the shared store.
+//
+// A session lives in the replica that started it: its go-sdk session, the
+// calls it has running, the server requests waiting for its answers. So
+// rather than copy that state, a replica that gets a request of a session
+// it does not hold sends the request on to the replica that does (found
+// in the store), and streams the answer back. When that replica is gone
+// (killed, or stopped), the first replica to notice takes the session
+// over: it starts a session of its own with the client's original
+// initialize request and serves the client's session id from it, so the
+// client carries on without noticing. A call parked for a 2026-07-28
+// client's answers (an input-required round) is found the same way,
+// through the replica named in its request state.
+package fleet
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/toolshelf/toolshelf/store"
+)
+
+// Beat is how often a replica tells the store it is alive. A replica not
+// heard from for three beats is taken for gone.
+const Beat = 2 * time.Second
+
+// Member is this replica's place in the fleet.
+type Member struct {
+	db      *store.DB
+	id      string
+	logger  *slog.Logger
+	keep    time.Duration
+	relay   http.RoundTripper
+	address string // set by Run
+
+	mu      sync.Mutex
+	adopted map[string]string // a session taken over: the client's id → this replica's
+	touched map[string]bool   // sessions served since the last beat
+}
+
+// Options configure New; nil is the zero value.
+type Options struct {
+	Logger *slog.Logger
+	// Keep is how long a session nobody uses stays in the store (the
+	// gateway's idle timeout); 30 minutes when zero.
+	Keep time.Duration
+	// Transport carries requests to other replicas; when nil, direct
+	// connections (no proxy).
+	Transport http.RoundTripper
+}
+
+// New returns this replica's membership of the fleet whose store is db.
+// It takes part once Run has announced its address.
+func New(db *store.DB, opts *Options) *Member {
+	if opts == nil {
+		opts = &Options{}
+	}
+	m := &Member{db: db, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport,
+		adopted: map[string]string{}, touched: map[string]bool{}}
+	if m.logger == nil {
+		m.logger = slog.New(slog.DiscardHandler)
+	}
+	if m.keep <= 0 {
+		m.keep = 30 * time.Minute
+	}
+	if m.relay == nil {
+		// Replicas talk directly: no HTTP_PROXY between them.
+		m.relay = &http.Transport{
+			DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+			MaxIdleConnsPerHost: 32,
+			IdleConnTimeout:     90 * time.Second,
+		}
+	}
+	return m
+}
+
+// ID names this replica in the store and in the request states of the
+// calls it parks.
+func (m *Member) ID() string { return m.id }
+
+// Run announces that this replica serves at address (a base URL the other
+// replicas can reach, such as http://10.1.2.3:8080) and says so again
+// every Beat until ctx is done; then it leaves, so that its sessions are
+// taken over at once. A store that cannot be reached is retried: the
+// replica serves on meanwhile.
+func (m *Member) Run(ctx context.Context, address string) error {
+	m.mu.Lock()
+	m.address = address
+	m.mu.Unlock()
+	t := time.NewTicker(Beat)
+	defer t.Stop()
+	for {
+		if err := m.beat(ctx); err != nil && ctx.Err() == nil {
+			m.logger.Warn("fleet: the store cannot be reached; this replica serves on, and other replicas may take its sessions over", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			leave, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			_, err := m.db.Pool().Exec(leave, "DELETE FROM replicas WHERE id = $1", m.id)
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// beat records that this replica is alive, when its sessions were last
+// used, and forgets the sessions nobody has used for m.keep.
+func (m *Member) beat(ctx context.Context) error {
+	m.mu.Lock()
+	touched := make([]string, 0, len(m.touched))
+	for id := range m.touched {
+		touched = append(touched, id)
+	}
+	clear(m.touched)
+	address := m.address
+	m.mu.Unlock()
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO replicas (id, address, seen) VALUES ($1, $2, now())
+		ON CONFLICT (id) DO UPDATE SET address = $2, seen = now()`, m.id, address)
+	if len(touched) > 0 {
+		b.Queue("UPDATE sessions SET seen = now() WHERE id = ANY($1)", touched)
+	}
+	b.Queue("DELETE FROM sessions WHERE seen < now() - make_interval(secs => $1)", m.keep.Seconds())
+	b.Queue("DELETE FROM replicas WHERE seen < now() - interval '1 hour'")
+	err := m.db.Pool().SendBatch(ctx, b).Close()
+	if err != nil {
+		// Keep what was used for the next beat.
+		m.mu.Lock()
+		for _, id := range touched {
+			m.touched[id] = true
+		}
+		m.mu.Unlock()
+	}
+	return err
+}
+
+// touch notes that a session was used.
+func (m *Member) touch(id string) {
+	m.mu.Lock()
+	if len(m.touched) < 100_000 {
+		m.touched[id] = true
+	}
+	m.mu.Unlock()
+}
+
+// replica is another replica, as the store knows it.
+type replica struct {
+	id, address string
+	alive       bool
+}
+
+// gone is how long a replica may be silent before it is taken for gone.
+const gone = 3 * Beat
+
+// holder returns the replica that holds a session; ok is false when the
+// store knows no such session.
+func (m *Member) holder(ctx context.Context, session string) (r replica, ok bool, err error) {
+	var address *string
+	var alive *bool
+	err = m.db.Pool().QueryRow(ctx, `SELECT s.owner, r.address, r.seen > now() - make_interval(secs => $2)
+		FROM sessions s LEFT JOIN replicas r ON r.id = s.owner WHERE s.id = $1`, session, gone.Seconds()).Scan(&r.id, &address, &alive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, false, nil
+	}
+	if err != nil {
+		return r, false, err
+	}
+	if address != nil {
+		r.address = *address
+	}
+	r.alive = alive != nil && *alive
+	return r, true, nil
+}
+
+// replicaByID returns a replica by its id; ok is false when it is not
+// serving.
+func (m *Member) replicaByID(ctx context.Context, id string) (r replica, ok bool, err error) {
+	r.id = id
+	err = m.db.Pool().QueryRow(ctx, "SELECT address, seen > now() - make_interval(secs => $2) FROM replicas WHERE id = $1", id, gone.Seconds()).Scan(&r.address, &r.alive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, false, nil
+	}
+	return r, err == nil && r.alive, err
+}
+
+// record keeps a new session of this replica's in the store, with the
+// client's initialize request.
+func (m *Member) record(ctx context.Context, session, path string, initialize []byte) error {
+	_, err := m.db.Pool().Exec(ctx, `INSERT INTO sessions (id, owner, path, initialize, seen) VALUES ($1, $2, $3, $4, now())
+		ON CONFLICT (id) DO UPDATE SET owner = $2, path = $3, initialize = $4, seen = now()`, session, m.id, path, initialize)
+	return err
+}
+
+// forget removes a session the client ended.
+func (m *Member) forget(ctx context.Context, session string) {
+	m.mu.Lock()
+	delete(m.adopted, session)
+	m.mu.Unlock()
+	if _, err := m.db.Pool().Exec(ctx, "DELETE FROM sessions WHERE id = $1", session); err != nil {
+		m.logger.Warn("fleet: a closed session stays in the store until it expires", "error", err)
+	}
+}
+
+// claim makes this replica the holder of a session that from held, and
+// returns the session's path and initialize request; ok is false when
+// another replica claimed it first or it is gone.
+func (m *Member) claim(ctx context.Context, session, from string) (path string, initialize []byte, ok bool, err error) {
+	err = m.db.Pool().QueryRow(ctx, "UPDATE sessions SET owner = $3, seen = now() WHERE id = $1 AND owner = $2 RETURNING path, initialize",
+		session, from, m.id).Scan(&path, &initialize)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil, false, nil
+	}
+	return path, initialize, err == nil, err
+}
+
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

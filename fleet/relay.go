@@ -1,0 +1,432 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"time"
+)
+
+const (
+	sessionHeader = "Mcp-Session-Id"
+	// forwardedHeader marks a request one replica sent on to another:
+	// the receiver serves it from what it holds and sends it nowhere
+	// else. A client that sets it only loses the forwarding.
+	forwardedHeader = "Toolshelf-Forwarded"
+	// maxBody is the most of a request read to route it; larger ones
+	// are served here (and refused by the gateway, whose bound is lower).
+	maxBody = 4<<20 + 1
+)
+
+// Handler serves one MCP path of this replica (next) as a member of the
+// fleet: a request of a session another replica holds goes to that
+// replica, a session whose replica is gone is taken over, and the answers
+// to a call another replica parked go to that replica.
+func (m *Member) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		forwarded := r.Header.Get(forwardedHeader) != ""
+		r.Header.Del(forwardedHeader)
+		body := readBody(r)
+		session := r.Header.Get(sessionHeader)
+		if session == "" {
+			m.serveNew(w, r, body, forwarded, next)
+			return
+		}
+		if local, ok := m.local(session); ok {
+			m.serveAs(w, r, session, local, next)
+			return
+		}
+		if forwarded {
+			// Sent here as the session's holder: what this replica
+			// answers is the answer.
+			m.served(r, session, serve(w, r, next))
+			return
+		}
+		miss := &missWriter{w: w, h: http.Header{}}
+		next.ServeHTTP(miss, r)
+		if !miss.missed {
+			m.served(r, session, miss.code)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m.elsewhere(w, r, body, session, next)
+	})
+}
+
+// readBody reads a POST's body for routing, and puts it back.
+func readBody(r *http.Request) []byte {
+	if r.Method != http.MethodPost || r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil || len(body) >= maxBody {
+		return nil
+	}
+	return body
+}
+
+// message is what routing needs of a JSON-RPC request.
+type message struct {
+	Method string `json:"method"`
+	Params struct {
+		RequestState string `json:"requestState"`
+	} `json:"params"`
+}
+
+// serveNew serves a request without a session: an initialize, whose new
+// session is recorded in the store; the answers to a call parked by
+// another replica, sent there; anything else, here.
+func (m *Member) serveNew(w http.ResponseWriter, r *http.Request, body []byte, forwarded bool, next http.Handler) {
+	var msg message
+	if body == nil || json.Unmarshal(body, &msg) != nil {
+		next.ServeHTTP(w, r)
+		return
+	}
+	if state := msg.Params.RequestState; msg.Method == "tools/call" && state != "" && !forwarded {
+		if id, _, ok := strings.Cut(state, "."); ok && id != m.id {
+			if rep, ok, err := m.replicaByID(r.Context(), id); err == nil && ok {
+				if m.forward(w, r, body, rep.address) == nil {
+					return
+				}
+			}
+			// The replica holding the call is gone: the gateway here says
+			// that the call has ended.
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+	}
+	if msg.Method == "initialize" {
+		w = &startWriter{ResponseWriter: w, m: m, r: r, initialize: body}
+	}
+	next.ServeHTTP(w, r)
+}
+
+// local returns this replica's id of a session it took over.
+func (m *Member) local(session string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id, ok := m.adopted[session]
+	return id, ok
+}
+
+// serveAs serves a request of a session taken over, under the session's
+// id here.
+func (m *Member) serveAs(w http.ResponseWriter, r *http.Request, session, local string, next http.Handler) {
+	r.Header.Set(sessionHeader, local)
+	code := serve(&renameWriter{ResponseWriter: w, from: local, to: session}, r, next)
+	if code == http.StatusNotFound {
+		// Ended here too (idle, or closed).
+		m.mu.Lock()
+		delete(m.adopted, session)
+		m.mu.Unlock()
+	}
+	m.served(r, session, code)
+}
+
+// served notes a request of a session this replica holds.
+func (m *Member) served(r *http.Request, session string, code int) {
+	switch {
+	case r.Method == http.MethodDelete && code < 300:
+		m.forget(context.WithoutCancel(r.Context()), session)
+	case code < 300:
+		m.touch(session)
+	}
+}
+
+// elsewhere serves a request of a session this replica does not hold:
+// by the replica that holds it, or, when that one is gone, here, after
+// taking the session over.
+func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, session string, next http.Handler) {
+	ctx := r.Context()
+	for range 3 {
+		holder, ok, err := m.holder(ctx, session)
+		if err != nil {
+			m.logger.Warn("fleet: the store cannot be reached to find a session's replica", "error", err)
+			http.Error(w, "toolshelf: this session is held by another replica, and the fleet's store cannot be reached to find it", http.StatusServiceUnavailable)
+			return
+		}
+		if !ok || holder.id == m.id {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		resend := true
+		if holder.alive {
+			err := m.forward(w, r, body, holder.address)
+			if err == nil {
+				return
+			}
+			// A holder that could not be reached never saw the request,
+			// which is served here after the takeover; one that failed
+			// while serving it may have acted on it, so it is not sent
+			// again.
+			resend = errors.Is(err, errUnreached)
+			m.logger.Warn("fleet: a session's replica does not answer; taking the session over", "replica", holder.id, "error", err)
+		}
+		path, initialize, ok, err := m.claim(ctx, session, holder.id)
+		if err != nil {
+			http.Error(w, "toolshelf: this session's replica is gone, and the fleet's store cannot be reached to take it over", http.StatusServiceUnavailable)
+			return
+		}
+		if !ok {
+			continue // another replica took it over first: find that one
+		}
+		if path != r.URL.Path {
+			http.Error(w, "session not found", http.StatusNotFound)
+			return
+		}
+		local, err := m.restore(r, initialize, next)
+		if err != nil {
+			m.logger.Warn("fleet: a session could not be started again here", "error", err)
+			http.Error(w, fmt.Sprintf("toolshelf: this session's replica is gone, and starting the session again failed: %v", err), http.StatusBadGateway)
+			return
+		}
+		m.mu.Lock()
+		m.adopted[session] = local
+		m.mu.Unlock()
+		m.logger.Info("fleet: took over a session of a replica that is gone", "replica", holder.id)
+		if !resend {
+			http.Error(w, "toolshelf: the replica serving this request stopped before it answered; the session goes on, and the request may be sent again", http.StatusBadGateway)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		m.serveAs(w, r, session, local, next)
+		return
+	}
+	http.Error(w, "toolshelf: this session moved between replicas while it was looked for; try again", http.StatusServiceUnavailable)
+}
+
+// errUnreached is a forward's error when the other replica could not be
+// connected to, so it never saw the request.
+var errUnreached = errors.New("the replica could not be reached")
+
+// forward sends a request to the replica at address and streams its
+// answer back. When it fails before any answer, nothing is written.
+func (m *Member) forward(w http.ResponseWriter, r *http.Request, body []byte, address string) error {
+	target, err := url.Parse(address)
+	if err != nil || target.Host == "" {
+		return fmt.Errorf("%w: address %q", errUnreached, address)
+	}
+	var failed error
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Header.Set(forwardedHeader, m.id)
+		},
+		Transport:     m.relay,
+		FlushInterval: -1, // event streams as they come
+		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
+			var op *net.OpError
+			if errors.As(err, &op) && op.Op == "dial" {
+				err = fmt.Errorf("%w: %v", errUnreached, err)
+			}
+			failed = err
+		},
+	}
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	proxy.ServeHTTP(w, r)
+	return failed
+}
+
+// restore starts a session here like the one a client started on a
+// replica that is gone: the client's initialize request and the
+// initialized notification, sent to this replica's own handler with the
+// client's credentials. It returns the new session's id.
+func (m *Member) restore(r *http.Request, initialize []byte, next http.Handler) (string, error) {
+	send := func(body []byte, session string) *recorder {
+		req, _ := http.NewRequestWithContext(r.Context(), http.MethodPost, r.URL.String(), bytes.NewReader(body))
+		req.Host, req.RemoteAddr = r.Host, r.RemoteAddr
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if a := r.Header.Get("Authorization"); a != "" {
+			req.Header.Set("Authorization", a)
+		}
+		if session != "" {
+			req.Header.Set(sessionHeader, session)
+		}
+		rec := &recorder{h: http.Header{}}
+		next.ServeHTTP(rec, req)
+		return rec
+	}
+	rec := send(initialize, "")
+	local := rec.h.Get(sessionHeader)
+	if rec.code != http.StatusOK || local == "" {
+		return "", fmt.Errorf("initialize answered HTTP %d", rec.code)
+	}
+	if rec := send([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), local); rec.code >= 300 {
+		return "", fmt.Errorf("notifications/initialized answered HTTP %d", rec.code)
+	}
+	return local, nil
+}
+
+// serve serves r and returns the status written.
+func serve(w http.ResponseWriter, r *http.Request, next http.Handler) int {
+	sw := &statusWriter{ResponseWriter: w}
+	next.ServeHTTP(sw, r)
+	if sw.code == 0 {
+		return http.StatusOK
+	}
+	return sw.code
+}
+
+// missWriter holds back a 404 (the session is not here), and passes
+// anything else through.
+type missWriter struct {
+	w      http.ResponseWriter
+	h      http.Header
+	code   int
+	missed bool
+}
+
+func (mw *missWriter) Header() http.Header { return mw.h }
+
+func (mw *missWriter) WriteHeader(code int) {
+	if mw.code != 0 {
+		return
+	}
+	mw.code = code
+	if code == http.StatusNotFound {
+		mw.missed = true
+		return
+	}
+	maps.Copy(mw.w.Header(), mw.h)
+	mw.w.WriteHeader(code)
+}
+
+func (mw *missWriter) Write(b []byte) (int, error) {
+	if mw.code == 0 {
+		mw.WriteHeader(http.StatusOK)
+	}
+	if mw.missed {
+		return len(b), nil
+	}
+	return mw.w.Write(b)
+}
+
+func (mw *missWriter) Flush() {
+	if mw.code != 0 && !mw.missed {
+		_ = http.NewResponseController(mw.w).Flush()
+	}
+}
+
+func (mw *missWriter) Unwrap() http.ResponseWriter { return mw.w }
+
+// statusWriter remembers the status written.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (sw *statusWriter) WriteHeader(code int) {
+	if sw.code == 0 {
+		sw.code = code
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *statusWriter) Write(b []byte) (int, error) {
+	if sw.code == 0 {
+		sw.code = http.StatusOK
+	}
+	return sw.ResponseWriter.Write(b)
+}
+
+func (sw *statusWriter) Flush() { _ = http.NewResponseController(sw.ResponseWriter).Flush() }
+
+func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
+
+// renameWriter gives the client its own session id for the one this
+// replica uses.
+type renameWriter struct {
+	http.ResponseWriter
+	from, to string
+	wrote    bool
+}
+
+func (rw *renameWriter) WriteHeader(code int) {
+	if !rw.wrote {
+		rw.wrote = true
+		if rw.Header().Get(sessionHeader) == rw.from {
+			rw.Header().Set(sessionHeader, rw.to)
+		}
+	}
+	rw.ResponseWriter.WriteHeader(code)
+}
+
+func (rw *renameWriter) Write(b []byte) (int, error) {
+	if !rw.wrote {
+		rw.WriteHeader(http.StatusOK)
+	}
+	return rw.ResponseWriter.Write(b)
+}
+
+func (rw *renameWriter) Flush() { _ = http.NewResponseController(rw.ResponseWriter).Flush() }
+
+func (rw *renameWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
+
+// startWriter records the session an initialize starts before the
+// client learns its id, so that any replica can find it from the
+// client's next request.
+type startWriter struct {
+	http.ResponseWriter
+	m          *Member
+	r          *http.Request
+	initialize []byte
+	wrote      bool
+}
+
+func (sw *startWriter) WriteHeader(code int) {
+	if !sw.wrote {
+		sw.wrote = true
+		if id := sw.Header().Get(sessionHeader); id != "" && code == http.StatusOK {
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(sw.r.Context()), 5*time.Second)
+			if err := sw.m.record(ctx, id, sw.r.URL.Path, sw.initialize); err != nil {
+				sw.m.logger.Warn("fleet: a new session is not in the store; only this replica can serve it", "error", err)
+			}
+			cancel()
+		}
+	}
+	sw.ResponseWriter.WriteHeader(code)
+}
+
+func (sw *startWriter) Write(b []byte) (int, error) {
+	if !sw.wrote {
+		sw.WriteHeader(http.StatusOK)
+	}
+	return sw.ResponseWriter.Write(b)
+}
+
+func (sw *startWriter) Flush() { _ = http.NewResponseController(sw.ResponseWriter).Flush() }
+
+func (sw *startWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
+
+// recorder takes the answer to a request restore sends.
+type recorder struct {
+	h    http.Header
+	code int
+}
+
+func (rec *recorder) Header() http.Header { return rec.h }
+
+func (rec *recorder) WriteHeader(code int) {
+	if rec.code == 0 {
+		rec.code = code
+	}
+}
+
+func (rec *recorder) Write(b []byte) (int, error) {
+	rec.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+func (rec *recorder) Flush() {}
