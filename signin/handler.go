@@ -49,39 +49,84 @@ type storedHandler struct {
 	server, resource string
 	client           *http.Client
 
-	mu  sync.Mutex
-	rec *Record
-	ts  oauth2.TokenSource
+	mu      sync.Mutex
+	rec     *Record
+	ts      oauth2.TokenSource
+	changes uint64 // the store's change count when rec was read
 }
 
-// load reads the server's record once, and builds its token source.
+// load returns the token source of the server's sign-in, read again when
+// the store has changed since (a sign-in, a sign-out or a refresh through
+// another replica); nil when there is none.
 func (h *storedHandler) load() (oauth2.TokenSource, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.ts != nil {
+	changes := h.store.changes.Load()
+	if h.ts != nil && changes == h.changes {
 		return h.ts, nil
 	}
 	rec, err := h.store.Get(h.server, h.resource)
-	if err != nil || rec == nil {
+	if err != nil {
 		return nil, err
 	}
-	h.setLocked(rec, rec.token())
+	h.changes = changes
+	if rec == nil {
+		h.rec, h.ts = nil, nil
+		return nil, nil
+	}
+	h.setLocked(rec)
 	return h.ts, nil
 }
 
-// setLocked makes tok the token sent, refreshed with rec's configuration
-// and kept in the store whenever it changes.
-func (h *storedHandler) setLocked(rec *Record, tok *oauth2.Token) {
+// setLocked makes rec's token the one sent, renewed through the store
+// when it expires.
+func (h *storedHandler) setLocked(rec *Record) {
 	h.rec = rec
-	h.ts = &keeping{handler: h, base: oauth2.ReuseTokenSource(tok, refresher{h.client, rec}), last: tok.AccessToken}
+	h.ts = oauth2.ReuseTokenSource(rec.token(), renewing{h})
 }
 
 func (h *storedHandler) TokenSource(context.Context) (oauth2.TokenSource, error) {
 	return h.load()
 }
 
-// Authorize is called when the server refused a request: a refresh is
-// tried once; anything else needs the user.
+// renewing is the token source behind the handler's, called when the
+// token expires.
+type renewing struct{ h *storedHandler }
+
+func (r renewing) Token() (*oauth2.Token, error) {
+	rec, err := r.h.renew(context.Background(), "")
+	if err != nil {
+		return nil, err
+	}
+	return rec.token(), nil
+}
+
+// renew replaces the access token stale (expired or refused; the
+// handler's when empty) through the store, which refreshes it once
+// however many requests and replicas ask.
+func (h *storedHandler) renew(ctx context.Context, stale string) (*Record, error) {
+	h.mu.Lock()
+	rec := h.rec
+	h.mu.Unlock()
+	if rec == nil {
+		return nil, &NeedsAuthError{Server: h.server, Reason: "not signed in"}
+	}
+	if stale == "" {
+		stale = rec.AccessToken
+	}
+	rec, err := h.store.renew(ctx, h.client, h.server, h.resource, stale)
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.rec = rec
+	h.mu.Unlock()
+	return rec, nil
+}
+
+// Authorize is called when the server refused a request: the token is
+// renewed once (a newer one kept by another process, or a refresh);
+// anything else needs the user.
 func (h *storedHandler) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	defer resp.Body.Close()
 	defer io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
@@ -105,77 +150,17 @@ func (h *storedHandler) Authorize(ctx context.Context, req *http.Request, resp *
 	if _, err := h.load(); err != nil {
 		return err
 	}
-	// A sign-in made since (toolshelf auth login in another terminal)
-	// replaces what this handler holds.
-	if stored, err := h.store.Get(h.server, h.resource); err == nil && stored != nil {
-		h.mu.Lock()
-		newer := h.rec == nil || stored.AccessToken != h.rec.AccessToken
-		if newer {
-			h.setLocked(stored, stored.token())
-		}
-		h.mu.Unlock()
-		if newer {
-			return nil
-		}
-	}
-	h.mu.Lock()
-	rec := h.rec
-	h.mu.Unlock()
-	if rec == nil {
-		return &NeedsAuthError{Server: h.server, Reason: "not signed in"}
-	}
-	if rec.RefreshToken == "" {
-		return &NeedsAuthError{Server: h.server, Reason: "the token was refused and cannot be refreshed"}
-	}
-	// The server refused a token it had taken: get a new one now, whatever
-	// its expiry says.
-	tok, err := refresh(ctx, h.client, rec)
+	// The token refused is the one the request carried: another request
+	// may have renewed the handler's since.
+	_, stale, _ := strings.Cut(req.Header.Get("Authorization"), " ")
+	rec, err := h.renew(ctx, stale)
 	if err != nil {
-		return &NeedsAuthError{Server: h.server, Reason: "the token was refused and refreshing it failed: " + describe(err)}
+		return err
 	}
 	h.mu.Lock()
-	h.setLocked(rec, tok)
+	h.setLocked(rec)
 	h.mu.Unlock()
-	return h.keep(tok)
-}
-
-// keep stores a new token of the handler's record.
-func (h *storedHandler) keep(tok *oauth2.Token) error {
-	h.mu.Lock()
-	rec := *h.rec
-	h.mu.Unlock()
-	rec.AccessToken, rec.TokenType, rec.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
-	if tok.RefreshToken != "" {
-		rec.RefreshToken = tok.RefreshToken
-	}
-	h.mu.Lock()
-	h.rec = &rec
-	h.mu.Unlock()
-	return h.store.Put(&rec)
-}
-
-// keeping is a token source that stores every token it refreshes.
-type keeping struct {
-	handler *storedHandler
-	base    oauth2.TokenSource
-	mu      sync.Mutex
-	last    string
-}
-
-func (k *keeping) Token() (*oauth2.Token, error) {
-	tok, err := k.base.Token()
-	if err != nil {
-		return nil, err
-	}
-	k.mu.Lock()
-	changed := tok.AccessToken != k.last
-	k.last = tok.AccessToken
-	k.mu.Unlock()
-	if changed {
-		// A refresh that cannot be stored still serves this process.
-		_ = k.handler.keep(tok)
-	}
-	return tok, nil
+	return nil
 }
 
 // describe words an OAuth error without the response body, which may
@@ -195,23 +180,19 @@ func describe(err error) string {
 
 // want records scopes the server asked for in the server's record.
 func (h *storedHandler) want(scopes []string) {
-	if _, err := h.load(); err != nil {
-		return
-	}
-	h.mu.Lock()
-	if h.rec == nil {
-		h.mu.Unlock()
-		return
-	}
-	rec := *h.rec
-	h.mu.Unlock()
-	for _, sc := range scopes {
-		if !slices.Contains(rec.Want, sc) {
-			rec.Want = append(rec.Want, sc)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	_, _ = h.store.back.update(ctx, h.server, h.resource, func(cur *Record) (*Record, error) {
+		if cur == nil {
+			return nil, nil
 		}
-	}
-	h.mu.Lock()
-	h.rec = &rec
-	h.mu.Unlock()
-	_ = h.store.Put(&rec)
+		next := *cur
+		next.Want = slices.Clone(cur.Want)
+		for _, sc := range scopes {
+			if !slices.Contains(next.Want, sc) {
+				next.Want = append(next.Want, sc)
+			}
+		}
+		return &next, nil
+	})
 }

@@ -18,16 +18,6 @@ import (
 // whose refresh request cannot carry the resource parameter that the MCP
 // authorization specification asks for on every token request (RFC 8707).
 
-// refresher gets a new token for a record with its refresh token.
-type refresher struct {
-	client *http.Client
-	rec    *Record
-}
-
-func (r refresher) Token() (*oauth2.Token, error) {
-	return refresh(context.Background(), r.client, r.rec)
-}
-
 // maxTokenResponse bounds what is read of a token endpoint's answer.
 const maxTokenResponse = 1 << 20
 

@@ -48,7 +48,7 @@ func TestLoginRefreshAndSignInAgain(t *testing.T) {
 	if rec.ClientID != "registered-client" || rec.RefreshToken == "" || rec.TokenURL != s.AS.URL+"/token" {
 		t.Errorf("record: %+v", rec)
 	}
-	if fi, err := os.Stat(store.Path()); err != nil || fi.Mode().Perm() != 0o600 {
+	if fi, err := os.Stat(store.Where()); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("token file: %v %v", fi.Mode(), err)
 	}
 
@@ -137,7 +137,7 @@ func TestLoginFaults(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "remote") || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v, want one naming the server and %q", err, tc.want)
 			}
-			if _, err := os.Stat(store.Path()); !os.IsNotExist(err) {
+			if _, err := os.Stat(store.Where()); !os.IsNotExist(err) {
 				t.Errorf("a token file was written: %v", err)
 			}
 		})

@@ -14,14 +14,17 @@
 package signin
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -54,13 +57,25 @@ func (r *Record) token() *oauth2.Token {
 	return &oauth2.Token{AccessToken: r.AccessToken, TokenType: r.TokenType, RefreshToken: r.RefreshToken, Expiry: r.Expiry}
 }
 
-// Store is the token file: every sign-in by server and resource, written
-// with mode 0600 and replaced whole (write, then rename), so that a
-// reader never sees half a file. It is safe for concurrent use within a
-// process.
+// Store keeps sign-ins: in the token file (Open), or sealed in the
+// shared store of a fleet (OpenShared). It is safe for concurrent use.
 type Store struct {
-	path string
-	mu   sync.Mutex
+	where string
+	back  backend
+	// changes counts the changes other processes made (OpenShared): a
+	// handler that holds an older count reads its sign-in again.
+	changes atomic.Uint64
+}
+
+// backend is where a Store's sign-ins are.
+type backend interface {
+	list(ctx context.Context) ([]Record, error)
+	// update calls fn with the sign-in of server at resource (nil when
+	// there is none), holding a lock that excludes every other update of
+	// it, in this process and, for the shared store, in every replica;
+	// what fn returns is kept, unless it is the record fn was given.
+	update(ctx context.Context, server, resource string, fn func(cur *Record) (*Record, error)) (*Record, error)
+	remove(ctx context.Context, server string) (bool, error)
 }
 
 // DefaultPath is toolshelf/tokens.json under the user's configuration
@@ -79,32 +94,43 @@ func Open(path string) *Store {
 	if path == "" {
 		path = DefaultPath()
 	}
-	return &Store{path: path}
+	return &Store{where: path, back: &tokenFile{path: path}}
 }
 
-// Path is the store's file.
-func (s *Store) Path() string { return s.path }
+// Where says where the sign-ins are kept: the token file's path, or the
+// shared store's URL without its password.
+func (s *Store) Where() string { return s.where }
+
+// storeTimeout bounds one read or write of the store.
+const storeTimeout = 30 * time.Second
+
+// tokenFile is the token file, written with mode 0600 and replaced whole
+// (write, then rename), so that a reader never sees half a file.
+type tokenFile struct {
+	path string
+	mu   sync.Mutex
+}
 
 type file struct {
 	Tokens []Record `json:"tokens"`
 }
 
-func (s *Store) read() ([]Record, error) {
-	data, err := os.ReadFile(s.path)
+func (f *tokenFile) read() ([]Record, error) {
+	data, err := os.ReadFile(f.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var f file
-	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%s: %v (remove it and sign in again)", s.path, err)
+	var doc file
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %v (remove it and sign in again)", f.path, err)
 	}
-	return f.Tokens, nil
+	return doc.Tokens, nil
 }
 
-func (s *Store) write(recs []Record) error {
+func (f *tokenFile) write(recs []Record) error {
 	slices.SortFunc(recs, func(a, b Record) int {
 		return strings.Compare(a.Server+"\x00"+a.Resource, b.Server+"\x00"+b.Resource)
 	})
@@ -112,10 +138,10 @@ func (s *Store) write(recs []Record) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(f.path), 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), ".tokens-*")
+	tmp, err := os.CreateTemp(filepath.Dir(f.path), ".tokens-*")
 	if err != nil {
 		return err
 	}
@@ -127,7 +153,7 @@ func (s *Store) write(recs []Record) error {
 		werr = err
 	}
 	if werr == nil {
-		werr = os.Rename(tmp.Name(), s.path)
+		werr = os.Rename(tmp.Name(), f.path)
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
@@ -135,11 +161,49 @@ func (s *Store) write(recs []Record) error {
 	return werr
 }
 
+func (f *tokenFile) list(context.Context) ([]Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.read()
+}
+
+func (f *tokenFile) update(_ context.Context, server, resource string, fn func(*Record) (*Record, error)) (*Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	recs, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	var cur *Record
+	if i := slices.IndexFunc(recs, func(x Record) bool { return x.Server == server && x.Resource == resource }); i >= 0 {
+		cur = &recs[i]
+	}
+	next, err := fn(cur)
+	if err != nil || next == cur || next == nil {
+		return next, err
+	}
+	recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Server == server && x.Resource == resource })
+	return next, f.write(append(recs, *next))
+}
+
+func (f *tokenFile) remove(_ context.Context, server string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	recs, err := f.read()
+	if err != nil {
+		return false, err
+	}
+	n := len(recs)
+	recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Server == server })
+	if len(recs) == n {
+		return false, nil
+	}
+	return true, f.write(recs)
+}
+
 // Get returns the sign-in of a server at a resource.
 func (s *Store) Get(server, resource string) (*Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	recs, err := s.read()
+	recs, err := s.List()
 	if err != nil {
 		return nil, err
 	}
@@ -153,36 +217,52 @@ func (s *Store) Get(server, resource string) (*Record, error) {
 
 // Put keeps a sign-in, replacing the server's earlier one at the resource.
 func (s *Store) Put(r *Record) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	recs, err := s.read()
-	if err != nil {
-		return err
-	}
-	recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Server == r.Server && x.Resource == r.Resource })
-	return s.write(append(recs, *r))
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	_, err := s.back.update(ctx, r.Server, r.Resource, func(*Record) (*Record, error) { return r, nil })
+	return err
 }
 
 // Delete forgets every sign-in of a server and reports whether there was
 // one.
 func (s *Store) Delete(server string) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	recs, err := s.read()
-	if err != nil {
-		return false, err
-	}
-	n := len(recs)
-	recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Server == server })
-	if len(recs) == n {
-		return false, nil
-	}
-	return true, s.write(recs)
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return s.back.remove(ctx, server)
 }
 
 // List returns every sign-in, sorted by server.
 func (s *Store) List() ([]Record, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.read()
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return s.back.list(ctx)
+}
+
+// renew returns a sign-in to use instead of the access token stale, which
+// expired or was refused: the one kept now when another process (a
+// replica, or auth login) or another request has replaced stale with one
+// still valid, else one with a new token got
+// with the refresh token, kept before the lock is let go. Under the
+// store's lock, two replicas that renew together refresh once: a
+// refresh token that rotates is used once.
+func (s *Store) renew(ctx context.Context, client *http.Client, server, resource, stale string) (*Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
+	defer cancel()
+	return s.back.update(ctx, server, resource, func(cur *Record) (*Record, error) {
+		switch {
+		case cur == nil:
+			return nil, &NeedsAuthError{Server: server, Reason: "not signed in"}
+		case cur.AccessToken != stale && cur.token().Valid():
+			return cur, nil
+		case cur.RefreshToken == "":
+			return nil, &NeedsAuthError{Server: server, Reason: "the token was refused and cannot be refreshed"}
+		}
+		tok, err := refresh(ctx, client, cur)
+		if err != nil {
+			return nil, &NeedsAuthError{Server: server, Reason: "the token was refused and refreshing it failed: " + describe(err)}
+		}
+		next := *cur
+		next.AccessToken, next.TokenType, next.Expiry, next.RefreshToken = tok.AccessToken, tok.TokenType, tok.Expiry, tok.RefreshToken
+		return &next, nil
+	})
 }

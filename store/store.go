@@ -22,7 +22,8 @@ import (
 
 // DB is a connection pool to the store, with its schema migrated.
 type DB struct {
-	pool   *pgxpool.Pool
+	closing chan struct{} // closed by Close: listeners stop
+	pool    *pgxpool.Pool
 	where  string // the URL without its password, for messages
 	logger *slog.Logger
 }
@@ -36,7 +37,7 @@ type Options struct {
 // Open connects to the PostgreSQL database at rawURL and brings its
 // schema up to date. The error never holds the URL's password.
 func Open(ctx context.Context, rawURL string, opts *Options) (*DB, error) {
-	d := &DB{where: Redact(rawURL), logger: slog.New(slog.DiscardHandler)}
+	d := &DB{where: Redact(rawURL), logger: slog.New(slog.DiscardHandler), closing: make(chan struct{})}
 	if opts != nil && opts.Logger != nil {
 		d.logger = opts.Logger
 	}
@@ -80,8 +81,15 @@ func (d *DB) Where() string { return d.where }
 // here.
 func (d *DB) Pool() *pgxpool.Pool { return d.pool }
 
-// Close closes every connection.
-func (d *DB) Close() { d.pool.Close() }
+// Close closes every connection and stops the listeners.
+func (d *DB) Close() {
+	select {
+	case <-d.closing:
+	default:
+		close(d.closing)
+	}
+	d.pool.Close()
+}
 
 // Notify tells every replica listening on channel that something changed.
 func (d *DB) Notify(ctx context.Context, channel, payload string) error {
@@ -90,9 +98,18 @@ func (d *DB) Notify(ctx context.Context, channel, payload string) error {
 }
 
 // Listen calls onChange for each notification on channel, and once each
-// time the connection is made again after a loss (what changed meanwhile
-// was missed), until ctx is done.
+// time it starts listening, first or again after a loss (what changed
+// before was not heard of), until ctx is done or the DB is closed.
 func (d *DB) Listen(ctx context.Context, channel string, onChange func(payload string)) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-d.closing:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	delay := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := d.listen(ctx, channel, onChange)
@@ -106,7 +123,6 @@ func (d *DB) Listen(ctx context.Context, channel string, onChange func(payload s
 		case <-time.After(delay):
 		}
 		delay = min(2*delay, 5*time.Second)
-		onChange("") // whatever happened while away
 	}
 }
 
@@ -119,6 +135,9 @@ func (d *DB) listen(ctx context.Context, channel string, onChange func(string)) 
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
 		return err
 	}
+	// Whatever changed before this point (before the first listen, or
+	// while the connection was lost) was not heard of.
+	onChange("")
 	defer func() {
 		// The connection goes back to the pool: stop listening on it.
 		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)

@@ -13,11 +13,54 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/signin"
+	"github.com/toolshelf/toolshelf/store"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // envTokens names the token file instead of the default one.
 const envTokens = "TOOLSHELF_TOKENS"
+
+// envStoreKey is the key that seals sign-ins in the shared store.
+const envStoreKey = "TOOLSHELF_STORE_KEY"
+
+// openTokens is where sign-ins are kept: sealed in the shared store db
+// when there is one and $TOOLSHELF_STORE_KEY is set, else the token file.
+func openTokens(e *env, db *store.DB) (*signin.Store, error) {
+	raw := e.getenv(envStoreKey)
+	if db == nil || raw == "" {
+		return signin.Open(e.getenv(envTokens)), nil
+	}
+	key, err := signin.ParseKey(raw)
+	if err != nil {
+		return nil, usagef("$%s: %v", envStoreKey, err)
+	}
+	return signin.OpenShared(context.Background(), db, key)
+}
+
+// authTokens opens the sign-ins the auth command works on: those of the
+// shared store that $TOOLSHELF_STORE or the configuration names, with
+// $TOOLSHELF_STORE_KEY, else the token file. close releases the store.
+func authTokens(e *env, configFlag string) (tokens *signin.Store, close func(), err error) {
+	var cfg *upstream.Config
+	if path := configPath(e, configFlag); path != "" {
+		if cfg, err = loadConfig(e, path); err != nil {
+			return nil, nil, err
+		}
+	}
+	db, err := openStore(e, "", cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	close = func() {}
+	if db != nil {
+		close = db.Close
+	}
+	if tokens, err = openTokens(e, db); err != nil {
+		close()
+		return nil, nil, err
+	}
+	return tokens, close, nil
+}
 
 // loginWait is how long auth login waits for the browser to come back.
 const loginWait = 5 * time.Minute
@@ -55,6 +98,12 @@ tools stay searchable from the cache, and calls to them say how to sign in.
 
 Tokens are kept in toolshelf/tokens.json under the user's configuration
 folder (or $TOOLSHELF_TOKENS), mode 0600, replaced whole on every change.
+With a shared store ($TOOLSHELF_STORE or the configuration's "store") and
+$TOOLSHELF_STORE_KEY (32 random bytes, base64: openssl rand -base64 32),
+they are kept in the store instead, each sealed with the key
+(AES-256-GCM), for every replica of a fleet: a sign-in or sign-out made
+through one reaches the others within seconds, and a token that expires
+is refreshed once for all of them.
 
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -72,7 +121,11 @@ folder (or $TOOLSHELF_TOKENS), mode 0600, replaced whole on every change.
 			if len(args) == 0 {
 				return usagef("auth needs login, status or logout")
 			}
-			store := signin.Open(e.getenv(envTokens))
+			store, closeStore, err := authTokens(e, *config)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
 			switch sub, rest := args[0], args[1:]; sub {
 			case "login":
 				var cfg *upstream.ServerConfig
@@ -175,7 +228,7 @@ func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *upstream.S
 		}
 		return err
 	}
-	fmt.Fprintf(e.stdout, "Signed in to %s%s; the token is kept in %s.\n", cfg.Name, expiryNote(rec), store.Path())
+	fmt.Fprintf(e.stdout, "Signed in to %s%s; the token is kept in %s.\n", cfg.Name, expiryNote(rec), store.Where())
 	return nil
 }
 

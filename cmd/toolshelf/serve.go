@@ -120,8 +120,9 @@ for the --auth-token when one is set.
 
 --store postgres://... (or $TOOLSHELF_STORE, or "store" in the
 configuration) keeps what several replicas share in PostgreSQL: pins,
-approvals and denials instead of toolshelf.lock, what was learned, and
-with --audit store the audit records. The schema is migrated at start;
+approvals and denials instead of toolshelf.lock, what was learned, the
+sessions, with $TOOLSHELF_STORE_KEY the sign-ins of 'toolshelf auth'
+(sealed with that key), and with --audit store the audit records. The schema is migrated at start;
 docs/deploy.md in the source shows a deployment. Over HTTP the replicas
 act as one: a request of a session, or the answers to a parked call, that
 reaches a replica other than the one holding it is sent on to that one
@@ -210,6 +211,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	var own upstream.Secrets
 	own.Add(o.token, envAuthToken)
 	own.Add(o.store, envStore)
+	own.Add(e.getenv(envStoreKey), envStoreKey)
 	tel, err := openTelemetry(ctx, e, logger)
 	if err != nil {
 		return err
@@ -222,7 +224,13 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	if src.db != nil {
 		defer src.db.Close()
-		logger.Info("shared store", "url", src.db.Where(), "holds", "pins and approvals, what was learned from use, sessions")
+		holds := "pins and approvals, what was learned from use, sessions"
+		if src.tokens.Where() == src.db.Where() {
+			holds += ", sign-ins"
+		} else {
+			holds += "; sign-ins stay in " + src.tokens.Where() + " (set $" + envStoreKey + " to seal them in the store)"
+		}
+		logger.Info("shared store", "url", src.db.Where(), "holds", holds)
 	}
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, Stateless: o.stateless}
 	if src.db != nil && o.http != "" {

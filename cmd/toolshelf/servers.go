@@ -116,6 +116,8 @@ type connectOptions struct {
 	// telemetry traces the requests sent to servers (serve); nil
 	// records nothing.
 	telemetry *telemetry.Telemetry
+	// tokens keeps the sign-ins (openTokens); nil is the token file.
+	tokens *signin.Store
 	// storeURL is serve's --store; the shared store's pins replace the
 	// lock file.
 	storeURL string
@@ -123,7 +125,11 @@ type connectOptions struct {
 
 // newPool makes a pool of the configured servers; nothing starts yet.
 func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.Pool {
-	opts := &upstream.Options{Logger: o.logger, Tokens: signin.Open(e.getenv(envTokens)), Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry}
+	tokens := o.tokens
+	if tokens == nil {
+		tokens = signin.Open(e.getenv(envTokens))
+	}
+	opts := &upstream.Options{Logger: o.logger, Tokens: tokens, Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}
@@ -141,6 +147,8 @@ type toolSource struct {
 	builtin bool
 	// db is the shared store the pins are in, or nil (the lock file).
 	db *store.DB
+	// tokens keeps the sign-ins to remote servers.
+	tokens *signin.Store
 }
 
 // openSource chooses the tools a command works on: a catalog file if one
@@ -171,10 +179,13 @@ func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*tool
 		return nil, err
 	}
 	o.pins = pins
+	if o.tokens, err = openTokens(e, db); err != nil {
+		return nil, err
+	}
 	own := cfg.Secrets()
 	o.secrets.Values = append(o.secrets.Values, own.Values...)
 	o.secrets.Vars = append(o.secrets.Vars, own.Vars...)
-	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db}, nil
+	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens}, nil
 }
 
 // runningPool is a pool that a command runs in the background.
