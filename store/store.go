@@ -24,8 +24,8 @@ import (
 type DB struct {
 	closing chan struct{} // closed by Close: listeners stop
 	pool    *pgxpool.Pool
-	where  string // the URL without its password, for messages
-	logger *slog.Logger
+	where   string // the URL without its password, for messages
+	logger  *slog.Logger
 }
 
 // Options configure Open; nil is the zero value.
