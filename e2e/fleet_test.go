@@ -254,7 +254,8 @@ func TestFleetBehindBalancer(t *testing.T) {
 	work("one replica killed")
 }
 
-// startFleet starts n replicas of serve --http on the store at url with
+// startFleet starts n replicas of serve --http on the store at url (none
+// when empty) with
 // the configuration cfg and flags, behind a round-robin balancer whose
 // URL it returns with the replicas' processes.
 func startFleet(t *testing.T, url, cfg string, n int, flags ...string) (*balancer, string, []*exec.Cmd) {
@@ -262,7 +263,11 @@ func startFleet(t *testing.T, url, cfg string, n int, flags ...string) (*balance
 	lb := &balancer{served: map[string]int{}}
 	var replicas []*exec.Cmd
 	for range n {
-		cmd := exec.Command(testenv.ServeScript(t, toolshelf, map[string]string{"TOOLSHELF_STORE": url}, cfg, append([]string{"--http", "127.0.0.1:0"}, flags...)...))
+		var env map[string]string
+		if url != "" {
+			env = map[string]string{"TOOLSHELF_STORE": url}
+		}
+		cmd := exec.Command(testenv.ServeScript(t, toolshelf, env, cfg, append([]string{"--http", "127.0.0.1:0"}, flags...)...))
 		u := testenv.Listening(t, cmd, "a replica", testenv.URLLine)
 		lb.backends = append(lb.backends, strings.TrimSuffix(u, "/mcp"))
 		replicas = append(replicas, cmd)

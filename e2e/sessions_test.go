@@ -13,7 +13,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/store"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -63,13 +62,9 @@ func TestSessionOutlivesItsReplica(t *testing.T) {
 	}
 	lb.checkEveryReplicaServed(t)
 
-	db, err := store.Open(ctx, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, ctx, url)
 	var holder string
-	err = db.Pool().QueryRow(ctx, "SELECT r.address FROM sessions s JOIN replicas r ON r.id = s.owner WHERE s.id = $1", cs.ID()).Scan(&holder)
+	err := db.Pool().QueryRow(ctx, "SELECT r.address FROM sessions s JOIN replicas r ON r.id = s.owner WHERE s.id = $1", cs.ID()).Scan(&holder)
 	if err != nil {
 		t.Fatalf("the session's replica in the store: %v", err)
 	}

@@ -19,14 +19,23 @@ import (
 // binary in a temporary folder on a loopback port: Postgres starts it on
 // first use, StopPostgres (from TestMain) stops it and removes the folder.
 // postgres refuses to run as root, so as root it runs as the system user
-// postgres, which the package creates.
+// postgres, which the package creates. A test that restarts its server
+// has one of its own (OwnPostgres).
+
+// PGServer is one PostgreSQL server.
+type PGServer struct {
+	url  string // without a database
+	dir  string
+	port int
+	cred *syscall.Credential
+	cmd  *exec.Cmd
+	logs bytes.Buffer
+}
 
 var pg struct {
 	once sync.Once
-	url  string
+	srv  *PGServer
 	err  error
-	cmd  *exec.Cmd
-	dir  string
 }
 
 // pgBin is where Debian installs PostgreSQL 15's server programs.
@@ -44,118 +53,173 @@ func pgBin(name string) string {
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
 
+// skipWithout skips the test, or fails it in CI (where .ci/run installs
+// PostgreSQL), when the server could not be started.
+func skipWithout(t testing.TB, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	msg := "PostgreSQL cannot be started for the tests (apt-get install postgresql): " + err.Error()
+	if os.Getenv("CI") != "" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
 // Postgres returns the URL of a database of its own for the test (created
 // in the shared server). Without PostgreSQL it skips, or fails in CI,
 // where .ci/run installs it.
 func Postgres(t testing.TB) string {
 	t.Helper()
-	pg.once.Do(startPostgres)
-	if pg.err != nil {
-		msg := "PostgreSQL cannot be started for the tests (apt-get install postgresql): " + pg.err.Error()
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	pg.once.Do(func() { pg.srv, pg.err = startPostgres() })
+	skipWithout(t, pg.err)
+	return pg.srv.Database(t)
+}
+
+// OwnPostgres starts a PostgreSQL server for the test alone, stopped when
+// the test ends: one the test may restart.
+func OwnPostgres(t testing.TB) *PGServer {
+	t.Helper()
+	srv, err := startPostgres()
+	skipWithout(t, err)
+	t.Cleanup(srv.stop)
+	return srv
+}
+
+// Database creates a database of the test's own in the server and returns
+// its URL.
+func (s *PGServer) Database(t testing.TB) string {
+	t.Helper()
 	name := fmt.Sprintf("t%d_%d", time.Now().UnixNano(), os.Getpid())
-	out, err := exec.Command(pgBin("psql"), pg.url+"/postgres", "-v", "ON_ERROR_STOP=1", "-qc", "CREATE DATABASE "+name).CombinedOutput()
+	out, err := exec.Command(pgBin("psql"), s.url+"/postgres", "-v", "ON_ERROR_STOP=1", "-qc", "CREATE DATABASE "+name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("creating database %s: %v\n%s", name, err, out)
 	}
-	return pg.url + "/" + name
+	return s.url + "/" + name
 }
 
-func startPostgres() {
+// Restart stops the server (a fast shutdown: every connection is cut) and
+// starts it again on the same port with the same data.
+func (s *PGServer) Restart(t testing.TB) {
+	t.Helper()
+	s.halt()
+	if err := s.run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startPostgres() (*PGServer, error) {
 	initdb, postgres := pgBin("initdb"), pgBin("postgres")
 	if initdb == "" || postgres == "" || pgBin("psql") == "" {
-		pg.err = fmt.Errorf("initdb, postgres or psql not found")
-		return
+		return nil, fmt.Errorf("initdb, postgres or psql not found")
 	}
 	dir, err := os.MkdirTemp("", "toolshelf-pg")
 	if err != nil {
-		pg.err = err
-		return
+		return nil, err
 	}
-	pg.dir = dir
-	var cred *syscall.Credential
+	s := &PGServer{dir: dir}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			pg.err = fmt.Errorf("running as root and there is no user postgres: %v", err)
-			return
+			s.stop()
+			return nil, fmt.Errorf("running as root and there is no user postgres: %v", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+		s.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 		if err := os.Chown(dir, uid, gid); err != nil {
-			pg.err = err
-			return
+			s.stop()
+			return nil, err
 		}
 	}
-	data := filepath.Join(dir, "data")
-	run := func(name string, args ...string) *exec.Cmd {
-		cmd := exec.Command(name, args...)
-		cmd.Dir = dir
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C", "LC_ALL=C"}
-		if cred != nil {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		}
-		return cmd
-	}
-	if out, err := run(initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
-		pg.err = fmt.Errorf("initdb: %v\n%s", err, out)
-		return
+	if out, err := s.command(initdb, "-D", filepath.Join(dir, "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync").CombinedOutput(); err != nil {
+		s.stop()
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		pg.err = err
-		return
+		s.stop()
+		return nil, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
+	s.port = l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	var logs bytes.Buffer
-	pg.cmd = run(postgres, "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-k", dir, "-c", "fsync=off", "-c", "max_connections=200")
-	pg.cmd.Stdout, pg.cmd.Stderr = &logs, &logs
-	if err := pg.cmd.Start(); err != nil {
-		pg.err = err
-		return
+	s.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d", s.port)
+	if err := s.run(); err != nil {
+		s.stop()
+		return nil, err
 	}
-	pg.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d", port)
+	return s, nil
+}
+
+// command is a PostgreSQL program run in the server's folder, as the
+// user postgres when the tests run as root.
+func (s *PGServer) command(name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = s.dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C", "LC_ALL=C"}
+	if s.cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred}
+	}
+	return cmd
+}
+
+// run starts the server and waits until it accepts connections.
+func (s *PGServer) run() error {
+	s.logs.Reset()
+	s.cmd = s.command(pgBin("postgres"), "-D", filepath.Join(s.dir, "data"), "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-k", s.dir, "-c", "fsync=off", "-c", "max_connections=200")
+	s.cmd.Stdout, s.cmd.Stderr = &s.logs, &s.logs
+	if err := s.cmd.Start(); err != nil {
+		return err
+	}
 	deadline := time.Now().Add(Timeout(30 * time.Second))
 	for {
-		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", port), time.Second)
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.port), time.Second)
 		if err == nil {
 			c.Close()
-			if exec.Command(pgBin("pg_isready"), "-h", "127.0.0.1", "-p", strconv.Itoa(port)).Run() == nil {
-				return
+			if exec.Command(pgBin("pg_isready"), "-h", "127.0.0.1", "-p", strconv.Itoa(s.port)).Run() == nil {
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			pg.err = fmt.Errorf("postgres did not accept connections within %v:\n%s", Timeout(30*time.Second), logs.String())
-			StopPostgres()
-			return
+			s.halt()
+			return fmt.Errorf("postgres did not accept connections within %v:\n%s", Timeout(30*time.Second), s.logs.String())
 		}
 		time.Sleep(50 * time.Millisecond) // polling the server's start: nothing to wait on
 	}
 }
 
-// StopPostgres stops the server Postgres started, if any, and removes its
-// folder. Call it from TestMain after m.Run.
-func StopPostgres() {
-	if pg.cmd != nil && pg.cmd.Process != nil {
-		pg.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
-		done := make(chan struct{})
-		go func() { pg.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(Timeout(10 * time.Second)):
-			pg.cmd.Process.Kill()
-		}
-		pg.cmd = nil
+// halt stops the server process, if it runs.
+func (s *PGServer) halt() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
 	}
-	if pg.dir != "" {
-		os.RemoveAll(pg.dir)
-		pg.dir = ""
+	s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
+	done := make(chan struct{})
+	go func() { s.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(Timeout(10 * time.Second)):
+		s.cmd.Process.Kill()
+		<-done
+	}
+	s.cmd = nil
+}
+
+// stop halts the server and removes its folder.
+func (s *PGServer) stop() {
+	s.halt()
+	if s.dir != "" {
+		os.RemoveAll(s.dir)
+		s.dir = ""
+	}
+}
+
+// StopPostgres stops the shared server Postgres started, if any, and
+// removes its folder. Call it from TestMain after m.Run.
+func StopPostgres() {
+	if pg.srv != nil {
+		pg.srv.stop()
 	}
 }
 
