@@ -157,6 +157,7 @@ func (m *Member) touch(id string) {
 type replica struct {
 	id, address string
 	alive       bool
+	path        string // holder: the session's MCP path (its profile)
 }
 
 // gone is how long a replica may be silent before it is taken for gone.
@@ -167,8 +168,8 @@ const gone = 3 * Beat
 func (m *Member) holder(ctx context.Context, session string) (r replica, ok bool, err error) {
 	var address *string
 	var alive *bool
-	err = m.db.Pool().QueryRow(ctx, `SELECT s.owner, r.address, r.seen > now() - make_interval(secs => $2)
-		FROM sessions s LEFT JOIN replicas r ON r.id = s.owner WHERE s.id = $1`, session, gone.Seconds()).Scan(&r.id, &address, &alive)
+	err = m.db.Pool().QueryRow(ctx, `SELECT s.owner, s.path, r.address, r.seen > now() - make_interval(secs => $2)
+		FROM sessions s LEFT JOIN replicas r ON r.id = s.owner WHERE s.id = $1`, session, gone.Seconds()).Scan(&r.id, &r.path, &address, &alive)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil
 	}
@@ -211,16 +212,16 @@ func (m *Member) forget(ctx context.Context, session string) {
 	}
 }
 
-// claim makes this replica the holder of a session that from held, and
-// returns the session's path and initialize request; ok is false when
+// claim makes this replica the holder of a session of path that from
+// held, and returns the client's initialize request; ok is false when
 // another replica claimed it first or it is gone.
-func (m *Member) claim(ctx context.Context, session, from string) (path string, initialize []byte, ok bool, err error) {
-	err = m.db.Pool().QueryRow(ctx, "UPDATE sessions SET owner = $3, seen = now() WHERE id = $1 AND owner = $2 RETURNING path, initialize",
-		session, from, m.id).Scan(&path, &initialize)
+func (m *Member) claim(ctx context.Context, session, path, from string) (initialize []byte, ok bool, err error) {
+	err = m.db.Pool().QueryRow(ctx, "UPDATE sessions SET owner = $3, seen = now() WHERE id = $1 AND owner = $2 AND path = $4 RETURNING initialize",
+		session, from, m.id, path).Scan(&initialize)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil, false, nil
+		return nil, false, nil
 	}
-	return path, initialize, err == nil, err
+	return initialize, err == nil, err
 }
 
 func randomID(n int) string {

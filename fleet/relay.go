@@ -154,7 +154,9 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			http.Error(w, "toolshelf: this session is held by another replica, and the fleet's store cannot be reached to find it", http.StatusServiceUnavailable)
 			return
 		}
-		if !ok || holder.id == m.id {
+		if !ok || holder.id == m.id || holder.path != r.URL.Path {
+			// Unknown, ended here, or a session of another profile's
+			// path, which this path must not serve or take over.
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
@@ -171,17 +173,13 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			resend = errors.Is(err, errUnreached)
 			m.logger.Warn("fleet: a session's replica does not answer; taking the session over", "replica", holder.id, "error", err)
 		}
-		path, initialize, ok, err := m.claim(ctx, session, holder.id)
+		initialize, ok, err := m.claim(ctx, session, r.URL.Path, holder.id)
 		if err != nil {
 			http.Error(w, "toolshelf: this session's replica is gone, and the fleet's store cannot be reached to take it over", http.StatusServiceUnavailable)
 			return
 		}
 		if !ok {
 			continue // another replica took it over first: find that one
-		}
-		if path != r.URL.Path {
-			http.Error(w, "session not found", http.StatusNotFound)
-			return
 		}
 		local, err := m.restore(r, initialize, next)
 		if err != nil {

@@ -1,0 +1,120 @@
+package fleet
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// replicaAt is one replica of the test's fleet: two MCP paths, each a
+// go-sdk server whose tool names the replica, behind the member's relay.
+type replicaAt struct {
+	m   *Member
+	srv *httptest.Server
+}
+
+func startReplica(t *testing.T, ctx context.Context, url, name string) *replicaAt {
+	t.Helper()
+	db, err := store.Open(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(db.Close)
+	m := New(db, nil)
+	mux := http.NewServeMux()
+	for _, path := range []string{"/mcp/a", "/mcp/b"} {
+		s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
+		s.AddTool(&mcp.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: name + path}}}, nil
+		})
+		mux.Handle(path, m.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	if err := m.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	m.address = srv.URL
+	m.mu.Unlock()
+	if err := m.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return &replicaAt{m: m, srv: srv}
+}
+
+// post sends a tools/call of whoami in a session, and returns the status
+// and body.
+func post(t *testing.T, url, session string, header map[string]string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// A session is served by the replica holding it wherever its requests
+// land, and only on the path (profile) it was started on: a session id
+// taken to another profile's path is unknown there, before and after its
+// replica is gone, and cannot be taken over through it; a client that
+// marks its request as sent on by a replica only loses the relay.
+func TestSessionStaysOnItsPath(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	session := cs.ID()
+
+	if code, body := post(t, b.srv.URL+"/mcp/a", session, nil); code != http.StatusOK || !strings.Contains(body, "a/mcp/a") {
+		t.Errorf("through b: %d %s", code, body)
+	}
+	if code, _ := post(t, b.srv.URL+"/mcp/b", session, nil); code != http.StatusNotFound {
+		t.Errorf("on the other profile's path: %d", code)
+	}
+	if code, _ := post(t, b.srv.URL+"/mcp/a", session, map[string]string{forwardedHeader: "x"}); code != http.StatusNotFound {
+		t.Errorf("marked as sent on: %d", code)
+	}
+
+	a.srv.CloseClientConnections()
+	a.srv.Close()
+	if code, _ := post(t, b.srv.URL+"/mcp/b", session, nil); code != http.StatusNotFound {
+		t.Errorf("on the other profile's path, its replica gone: %d", code)
+	}
+	if h, ok, err := b.m.holder(ctx, session); err != nil || !ok || h.id != a.m.ID() {
+		t.Errorf("the session's holder after the other path tried it: %+v %v %v", h, ok, err)
+	}
+	if code, body := post(t, b.srv.URL+"/mcp/a", session, nil); code != http.StatusOK || !strings.Contains(body, "b/mcp/a") {
+		t.Errorf("taken over by b: %d %s", code, body)
+	}
+	if h, _, _ := b.m.holder(ctx, session); h.id != b.m.ID() {
+		t.Errorf("holder after the takeover: %s, want b", h.id)
+	}
+}
