@@ -39,12 +39,13 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 // A session outlives the replica that held it: killed (SIGKILL) while a
 // second client keeps calling, its sessions are taken over by the replica
 // the balancer sends their next request to, and both clients carry on
-// with the session ids they had.
+// with the session ids they had, and the session the tools its search
+// added to its list (--activate).
 func TestSessionOutlivesItsReplica(t *testing.T) {
 	t.Parallel()
 	url := testenv.Postgres(t)
 	cfg := serverConfig(t, t.TempDir(), "tracker", "create_ticket,close_ticket", nil)
-	lb, front, replicas := startFleet(t, url, cfg, 3)
+	lb, front, replicas := startFleet(t, url, cfg, 3, "--activate")
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
 	call := func(cs *mcp.ClientSession) error {
@@ -55,6 +56,27 @@ func TestSessionOutlivesItsReplica(t *testing.T) {
 		return err
 	}
 	cs, busy := connectMCP(t, ctx, front+"/mcp"), connectMCP(t, ctx, front+"/mcp")
+	// --activate: the session's search adds the tool it found to its
+	// list, which the session keeps when it moves.
+	listed := func() bool {
+		t.Helper()
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range res.Tools {
+			if tool.Name == "mcp__tracker__close_ticket" {
+				return true
+			}
+		}
+		return false
+	}
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "close a ticket", "limit": 1}}); err != nil || res.IsError || !strings.Contains(text(res), "activated") {
+		t.Fatalf("search: %v %s", err, text(res))
+	}
+	if !listed() {
+		t.Fatal("the tool the search found is not in the session's list")
+	}
 	for range 6 {
 		if err := call(cs); err != nil {
 			t.Fatal(err)
@@ -95,6 +117,9 @@ func TestSessionOutlivesItsReplica(t *testing.T) {
 		if err := call(cs); err != nil {
 			t.Fatalf("call %d after the session's replica was killed: %v", i, err)
 		}
+	}
+	if !listed() {
+		t.Error("the session taken over lost the tool its search had added to its list")
 	}
 	close(stop)
 	wg.Wait()

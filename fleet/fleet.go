@@ -40,6 +40,7 @@ type Member struct {
 	logger  *slog.Logger
 	keep    time.Duration
 	relay   http.RoundTripper
+	react   func(path, session string, names []string)
 	address string // set by Run
 
 	mu      sync.Mutex
@@ -56,6 +57,10 @@ type Options struct {
 	// Transport carries requests to other replicas; when nil, direct
 	// connections (no proxy).
 	Transport http.RoundTripper
+	// Reactivate, when set, gives a session taken over (by its id here)
+	// the tools its client had found (see Member.Activated); path is the
+	// session's MCP path.
+	Reactivate func(path, session string, names []string)
 }
 
 // New returns this replica's membership of the fleet whose store is db.
@@ -64,7 +69,7 @@ func New(db *store.DB, opts *Options) *Member {
 	if opts == nil {
 		opts = &Options{}
 	}
-	m := &Member{db: db, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport,
+	m := &Member{db: db, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport, react: opts.Reactivate,
 		adopted: map[string]string{}, touched: map[string]bool{}}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
@@ -215,13 +220,39 @@ func (m *Member) forget(ctx context.Context, session string) {
 // claim makes this replica the holder of a session of path that from
 // held, and returns the client's initialize request; ok is false when
 // another replica claimed it first or it is gone.
-func (m *Member) claim(ctx context.Context, session, path, from string) (initialize []byte, ok bool, err error) {
-	err = m.db.Pool().QueryRow(ctx, "UPDATE sessions SET owner = $3, seen = now() WHERE id = $1 AND owner = $2 AND path = $4 RETURNING initialize",
-		session, from, m.id, path).Scan(&initialize)
+func (m *Member) claim(ctx context.Context, session, path, from string) (initialize []byte, activated []string, ok bool, err error) {
+	err = m.db.Pool().QueryRow(ctx, "UPDATE sessions SET owner = $3, seen = now() WHERE id = $1 AND owner = $2 AND path = $4 RETURNING initialize, activated",
+		session, from, m.id, path).Scan(&initialize, &activated)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
-	return initialize, err == nil, err
+	return initialize, activated, err == nil, err
+}
+
+// maxActivated bounds the tool names kept for one session.
+const maxActivated = 1000
+
+// Activated keeps the tools a search added to the tool list of a session
+// of this replica's (local is the session's id here), for a replica that
+// takes it over; the write does not hold up the search.
+func (m *Member) Activated(local string, names []string) {
+	m.mu.Lock()
+	session := local
+	for client, id := range m.adopted {
+		if id == local {
+			session = client
+		}
+	}
+	m.mu.Unlock()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := m.db.Pool().Exec(ctx, `UPDATE sessions SET activated = ARRAY(SELECT DISTINCT unnest(activated || $2::text[]))
+			WHERE id = $1 AND cardinality(activated) < $3`, session, names, maxActivated)
+		if err != nil {
+			m.logger.Warn("fleet: a session's found tools are not in the store; a replica that takes it over lists the deferred tools only", "error", err)
+		}
+	}()
 }
 
 func randomID(n int) string {

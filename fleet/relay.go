@@ -173,7 +173,7 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			resend = errors.Is(err, errUnreached)
 			m.logger.Warn("fleet: a session's replica does not answer; taking the session over", "replica", holder.id, "error", err)
 		}
-		initialize, ok, err := m.claim(ctx, session, r.URL.Path, holder.id)
+		initialize, activated, ok, err := m.claim(ctx, session, r.URL.Path, holder.id)
 		if err != nil {
 			http.Error(w, "toolshelf: this session's replica is gone, and the fleet's store cannot be reached to take it over", http.StatusServiceUnavailable)
 			return
@@ -190,6 +190,9 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 		m.mu.Lock()
 		m.adopted[session] = local
 		m.mu.Unlock()
+		if len(activated) > 0 && m.react != nil {
+			m.react(r.URL.Path, local, activated)
+		}
 		m.logger.Info("fleet: took over a session of a replica that is gone", "replica", holder.id)
 		if !resend {
 			http.Error(w, "toolshelf: the replica serving this request stopped before it answered; the session goes on, and the request may be sent again", http.StatusBadGateway)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/toolshelf/toolshelf/telemetry"
@@ -118,6 +119,22 @@ func (h *Host) Gateway(profile string) *Server {
 	for _, g := range h.servers() {
 		if g.Profile() == profile {
 			return g
+		}
+	}
+	return nil
+}
+
+// At returns the gateway served at an MCP path of Handler (/mcp or
+// /mcp/<profile>), or nil.
+func (h *Host) At(path string) *Server {
+	if path == "/mcp" {
+		return h.main
+	}
+	if p, ok := strings.CutPrefix(path, "/mcp/"); ok {
+		for _, g := range h.others {
+			if g.Profile() == p {
+				return g
+			}
 		}
 	}
 	return nil

@@ -100,6 +100,10 @@ type Options struct {
 	// the request state of each call parked for a client's answers, so
 	// that the replica the answers reach knows which one holds the call.
 	Replica string
+	// OnActivate, when set, is told of the tools a search added to a
+	// session's tool list (Activate), by the session's id: a fleet keeps
+	// them for the replica that may take the session over (Reactivate).
+	OnActivate func(session string, names []string)
 }
 
 // Server is the gateway. It is safe for concurrent use.

@@ -155,6 +155,9 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	}
 	if s.opts.Activate && x != nil {
 		res.Activated = s.activate(x, res.Matches)
+		if f := s.opts.OnActivate; f != nil && ss != nil && len(res.Activated) > 0 {
+			f(ss.ID(), res.Activated)
+		}
 	}
 	names := make([]string, len(res.Matches))
 	for i, m := range res.Matches {
@@ -179,6 +182,32 @@ func (s *Server) activate(x *exposure, matches []searchMatch) []string {
 		s.sync(x, s.state.Load())
 	}
 	return names
+}
+
+// Reactivate adds names to the tool list of the session whose id is
+// session (Activate), and reports whether the session is here: a fleet's
+// replica that takes a session over gives back what its client had
+// found. Names the catalog lacks, or the profile keeps out, stay unlisted.
+func (s *Server) Reactivate(session string, names []string) bool {
+	s.mu.Lock()
+	var found *exposure
+	for srv, x := range s.sessions {
+		for ss := range srv.Sessions() {
+			if ss.ID() == session {
+				found = x
+			}
+		}
+	}
+	if found != nil {
+		for _, n := range names {
+			found.activated[n] = true
+		}
+	}
+	s.mu.Unlock()
+	if found != nil {
+		s.sync(found, s.state.Load())
+	}
+	return found != nil
 }
 
 func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {

@@ -186,8 +186,9 @@ var migrations = []string{
 	);
 	CREATE INDEX audit_records_time ON audit_records (time)`,
 	// 4: the replicas serving now, and which one holds each MCP session
-	// (package fleet), with the client's initialize request, so that
-	// another replica can take a session over when its holder is gone.
+	// (package fleet), with the client's initialize request and the
+	// tools its searches added to its list (--activate), so that another
+	// replica can take a session over when its holder is gone.
 	`CREATE TABLE replicas (
 		id      text PRIMARY KEY,
 		address text NOT NULL,
@@ -198,6 +199,7 @@ var migrations = []string{
 		owner      text NOT NULL,
 		path       text NOT NULL,
 		initialize bytea NOT NULL,
+		activated  text[] NOT NULL DEFAULT '{}',
 		seen       timestamptz NOT NULL
 	);
 	CREATE INDEX sessions_seen ON sessions (seen)`,

@@ -233,9 +233,18 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		logger.Info("shared store", "url", src.db.Where(), "holds", holds)
 	}
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, Stateless: o.stateless}
+	var host *gateway.Host
 	if src.db != nil && o.http != "" {
-		o.fleet = fleet.New(src.db, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: gopts.SessionIdle})
+		o.fleet = fleet.New(src.db, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: gopts.SessionIdle,
+			Reactivate: func(path, session string, names []string) {
+				if g := host.At(path); g != nil {
+					g.Reactivate(session, names)
+				}
+			}})
 		hopts.Server.Replica, hopts.Relay = o.fleet.ID(), o.fleet.Handler
+		if o.activate {
+			hopts.Server.OnActivate = o.fleet.Activated
+		}
 	} else if o.advertise != "" {
 		return usagef("--advertise needs --http and a shared store (--store)")
 	}
@@ -250,7 +259,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if err := o.openStores(e, src, logger, &hopts.Server); err != nil {
 		return err
 	}
-	host, err := gateway.NewHost(src.pool, hopts)
+	host, err = gateway.NewHost(src.pool, hopts)
 	if err != nil {
 		return badInput(err)
 	}
