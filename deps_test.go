@@ -28,6 +28,7 @@ var mayImport = map[string][]string{
 	"pin":                {"catalog", "store"},
 	"signin":             {"store"},
 	"fleet":              {"store"},
+	"sandbox":            {},
 	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy"},
 	"learn":              {"search", "store"},
 	"store":              {},

@@ -1,0 +1,195 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+func TestMain(m *testing.M) {
+	Main()
+	os.Exit(m.Run())
+}
+
+// files is a tool set for programs: files.list gives names, files.read a
+// file's text; anything else is not a tool.
+func files(calls *atomic.Int64) Caller {
+	contents := map[string]string{"a.txt": "one\nTODO two\nthree", "b.txt": "nothing", "c.txt": "TODO\nTODO\n"}
+	return func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+		calls.Add(1)
+		switch server + "." + tool {
+		case "files.list":
+			return json.Marshal([]string{"a.txt", "b.txt", "c.txt"})
+		case "files.read":
+			var in struct{ Name string }
+			json.Unmarshal(args, &in)
+			text, ok := contents[in.Name]
+			if !ok {
+				return nil, fmt.Errorf("no file %q", in.Name)
+			}
+			return json.Marshal(text)
+		case "slow.wait":
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("there is no tool %s.%s", server, tool)
+	}
+}
+
+func newRunner(t *testing.T, l Limits, running int) *Runner {
+	t.Helper()
+	r, err := New(&Options{Limits: l, MaxRunning: running})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// A program calls tools, filters what they return and prints only that;
+// a tool's error is an exception the program can catch.
+func TestProgramComposesTools(t *testing.T) {
+	var calls atomic.Int64
+	r := newRunner(t, Limits{}, 0)
+	res, err := r.Run(context.Background(), `
+		const names = await tools.files.list();
+		const hits = [];
+		for (const name of names) {
+			const text = await tools.files.read({name});
+			if (text.includes("TODO")) hits.push(name + ":" + text.split("\n").length);
+		}
+		try { await tools.files.read({name: "missing"}) } catch (e) { console.log("caught", e.message) }
+		console.log(hits.join(", "));
+		return {count: hits.length};
+	`, files(&calls))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "caught no file \"missing\"\na.txt:3, c.txt:3\nresult: {\"count\":2}\n"
+	if res.Error != "" || res.Output != want || res.Calls != 5 || calls.Load() != 5 {
+		t.Errorf("got %+v, want output %q after 5 calls", res, want)
+	}
+}
+
+// Hostile programs: each ends bounded, with an error naming what it hit,
+// and the runner serves the next program.
+func TestHostilePrograms(t *testing.T) {
+	l := Limits{CPU: time.Second, Wall: testenv.Timeout(20 * time.Second), Memory: 512 << 20, Calls: 50, Output: 4 << 10, Depth: 200}
+	r := newRunner(t, l, 0)
+	// The memory cases get the CPU time it takes to fill 128 MiB.
+	l.CPU, l.Memory = 30*time.Second, 128<<20
+	small := newRunner(t, l, 0)
+	for _, c := range []struct {
+		name, program string
+		limit, error  string // want
+		output        string // want in the output
+	}{
+		{"infinite loop", `while (true) {}`, "cpu", "CPU time", ""},
+		{"infinite loop that catches", `for (;;) { try { while (true) {} } catch (e) {} }`, "cpu", "CPU time", ""},
+		{"memory bomb", `const a = []; for (;;) a.push("x".repeat(1024) + a.length)`, "memory", "memory limit", ""},
+		{"huge strings", `const a = []; for (;;) a.push("y".repeat(16 << 20))`, "memory", "memory limit", ""},
+		{"a string doubled without end", `let s = "x"; for (;;) s += s`, "cpu|memory", "", ""},
+		{"deep recursion", `function f(n) { return f(n + 1) + 1 } return f(0)`, "depth", "deeper than 200", ""},
+		{"recursion caught", `function f() { try { return f() } catch (e) { return f() } } f()`, "depth", "", ""},
+		{"a huge string printed", `console.log("y".repeat(10 << 20))`, "", "", "output cut at 4096 bytes; 10481665 more"},
+		{"10,000 tool calls", `for (let i = 0; i < 10000; i++) await tools.files.list()`, "calls", "more than 50 tool calls", ""},
+		{"calls caught and retried", `for (let i = 0; i < 10000; i++) { try { await tools.files.list() } catch (e) {} }`, "calls", "", ""},
+		{"a tool built at run time", `return await tools["fil" + "es"]["re" + "ad"]({name: "b.txt"})`, "", "", "result: nothing"},
+		{"a tool that is not there", `await tools.admin.delete_everything({})`, "", "there is no tool admin.delete_everything", ""},
+		{"require", `const fs = require("fs")`, "", "require is not defined", ""},
+		{"process, the network, timers", `return [typeof require, typeof process, typeof fetch, typeof XMLHttpRequest, typeof setTimeout, typeof WebAssembly, typeof Deno, typeof Bun].join(" ")`, "", "", "undefined undefined undefined undefined undefined undefined undefined undefined"},
+		{"the global object's constructor", `return (function(){ return this })().constructor.constructor("return typeof process")()`, "", "", "result: undefined"},
+		{"the engine's JSON and prototypes tampered with", `JSON.stringify = () => "pwned"; JSON.parse = () => "pwned"; Array.prototype.join = () => "pwned"; const t = await tools.files.read({name: "a.txt"}); console.log(typeof t, t.length)`, "", "", "string 18"},
+		{"arguments made strange by the program", `Object.prototype.toJSON = () => "pwned"; await tools.files.read({name: "a.txt"})`, "", `no file ""`, ""},
+		{"tampering with tools", `tools.files = null; tools.files.list = null; delete tools.files; return (await tools.files.list()).length`, "", "", "result: 3"},
+		{"awaiting forever", `await new Promise(() => {})`, "", "never came", ""},
+		{"a syntax error", `return (`, "", "does not parse", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var calls atomic.Int64
+			run := r
+			if strings.Contains(c.limit, "memory") {
+				run = small
+			}
+			res, err := run.Run(context.Background(), c.program, files(&calls))
+			if err != nil {
+				t.Fatal(err)
+			}
+			limitOK := res.Limit == c.limit || res.Limit != "" && strings.Contains(c.limit, res.Limit)
+			if !limitOK || !strings.Contains(res.Error, c.error) || !strings.Contains(res.Output, c.output) {
+				t.Errorf("got limit %q, error %q, output %.200q", res.Limit, res.Error, res.Output)
+			}
+			if c.error == "" && c.limit == "" && res.Error != "" {
+				t.Errorf("unexpected error %q", res.Error)
+			}
+			if calls.Load() > 50 {
+				t.Errorf("%d tool calls served", calls.Load())
+			}
+		})
+	}
+}
+
+// A program still running (waiting on a tool, or looping) when its
+// caller goes away ends with it.
+func TestProgramEndsWithItsCaller(t *testing.T) {
+	r := newRunner(t, Limits{CPU: time.Minute}, 0)
+	for _, program := range []string{`await tools.files.list(); await tools.slow.wait()`, `await tools.files.list(); while (true) {}`} {
+		ctx, cancel := context.WithCancel(context.Background())
+		started := make(chan struct{})
+		var once sync.Once
+		inner := files(new(atomic.Int64))
+		call := func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+			once.Do(func() { close(started) })
+			return inner(ctx, server, tool, args)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := r.Run(ctx, program, call)
+			done <- err
+		}()
+		<-started
+		cancel()
+		select {
+		case err := <-done:
+			if !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: %v", program, err)
+			}
+		case <-time.After(testenv.Timeout(30 * time.Second)):
+			t.Fatalf("%s: still running after its caller went away", program)
+		}
+	}
+}
+
+// A program that waits longer than the wall limit, on a tool, ends with
+// the wall limit.
+func TestWallLimit(t *testing.T) {
+	r := newRunner(t, Limits{Wall: testenv.Timeout(time.Second)}, 0)
+	res, err := r.Run(context.Background(), `await tools.slow.wait()`, files(new(atomic.Int64)))
+	if err != nil || res.Limit != "wall" || !strings.Contains(res.Error, "wall limit") {
+		t.Errorf("%+v %v", res, err)
+	}
+}
+
+// Fifty programs at once, four running at a time: every one finishes
+// with its own answer.
+func TestManyProgramsAtOnce(t *testing.T) {
+	r := newRunner(t, Limits{Wall: testenv.Timeout(2 * time.Minute)}, 4)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Go(func() {
+			res, err := r.Run(context.Background(), fmt.Sprintf(`const n = (await tools.files.list()).length; return n * %d`, i), files(new(atomic.Int64)))
+			if err != nil || res.Error != "" || res.Output != fmt.Sprintf("result: %d\n", 3*i) {
+				t.Errorf("program %d: %+v %v", i, res, err)
+			}
+		})
+	}
+	wg.Wait()
+}
