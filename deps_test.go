@@ -29,7 +29,7 @@ var mayImport = map[string][]string{
 	"signin":             {"store"},
 	"fleet":              {"store"},
 	"sandbox":            {},
-	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy"},
+	"gateway":            {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy", "sandbox"},
 	"learn":              {"search", "store"},
 	"store":              {},
 	"telemetry":          {},
@@ -44,7 +44,7 @@ var mayImport = map[string][]string{
 	"internal/fakeembed": {},
 	"internal/oauthtest": {},
 	"e2e":                {}, // tests only
-	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "fleet", "store", "evaluate", "gateway", "internal/builtin",
+	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "fleet", "sandbox", "store", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "telemetry", "upstream"},
 	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn"},
 }

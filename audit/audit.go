@@ -30,7 +30,7 @@ import (
 // can be matched.
 type Record struct {
 	Time          time.Time `json:"time"`
-	Kind          string    `json:"kind"` // call, search, or dropped
+	Kind          string    `json:"kind"` // call, search, code (a run_code program), or dropped
 	Profile       string    `json:"profile"`
 	Client        string    `json:"client,omitempty"`
 	ClientVersion string    `json:"clientVersion,omitempty"`
@@ -51,6 +51,9 @@ type Record struct {
 	// search that returned it; 0 when no search ranked it (or the record
 	// predates this field).
 	Rank int `json:"rank,omitempty"`
+	// Via says how a call was made when not by the client itself: "code"
+	// for a call a run_code program made.
+	Via string `json:"via,omitempty"`
 }
 
 // Hash is the hex SHA-256 of a request's arguments.

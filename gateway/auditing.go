@@ -12,7 +12,7 @@ import (
 // audited runs a tools/call request's handler and, with an audit log,
 // writes one record of it: whatever the outcome, a request is one line.
 // tool is the tool the request is about (the qualified name call_tool
-// was given, or the listed tool); kind is "call" or "search".
+// was given, or the listed tool); kind is "call", "search" or "code".
 func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, tool string, handle func(context.Context) *mcp.CallToolResult) *mcp.CallToolResult {
 	if s.opts.Audit == nil {
 		return handle(ctx)
@@ -20,22 +20,26 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 	start := time.Now()
 	note := &callNote{}
 	res := handle(context.WithValue(ctx, callNoteKey{}, note))
-	r := audit.Record{Rank: note.rank,
-		Time: start.UTC(), Kind: kind, Profile: s.up.Profile(), Tool: tool,
-		DurationMS:   float64(time.Since(start).Microseconds()) / 1000,
-		RequestBytes: len(req.Params.Arguments), ArgsSHA256: audit.Hash(req.Params.Arguments),
-		Outcome: "ok",
-	}
+	s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank}, req.Params.Arguments, start, res)
+	return res
+}
+
+// audit completes a record of a call that started at start, with args
+// and its result, and adds it to the audit log.
+func (s *Server) audit(ctx context.Context, ss *mcp.ServerSession, r audit.Record, args json.RawMessage, start time.Time, res *mcp.CallToolResult) {
+	r.Time, r.Profile = start.UTC(), s.up.Profile()
+	r.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+	r.RequestBytes, r.ArgsSHA256, r.Outcome = len(args), audit.Hash(args), "ok"
 	if s.opts.AuditArgs {
-		r.Args = cut(s.up.Redact(string(req.Params.Arguments)), maxAuditArgs)
+		r.Args = cut(s.up.Redact(string(args)), maxAuditArgs)
 	}
-	if req.Session != nil {
-		if p := req.Session.InitializeParams(); p != nil && p.ClientInfo != nil {
+	if ss != nil {
+		if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
 			r.Client, r.ClientVersion = cut(p.ClientInfo.Name, echoLimit), cut(p.ClientInfo.Version, echoLimit)
 		}
 	}
-	if snap := s.state.Load(); snap != nil && kind == "call" {
-		if e, ok := snap.Catalog.Find(tool); ok {
+	if snap := s.state.Load(); snap != nil && r.Kind == "call" {
+		if e, ok := snap.Catalog.Find(r.Tool); ok {
 			r.Tool, r.Server = e.Name, e.Server
 		}
 	}
@@ -49,7 +53,6 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 		r.ResponseBytes = len(b)
 	}
 	s.opts.Audit.Add(r)
-	return res
 }
 
 // callNote carries what the call's handler learns of it (noteCall) to

@@ -27,6 +27,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -34,6 +35,7 @@ import (
 
 func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
+	sandbox.Main()
 	os.Exit(m.Run())
 }
 

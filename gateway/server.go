@@ -33,6 +33,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/telemetry"
@@ -104,6 +105,10 @@ type Options struct {
 	// session's tool list (Activate), by the session's id: a fleet keeps
 	// them for the replica that may take the session over (Reactivate).
 	OnActivate func(session string, names []string)
+	// Code, when set, is code mode: run_code beside search_tools runs a
+	// program that calls tools in this sandbox, and search matches carry
+	// each tool's declaration instead of its JSON schema.
+	Code *sandbox.Runner
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -469,13 +474,14 @@ func (s *Server) sync(x *exposure, snap *served) {
 			s.addMetaTools(x, snap.servers)
 		}
 	} else if _, ok := x.listed[toolSearch]; ok {
-		x.server.RemoveTools(toolSearch, toolCall)
+		x.server.RemoveTools(toolSearch, toolCall, toolCode)
 		delete(x.listed, toolSearch)
 		delete(x.listed, toolCall)
+		delete(x.listed, toolCode)
 	}
 	var remove []string
 	for name := range x.listed {
-		if name == toolSearch || name == toolCall {
+		if name == toolSearch || name == toolCall || name == toolCode {
 			continue
 		}
 		if _, ok := want[name]; !ok {

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
+	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 )
@@ -92,6 +93,9 @@ func (s *Server) addMetaTools(x *exposure, servers string) {
 	})
 	x.listed[toolSearch] = servers
 	x.listed[toolCall] = "meta"
+	if s.opts.Code != nil {
+		s.addCodeTool(x)
+	}
 }
 
 // searchResult is what search_tools returns, as JSON text and as
@@ -114,7 +118,10 @@ type searchMatch struct {
 	Name        string          `json:"name"`
 	Server      string          `json:"server"`
 	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// Declaration is the tool as a program calls it (code mode), instead
+	// of InputSchema.
+	Declaration string `json:"declaration,omitempty"`
 	// Unverified tools are known from configuration or server output; the
 	// server has not listed them and they cannot be called yet.
 	Unverified bool `json:"unverified,omitempty"`
@@ -145,10 +152,13 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 			// would fill the turn. select: gives the whole text.
 			desc = cut(desc, maxDescription) + fmt.Sprintf("… (cut at %d of %d bytes; select:%s gives the whole text)", maxDescription, len(desc), h.Entry.Name)
 		}
-		res.Matches = append(res.Matches, searchMatch{
-			Name: h.Entry.Name, Server: h.Entry.Server, Description: desc,
-			InputSchema: schema, Unverified: h.Entry.Unverified,
-		})
+		m := searchMatch{Name: h.Entry.Name, Server: h.Entry.Server, Description: desc, InputSchema: schema, Unverified: h.Entry.Unverified}
+		if s.opts.Code != nil {
+			// The declaration carries the description too.
+			m.Description, m.InputSchema = "", nil
+			m.Declaration = sandbox.Declaration(h.Entry.Server, h.Entry.Tool, desc, h.Entry.InputSchema, outputSchema(h.Entry))
+		}
+		res.Matches = append(res.Matches, m)
 	}
 	if len(found.Missing) > 0 {
 		res.Note = "No tool is named " + strings.Join(found.Missing, ", ") + ". Search by what you want to do instead."

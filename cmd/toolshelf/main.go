@@ -22,9 +22,11 @@ import (
 	"syscall"
 
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
+	"github.com/toolshelf/toolshelf/sandbox"
 )
 
 func main() {
+	sandbox.Main() // when this process is a code-mode program's sandbox
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -224,6 +225,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
+	sandbox.Main()
 	if os.Getenv(runMainEnv) == "1" {
 		// Run as the toolshelf command, for tests that need it as a process.
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -20,6 +20,7 @@ import (
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -33,7 +34,7 @@ const serveGCPercent = 400
 var serveCommand = &command{
 	name:    "serve",
 	summary: "run the MCP gateway in front of the configured servers",
-	usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--audit FILE] [--engine ENGINE] [flags]",
+	usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--http ADDR [--stateless]] [--mode search|all|auto[:N]] [--activate] [--code] [--audit FILE] [--engine ENGINE] [flags]",
 	help: `
 Runs toolshelf as an MCP server: the one server a client (Claude Desktop,
 Claude Code, Cursor, VS Code, ...) is configured with, in front of all the
@@ -60,6 +61,18 @@ ask it things; at most --max-sessions are open at once (a new one beyond is
 refused with 503), and a session idle for 30 minutes ends. --stateless
 serves without sessions, for several gateways behind a load balancer: a
 server's requests to the client then fail.
+
+--code adds run_code beside search_tools: the model writes a short
+JavaScript program (the body of an async function) in which every tool of
+the profile is await tools.<server>.<tool>(args), and gets back only what
+the program prints or returns: the intermediate results of a many-step task
+stay out of its context. search_tools then gives each match as a
+TypeScript declaration. The program's calls go the way call_tool's do
+(quarantine, the audit log with "via": "code", learning, metrics). Each
+program runs in a child process with no file system, network, timers or
+environment: 5 s of CPU, 60 s in all, 512 MiB of memory, 100 tool calls
+and 16 KiB of output, 8 programs at once; a limit that is hit ends the
+program with an error naming it.
 
 --activate adds the tools search_tools finds to that session's tool list and
 sends notifications/tools/list_changed, for clients on MCP revisions before
@@ -154,6 +167,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.StringVar(&o.mode, "mode", "search", "how tools are shown (`MODE`): search, all, auto or auto:N")
 		fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
 		fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
+		fs.BoolVar(&o.code, "code", false, "code mode: run_code runs a JavaScript program that calls tools in a sandbox; searches give TypeScript declarations")
 		fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
 		fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
 		fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit), or to the shared store with 'store'")
@@ -194,6 +208,7 @@ type serveOptions struct {
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless, auditArgs, noLearn      bool
+	code                                         bool
 	traceQueries, console                        bool
 }
 
@@ -362,10 +377,18 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 		setMemoryLimit()
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
-	return logger, gateway.Options{
+	gopts := gateway.Options{
 		Settings: settings, ContextWindow: o.window, Activate: o.activate, MaxSessions: o.maxSessions,
 		Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(), AuditArgs: o.auditArgs,
-	}, nil
+	}
+	if o.code {
+		r, err := sandbox.New(nil)
+		if err != nil {
+			return nil, gateway.Options{}, err
+		}
+		gopts.Code = r
+	}
+	return logger, gopts, nil
 }
 
 // openStores opens the audit log (--audit) and, unless learning is off,
