@@ -140,7 +140,7 @@ func ScaledConfig(t testing.TB, src string, start time.Duration, names ...string
 			delete(cfg.MCPServers, name)
 			continue
 		}
-		if cwd, ok := srv["cwd"].(string); ok {
+		if cwd, ok := srv["cwd"].(string); ok && !filepath.IsAbs(cwd) {
 			srv["cwd"] = filepath.Join(filepath.Dir(src), cwd)
 		}
 		srv["timeout"] = Timeout(start).String()
