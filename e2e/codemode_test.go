@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -544,4 +545,41 @@ func TestCodeModeSavesTokens(t *testing.T) {
 	if saved < 0.8 {
 		t.Errorf("code mode saved %.0f%% of the tokens, want at least 80%%", 100*saved)
 	}
+}
+
+// A quarantined tool (trust "approve", not yet approved) is as out of
+// reach for a program as for call_tool, by any name the program builds;
+// once approved, the program calls it.
+func TestCodeCannotCallQuarantined(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := serverConfig(t, dir, "tracker", "create_ticket", map[string]any{"trust": "approve"})
+	url := runHTTPScript(t, testenv.ServeScript(t, toolshelf, nil, cfg, "--http", "127.0.0.1:0", "--code"))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	cs := connectMCP(t, ctx, url)
+	run := func(program string) *mcp.CallToolResult {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": program}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	for _, program := range []string{
+		`return await tools.tracker.create_ticket({text: "x"})`,
+		`const s = "tra" + "cker"; return await tools[s][["create", "ticket"].join("_")]({text: "x"})`,
+	} {
+		if res := run(program); !res.IsError || !strings.Contains(text(res), "quarantined") {
+			t.Errorf("%s: %v %s", program, res.IsError, text(res))
+		}
+	}
+	approve := exec.Command(toolshelf, "tools", "approve", "tracker/create_ticket", "--config", cfg)
+	approve.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+	if out, err := approve.CombinedOutput(); err != nil {
+		t.Fatalf("tools approve: %v\n%s", err, out)
+	}
+	testenv.Eventually(t, 10*time.Second, "the approved tool to answer the program", func() bool {
+		return !run(`return await tools.tracker.create_ticket({text: "x"})`).IsError
+	})
 }

@@ -76,6 +76,12 @@ func (a *claudeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		content = `{"type":"tool_use","id":"toolu_s1","name":"tool_search","input":{"query":"create entities in the knowledge graph"}}`
 	}
+	answer(w, req, content, stop)
+}
+
+// answer writes one content block as the Messages API's answer to req:
+// whole, or streamed when req asks for a stream.
+func answer(w http.ResponseWriter, req messages.Request, content, stop string) {
 	var stream bool
 	_ = json.Unmarshal(req.Extra["stream"], &stream)
 	if !stream {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -99,6 +100,12 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 	snap := s.state.Load()
 	e := findTool(snap.Catalog, server, tool)
 	if e == nil {
+		for _, h := range s.up.Quarantined() {
+			if h.Server == server && h.Tool == tool {
+				s.logger.Warn("a program's call to a quarantined tool refused", "tool", h.Name, "status", h.Status)
+				return nil, errors.New(h.Message())
+			}
+		}
 		return nil, fmt.Errorf("there is no tool %s: search_tools finds the tools you can call", cut(sandbox.Accessor(server, tool), echoLimit))
 	}
 	args, err := normalizeArgs(args, e)

@@ -4,13 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -165,4 +170,74 @@ func TestCodeLimits(t *testing.T) {
 	if res := call(t, cs, toolSearch, map[string]any{"query": "list files"}); res.IsError {
 		t.Errorf("search after the limits: %s", text(res))
 	}
+}
+
+// A program still running when its client goes away ends with it: the
+// tool call it waits on is cancelled upstream.
+func TestProgramEndsWithItsClient(t *testing.T) {
+	cmd, env := mcptest.Command("serve", []string{"wait"})
+	g, _ := gatewayFor(t, &Options{Code: codeRunner(t)}, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
+	url := httpGateway(t, g, &HTTPOptions{Stateless: true})
+	marker := filepath.Join(t.TempDir(), "marker")
+	ctx, cancel := context.WithCancel(context.Background())
+	program, _ := json.Marshal(fmt.Sprintf(`await tools.slow.wait({marker: %q})`, marker))
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_code","arguments":{"code":` + string(program) + `}}}`
+	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
+	done := make(chan struct{})
+	go func() {
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+		close(done)
+	}()
+	testenv.Eventually(t, upstream.DefaultTimeout, "the program's call to start", func() bool {
+		b, _ := os.ReadFile(marker)
+		return string(b) == "started"
+	})
+	cancel()
+	<-done
+	testenv.Eventually(t, upstream.DefaultTimeout, "the program's call to be cancelled", func() bool {
+		b, _ := os.ReadFile(marker)
+		return string(b) == "cancelled"
+	})
+}
+
+// Fifty clients run programs at once, five of them loops without end:
+// each ends with its own answer or the CPU limit, and searches are
+// served meanwhile.
+func TestFiftyPrograms(t *testing.T) {
+	r, err := sandbox.New(&sandbox.Options{Limits: sandbox.Limits{CPU: time.Second, Wall: testenv.Timeout(2 * time.Minute)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := gatewayFor(t, &Options{Code: r}, inMemory("files", filesServer()))
+	var wg sync.WaitGroup
+	for i := range 50 {
+		cs := connect(t, g, nil)
+		wg.Go(func() {
+			program := fmt.Sprintf(`return (await tools.files.list_files()).length * %d`, i)
+			if i%10 == 0 {
+				program = `while (true) {}`
+			}
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCode, Arguments: map[string]any{"code": program}})
+			switch {
+			case err != nil:
+				t.Errorf("program %d: %v", i, err)
+			case i%10 == 0 && (!res.IsError || !strings.Contains(text(res), "cpu limit")):
+				t.Errorf("loop %d: %s", i, text(res))
+			case i%10 != 0 && text(res) != fmt.Sprintf("result: %d\n", 3*i):
+				t.Errorf("program %d: %s", i, text(res))
+			}
+		})
+	}
+	cs := connect(t, g, nil)
+	for range 10 {
+		if res := call(t, cs, toolSearch, map[string]any{"query": "read a file"}); res.IsError {
+			t.Errorf("search while programs run: %s", text(res))
+		}
+	}
+	wg.Wait()
 }

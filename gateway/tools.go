@@ -117,7 +117,7 @@ type searchResult struct {
 type searchMatch struct {
 	Name        string          `json:"name"`
 	Server      string          `json:"server"`
-	Description string          `json:"description"`
+	Description string          `json:"description,omitempty"`
 	InputSchema json.RawMessage `json:"input_schema,omitempty"`
 	// Declaration is the tool as a program calls it (code mode), instead
 	// of InputSchema.
