@@ -46,7 +46,7 @@ var mayImport = map[string][]string{
 	"e2e":                {}, // tests only
 	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "fleet", "sandbox", "store", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "telemetry", "upstream"},
-	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn"},
+	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn", "sandbox"},
 }
 
 // The pure packages decide what a model sees; they must stay free of

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -21,34 +20,11 @@ import (
 // traces), and only what the program prints or returns reaches the
 // model: a workflow's intermediate results stay out of its context.
 
-const toolCode = "run_code"
+const toolCode = sandbox.ToolName
 
-var codeSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "code": {"type": "string", "description": "The body of an async JavaScript function. Call tools as await tools.<server>.<tool>({...}), print with console.log, and return a value if you like."}
-  },
-  "required": ["code"],
-  "additionalProperties": false
-}`)
-
-// codeTool is run_code's definition; limits fill in its description.
+// codeTool is run_code's definition.
 func codeTool(l sandbox.Limits) *mcp.Tool {
-	return &mcp.Tool{
-		Name:  toolCode,
-		Title: "Run code that calls tools",
-		Description: "Run a JavaScript program that calls tools and returns only what it prints or returns. " +
-			"Use it when a task takes several calls or when results need filtering, counting or joining: " +
-			"intermediate results stay in the program instead of filling the conversation. " +
-			"Find tools with search_tools first; each match has a declaration such as " +
-			"`tools.github.list_issues(args: {...}): Promise<...>`. In the program, `await tools.<server>.<tool>(args)` " +
-			"returns the tool's structured result when it declares one, else its text (parsed when it is JSON); a tool error throws. " +
-			"console.log prints; a returned value is printed last. There is no file system, network, require, process or timers. " +
-			fmt.Sprintf("Limits: %v of CPU, %v in all, %d MiB of memory, %d tool calls, %d bytes of output (the rest is cut).",
-				l.CPU, l.Wall, l.Memory>>20, l.Calls, l.Output),
-		InputSchema: codeSchema,
-		Meta:        alwaysLoad,
-	}
+	return &mcp.Tool{Name: toolCode, Title: "Run code that calls tools", Description: sandbox.Description(l), InputSchema: sandbox.InputSchema, Meta: alwaysLoad}
 }
 
 // addCodeTool lists run_code.
@@ -63,11 +39,9 @@ func (s *Server) addCodeTool(x *exposure) {
 
 // runCode runs a program for the session that sent it.
 func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest) *mcp.CallToolResult {
-	var in struct {
-		Code *string `json:"code"`
-	}
-	if err := json.Unmarshal(orEmpty(req.Params.Arguments), &in); err != nil || in.Code == nil || strings.TrimSpace(*in.Code) == "" {
-		return toolError(`run_code: "code" is required: the body of an async JavaScript function`)
+	program, err := sandbox.ParseInput(orEmpty(req.Params.Arguments))
+	if err != nil {
+		return toolError("%v", err)
 	}
 	ctx, done := bindRequest(ctx)
 	defer done()
@@ -78,21 +52,14 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest) *mcp.Cal
 		// pause for: there, such a call fails.)
 		ctx = forCaller(ctx, req.Session, req.Params.GetProgressToken())
 	}
-	res, err := s.opts.Code.Run(ctx, *in.Code, func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+	res, err := s.opts.Code.Run(ctx, program, func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 		return s.codeCall(ctx, req.Session, server, tool, args)
 	})
 	if err != nil {
 		return toolError("run_code: %v", err)
 	}
 	s.logger.Info("code", "calls", res.Calls, "output", len(res.Output), "limit", res.Limit)
-	text := res.Output
-	if res.Error != "" {
-		text += "\nError: " + res.Error
-	}
-	if text == "" {
-		text = "(the program printed and returned nothing)"
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, IsError: res.Error != ""}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, IsError: res.Error != ""}
 }
 
 // codeCall is one tool call of a program: tools.<server>.<tool>(args).
@@ -120,7 +87,7 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 	if s.opts.Audit != nil {
 		s.audit(ctx, ss, audit.Record{Kind: "call", Tool: e.Name, Via: "code", Rank: note.rank}, args, start, res)
 	}
-	return resultValue(res)
+	return sandbox.Value(res)
 }
 
 // findTool finds a callable tool by its server's name and its own.
@@ -131,31 +98,6 @@ func findTool(c *catalog.Catalog, server, tool string) *catalog.Entry {
 		}
 	}
 	return nil
-}
-
-// resultValue is what a program's await gets of a tool's result: its
-// structured content, else its text (the JSON it holds, when it is
-// JSON), else its content blocks; a tool error is an error.
-func resultValue(res *mcp.CallToolResult) (json.RawMessage, error) {
-	var text strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			text.WriteString(t.Text)
-		}
-	}
-	if res.IsError {
-		return nil, fmt.Errorf("%s", cut(text.String(), 4096))
-	}
-	if res.StructuredContent != nil {
-		return json.Marshal(res.StructuredContent)
-	}
-	if text.Len() > 0 || len(res.Content) == 0 {
-		if t := strings.TrimSpace(text.String()); json.Valid([]byte(t)) && t != "" {
-			return json.RawMessage(t), nil
-		}
-		return json.Marshal(text.String())
-	}
-	return json.Marshal(res.Content)
 }
 
 // outputSchema is a tool's output schema, if it has one.

@@ -193,3 +193,19 @@ func TestManyProgramsAtOnce(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// BenchmarkProgram is the cost of one program with one tool call: a
+// child process started, the program run, the call served.
+func BenchmarkProgram(b *testing.B) {
+	r, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var calls atomic.Int64
+	for b.Loop() {
+		res, err := r.Run(context.Background(), `return (await tools.files.list()).length`, files(&calls))
+		if err != nil || res.Output != "result: 3\n" {
+			b.Fatalf("%+v %v", res, err)
+		}
+	}
+}

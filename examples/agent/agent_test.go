@@ -12,9 +12,15 @@ import (
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/messages"
+	"github.com/toolshelf/toolshelf/sandbox"
 )
 
 // memoryConfig writes a configuration with the real server-memory.
+func TestMain(m *testing.M) {
+	sandbox.Main()
+	os.Exit(m.Run())
+}
+
 func memoryConfig(t *testing.T) string {
 	t.Helper()
 	testenv.RequireNPM(t, "testdata/servers")
@@ -182,5 +188,29 @@ func TestAgentLearns(t *testing.T) {
 		if code := run(context.Background(), args, &stdout, &stderr, func(string) string { return "" }); code != 2 {
 			t.Errorf("%v: exit %d", args, code)
 		}
+	}
+}
+
+// With --code the model gets run_code beside the search tool, and a
+// program that calls two of server-memory's tools answers with only what
+// it returned.
+func TestAgentRunsCode(t *testing.T) {
+	const program = `await tools.memory.create_entities({entities: [{name: "toolshelf", entityType: "project", observations: ["defers tools", "runs code"]}]});
+		const g = await tools.memory.read_graph();
+		return g.entities.map(e => e.name + ":" + e.observations.length).join(",")`
+	api := newFakeAPI(t,
+		func(t *testing.T, req messages.Request, visible map[string]bool) ([]messages.Block, string, int) {
+			if !visible["run_code"] {
+				t.Error("run_code is not offered")
+			}
+			return []messages.Block{toolUse("t1", "run_code", map[string]any{"code": program})}, "tool_use", 100
+		},
+		func(t *testing.T, req messages.Request, visible map[string]bool) ([]messages.Block, string, int) {
+			return []messages.Block{messages.TextBlock("program: " + resultText(lastResults(req)[0]))}, "end_turn", 100
+		},
+	)
+	out, stderr, code := runAgent(t, api, map[string]string{}, "--config", memoryConfig(t), "--code", "Note toolshelf and list the graph.")
+	if code != 0 || strings.TrimSpace(out) != "program: result: toolshelf:2" {
+		t.Fatalf("exit %d: %q\n%s", code, out, stderr)
 	}
 }

@@ -37,10 +37,12 @@ import (
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
 func main() {
+	sandbox.Main() // when this process is a run_code program's sandbox
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
@@ -54,6 +56,7 @@ type options struct {
 	compactAt int
 	announce  string
 	noLearn   bool
+	code      bool
 	task      string
 }
 
@@ -67,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	fs.IntVar(&o.compactAt, "compact-at", 100000, "compact when a prompt reaches `TOKENS` input tokens")
 	fs.StringVar(&o.announce, "announce", "delta", "how deferred tools are announced: list or delta")
 	fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (toolshelf learned)")
+	fs.BoolVar(&o.code, "code", false, "offer run_code: the model may compose tools in a sandboxed JavaScript program")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -109,6 +113,8 @@ type agent struct {
 	settings policy.Settings
 	baseURL  string
 	searcher *messages.Searcher
+	// coder runs run_code's programs (--code); nil without.
+	coder *sandbox.Runner
 	// learned keeps what this conversation's searches led to, for later
 	// ones (nil with --no-learn).
 	learned *learn.Store
@@ -145,6 +151,11 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 		api:      anthropic.NewClient(getenv("ANTHROPIC_API_KEY"), &anthropic.Options{BaseURL: getenv("ANTHROPIC_BASE_URL")}),
 		searcher: &messages.Searcher{},
 		history:  []messages.Message{{Role: "user", Content: []messages.Block{messages.TextBlock(o.task)}}},
+	}
+	if o.code {
+		if a.coder, err = sandbox.New(nil); err != nil {
+			return nil, err
+		}
 	}
 	path := getenv("TOOLSHELF_LEARNED")
 	if path == "" {
@@ -272,6 +283,10 @@ func (a *agent) decide(ctx context.Context) turnState {
 
 func (a *agent) prepare(st turnState) (*messages.Prepared, error) {
 	tools := []messages.Tool{a.searcher.Tool()}
+	if a.coder != nil {
+		// Never deferred: it is not in the catalog the policy decides on.
+		tools = append(tools, messages.Tool{Name: sandbox.ToolName, Description: sandbox.Description(a.coder.Limits()), InputSchema: sandbox.InputSchema})
+	}
 	for e := range st.cat.All() {
 		if e.Unverified {
 			continue
@@ -305,6 +320,10 @@ func (a *agent) useTools(ctx context.Context, reply messages.Message, st turnSta
 			}))
 			continue
 		}
+		if name == sandbox.ToolName && a.coder != nil {
+			out.Content = append(out.Content, a.runCode(ctx, id, input, st.cat))
+			continue
+		}
 		if hint := messages.SchemaHint(name, st.deferred, discovered, a.searcher.Tool().Name); hint != "" {
 			// The model called a tool whose schema it never saw.
 			out.Content = append(out.Content, messages.ToolResult(id, []messages.Block{messages.TextBlock(hint)}, true))
@@ -318,6 +337,31 @@ func (a *agent) useTools(ctx context.Context, reply messages.Message, st turnSta
 		out.Content = append(out.Content, messages.ToolResult(id, contentBlocks(res), res.IsError))
 	}
 	return out
+}
+
+// runCode runs a program of the model's: its calls go to the servers as
+// the model's own calls do, and only what it prints or returns comes back.
+func (a *agent) runCode(ctx context.Context, id string, input json.RawMessage, cat *catalog.Catalog) messages.Block {
+	program, err := sandbox.ParseInput(input)
+	if err != nil {
+		return messages.ToolResult(id, []messages.Block{messages.TextBlock(err.Error())}, true)
+	}
+	res, err := a.coder.Run(ctx, program, func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+		for e := range cat.All() {
+			if e.Server == server && e.Tool == tool && !e.Unverified {
+				res, err := a.pool.Call(ctx, e.Name, args)
+				if err != nil {
+					return nil, err
+				}
+				return sandbox.Value(res)
+			}
+		}
+		return nil, fmt.Errorf("there is no tool %s", sandbox.Accessor(server, tool))
+	})
+	if err != nil {
+		return messages.ToolResult(id, []messages.Block{messages.TextBlock(sandbox.ToolName + ": " + err.Error())}, true)
+	}
+	return messages.ToolResult(id, []messages.Block{messages.TextBlock(res.Text())}, res.Error != "")
 }
 
 // contentBlocks converts an MCP tool result to Messages API blocks.
