@@ -105,7 +105,19 @@ func (m *Member) serveNew(w http.ResponseWriter, r *http.Request, body []byte, f
 		}
 	}
 	if msg.Method == "initialize" {
-		w = &startWriter{ResponseWriter: w, m: m, r: r, initialize: body}
+		// The new session is in the store before the client learns its
+		// id, so that any replica can find it from the next request.
+		start := &hooked{ResponseWriter: w}
+		start.before = func(code int) {
+			if id := start.Header().Get(sessionHeader); id != "" && code == http.StatusOK {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+				defer cancel()
+				if err := m.record(ctx, id, r.URL.Path, body); err != nil {
+					m.logger.Warn("fleet: a new session is not in the store; only this replica can serve it", "error", err)
+				}
+			}
+		}
+		w = start
 	}
 	next.ServeHTTP(w, r)
 }
@@ -122,7 +134,14 @@ func (m *Member) local(session string) (string, bool) {
 // id here.
 func (m *Member) serveAs(w http.ResponseWriter, r *http.Request, session, local string, next http.Handler) {
 	r.Header.Set(sessionHeader, local)
-	code := serve(&renameWriter{ResponseWriter: w, from: local, to: session}, r, next)
+	// The client keeps its own id for the session.
+	rename := &hooked{ResponseWriter: w}
+	rename.before = func(int) {
+		if rename.Header().Get(sessionHeader) == local {
+			rename.Header().Set(sessionHeader, session)
+		}
+	}
+	code := serve(rename, r, next)
 	if code == http.StatusNotFound {
 		// Ended here too (idle, or closed).
 		m.mu.Lock()
@@ -272,12 +291,15 @@ func (m *Member) restore(r *http.Request, initialize []byte, next http.Handler) 
 
 // serve serves r and returns the status written.
 func serve(w http.ResponseWriter, r *http.Request, next http.Handler) int {
-	sw := &statusWriter{ResponseWriter: w}
-	next.ServeHTTP(sw, r)
-	if sw.code == 0 {
+	h, ok := w.(*hooked)
+	if !ok {
+		h = &hooked{ResponseWriter: w}
+	}
+	next.ServeHTTP(h, r)
+	if h.code == 0 {
 		return http.StatusOK
 	}
-	return sw.code
+	return h.code
 }
 
 // missWriter holds back a 404 (the session is not here), and passes
@@ -322,94 +344,34 @@ func (mw *missWriter) Flush() {
 
 func (mw *missWriter) Unwrap() http.ResponseWriter { return mw.w }
 
-// statusWriter remembers the status written.
-type statusWriter struct {
+// hooked writes through, calling before (when set) once, as the status
+// is written, and remembering the status.
+type hooked struct {
 	http.ResponseWriter
-	code int
+	before func(code int)
+	code   int
 }
 
-func (sw *statusWriter) WriteHeader(code int) {
-	if sw.code == 0 {
-		sw.code = code
-	}
-	sw.ResponseWriter.WriteHeader(code)
-}
-
-func (sw *statusWriter) Write(b []byte) (int, error) {
-	if sw.code == 0 {
-		sw.code = http.StatusOK
-	}
-	return sw.ResponseWriter.Write(b)
-}
-
-func (sw *statusWriter) Flush() { _ = http.NewResponseController(sw.ResponseWriter).Flush() }
-
-func (sw *statusWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
-
-// renameWriter gives the client its own session id for the one this
-// replica uses.
-type renameWriter struct {
-	http.ResponseWriter
-	from, to string
-	wrote    bool
-}
-
-func (rw *renameWriter) WriteHeader(code int) {
-	if !rw.wrote {
-		rw.wrote = true
-		if rw.Header().Get(sessionHeader) == rw.from {
-			rw.Header().Set(sessionHeader, rw.to)
+func (h *hooked) WriteHeader(code int) {
+	if h.code == 0 {
+		h.code = code
+		if h.before != nil {
+			h.before(code)
 		}
 	}
-	rw.ResponseWriter.WriteHeader(code)
+	h.ResponseWriter.WriteHeader(code)
 }
 
-func (rw *renameWriter) Write(b []byte) (int, error) {
-	if !rw.wrote {
-		rw.WriteHeader(http.StatusOK)
+func (h *hooked) Write(b []byte) (int, error) {
+	if h.code == 0 {
+		h.WriteHeader(http.StatusOK)
 	}
-	return rw.ResponseWriter.Write(b)
+	return h.ResponseWriter.Write(b)
 }
 
-func (rw *renameWriter) Flush() { _ = http.NewResponseController(rw.ResponseWriter).Flush() }
+func (h *hooked) Flush() { _ = http.NewResponseController(h.ResponseWriter).Flush() }
 
-func (rw *renameWriter) Unwrap() http.ResponseWriter { return rw.ResponseWriter }
-
-// startWriter records the session an initialize starts before the
-// client learns its id, so that any replica can find it from the
-// client's next request.
-type startWriter struct {
-	http.ResponseWriter
-	m          *Member
-	r          *http.Request
-	initialize []byte
-	wrote      bool
-}
-
-func (sw *startWriter) WriteHeader(code int) {
-	if !sw.wrote {
-		sw.wrote = true
-		if id := sw.Header().Get(sessionHeader); id != "" && code == http.StatusOK {
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(sw.r.Context()), 5*time.Second)
-			if err := sw.m.record(ctx, id, sw.r.URL.Path, sw.initialize); err != nil {
-				sw.m.logger.Warn("fleet: a new session is not in the store; only this replica can serve it", "error", err)
-			}
-			cancel()
-		}
-	}
-	sw.ResponseWriter.WriteHeader(code)
-}
-
-func (sw *startWriter) Write(b []byte) (int, error) {
-	if !sw.wrote {
-		sw.WriteHeader(http.StatusOK)
-	}
-	return sw.ResponseWriter.Write(b)
-}
-
-func (sw *startWriter) Flush() { _ = http.NewResponseController(sw.ResponseWriter).Flush() }
-
-func (sw *startWriter) Unwrap() http.ResponseWriter { return sw.ResponseWriter }
+func (h *hooked) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // recorder takes the answer to a request restore sends.
 type recorder struct {

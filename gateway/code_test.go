@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -177,32 +175,9 @@ func TestCodeLimits(t *testing.T) {
 func TestProgramEndsWithItsClient(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
 	g, _ := gatewayFor(t, &Options{Code: codeRunner(t)}, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
-	url := httpGateway(t, g, &HTTPOptions{Stateless: true})
 	marker := filepath.Join(t.TempDir(), "marker")
-	ctx, cancel := context.WithCancel(context.Background())
 	program, _ := json.Marshal(fmt.Sprintf(`await tools.slow.wait({marker: %q})`, marker))
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"run_code","arguments":{"code":` + string(program) + `}}}`
-	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Mcp-Protocol-Version", "2025-06-18")
-	done := make(chan struct{})
-	go func() {
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-		}
-		close(done)
-	}()
-	testenv.Eventually(t, upstream.DefaultTimeout, "the program's call to start", func() bool {
-		b, _ := os.ReadFile(marker)
-		return string(b) == "started"
-	})
-	cancel()
-	<-done
-	testenv.Eventually(t, upstream.DefaultTimeout, "the program's call to be cancelled", func() bool {
-		b, _ := os.ReadFile(marker)
-		return string(b) == "cancelled"
-	})
+	disconnectMidCall(t, httpGateway(t, g, &HTTPOptions{Stateless: true}), marker, `{"name":"run_code","arguments":{"code":`+string(program)+`}}`)
 }
 
 // Fifty clients run programs at once, five of them loops without end:

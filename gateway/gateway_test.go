@@ -590,10 +590,19 @@ func TestActivate(t *testing.T) {
 func TestClientDisconnectCancels(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
 	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
-	url := httpGateway(t, g, &HTTPOptions{Stateless: true})
 	marker := filepath.Join(t.TempDir(), "marker")
+	disconnectMidCall(t, httpGateway(t, g, &HTTPOptions{Stateless: true}), marker,
+		`{"name":"call_tool","arguments":{"name":"mcp__slow__wait","arguments":{"marker":`+strconv.Quote(marker)+`}}}`)
+}
+
+// disconnectMidCall sends a tools/call with params to the gateway at url,
+// drops the connection once the upstream call has started (mcptest's
+// wait tool writes "started" to marker), and waits for the upstream call
+// to be cancelled.
+func disconnectMidCall(t *testing.T, url, marker, params string) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__slow__wait","arguments":{"marker":` + strconv.Quote(marker) + `}}}}`
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`
 	req, _ := http.NewRequestWithContext(ctx, "POST", url+"/mcp", bytes.NewReader([]byte(body)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
