@@ -177,6 +177,9 @@ func (x *BM25) terms(q Query) []queryTerm {
 					qt.add(x, s, x.cfg.stems)
 				}
 			}
+			for _, s := range shortForms(w) {
+				qt.add(x, s, x.cfg.stems)
+			}
 		}
 		if x.words != nil {
 			qt.scale(x.words.Rarity(w))

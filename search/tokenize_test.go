@@ -1,7 +1,9 @@
 package search
 
 import (
+	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -164,4 +166,58 @@ func FuzzScanASCII(f *testing.F) {
 			t.Errorf("%q: ascii %v, general %v", s, fast, slow)
 		}
 	})
+}
+
+func TestShortForms(t *testing.T) {
+	for w, want := range map[string][]string{
+		"rent":    {"renting", "rented", "renter", "rents"},
+		"use":     {"using", "used", "user", "users"},
+		"run":     {"running", "runner"},
+		"stop":    {"stopping", "stopped"},
+		"renting": {"rent"},
+		"making":  {"make"},
+		"running": {"run"},
+		"stopped": {"stop"},
+	} {
+		got := shortForms(w)
+		for _, f := range want {
+			if !slices.Contains(got, f) {
+				t.Errorf("shortForms(%q) = %v, lacks %q", w, got, f)
+			}
+		}
+	}
+	for w, not := range map[string]string{"read": "ready", "list": "listen", "rent": "rental", "fix": "fixxing", "reading": "rea"} {
+		if slices.Contains(shortForms(w), not) {
+			t.Errorf("shortForms(%q) has %q", w, not)
+		}
+	}
+	if f := shortForms("日本"); f != nil {
+		t.Errorf("non-letters: %v", f)
+	}
+}
+
+// Short words meet their longer forms, both ways, on real tool
+// descriptions (bfcl's): renting a house finds the tool for a property
+// to rent (after the two that match "house" as it is), and a query to
+// run finds the one about running. Before, neither was found at all.
+func TestShortWordsFindTheirForms(t *testing.T) {
+	c := tinyCatalog(t,
+		[3]string{"bfcl", "Homes_2_FindHomeByArea", "Search for a property to rent or buy in a specified city, filtering by number of bedrooms, bathrooms, garage availability, and in-unit laundry facilities."},
+		[3]string{"bfcl", "Hotels_2_BookHouse", "Book the selected house for given dates and number of adults."},
+		[3]string{"bfcl", "Hotels_2_SearchHouse", "Search for a house at a specified location with filter options on laundry service, number of adults, and rating."},
+		[3]string{"bfcl", "Services_1_BookAppointment", "Book an appointment with a hair stylist or salon."},
+		[3]string{"bfcl", "Music_3_PlayMedia", "Plays the specified music track on a designated media player device, running it until stopped."},
+		[3]string{"bfcl", "Alarm_1_GetAlarms", "Retrieve a list of alarms that the user has configured on the device."},
+	)
+	x := NewBM25(c)
+	for query, want := range map[string]string{
+		"renting a house":      "Homes_2_FindHomeByArea",
+		"houses we could rent": "Homes_2_FindHomeByArea",
+		"run it":               "Music_3_PlayMedia",
+	} {
+		hits, err := x.Search(context.Background(), query, 3)
+		if err != nil || !slices.ContainsFunc(hits, func(h Hit) bool { return h.Entry.Tool == want }) {
+			t.Errorf("%q: %v %v, want %s in the first three", query, scores(hits), err, want)
+		}
+	}
 }

@@ -57,3 +57,69 @@ func sameStem(a, b string) bool {
 	}
 	return n >= 5 && n >= min(len(a), len(b))-3
 }
+
+// shortForms are the index terms a word may be a form of where stemKey
+// cannot look: the -s, -ing, -ed and -er forms of a word under five
+// letters ("rent" → "renting", "rented", "renter"), with the final e
+// dropped or the last consonant doubled as English spells them ("use" →
+// "using", "run" → "running"); and for a longer word, the short word it
+// is such a form of ("renting" → "rent", "making" → "make"). Only these
+// endings, so that "read" does not find "ready", nor "list" "listen".
+func shortForms(w string) []string {
+	n := len(w)
+	if n < 3 || !isLetters(w) {
+		return nil
+	}
+	var out []string
+	if n < 5 {
+		last := w[n-1]
+		base := w
+		if last == 'e' {
+			base = w[:n-1]
+			out = append(out, w+"s", w+"d", w+"r", w+"rs")
+		} else {
+			out = append(out, w+"s", w+"ed", w+"er", w+"ers")
+		}
+		out = append(out, base+"ing", base+"ings")
+		if doublesLast(w) {
+			d := w + string(last)
+			out = append(out, d+"ing", d+"ed", d+"er", d+"ers")
+		}
+		return out
+	}
+	for _, suffix := range []string{"ings", "ing", "ers", "er", "ed"} {
+		stem, ok := strings.CutSuffix(w, suffix)
+		if !ok {
+			continue
+		}
+		if k := len(stem); k >= 4 && stem[k-1] == stem[k-2] && doublesLast(stem[:k-1]) {
+			stem = stem[:k-1] // "stopped" → "stop"
+		}
+		if len(stem) >= 3 && len(stem) <= 4 {
+			out = append(out, stem, stem+"e")
+		}
+	}
+	return out
+}
+
+// doublesLast reports whether English doubles a short word's last letter
+// before -ing and -ed: one vowel, then one consonant ("run", "stop", but
+// not "rent", "read", "fix").
+func doublesLast(w string) bool {
+	n := len(w)
+	if n < 3 {
+		return false
+	}
+	vowel := func(c byte) bool { return strings.IndexByte("aeiou", c) >= 0 }
+	c := w[n-1]
+	return !vowel(c) && strings.IndexByte("wxy", c) < 0 && vowel(w[n-2]) && !vowel(w[n-3])
+}
+
+func isLetters(w string) bool {
+	for i := 0; i < len(w); i++ {
+		if w[i] < 'a' || w[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
