@@ -64,7 +64,9 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest) *mcp.Cal
 
 // codeCall is one tool call of a program: tools.<server>.<tool>(args).
 func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, tool string, args json.RawMessage) (json.RawMessage, error) {
-	snap := s.state.Load()
+	// As call_tool does, a tool not there yet is waited for while servers
+	// whose tools are unknown are still connecting.
+	snap := s.awaitPending(ctx, func(snap *served) bool { return findTool(snap.Catalog, server, tool) != nil })
 	e := findTool(snap.Catalog, server, tool)
 	if e == nil {
 		for _, h := range s.up.Quarantined() {
