@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -52,6 +54,17 @@ type Metrics struct {
 	// Abstain counts the queries that no tool fits, and how many of them
 	// got no hits at all or only hits flagged weak (the right answers).
 	Abstain *Abstain `json:"abstain,omitempty"`
+	// CI95 are bootstrap 95% intervals of recall@1, @5 and @10 (see
+	// Bootstrap), so that a difference smaller than they are wide is seen
+	// for what it is.
+	CI95 *Intervals `json:"ci95,omitempty"`
+}
+
+// Intervals are the bounds of three metrics' intervals.
+type Intervals struct {
+	Recall1  [2]float64 `json:"recall@1"`
+	Recall5  [2]float64 `json:"recall@5"`
+	Recall10 [2]float64 `json:"recall@10"`
 }
 
 // Abstain reports the queries without relevant tools.
@@ -129,6 +142,7 @@ func (o *Options) pick(qs []Query) []Query {
 // report's metrics and latency.
 func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Query) search.Engine, limit int) error {
 	sums := map[string]*Metrics{}
+	perQuery := map[string][]Metrics{} // for the intervals
 	latencies := make([]time.Duration, 0, len(queries))
 	for _, q := range queries {
 		if err := ctx.Err(); err != nil {
@@ -150,7 +164,7 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 		}
 		weak := len(hits) > 0 && hits[0].Weak
 		s := Score(q.Groups, ids)
-		for _, label := range append([]string{"all"}, q.Labels...) {
+		for _, label := range append([]string{"all", LengthBand(q.Text)}, q.Labels...) {
 			m := sums[label]
 			if m == nil {
 				m = &Metrics{}
@@ -173,6 +187,7 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 			if weak {
 				m.Weak++
 			}
+			perQuery[label] = append(perQuery[label], s)
 			m.Recall1 += s.Recall1
 			m.Recall5 += s.Recall5
 			m.Recall10 += s.Recall10
@@ -186,6 +201,9 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 			for _, v := range []*float64{&m.Recall1, &m.Recall5, &m.Recall10, &m.Complete10, &m.MRR10, &m.NDCG10} {
 				*v = round(*v/n, 4)
 			}
+		}
+		if qs := perQuery[label]; len(qs) > 1 {
+			m.CI95 = Bootstrap(qs)
 		}
 		r.Subsets[label] = m
 	}
@@ -256,4 +274,45 @@ func percentiles(ds []time.Duration) Latency {
 func round(v float64, digits int) float64 {
 	p := math.Pow(10, float64(digits))
 	return math.Round(v*p) / p
+}
+
+// Bootstrap returns 95% intervals of the mean recall@1, @5 and @10 of
+// per-query metrics: the 2.5th and 97.5th percentiles of the means of
+// 1,000 resamples of the queries, drawn with replacement with a fixed
+// seed, so that a report is the same every time.
+func Bootstrap(qs []Metrics) *Intervals {
+	const resamples = 1000
+	rng := rand.New(rand.NewPCG(1, 2))
+	means := [3][]float64{}
+	for range resamples {
+		var sum [3]float64
+		for range qs {
+			q := qs[rng.IntN(len(qs))]
+			sum[0] += q.Recall1
+			sum[1] += q.Recall5
+			sum[2] += q.Recall10
+		}
+		for i := range sum {
+			means[i] = append(means[i], sum[i]/float64(len(qs)))
+		}
+	}
+	bounds := func(xs []float64) [2]float64 {
+		sort.Float64s(xs)
+		return [2]float64{round(xs[int(0.025*float64(len(xs)))], 4), round(xs[int(0.975*float64(len(xs)))-1], 4)}
+	}
+	return &Intervals{Recall1: bounds(means[0]), Recall5: bounds(means[1]), Recall10: bounds(means[2])}
+}
+
+// LengthBand labels a query by its length in words, so that a figure can
+// be read per band: words=1-8 (a short request), words=9-20, words=21+
+// (a task described at length).
+func LengthBand(text string) string {
+	switch n := len(strings.Fields(text)); {
+	case n <= 8:
+		return "words=1-8"
+	case n <= 20:
+		return "words=9-20"
+	default:
+		return "words=21+"
+	}
 }
