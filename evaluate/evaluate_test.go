@@ -91,6 +91,9 @@ func TestRun(t *testing.T) {
 	}
 	got := map[string]Metrics{}
 	for k, m := range r.Subsets {
+		if strings.HasPrefix(k, "words=") {
+			continue // the length bands, tested below
+		}
 		got[k] = *m
 	}
 	// Query 2 finds post_message first, send_email later via "message"?
@@ -102,8 +105,11 @@ func TestRun(t *testing.T) {
 		"category=multi": {Queries: 1, Recall1: 0.5, Recall5: 0.5, Recall10: 0.5, MRR10: 1, NDCG10: round(1/(1+1/math.Log2(3)), 4)},
 		"level=5":        {Abstain: &Abstain{Queries: 1, NoHits: 1}},
 	}
-	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-4)); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.EquateApprox(0, 1e-4), cmpopts.IgnoreFields(Metrics{}, "CI95")); diff != "" {
 		t.Errorf("subsets (-want +got):\n%s", diff)
+	}
+	if b := r.Subsets["words=1-8"]; b == nil || b.Queries != 4 {
+		t.Errorf("length band: %+v", b)
 	}
 	if r.Latency.P50 <= 0 || r.Latency.P99 < r.Latency.P50 {
 		t.Errorf("latency = %+v", r.Latency)
@@ -173,5 +179,31 @@ func TestBM25Quality(t *testing.T) {
 		} else {
 			t.Logf("%s %s recall@5 = %.4f", f.dataset, f.subset, got)
 		}
+	}
+}
+
+// The bootstrap intervals hold the mean, are as wide as the spread of
+// the queries says, and are the same every time.
+func TestBootstrap(t *testing.T) {
+	same := make([]Metrics, 100)
+	for i := range same {
+		same[i] = Metrics{Recall1: 1, Recall5: 1, Recall10: 1}
+	}
+	if iv := Bootstrap(same); iv.Recall5 != [2]float64{1, 1} {
+		t.Errorf("queries that all agree: %v", iv.Recall5)
+	}
+	half := make([]Metrics, 400)
+	for i := range half {
+		if i%2 == 0 {
+			half[i] = Metrics{Recall1: 1, Recall5: 1, Recall10: 1}
+		}
+	}
+	iv := Bootstrap(half)
+	// The standard error of a mean of 400 coin flips is 0.025.
+	if lo, hi := iv.Recall5[0], iv.Recall5[1]; lo > 0.47 || lo < 0.43 || hi < 0.53 || hi > 0.57 {
+		t.Errorf("half and half: %v, want about 0.45–0.55", iv.Recall5)
+	}
+	if again := Bootstrap(half); *again != *iv {
+		t.Errorf("not the same twice: %v, %v", iv, again)
 	}
 }

@@ -66,8 +66,11 @@ type bm25Config struct {
 	fuseWhole float64
 	fuseK     float64
 	// weak flags the hits of a search whose best match's strength (see
-	// strength) is below it: probably no tool fits.
+	// strength) is below it: probably no tool fits. With flat set, only
+	// when the best hit also stands out from the next ones by less than
+	// flat (see standout).
 	weak float64
+	flat float64
 	// nameBoost multiplies the score of the rerankDepth best candidates
 	// by 1 + nameBoost × the share of the tool's own name words that the
 	// query has: "get the current weather" prefers get_current_weather
@@ -108,7 +111,7 @@ var defaultBM25 = func() bm25Config {
 	c.decompose, c.fuseWhole, c.fuseK = true, 2, 1
 	c.nameBoost, c.rerankDepth = 0.4, 30
 	c.deprecated = deprecatedFactor
-	c.weak = weakStrength
+	c.weak, c.flat = weakStrength, flatStandout
 	return c
 }()
 
@@ -116,6 +119,18 @@ var defaultBM25 = func() bm25Config {
 // weak: calibrated on etom_msc_bench so that over half of the requests no
 // tool fits are flagged, while about 3% of answerable ones are.
 const weakStrength = 0.30
+
+// flatStandout is how little the best hit must stand out from the next
+// ones for a weak search to be flagged: a hit far above the rest fits,
+// whatever share of a long request's words it matched. The strength of a
+// match is an absolute measure that does not carry over between catalogs
+// and query lengths; how the best hit compares with the next nine, in the
+// same search, does. Chosen on etom_msc_bench half 0 (the fewest
+// answerable requests flagged while 45% of those no tool fits still are);
+// on data not used to choose it, answerable requests flagged fall from
+// 2.5% to 2.0% (etom half 1), 7.6% to 3.6% (bfcl_live) and 2.0% to 0.5%
+// (bfcl_nonlive); docs/search-quality.md.
+const flatStandout = 0.34
 
 // deprecatedFactor is the share of its score a deprecated tool keeps:
 // enough to fall below a tool that does the same job and says so less

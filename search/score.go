@@ -55,12 +55,39 @@ func (x *BM25) Search(ctx context.Context, query string, limit int) ([]Hit, erro
 // its own, and flags the hits weak when the best is.
 func (x *BM25) part(q Query, required []string, limit int) []Hit {
 	terms := x.terms(q)
-	hits := x.rank(terms, required, limit)
+	depth := limit
+	if x.cfg.flat > 0 {
+		depth = max(limit, standoutDepth)
+	}
+	hits := x.rank(terms, required, depth)
+	weak := len(hits) > 0 && x.strength(hits[0].Score, terms) < x.cfg.weak &&
+		(x.cfg.flat == 0 || standout(hits) < x.cfg.flat)
+	hits = hits[:min(limit, len(hits))]
 	x.explainAll(hits, terms)
-	if len(hits) > 0 && x.strength(hits[0].Score, terms) < x.cfg.weak {
+	if weak {
 		markWeak(hits, true)
 	}
 	return hits
+}
+
+// standoutDepth is how many hits standout compares.
+const standoutDepth = 10
+
+// standout is how far the best hit is above the mean of the next ones,
+// as a share of its score: 0 when they tie, 1 when it is alone.
+func standout(hits []Hit) float64 {
+	if len(hits) == 0 || hits[0].Score <= 0 {
+		return 0
+	}
+	if len(hits) == 1 {
+		return 1
+	}
+	var rest float64
+	for _, h := range hits[1:min(len(hits), standoutDepth)] {
+		rest += h.Score
+	}
+	rest /= float64(min(len(hits), standoutDepth) - 1)
+	return (hits[0].Score - rest) / hits[0].Score
 }
 
 // fuseDepth is how deep each ranking fused for a multi-step request goes.
