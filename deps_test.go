@@ -17,7 +17,7 @@ const module = "github.com/toolshelf/toolshelf/"
 // docs/design.md draws the same picture.
 var mayImport = map[string][]string{
 	"catalog":            {},
-	"search":             {"catalog", "internal/wordvec"},
+	"search":             {"catalog", "internal/wordvec", "internal/zhdict"},
 	"policy":             {"catalog"},
 	"shelf":              {"catalog", "search", "policy"},
 	"messages":           {"catalog", "search", "policy", "shelf"},
@@ -38,6 +38,7 @@ var mayImport = map[string][]string{
 	"console":            {"audit", "catalog", "gateway", "learn", "pin", "search", "upstream"},
 	"internal/builtin":   {"catalog"},
 	"internal/wordvec":   {},
+	"internal/zhdict":    {},
 	"internal/fuzzy":     {},
 	"internal/testenv":   {},
 	"internal/mcptest":   {"telemetry"},

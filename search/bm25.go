@@ -92,7 +92,7 @@ type fieldConfig struct {
 var seedBM25 = bm25Config{k1: 1.2, delta: 1, fields: [numFields]fieldConfig{
 	fName: {6, 0.75}, fTitle: {4, 0.75}, fTool: {4, 0.75}, fServer: {2, 0.75}, fDescription: {2, 0.75}, fParams: {1, 0.75},
 	// Not in the seed: measured by toolshelf (search-quality.md).
-	fParamDescs: {0, 0.75}, fServerInfo: {0, 0.75},
+	fParamDescs: {0, 0.75}, fServerInfo: {0, 0.75}, fGloss: {0, 0.75},
 }}
 
 // defaultBM25 is the seed's configuration with the refinements that
@@ -112,6 +112,7 @@ var defaultBM25 = func() bm25Config {
 	c.nameBoost, c.rerankDepth = 0.4, 30
 	c.deprecated = deprecatedFactor
 	c.weak, c.flat = weakStrength, flatStandout
+	c.fields[fGloss] = fieldConfig{glossWeight, 0.75}
 	return c
 }()
 
@@ -119,6 +120,13 @@ var defaultBM25 = func() bm25Config {
 // weak: calibrated on etom_msc_bench so that over half of the requests no
 // tool fits are flagged, while about 3% of answerable ones are.
 const weakStrength = 0.30
+
+// glossWeight is the weight of the English meanings of a Chinese
+// description's words (package zhdict): half the description's, since a
+// dictionary's first meanings are a rough translation. Not tuned: it
+// moves no figure of the English datasets, whose descriptions have no
+// Chinese; docs/search-quality.md has what it does for Chinese ones.
+const glossWeight = 1
 
 // flatStandout is how little the best hit must stand out from the next
 // ones for a weak search to be flagged: a hit far above the rest fits,

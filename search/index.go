@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/wordvec"
+	"github.com/toolshelf/toolshelf/internal/zhdict"
 )
 
 type posting struct {
@@ -27,6 +28,7 @@ const (
 	inHint
 	inParamDescs
 	inServerInfo
+	inGloss
 )
 
 var fieldNames = []struct {
@@ -36,6 +38,7 @@ var fieldNames = []struct {
 	{inName, FieldName}, {inTitle, FieldTitle}, {inTool, FieldTool},
 	{inServer, FieldServer}, {inHint, FieldHint}, {inDescription, FieldDescription},
 	{inParams, FieldParams}, {inParamDescs, FieldParamDescs}, {inServerInfo, FieldServerInfo},
+	{inGloss, FieldGloss},
 }
 
 // The indexed fields, in the order of bm25Config.fields.
@@ -48,10 +51,11 @@ const (
 	fParams
 	fParamDescs
 	fServerInfo
+	fGloss
 	numFields
 )
 
-var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs, inServerInfo}
+var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs, inServerInfo, inGloss}
 
 // fieldTexts calls text with each text of each indexed field of e: one
 // text per field, but one per parameter for the parameter fields.
@@ -60,7 +64,9 @@ func fieldTexts(c *catalog.Catalog, e *catalog.Entry, text func(f int, s string)
 	text(fTitle, e.Title)
 	text(fTool, e.Tool)
 	text(fServer, e.Server)
-	text(fDescription, summary(e))
+	desc := summary(e)
+	text(fDescription, desc)
+	text(fGloss, zhdict.Gloss(desc))
 	for _, p := range e.Params {
 		text(fParams, p.Name)
 		text(fParamDescs, p.Description)

@@ -69,6 +69,7 @@ const (
 	FieldParamDescs  = "param_descriptions"
 	FieldSelect      = "select"      // named by a select: query
 	FieldServerInfo  = "server_info" // the server's description and instructions
+	FieldGloss       = "translation" // the English meanings of a Chinese description's words
 )
 
 // Default result counts.

@@ -19,6 +19,7 @@ type Variant struct {
 	Decompose   bool    // clause fusion (whole request ×2, k = 1)
 	Weak        float64 // weak-match threshold
 	Flat        float64 // how little the best hit stands out for a weak flag (0: not asked)
+	Gloss       float64 // weight of a Chinese description's English meanings (package zhdict)
 	ServerInfo  float64 // weight of the server's description and instructions
 	NameBoost   float64 // name-coverage boost of the best candidates
 	Depth       int     // how many candidates are reranked
@@ -41,7 +42,8 @@ var (
 	stepRarity  = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true}
 	stepWeak    = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: weakStrength}
 	stepDeprec  = with(stepWeak, func(v *Variant) { v.Deprecated = deprecatedFactor })
-	stepDefault = with(stepDeprec, func(v *Variant) { v.Flat = flatStandout })
+	stepFlat    = with(stepDeprec, func(v *Variant) { v.Flat = flatStandout })
+	stepDefault = with(stepFlat, func(v *Variant) { v.Gloss = glossWeight })
 )
 
 func with(v Variant, change func(*Variant)) Variant {
@@ -61,7 +63,8 @@ var Variants = []NamedVariant{
 	{"rarity", "+ query words weighed by their rarity in English", stepRarity},
 	{"weak", "+ weak flag at 0.30", stepWeak},
 	{"deprecated", "+ deprecated tools keep 0.6 of their score", stepDeprec},
-	{"default", "+ weak only when the best hit stands out by under 0.34: the default engine", stepDefault},
+	{"flat", "+ weak only when the best hit stands out by under 0.34", stepFlat},
+	{"default", "+ English meanings of Chinese descriptions at 1: the default engine", stepDefault},
 	{"param-descs-0.5", "parameter descriptions at 0.5", with(stepClauses, func(v *Variant) { v.ParamDescs = 0.5 })},
 	{"param-descs-1", "parameter descriptions at 1", with(stepClauses, func(v *Variant) { v.ParamDescs = 1 })},
 	{"stems-0.7", "stems at 0.7", with(stepClauses, func(v *Variant) { v.Stems = 0.7 })},
@@ -99,6 +102,7 @@ func (v Variant) config() bm25Config {
 		cfg.decompose, cfg.fuseWhole, cfg.fuseK = true, 2, 1
 	}
 	cfg.weak, cfg.flat = v.Weak, v.Flat
+	cfg.fields[fGloss] = fieldConfig{v.Gloss, 0.75}
 	cfg.fields[fServerInfo] = fieldConfig{v.ServerInfo, 0.75}
 	cfg.nameBoost, cfg.rerankDepth = v.NameBoost, v.Depth
 	cfg.deprecated = v.Deprecated
