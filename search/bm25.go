@@ -71,6 +71,10 @@ type bm25Config struct {
 	// flat (see standout).
 	weak float64
 	flat float64
+	// reach also flags a search in which under this share of the
+	// request's words are in the catalog at all, when its best hit stands
+	// out by less than reachFlat: what the request asks for is not here.
+	reach, reachFlat float64
 	// nameBoost multiplies the score of the rerankDepth best candidates
 	// by 1 + nameBoost × the share of the tool's own name words that the
 	// query has: "get the current weather" prefers get_current_weather
@@ -112,6 +116,7 @@ var defaultBM25 = func() bm25Config {
 	c.nameBoost, c.rerankDepth = 0.4, 30
 	c.deprecated = deprecatedFactor
 	c.weak, c.flat = weakStrength, flatStandout
+	c.reach, c.reachFlat = minReach, reachStandout
 	c.fields[fGloss] = fieldConfig{glossWeight, 0.75}
 	return c
 }()
@@ -120,6 +125,18 @@ var defaultBM25 = func() bm25Config {
 // weak: calibrated on etom_msc_bench so that over half of the requests no
 // tool fits are flagged, while about 3% of answerable ones are.
 const weakStrength = 0.30
+
+// minReach and reachStandout flag a request most of whose words the
+// catalog does not have at all ("order a pizza for dinner" over developer
+// tools: only "order" is there), unless its best hit stands out: the
+// strength of a match counts only the words the catalog has, so it missed
+// these. Chosen on etom_msc_bench half 0 (the most requests no tool fits
+// flagged while at most 2.5% of answerable ones are); on data not used to
+// choose them: docs/search-quality.md, "The weak flag across datasets".
+const (
+	minReach      = 0.6
+	reachStandout = 0.3
+)
 
 // glossWeight is the weight of the English meanings of a Chinese
 // description's words (package zhdict): half the description's, since a

@@ -60,14 +60,30 @@ func (x *BM25) part(q Query, required []string, limit int) []Hit {
 		depth = max(limit, standoutDepth)
 	}
 	hits := x.rank(terms, required, depth)
-	weak := len(hits) > 0 && x.strength(hits[0].Score, terms) < x.cfg.weak &&
-		(x.cfg.flat == 0 || standout(hits) < x.cfg.flat)
+	weak := len(hits) > 0 && (x.strength(hits[0].Score, terms) < x.cfg.weak &&
+		(x.cfg.flat == 0 || standout(hits) < x.cfg.flat) ||
+		x.cfg.reach > 0 && reach(q, terms) < x.cfg.reach && standout(hits) < x.cfg.reachFlat)
 	hits = hits[:min(limit, len(hits))]
 	x.explainAll(hits, terms)
 	if weak {
 		markWeak(hits, true)
 	}
 	return hits
+}
+
+// reach is the share of a request's distinct words, stop words aside,
+// that the catalog has (itself or a word of its stem).
+func reach(q Query, terms []queryTerm) float64 {
+	words := map[string]bool{}
+	for _, t := range q.Terms {
+		if !stopWords[t.Text] {
+			words[foldPlural(t.Text)] = true
+		}
+	}
+	if len(words) == 0 {
+		return 1
+	}
+	return float64(len(terms)) / float64(len(words))
 }
 
 // standoutDepth is how many hits standout compares.

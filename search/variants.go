@@ -20,6 +20,8 @@ type Variant struct {
 	Weak        float64 // weak-match threshold
 	Flat        float64 // how little the best hit stands out for a weak flag (0: not asked)
 	Gloss       float64 // weight of a Chinese description's English meanings (package zhdict)
+	Reach       float64 // flag a request under this share of whose words the catalog has (with ReachFlat)
+	ReachFlat   float64
 	ServerInfo  float64 // weight of the server's description and instructions
 	NameBoost   float64 // name-coverage boost of the best candidates
 	Depth       int     // how many candidates are reranked
@@ -43,7 +45,8 @@ var (
 	stepWeak    = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: weakStrength}
 	stepDeprec  = with(stepWeak, func(v *Variant) { v.Deprecated = deprecatedFactor })
 	stepFlat    = with(stepDeprec, func(v *Variant) { v.Flat = flatStandout })
-	stepDefault = with(stepFlat, func(v *Variant) { v.Gloss = glossWeight })
+	stepReach   = with(stepFlat, func(v *Variant) { v.Reach, v.ReachFlat = minReach, reachStandout })
+	stepDefault = with(stepReach, func(v *Variant) { v.Gloss = glossWeight })
 )
 
 func with(v Variant, change func(*Variant)) Variant {
@@ -64,6 +67,7 @@ var Variants = []NamedVariant{
 	{"weak", "+ weak flag at 0.30", stepWeak},
 	{"deprecated", "+ deprecated tools keep 0.6 of their score", stepDeprec},
 	{"flat", "+ weak only when the best hit stands out by under 0.34", stepFlat},
+	{"reach", "+ weak when under 0.6 of the words are in the catalog and the best stands out by under 0.3", stepReach},
 	{"default", "+ English meanings of Chinese descriptions at 1: the default engine", stepDefault},
 	{"param-descs-0.5", "parameter descriptions at 0.5", with(stepClauses, func(v *Variant) { v.ParamDescs = 0.5 })},
 	{"param-descs-1", "parameter descriptions at 1", with(stepClauses, func(v *Variant) { v.ParamDescs = 1 })},
@@ -102,6 +106,7 @@ func (v Variant) config() bm25Config {
 		cfg.decompose, cfg.fuseWhole, cfg.fuseK = true, 2, 1
 	}
 	cfg.weak, cfg.flat = v.Weak, v.Flat
+	cfg.reach, cfg.reachFlat = v.Reach, v.ReachFlat
 	cfg.fields[fGloss] = fieldConfig{v.Gloss, 0.75}
 	cfg.fields[fServerInfo] = fieldConfig{v.ServerInfo, 0.75}
 	cfg.nameBoost, cfg.rerankDepth = v.NameBoost, v.Depth

@@ -29,8 +29,13 @@ func TestWeakFeatures(t *testing.T) {
 	}
 	defer f.Close()
 	enc := json.NewEncoder(f)
-	for _, name := range []string{"etom_msc_bench", "bfcl_live", "bfcl_nonlive"} {
-		dir := filepath.Join("..", "..", "shared", "datasets", name)
+	for _, dir := range []string{
+		filepath.Join("..", "..", "shared", "datasets", "etom_msc_bench"),
+		filepath.Join("..", "..", "shared", "datasets", "bfcl_live"),
+		filepath.Join("..", "..", "shared", "datasets", "bfcl_nonlive"),
+		filepath.Join("..", "testdata", "datasets", "zh_maps"),
+	} {
+		name := filepath.Base(dir)
 		c := datasetCatalog(t, filepath.Join(dir, "tools.jsonl"))
 		x := NewBM25(c)
 		forEachLine(t, filepath.Join(dir, "queries.jsonl"), func(line []byte) {
