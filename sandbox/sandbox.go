@@ -188,6 +188,7 @@ func (r *Runner) Run(ctx context.Context, program string, call Caller) (*Result,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.Wall)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, r.command[0], r.command[1:]...)
@@ -218,6 +219,16 @@ func (r *Runner) Run(ctx context.Context, program string, call Caller) (*Result,
 	}
 	waitErr := cmd.Wait()
 	if res != nil {
+		// A call cut short by the deadline or the caller ends the program
+		// with that call's error, which may come back before the child is
+		// killed: the program ended for the deadline or the caller, not
+		// for its own exception.
+		switch {
+		case parent.Err() != nil:
+			return nil, parent.Err()
+		case ctx.Err() != nil && res.Error != "" && res.Limit == "":
+			res.Limit, res.Error = "wall", wallError(l)
+		}
 		return res, nil
 	}
 	// The child ended without saying how: a limit the kernel or the
@@ -228,7 +239,7 @@ func (r *Runner) Run(ctx context.Context, program string, call Caller) (*Result,
 	case talkErr.limit != "":
 		res.Limit, res.Error = talkErr.limit, talkErr.err.Error()
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		res.Limit, res.Error = "wall", fmt.Sprintf("the program ran longer than %v, its tool calls included (the wall limit)", l.Wall)
+		res.Limit, res.Error = "wall", wallError(l)
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case outOfMemory(stderr.String()) || cmd.ProcessState != nil && peakMemory(cmd.ProcessState) >= l.Memory*3/4:
@@ -239,6 +250,10 @@ func (r *Runner) Run(ctx context.Context, program string, call Caller) (*Result,
 		res.Error = fmt.Sprintf("the sandbox ended without an answer (%v)", firstLine(stderr.String(), waitErr))
 	}
 	return res, nil
+}
+
+func wallError(l Limits) string {
+	return fmt.Sprintf("the program ran longer than %v, its tool calls included (the wall limit)", l.Wall)
 }
 
 // outOfMemory reports whether the child's last words are the Go
