@@ -144,18 +144,48 @@ func (s *Server) capSessions(h http.Handler) http.Handler {
 			if s.opts.Activate {
 				r = r.WithContext(context.WithValue(r.Context(), sessionServerKey{}, s.newMCPServer()))
 			} else {
-				h.ServeHTTP(w, r)
-				if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-					s.mu.Lock()
-					s.initialized[id] = true
-					s.mu.Unlock()
-				}
+				// Counted as the answer starts, before the client can
+				// go on to open another: after ServeHTTP returned would
+				// leave a moment in which a new session was not counted.
+				h.ServeHTTP(&onHeader{ResponseWriter: w, f: func() {
+					if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+						s.mu.Lock()
+						s.initialized[id] = true
+						s.mu.Unlock()
+					}
+				}}, r)
 				return
 			}
 		}
 		h.ServeHTTP(w, r)
 	})
 }
+
+// onHeader calls f once, as the status is written.
+type onHeader struct {
+	http.ResponseWriter
+	f    func()
+	done bool
+}
+
+func (o *onHeader) WriteHeader(code int) {
+	if !o.done {
+		o.done = true
+		o.f()
+	}
+	o.ResponseWriter.WriteHeader(code)
+}
+
+func (o *onHeader) Write(b []byte) (int, error) {
+	if !o.done {
+		o.WriteHeader(http.StatusOK)
+	}
+	return o.ResponseWriter.Write(b)
+}
+
+func (o *onHeader) Flush() { _ = http.NewResponseController(o.ResponseWriter).Flush() }
+
+func (o *onHeader) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 // requestContextKey carries an HTTP request's context into the tool
 // handlers it leads to.

@@ -160,6 +160,12 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		}
 		res.Matches = append(res.Matches, m)
 	}
+	// select: asks for whole definitions by name, and gets them.
+	if !found.Select {
+		if n := trimMatches(res.Matches); n > 0 {
+			res.Note = strings.TrimSpace(res.Note + fmt.Sprintf(" The last %d matches come without their schemas and with their descriptions cut, to keep this answer short: search for one again, or use select:NAME.", n))
+		}
+	}
 	if len(found.Missing) > 0 {
 		res.Note = "No tool is named " + strings.Join(found.Missing, ", ") + ". Search by what you want to do instead."
 	}
@@ -279,6 +285,33 @@ func (s *Server) unknownTool(ctx context.Context, snap *served, name string) *mc
 	}
 	return toolError("%s", msg)
 }
+
+// maxSearchBytes bounds the schemas and descriptions of one search's
+// matches: a broad query with the largest limit would otherwise return
+// 50 whole definitions (270 KB over the built-in catalog), more than a
+// model should read at once.
+const maxSearchBytes = 100_000
+
+// trimMatches keeps matches within maxSearchBytes, best first: past it,
+// a match keeps its name and the start of its description. It returns
+// how many it trimmed.
+func trimMatches(ms []searchMatch) int {
+	size, trimmed := 0, 0
+	for i := range ms {
+		m := &ms[i]
+		size += len(m.Name) + len(m.Description) + len(m.InputSchema) + len(m.Declaration)
+		if size <= maxSearchBytes {
+			continue
+		}
+		m.InputSchema, m.Declaration = nil, ""
+		m.Description = cut(m.Description, trimmedDescription)
+		trimmed++
+	}
+	return trimmed
+}
+
+// trimmedDescription is how much of its description a trimmed match keeps.
+const trimmedDescription = 200
 
 // maxDescription bounds a description in ranked search results; the
 // longest real tool descriptions measured are under 10,000 bytes.
