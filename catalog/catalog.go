@@ -248,6 +248,23 @@ func (c *Catalog) Find(name string) (*Entry, bool) {
 	return found, found != nil
 }
 
+// Tool returns the entry of a server's tool by the names the server
+// gave them, which a qualified name may have had to shorten or
+// disambiguate.
+func (c *Catalog) Tool(server, tool string) (*Entry, bool) {
+	if name, _ := qualify(server, tool); name != "" {
+		if e, ok := c.Lookup(name); ok && e.Server == server && e.Tool == tool {
+			return e, true
+		}
+	}
+	for i := range c.entries {
+		if e := &c.entries[i]; e.Server == server && e.Tool == tool {
+			return e, true
+		}
+	}
+	return nil, false
+}
+
 // Servers returns the descriptions of the catalog's servers, by name.
 func (c *Catalog) Servers() []Server { return c.servers }
 

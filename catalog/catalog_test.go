@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -226,5 +227,28 @@ func TestNormalizeSchema(t *testing.T) {
 		if string(got) != tt.want || changed != tt.changed {
 			t.Errorf("NormalizeSchema(%s) = %s, %v; want %s, %v", tt.in, got, changed, tt.want, tt.changed)
 		}
+	}
+}
+
+// A tool is found by its server's and its own names, also when its
+// qualified name had to be shortened.
+func TestTool(t *testing.T) {
+	long := strings.Repeat("very_long_tool_name_", 5)
+	var entries []Entry
+	for _, tl := range [][2]string{{"github", "create_issue"}, {"my server", "do.it"}, {"github", long}} {
+		e, err := ParseTool(tl[0], []byte(`{"name":`+strconv.Quote(tl[1])+`,"inputSchema":{"type":"object"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	c := New(entries, nil)
+	for _, tl := range [][2]string{{"github", "create_issue"}, {"my server", "do.it"}, {"github", long}} {
+		if e, ok := c.Tool(tl[0], tl[1]); !ok || e.Server != tl[0] || e.Tool != tl[1] {
+			t.Errorf("Tool(%q, %q) = %v, %v", tl[0], tl[1], e, ok)
+		}
+	}
+	if _, ok := c.Tool("github", "delete_repo"); ok {
+		t.Error("found a tool that is not there")
 	}
 }

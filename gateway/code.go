@@ -94,10 +94,8 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 
 // findTool finds a callable tool by its server's name and its own.
 func findTool(c *catalog.Catalog, server, tool string) *catalog.Entry {
-	for e := range c.All() {
-		if e.Server == server && e.Tool == tool && !e.Unverified {
-			return e
-		}
+	if e, ok := c.Tool(server, tool); ok && !e.Unverified {
+		return e
 	}
 	return nil
 }

@@ -62,7 +62,7 @@ func (x *BM25) part(q Query, required []string, limit int) []Hit {
 	hits := x.rank(terms, required, depth)
 	weak := len(hits) > 0 && (x.strength(hits[0].Score, terms) < x.cfg.weak &&
 		(x.cfg.flat == 0 || standout(hits) < x.cfg.flat) ||
-		x.cfg.reach > 0 && reach(q, terms) < x.cfg.reach && standout(hits) < x.cfg.reachFlat)
+		x.cfg.reach > 0 && standout(hits) < x.cfg.reachFlat && reach(q, terms) < x.cfg.reach)
 	hits = hits[:min(limit, len(hits))]
 	x.explainAll(hits, terms)
 	if weak {

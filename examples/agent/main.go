@@ -347,16 +347,15 @@ func (a *agent) runCode(ctx context.Context, id string, input json.RawMessage, c
 		return messages.ToolResult(id, []messages.Block{messages.TextBlock(err.Error())}, true)
 	}
 	res, err := a.coder.Run(ctx, program, func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
-		for e := range cat.All() {
-			if e.Server == server && e.Tool == tool && !e.Unverified {
-				res, err := a.pool.Call(ctx, e.Name, args)
-				if err != nil {
-					return nil, err
-				}
-				return sandbox.Value(res)
-			}
+		e, ok := cat.Tool(server, tool)
+		if !ok || e.Unverified {
+			return nil, fmt.Errorf("there is no tool %s", sandbox.Accessor(server, tool))
 		}
-		return nil, fmt.Errorf("there is no tool %s", sandbox.Accessor(server, tool))
+		res, err := a.pool.Call(ctx, e.Name, args)
+		if err != nil {
+			return nil, err
+		}
+		return sandbox.Value(res)
 	})
 	if err != nil {
 		return messages.ToolResult(id, []messages.Block{messages.TextBlock(sandbox.ToolName + ": " + err.Error())}, true)
