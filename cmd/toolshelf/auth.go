@@ -38,15 +38,10 @@ func openTokens(e *env, db *store.DB) (*signin.Store, error) {
 }
 
 // authTokens opens the sign-ins the auth command works on: those of the
-// shared store that $TOOLSHELF_STORE or the configuration names, with
-// $TOOLSHELF_STORE_KEY, else the token file. close releases the store.
-func authTokens(e *env, configFlag string) (tokens *signin.Store, close func(), err error) {
-	var cfg *upstream.Config
-	if path := configPath(e, configFlag); path != "" {
-		if cfg, err = loadConfig(e, path); err != nil {
-			return nil, nil, err
-		}
-	}
+// shared store that $TOOLSHELF_STORE or the configuration cfg (nil when
+// none) names, with $TOOLSHELF_STORE_KEY, else the token file. close
+// releases the store.
+func authTokens(e *env, cfg *upstream.Config) (tokens *signin.Store, close func(), err error) {
 	db, err := openStore(e, "", cfg)
 	if err != nil {
 		return nil, nil, err
@@ -121,33 +116,41 @@ is refreshed once for all of them.
 			if len(args) == 0 {
 				return usagef("auth needs login, status or logout")
 			}
-			store, closeStore, err := authTokens(e, *config)
+			path := configPath(e, *config)
+			var cfg *upstream.Config
+			if path != "" {
+				var err error
+				if cfg, err = loadConfig(e, path); err != nil {
+					return err
+				}
+			}
+			store, closeStore, err := authTokens(e, cfg)
 			if err != nil {
 				return err
 			}
 			defer closeStore()
 			switch sub, rest := args[0], args[1:]; sub {
 			case "login":
-				var cfg *upstream.ServerConfig
+				var server *upstream.ServerConfig
 				switch {
 				case *rawURL != "" && len(rest) == 0:
 					u, err := url.Parse(*rawURL)
 					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 						return usagef("--url %q is not an http or https URL", *rawURL)
 					}
-					cfg = &upstream.ServerConfig{Name: cmp.Or(*name, u.Hostname()), URL: *rawURL}
+					server = &upstream.ServerConfig{Name: cmp.Or(*name, u.Hostname()), URL: *rawURL}
 				case *rawURL == "" && len(rest) == 1:
 					var err error
-					if cfg, err = remoteServer(e, *config, rest[0]); err != nil {
+					if server, err = remoteServer(cfg, path, rest[0]); err != nil {
 						return err
 					}
 				default:
 					return usagef("auth login needs the name of one server, or --url")
 				}
 				if client != (upstream.OAuthConfig{}) {
-					cfg.OAuth = &client
+					server.OAuth = &client
 				}
-				return authLogin(ctx, e, store, cfg, !*noBrowser)
+				return authLogin(ctx, e, store, server, !*noBrowser)
 			case "logout":
 				if len(rest) != 1 {
 					return usagef("auth logout needs the name of one server")
@@ -157,7 +160,7 @@ is refreshed once for all of them.
 				if len(rest) > 0 {
 					return usagef("unexpected arguments: %v", rest)
 				}
-				return authStatus(e, store, *config, *asJSON)
+				return authStatus(e, store, cfg, *asJSON)
 			default:
 				return usagef("unknown auth command %q (want login, status or logout)%s", sub, didYouMean(sub, []string{"login", "status", "logout"}))
 			}
@@ -165,16 +168,13 @@ is refreshed once for all of them.
 	},
 }
 
-// remoteServer returns the configuration of a remote server by name.
-func remoteServer(e *env, configFlag, name string) (*upstream.ServerConfig, error) {
-	path := configPath(e, configFlag)
-	if path == "" {
+// remoteServer returns the configuration of a remote server by name
+// from cfg, the configuration read from path (nil when there is none).
+func remoteServer(cfg *upstream.Config, path, name string) (*upstream.ServerConfig, error) {
+	if cfg == nil {
 		return nil, usagef("no configuration: pass --config FILE or set $%s", envConfig)
 	}
-	cfgs, err := loadServers(e, path)
-	if err != nil {
-		return nil, err
-	}
+	cfgs := cfg.Servers
 	var names []string
 	for i := range cfgs {
 		if cfgs[i].Name == name {
@@ -290,7 +290,7 @@ type authEntry struct {
 	Scopes     []string  `json:"scopes,omitempty"`
 }
 
-func authStatus(e *env, store *signin.Store, configFlag string, asJSON bool) error {
+func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) error {
 	recs, err := store.List()
 	if err != nil {
 		return err
@@ -311,12 +311,8 @@ func authStatus(e *env, store *signin.Store, configFlag string, asJSON bool) err
 		seen[name] = true
 		entries = append(entries, entry)
 	}
-	if path := configPath(e, configFlag); path != "" {
-		cfgs, err := loadServers(e, path)
-		if err != nil {
-			return err
-		}
-		for _, c := range cfgs {
+	if cfg != nil {
+		for _, c := range cfg.Servers {
 			if c.URL != "" {
 				add(c.Name, c.URL)
 			}

@@ -48,16 +48,6 @@ func configPath(e *env, flagValue string) string {
 	return ""
 }
 
-// loadServers reads a configuration file's servers; its problems are
-// usage errors.
-func loadServers(e *env, path string) ([]upstream.ServerConfig, error) {
-	cfg, err := loadConfig(e, path)
-	if err != nil {
-		return nil, err
-	}
-	return cfg.Servers, nil
-}
-
 // loadConfig reads a whole configuration file; its problems are usage
 // errors.
 func loadConfig(e *env, path string) (*upstream.Config, error) {

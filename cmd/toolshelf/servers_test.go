@@ -196,7 +196,7 @@ func TestImport(t *testing.T) {
 		if r := runCLI(t, "help", "list"); r.code != 0 {
 			t.Fatal(r.stderr)
 		}
-		if _, err := loadServers(&env{getenv: func(string) string { return "x" }}, cfg); err != nil {
+		if _, err := loadConfig(&env{getenv: func(string) string { return "x" }}, cfg); err != nil {
 			t.Errorf("%s: the import does not load: %v", tt.client, err)
 		}
 	}
