@@ -2,49 +2,22 @@ package search
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/bigcatalog"
 )
 
-// scaledCatalog returns a catalog of n tools made by sampling the real
-// servers' tools and perturbing them: each copy lives on a renamed server
-// and has a few description words swapped with words of other tools, so
-// that term statistics stay realistic. The result depends only on n.
+// scaledCatalog returns a catalog of exactly n tools made from the
+// built-in catalog's (see package bigcatalog). It depends only on n.
 func scaledCatalog(b testing.TB, n int) *catalog.Catalog {
 	b.Helper()
-	base := realCatalog(b)
-	rng := rand.New(rand.NewPCG(uint64(n), 42))
-	var vocab []string
-	for e := range base.All() {
-		vocab = append(vocab, strings.Fields(e.Description)...)
+	c, err := bigcatalog.Make(realCatalog(b), n)
+	if err != nil {
+		b.Fatal(err)
 	}
-	entries := make([]catalog.Entry, 0, n)
-	for i := range n {
-		src := base.Entry(rng.IntN(base.Len()))
-		words := strings.Fields(src.Description)
-		for k := 0; k < len(words)/5; k++ {
-			words[rng.IntN(len(words))] = vocab[rng.IntN(len(vocab))]
-		}
-		raw, err := json.Marshal(map[string]any{
-			"name":        src.Tool,
-			"description": strings.Join(words, " "),
-			"inputSchema": json.RawMessage(src.InputSchema),
-		})
-		if err != nil {
-			b.Fatal(err)
-		}
-		e, err := catalog.ParseTool(fmt.Sprintf("%s-%d", src.Server, i/base.Len()), raw)
-		if err != nil {
-			b.Fatal(err)
-		}
-		entries = append(entries, e)
-	}
-	return catalog.New(entries, nil)
+	return c
 }
 
 var benchQueries = []string{
