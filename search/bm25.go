@@ -42,6 +42,11 @@ type BM25 struct {
 	// words gives each word's rarity in English when the configuration
 	// weighs by it; loaded once, with the index.
 	words *wordvec.Model
+	// What the rerank needs of each tool (see rerankFacts): tool i's own
+	// name words are nameWords[nameAt[i]:nameAt[i+1]].
+	nameAt     []int32
+	nameWords  []nameWord
+	deprecated []bool
 }
 
 // bm25Config holds BM25+ parameters and field weights.

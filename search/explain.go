@@ -4,16 +4,21 @@ import (
 	"sort"
 )
 
-// names lists the fields of a set, for explanations.
-func (s fieldSet) names() []string {
-	var out []string
-	for _, f := range fieldNames {
-		if s&f.bit != 0 {
-			out = append(out, f.name)
+// names lists the fields of a set, for explanations. The lists are made
+// once for every set; callers must not change them.
+func (s fieldSet) names() []string { return fieldSetNames[s] }
+
+var fieldSetNames = func() [][]string {
+	all := make([][]string, 1<<len(fieldNames))
+	for s := range all {
+		for _, f := range fieldNames {
+			if fieldSet(s)&f.bit != 0 {
+				all[s] = append(all[s], f.name)
+			}
 		}
 	}
-	return out
-}
+	return all
+}()
 
 // Terms of the Matches that explain the reranking: the name boost, and
 // what a deprecated tool loses (a negative score).
@@ -27,13 +32,14 @@ const (
 // being deprecated took off.
 func (x *BM25) explainAll(hits []Hit, terms []queryTerm) {
 	for i := range hits {
-		ms := x.explain(x.cat.Index(hits[i].Entry.Name), terms)
+		doc := x.cat.Index(hits[i].Entry.Name)
+		ms := x.explain(doc, terms)
 		var sum float64
 		for _, m := range ms {
 			sum += m.Score
 		}
 		score := hits[i].Score
-		if x.cfg.deprecated > 0 && Deprecated(hits[i].Entry.Description) {
+		if x.deprecated[doc] {
 			before := score / x.cfg.deprecated
 			ms = append(ms, Match{Term: TermDeprecated, Fields: []string{FieldDescription}, Score: score - before})
 			score = before

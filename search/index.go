@@ -131,6 +131,7 @@ func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 			x.postings[t] = append(x.postings[t], ps...)
 		}
 	}
+	x.rerankFacts()
 	if cfg.stems > 0 {
 		x.stemmed = map[string][]string{}
 		for t := range x.postings {

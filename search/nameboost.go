@@ -22,26 +22,54 @@ func (x *BM25) rerank(hits []Hit, terms []queryTerm) {
 		}
 	}
 	for i := range hits {
+		d := x.cat.Index(hits[i].Entry.Name)
 		var have, all float64
-		for _, w := range appendTokens(nil, hits[i].Entry.Tool) {
-			w = foldPlural(w)
-			r := 1.0
-			if x.words != nil {
-				r = x.words.Rarity(w)
-			}
+		for _, w := range x.nameWords[x.nameAt[d]:x.nameAt[d+1]] {
+			r := float64(w.rarity)
 			all += r
-			if words[w] {
+			if words[w.text] {
 				have += r
 			}
 		}
 		if all > 0 {
 			hits[i].Score *= 1 + x.cfg.nameBoost*have/all
 		}
-		if x.cfg.deprecated > 0 && Deprecated(hits[i].Entry.Description) {
+		if x.deprecated[d] {
 			hits[i].Score *= x.cfg.deprecated
 		}
 	}
 	sort.SliceStable(hits, func(i, j int) bool { return better(&hits[i], &hits[j]) })
+}
+
+// nameWord is one word of a tool's own name, folded as in the index, with
+// its rarity in English (1 when rarity is off).
+type nameWord struct {
+	text   string
+	rarity float32
+}
+
+// rerankFacts decides once per tool what the rerank needs of it: the
+// words of its own name and whether its description says it is
+// deprecated. Deciding them per search was a fifth of a search's time.
+func (x *BM25) rerankFacts() {
+	n := x.cat.Len()
+	x.nameAt = make([]int32, n+1)
+	x.deprecated = make([]bool, n)
+	var toks []string
+	for i := range n {
+		e := x.cat.Entry(i)
+		toks = appendTokens(toks[:0], e.Tool)
+		for _, w := range toks {
+			w = foldPlural(w)
+			r := float32(1)
+			if x.words != nil {
+				r = float32(x.words.Rarity(w))
+			}
+			x.nameWords = append(x.nameWords, nameWord{w, r})
+		}
+		x.nameAt[i+1] = int32(len(x.nameWords))
+		x.deprecated[i] = x.cfg.deprecated > 0 && Deprecated(e.Description)
+	}
 }
 
 // deprecatedMark matches a description that says its own tool is

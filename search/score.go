@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // queryTerm is a distinct query token and the index terms that stand for
@@ -146,7 +147,7 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 	for _, d := range touched {
 		h := Hit{Entry: x.cat.Entry(int(d)), Score: sc.score[d]}
 		sc.score[d] = 0
-		if top.accepts(&h) && x.hasRequired(int(d), required) {
+		if top.accepts(&h) && (len(required) == 0 || x.hasRequired(int(d), required)) {
 			top.push(h)
 		}
 	}
@@ -276,18 +277,48 @@ func (x *BM25) termScore(idf float64, p posting) float64 {
 }
 
 // hasRequired reports whether a document's name, description or search
-// hint contains every required term. Required terms are rare, so the
-// lower-cased text is made when asked for, not kept.
+// hint contains every required term (lower case, without spaces).
 func (x *BM25) hasRequired(doc int, required []string) bool {
-	if len(required) == 0 {
-		return true
-	}
 	e := x.cat.Entry(doc)
-	text := strings.ToLower(e.Name + "\n" + e.Description + "\n" + e.SearchHint)
 	for _, r := range required {
-		if !strings.Contains(text, r) {
+		if !containsFold(e.Name, r) && !containsFold(e.Description, r) && !containsFold(e.SearchHint, r) {
 			return false
 		}
 	}
 	return true
+}
+
+// containsFold reports whether strings.ToLower(s) contains sub, which is
+// lower case, without making the lower-cased copy when s is ASCII: it is
+// asked of every candidate of a +required search.
+func containsFold(s, sub string) bool {
+	if len(sub) == 0 {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Contains(strings.ToLower(s), sub)
+		}
+	}
+	first := sub[0]
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if asciiLower(s[i]) != first {
+			continue
+		}
+		j := 1
+		for j < len(sub) && asciiLower(s[i+j]) == sub[j] {
+			j++
+		}
+		if j == len(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func asciiLower(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
