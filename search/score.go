@@ -145,8 +145,12 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 	}
 	top := topK{limit: limit}
 	for _, d := range touched {
-		h := Hit{Entry: x.cat.Entry(int(d)), Score: sc.score[d]}
+		s := sc.score[d]
 		sc.score[d] = 0
+		if top.below(s) {
+			continue
+		}
+		h := Hit{Entry: x.cat.Entry(int(d)), Score: s}
 		if top.accepts(&h) && (len(required) == 0 || x.hasRequired(int(d), required)) {
 			top.push(h)
 		}
