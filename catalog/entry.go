@@ -32,8 +32,9 @@ type Entry struct {
 	Title string
 	// Description is the tool's description as received.
 	Description string
-	// InputSchema is the tool's input JSON Schema as received. Normalised
-	// copies for re-exposure are made by the packages that re-expose.
+	// InputSchema is the tool's input JSON Schema as received, compacted:
+	// it shares Raw's memory, and must not be modified. Normalised copies
+	// for re-exposure are made by the packages that re-expose.
 	InputSchema json.RawMessage
 	// Params are the top-level properties of InputSchema, sorted by name.
 	Params []Param
@@ -74,7 +75,7 @@ type toolJSON struct {
 	Name        string          `json:"name"`
 	Title       string          `json:"title"`
 	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	InputSchema rawRef          `json:"inputSchema"` // a slice of Raw, not a copy
 	Annotations *struct {
 		Title string `json:"title"`
 	} `json:"annotations"`
@@ -84,28 +85,32 @@ type toolJSON struct {
 // ParseTool builds an Entry from one tool object of a tools/list result.
 // The object is kept verbatim in Entry.Raw. The Name is left for [New].
 func ParseTool(server string, raw json.RawMessage) (Entry, error) {
-	var t toolJSON
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return Entry{}, fmt.Errorf("tool is not a JSON object: %v", err)
+	// Compact so that a catalog's version does not depend on whitespace;
+	// every field and every escape is kept. Compacting first also checks
+	// the JSON, and makes what is decoded next smaller.
+	compact := bytes.NewBuffer(make([]byte, 0, len(raw)))
+	if err := json.Compact(compact, raw); err != nil {
+		return Entry{}, fmt.Errorf("tool is not valid JSON: %v", err)
+	}
+	t, params, fast := parseFast(compact.Bytes())
+	if !fast {
+		if err := json.Unmarshal(compact.Bytes(), &t); err != nil {
+			return Entry{}, fmt.Errorf("tool is not a JSON object: %v", err)
+		}
+		params = parseParams(json.RawMessage(t.InputSchema))
 	}
 	if t.Name == "" {
 		return Entry{}, errors.New(`tool has no "name"`)
-	}
-	// Compact so that a catalog's version does not depend on whitespace;
-	// every field and every escape is kept.
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, raw); err != nil {
-		return Entry{}, fmt.Errorf("tool is not valid JSON: %v", err)
 	}
 	e := Entry{
 		Server:      server,
 		Tool:        t.Name,
 		Title:       t.Title,
 		Description: t.Description,
-		InputSchema: t.InputSchema,
+		InputSchema: json.RawMessage(t.InputSchema),
 		Raw:         compact.Bytes(),
 	}
-	e.Params = parseParams(t.InputSchema)
+	e.Params = params
 	if e.Title == "" && t.Annotations != nil {
 		e.Title = t.Annotations.Title
 	}
@@ -124,6 +129,20 @@ func ParseTool(server string, raw json.RawMessage) (Entry, error) {
 	return e, nil
 }
 
+// propertyJSON is a property's description; a property that is not an
+// object, or whose description is not a string, still has a name.
+type propertyJSON string
+
+func (p *propertyJSON) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Description string `json:"description"`
+	}
+	if json.Unmarshal(b, &v) == nil {
+		*p = propertyJSON(v.Description)
+	}
+	return nil
+}
+
 // Param is one top-level property of a tool's input schema.
 type Param struct {
 	Name        string
@@ -137,18 +156,14 @@ func parseParams(schema json.RawMessage) []Param {
 		return nil
 	}
 	var s struct {
-		Properties map[string]json.RawMessage `json:"properties"`
+		Properties map[string]propertyJSON `json:"properties"`
 	}
 	if json.Unmarshal(schema, &s) != nil || len(s.Properties) == 0 {
 		return nil
 	}
 	ps := make([]Param, 0, len(s.Properties))
-	for name, raw := range s.Properties {
-		var p struct {
-			Description string `json:"description"`
-		}
-		_ = json.Unmarshal(raw, &p) // a property that is not an object still has a name
-		ps = append(ps, Param{Name: name, Description: p.Description})
+	for name, p := range s.Properties {
+		ps = append(ps, Param{Name: name, Description: string(p)})
 	}
 	sort.Slice(ps, func(i, j int) bool { return ps[i].Name < ps[j].Name })
 	return ps

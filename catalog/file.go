@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
+	"io/fs"
 )
 
 // A FileError reports malformed input in a file (a catalog, a server
@@ -121,7 +121,31 @@ type fileJSON struct {
 
 type serverJSON struct {
 	Server
-	Tools []json.RawMessage `json:"tools"`
+	Tools []rawRef `json:"tools"`
+}
+
+// rawRef is a JSON value's bytes in the data being decoded, not a copy:
+// a catalog file's tools are parsed (and compacted into their own
+// memory) before Decode returns, so copying each first only cost time.
+// encoding/json hands UnmarshalJSON a slice of the data given to
+// json.Unmarshal; rawRef must not be used with a json.Decoder, which
+// reuses its buffer.
+type rawRef []byte
+
+func (r *rawRef) UnmarshalJSON(b []byte) error { *r = b; return nil }
+
+func (r rawRef) MarshalJSON() ([]byte, error) { return r, nil }
+
+// readAll reads r whole, in one allocation when r knows its size (a file).
+func readAll(r io.Reader) ([]byte, error) {
+	if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
+		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
+			buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+512))
+			_, err := buf.ReadFrom(r)
+			return buf.Bytes(), err
+		}
+	}
+	return io.ReadAll(r)
 }
 
 // Decode reads a catalog file:
@@ -131,25 +155,21 @@ type serverJSON struct {
 //
 // Errors carry the line they were found at ([FileError]).
 func Decode(r io.Reader) (*Catalog, error) {
-	data, err := io.ReadAll(r)
+	data, err := readAll(r)
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
 	var f fileJSON
-	if err := dec.Decode(&f); err != nil {
-		if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			at := bytes.Index(data, []byte(field))
-			if at < 0 {
-				at = int(dec.InputOffset())
-			}
-			return nil, &FileError{Line: lineAt(data, int64(at)), Err: fmt.Errorf("%s (a catalog file has \"servers\", each with \"name\" and \"tools\")", strings.TrimPrefix(err.Error(), "json: "))}
+	if err := json.Unmarshal(data, &f); err != nil {
+		if end := firstValueEnd(data); end < len(data) && json.Valid(data[:end]) {
+			return nil, &FileError{Line: lineAt(data, int64(end)), Err: errors.New("data after the catalog object")}
 		}
 		return nil, JSONError(data, err)
 	}
-	if dec.More() {
-		return nil, &FileError{Line: lineAt(data, dec.InputOffset()), Err: errors.New("data after the catalog object")}
+	if field := unknownField(data); field != "" {
+		q, _ := json.Marshal(field)
+		at := max(bytes.Index(data, q), 0)
+		return nil, &FileError{Line: lineAt(data, int64(at)), Err: fmt.Errorf("unknown field %s (a catalog file has \"servers\", each with \"name\" and \"tools\")", q)}
 	}
 	if f.Servers == nil {
 		return nil, &FileError{Line: 1, Err: errors.New(`no "servers" array`)}
@@ -162,7 +182,7 @@ func Decode(r io.Reader) (*Catalog, error) {
 		}
 		servers = append(servers, s.Server)
 		for j, raw := range s.Tools {
-			e, err := ParseTool(s.Name, raw)
+			e, err := ParseTool(s.Name, json.RawMessage(raw))
 			if err != nil {
 				line := lineAt(data, int64(bytes.Index(data, raw)))
 				return nil, &FileError{Line: line, Err: fmt.Errorf("server %q, tool %d: %v", s.Name, j+1, err)}
@@ -181,7 +201,7 @@ func (c *Catalog) Encode(w io.Writer) error {
 	idx := make(map[string]int)
 	for _, s := range c.servers {
 		idx[s.Name] = len(f.Servers)
-		f.Servers = append(f.Servers, serverJSON{Server: s, Tools: []json.RawMessage{}})
+		f.Servers = append(f.Servers, serverJSON{Server: s, Tools: []rawRef{}})
 	}
 	for i := range c.entries {
 		e := &c.entries[i]
@@ -194,7 +214,7 @@ func (c *Catalog) Encode(w io.Writer) error {
 			idx[e.Server] = j
 			f.Servers = append(f.Servers, serverJSON{Server: Server{Name: e.Server}})
 		}
-		f.Servers[j].Tools = append(f.Servers[j].Tools, e.Raw)
+		f.Servers[j].Tools = append(f.Servers[j].Tools, rawRef(e.Raw))
 	}
 	if f.Servers == nil {
 		f.Servers = []serverJSON{}

@@ -1,7 +1,11 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -59,4 +63,74 @@ func FuzzQualifiedName(f *testing.F) {
 func entryNamed(server, tool string) Entry {
 	b, _ := json.Marshal(map[string]string{"name": tool})
 	return Entry{Server: server, Tool: tool, Raw: b}
+}
+
+// FuzzParseFast checks that the fast reading of a tool agrees with
+// encoding/json's whenever it does not give up, and that it does not give
+// up on the built-in catalog's tools.
+func FuzzParseFast(f *testing.F) {
+	f.Add(`{"name":"a","description":"d","inputSchema":{"type":"object","properties":{"x":{"type":"string","description":"the x"},"y":1}}}`)
+	f.Add(`{"name":"a","Name":"b"}`)
+	f.Add(`{"name":"a\u00e9","title":null,"annotations":{"title":"T"},"_meta":{"anthropic/searchHint":"hint","anthropic/alwaysLoad":true}}`)
+	f.Add(`{"name":"a","inputSchema":{"properties":{"x":{"description":5},"x":{}}}}`)
+	f.Add(`{"name":"a","inputSchema":{"properties":{"x":{"Description":"d"}}}}`)
+	f.Add(`{"name":"a","inputSchema":{"properties":null}}`)
+	f.Fuzz(func(t *testing.T, tool string) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(tool)) != nil {
+			return
+		}
+		fast, params, ok := parseFast(compact.Bytes())
+		if !ok {
+			return
+		}
+		var slow toolJSON
+		if err := json.Unmarshal(compact.Bytes(), &slow); err != nil {
+			t.Fatalf("fast reading accepted %s; encoding/json: %v", tool, err)
+		}
+		want := parseParams(json.RawMessage(slow.InputSchema))
+		if fast.Name != slow.Name || fast.Title != slow.Title || fast.Description != slow.Description ||
+			!bytes.Equal(fast.InputSchema, slow.InputSchema) || !reflect.DeepEqual(params, want) ||
+			(fast.Annotations == nil) != (slow.Annotations == nil) || fast.Annotations != nil && *fast.Annotations != *slow.Annotations ||
+			len(fast.Meta) != len(slow.Meta) {
+			t.Fatalf("%s:\nfast %+v %+v\nslow %+v %+v", tool, fast, params, slow, want)
+		}
+		for k, v := range slow.Meta {
+			if !bytes.Equal(fast.Meta[k], v) {
+				t.Fatalf("%s: _meta %q: fast %s, slow %s", tool, k, fast.Meta[k], v)
+			}
+		}
+	})
+}
+
+func TestParseFastReadsRealTools(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "internal", "builtin", "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Servers []struct {
+			Tools []json.RawMessage `json:"tools"`
+		} `json:"servers"`
+	}
+	if err := json.Unmarshal(data, &f); err != nil {
+		t.Fatal(err)
+	}
+	n, slow := 0, 0
+	for _, s := range f.Servers {
+		for _, raw := range s.Tools {
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, raw); err != nil {
+				t.Fatal(err)
+			}
+			n++
+			if _, _, ok := parseFast(compact.Bytes()); !ok {
+				slow++
+				t.Logf("not read fast: %.200s", compact.Bytes())
+			}
+		}
+	}
+	if slow > n/100 {
+		t.Errorf("%d of %d built-in tools were not read fast", slow, n)
+	}
 }

@@ -289,8 +289,10 @@ func (s *Server) unknownTool(ctx context.Context, snap *served, name string) *mc
 // maxSearchBytes bounds the schemas and descriptions of one search's
 // matches: a broad query with the largest limit would otherwise return
 // 50 whole definitions (270 KB over the built-in catalog), more than a
-// model should read at once.
-const maxSearchBytes = 100_000
+// model should read at once. A result carries the matches twice (as text,
+// with every quote escaped, and as structured content), so that it stays
+// under 200 KB.
+const maxSearchBytes = 80_000
 
 // trimMatches keeps matches within maxSearchBytes, best first: past it,
 // a match keeps its name and the start of its description. It returns
