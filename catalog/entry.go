@@ -72,10 +72,10 @@ func (e *Entry) IsMCP() bool { return e.Server != "" }
 
 // toolJSON is the part of an MCP tool object that toolshelf reads.
 type toolJSON struct {
-	Name        string          `json:"name"`
-	Title       string          `json:"title"`
-	Description string          `json:"description"`
-	InputSchema rawRef          `json:"inputSchema"` // a slice of Raw, not a copy
+	Name        string `json:"name"`
+	Title       string `json:"title"`
+	Description string `json:"description"`
+	InputSchema rawRef `json:"inputSchema"` // a slice of Raw, not a copy
 	Annotations *struct {
 		Title string `json:"title"`
 	} `json:"annotations"`

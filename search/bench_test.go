@@ -20,16 +20,7 @@ func scaledCatalog(b testing.TB, n int) *catalog.Catalog {
 	return c
 }
 
-var benchQueries = []string{
-	"create a pull request",
-	"send a message to the team channel",
-	"list files in a directory",
-	"take a screenshot of the current page",
-	"run a SQL query against the database",
-	"refund the last payment for a customer",
-	"+github issue comment",
-	"find documentation for the react library",
-}
+var benchQueries = bigcatalog.Queries
 
 // BenchmarkSearch measures one query (cycling through benchQueries) on
 // catalogs of 100, 1,000 and 10,000 tools.

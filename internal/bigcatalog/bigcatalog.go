@@ -62,3 +62,17 @@ func Make(base *catalog.Catalog, n int) (*catalog.Catalog, error) {
 	}
 	return catalog.New(entries, nil), nil
 }
+
+// Queries are realistic requests for the tools of the built-in catalog,
+// the ones the benchmarks search a made catalog with: single needs, a
+// request naming its platform, and a +required term.
+var Queries = []string{
+	"create a pull request",
+	"send a message to the team channel",
+	"list files in a directory",
+	"take a screenshot of the current page",
+	"run a SQL query against the database",
+	"refund the last payment for a customer",
+	"+github issue comment",
+	"find documentation for the react library",
+}
