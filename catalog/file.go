@@ -145,6 +145,11 @@ func readAll(r io.Reader) ([]byte, error) {
 			return buf.Bytes(), err
 		}
 	}
+	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
+		buf := bytes.NewBuffer(make([]byte, 0, l.Len()+512))
+		_, err := buf.ReadFrom(r)
+		return buf.Bytes(), err
+	}
 	return io.ReadAll(r)
 }
 
