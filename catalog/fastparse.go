@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"github.com/toolshelf/toolshelf/internal/jsonscan"
 )
 
 // A catalog file of 100,000 tools is hundreds of megabytes of JSON, and
@@ -15,148 +17,102 @@ import (
 // give up, and ParseTool decodes with encoding/json as before, so the two
 // agree (FuzzParseFast).
 
+// toolKeys are the keys of toolJSON.
+var toolKeys = [...]string{"name", "title", "description", "inputSchema", "annotations", "_meta"}
+
 // parseFast fills t and the tool's parameters from a compact, valid tool
 // object. ok is false when the caller must decode it with encoding/json.
 func parseFast(b []byte) (t toolJSON, params []Param, ok bool) {
-	w := keyWalker{data: b}
-	if len(b) == 0 || b[0] != '{' {
-		return t, nil, false
-	}
+	s := jsonscan.New(b)
 	ok = true
-	w.object(func(key string) {
+	isObject := s.Object(func(key string) {
 		if !ok {
-			w.skip()
 			return
 		}
 		switch key {
 		case "name":
-			t.Name, ok = w.stringValue()
+			t.Name, ok = s.String()
 		case "title":
-			t.Title, ok = w.stringValue()
+			t.Title, ok = s.String()
 		case "description":
-			t.Description, ok = w.stringValue()
+			t.Description, ok = s.String()
 		case "inputSchema":
-			start := w.i
-			params, ok = w.properties()
-			t.InputSchema = rawRef(b[start:w.i])
+			start := s.Pos()
+			params, ok = properties(s)
+			t.InputSchema = rawRef(b[start:s.Pos()])
 		case "annotations":
-			ok = w.objectOf(func(key string) bool {
+			ok = objectOf(s, func(key string) bool {
 				if key == "title" {
-					title, good := w.stringValue()
+					title, good := s.String()
 					t.Annotations = &struct {
 						Title string `json:"title"`
 					}{title}
 					return good
 				}
-				w.skip()
 				return !strings.EqualFold(key, "title")
 			})
 		case "_meta":
 			t.Meta = map[string]json.RawMessage{}
-			ok = w.objectOf(func(key string) bool {
-				start := w.i
-				w.skip()
-				t.Meta[key] = json.RawMessage(b[start:w.i])
+			ok = objectOf(s, func(key string) bool {
+				t.Meta[key] = json.RawMessage(s.Value())
 				return true
 			})
 		default:
-			for _, k := range [...]string{"name", "title", "description", "inputSchema", "annotations", "_meta"} {
+			for _, k := range toolKeys {
 				if strings.EqualFold(key, k) {
 					ok = false
 				}
 			}
-			w.skip()
 		}
 	})
-	if !ok {
+	if !ok || !isObject {
 		return toolJSON{}, nil, false
 	}
 	return t, params, true
 }
 
-// stringValue reads the string at the cursor; ok is false when the value
-// is not a string.
-func (w *keyWalker) stringValue() (string, bool) {
-	if w.i >= len(w.data) || w.data[w.i] != '"' {
-		w.skip()
-		return "", false
-	}
-	start := w.i
-	w.str()
-	return unquote(w.data[start:w.i])
-}
-
-// unquote decodes a JSON string (quotes included).
-func unquote(q []byte) (string, bool) {
-	for _, c := range q[1 : len(q)-1] {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			// Escapes and UTF-8 (which encoding/json checks and mends).
-			var v string
-			err := json.Unmarshal(q, &v)
-			return v, err == nil
-		}
-	}
-	return string(q[1 : len(q)-1]), true
-}
-
 // objectOf walks the object at the cursor, calling member with each key;
 // it is false when the value is not an object or member says so.
-func (w *keyWalker) objectOf(member func(key string) bool) bool {
-	if w.i >= len(w.data) || w.data[w.i] != '{' {
-		w.skip()
-		return false
-	}
+func objectOf(s *jsonscan.Scanner, member func(key string) bool) bool {
 	ok := true
-	w.object(func(key string) {
-		if !ok {
-			w.skip()
-			return
+	isObject := s.Object(func(key string) {
+		if ok {
+			ok = member(key)
 		}
-		ok = member(key)
 	})
-	return ok
+	return ok && isObject
 }
 
 // properties reads an input schema's top-level properties as parseParams
 // does, sorted by name; ok is false when it cannot be sure to agree.
-func (w *keyWalker) properties() (params []Param, ok bool) {
-	if w.i >= len(w.data) || w.data[w.i] != '{' {
-		w.skip()
-		return nil, false
-	}
+func properties(s *jsonscan.Scanner) (params []Param, ok bool) {
 	seen := false
-	ok = w.objectOf(func(key string) bool {
+	ok = objectOf(s, func(key string) bool {
 		if key != "properties" {
-			w.skip()
 			return !strings.EqualFold(key, "properties")
 		}
-		if seen || w.i >= len(w.data) || w.data[w.i] != '{' {
-			w.skip()
+		if seen || s.Peek() != '{' {
 			return false
 		}
 		seen = true
-		return w.objectOf(func(name string) bool {
+		return objectOf(s, func(name string) bool {
 			p := Param{Name: name}
 			good := true
-			if w.i < len(w.data) && w.data[w.i] == '{' {
+			if s.Peek() == '{' {
 				found := false
-				good = w.objectOf(func(key string) bool {
+				good = objectOf(s, func(key string) bool {
 					if key != "description" {
-						w.skip()
 						return !strings.EqualFold(key, "description")
 					}
 					if found {
-						w.skip()
 						return false // repeated: encoding/json decides
 					}
 					found = true
 					// A description that is not a string leaves none, as
 					// encoding/json does.
-					p.Description, _ = w.stringValue()
+					p.Description, _ = s.String()
 					return true
 				})
-			} else {
-				w.skip()
 			}
 			params = append(params, p)
 			return good
@@ -168,7 +124,7 @@ func (w *keyWalker) properties() (params []Param, ok bool) {
 	slices.SortStableFunc(params, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
 	for i := 1; i < len(params); i++ {
 		if params[i].Name == params[i-1].Name {
-			return nil, false // a repeated property or description: encoding/json decides
+			return nil, false // a repeated property: encoding/json decides
 		}
 	}
 	if len(params) == 0 {

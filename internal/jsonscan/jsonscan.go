@@ -1,0 +1,214 @@
+// Package jsonscan walks JSON that is known to be valid without decoding
+// it: the members of an object and the elements of an array, as slices of
+// the input. encoding/json validates a value again at every level of a
+// custom decoder, and copies every json.RawMessage; on the large bodies
+// toolshelf reads (a catalog file of 100,000 tools, a Messages API request
+// with hundreds of tool definitions) that was most of the time spent.
+//
+// A Scanner must only be given valid JSON (json.Valid, or data that
+// json.Unmarshal has accepted): on other input it stops early or returns
+// nonsense, but it always returns.
+package jsonscan
+
+import "encoding/json"
+
+// Scanner walks one JSON text.
+type Scanner struct {
+	data []byte
+	i    int
+}
+
+// New returns a Scanner at the start of data.
+func New(data []byte) *Scanner { return &Scanner{data: data} }
+
+// Pos is the scanner's offset in its data.
+func (s *Scanner) Pos() int { return s.i }
+
+// Peek returns the first byte of the value at the cursor (after spaces),
+// or 0 at the end.
+func (s *Scanner) Peek() byte {
+	s.space()
+	if s.i >= len(s.data) {
+		return 0
+	}
+	return s.data[s.i]
+}
+
+func (s *Scanner) space() {
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// Object calls member with each key of the object at the cursor, with the
+// cursor at the key's value; member must move past the value (with Skip,
+// Value, String, Object or Array). It returns false, having skipped the
+// value, when the value is not an object.
+func (s *Scanner) Object(member func(key string)) bool {
+	if s.Peek() != '{' {
+		s.Skip()
+		return false
+	}
+	s.i++
+	for {
+		s.space()
+		if s.i >= len(s.data) {
+			return true
+		}
+		switch s.data[s.i] {
+		case '}':
+			s.i++
+			return true
+		case ',':
+			s.i++
+			continue
+		}
+		start := s.i
+		s.str()
+		key, ok := Unquote(s.data[start:s.i])
+		if !ok {
+			key = string(s.data[start:s.i])
+		}
+		s.space()
+		s.i = min(s.i+1, len(s.data)) // the colon
+		s.space()
+		before := s.i
+		member(key)
+		s.progress(before)
+	}
+}
+
+// Array calls elem with the cursor at each element of the array at the
+// cursor; elem must move past the element. It returns false, having
+// skipped the value, when the value is not an array.
+func (s *Scanner) Array(elem func()) bool {
+	if s.Peek() != '[' {
+		s.Skip()
+		return false
+	}
+	s.i++
+	for {
+		s.space()
+		if s.i >= len(s.data) {
+			return true
+		}
+		switch s.data[s.i] {
+		case ']':
+			s.i++
+			return true
+		case ',':
+			s.i++
+			continue
+		}
+		before := s.i
+		elem()
+		s.progress(before)
+	}
+}
+
+// progress skips a value its caller left, and on input that is not valid
+// JSON, where nothing moves the cursor, ends the walk.
+func (s *Scanner) progress(before int) {
+	if s.i == before {
+		s.Skip()
+	}
+	if s.i == before {
+		s.i = len(s.data)
+	}
+}
+
+// Value returns the value at the cursor, a slice of the data, and moves
+// past it.
+func (s *Scanner) Value() []byte {
+	s.space()
+	start := s.i
+	s.Skip()
+	return s.data[start:s.i]
+}
+
+// String returns the string at the cursor and moves past it; ok is false,
+// the value skipped, when it is not a string.
+func (s *Scanner) String() (string, bool) {
+	if s.Peek() != '"' {
+		s.Skip()
+		return "", false
+	}
+	start := s.i
+	s.str()
+	return Unquote(s.data[start:s.i])
+}
+
+// str moves past the string at the cursor.
+func (s *Scanner) str() {
+	s.i++ // the opening quote
+	for s.i < len(s.data) {
+		switch s.data[s.i] {
+		case '\\':
+			s.i += 2
+		case '"':
+			s.i++
+			return
+		default:
+			s.i++
+		}
+	}
+	s.i = len(s.data) // unterminated, or ending in a backslash
+}
+
+// Skip moves past the value at the cursor.
+func (s *Scanner) Skip() {
+	s.space()
+	if s.i >= len(s.data) {
+		return
+	}
+	switch s.data[s.i] {
+	case '"':
+		s.str()
+	case '{', '[':
+		depth := 0
+		for s.i < len(s.data) {
+			switch s.data[s.i] {
+			case '"':
+				s.str()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			s.i++
+			if depth == 0 {
+				return
+			}
+		}
+	default:
+		for s.i < len(s.data) {
+			switch s.data[s.i] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				return
+			}
+			s.i++
+		}
+	}
+}
+
+// Unquote decodes a JSON string, quotes included, as encoding/json does.
+func Unquote(q []byte) (string, bool) {
+	if len(q) < 2 {
+		return "", false
+	}
+	for _, c := range q[1 : len(q)-1] {
+		if c == '\\' || c < 0x20 || c >= 0x80 {
+			// Escapes and UTF-8 (which encoding/json checks and mends).
+			var v string
+			err := json.Unmarshal(q, &v)
+			return v, err == nil
+		}
+	}
+	return string(q[1 : len(q)-1]), true
+}
