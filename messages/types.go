@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+
+	"github.com/toolshelf/toolshelf/internal/jsonscan"
 )
 
 // object is a JSON object kept as raw values.
@@ -74,6 +76,12 @@ func take(o object, key string, v any) error {
 		return nil
 	}
 	delete(o, key)
+	if p, ok := v.(*string); ok && len(raw) > 0 && raw[0] == '"' {
+		if s, ok := jsonscan.Unquote(raw); ok {
+			*p = s
+			return nil
+		}
+	}
 	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("%q: %v", key, err)
 	}
@@ -101,21 +109,76 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	return marshalObject(r.Extra, known)
 }
 
+// UnmarshalJSON reads a request. A request can carry hundreds of tool
+// definitions (Claude Code sends a megabyte), and encoding/json validates
+// and copies each value again at every level of a custom decoder; so the
+// request is validated once and copied once, and its members and tools
+// are slices of that copy.
 func (r *Request) UnmarshalJSON(data []byte) error {
 	var o object
-	if err := json.Unmarshal(data, &o); err != nil {
-		return err
+	if !json.Valid(data) {
+		return json.Unmarshal(data, &o) // its error names the problem
+	}
+	o, ok := splitObject(bytes.Clone(data))
+	if !ok {
+		if err := json.Unmarshal(data, &o); err != nil {
+			return err
+		}
 	}
 	*r = Request{}
-	for key, v := range map[string]any{"model": &r.Model, "messages": &r.Messages, "tools": &r.Tools} {
+	for key, v := range map[string]any{"model": &r.Model, "messages": &r.Messages} {
 		if err := take(o, key, v); err != nil {
 			return err
 		}
+	}
+	if raw, ok := o["tools"]; ok {
+		delete(o, "tools")
+		tools, err := validTools(raw)
+		if err != nil {
+			return fmt.Errorf("%q: %v", "tools", err)
+		}
+		r.Tools = tools
 	}
 	if len(o) > 0 {
 		r.Extra = o
 	}
 	return nil
+}
+
+// splitObject returns the members of data, a valid JSON object, as slices
+// of it; ok is false when data is not an object.
+func splitObject(data []byte) (object, bool) {
+	s := jsonscan.New(data)
+	o := object{}
+	return o, s.Object(func(key string) { o[key] = json.RawMessage(s.Value()) })
+}
+
+// validTools reads a request's tools from valid JSON, each tool's values
+// slices of raw.
+func validTools(raw json.RawMessage) ([]Tool, error) {
+	s := jsonscan.New(raw)
+	if s.Peek() != '[' {
+		var tools []Tool
+		err := json.Unmarshal(raw, &tools)
+		return tools, err
+	}
+	tools := []Tool{}
+	var err error
+	s.Array(func() {
+		v := s.Value()
+		if err != nil {
+			return
+		}
+		var t Tool
+		o, ok := splitObject(v)
+		if !ok {
+			err = json.Unmarshal(v, &t)
+		} else {
+			err = t.fromObject(o)
+		}
+		tools = append(tools, t)
+	})
+	return tools, err
 }
 
 // Message is one message of a conversation.
@@ -340,6 +403,11 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &o); err != nil {
 		return err
 	}
+	return t.fromObject(o)
+}
+
+// fromObject reads a tool from its members, which it keeps.
+func (t *Tool) fromObject(o object) error {
 	*t = Tool{}
 	for key, v := range map[string]any{"type": &t.Type, "name": &t.Name, "description": &t.Description, "defer_loading": &t.DeferLoading} {
 		if err := take(o, key, v); err != nil {

@@ -253,7 +253,9 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) ([]byte, me
 		writeError(w, berr.status, berr.kind, "toolshelf proxy: "+berr.msg)
 		return nil, req, false
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
+	// Not json.Unmarshal, which would validate the body before the
+	// request's own decoder validates it again.
+	if err := req.UnmarshalJSON(body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
 		return nil, req, false
 	}
