@@ -16,11 +16,11 @@ const module = "github.com/toolshelf/toolshelf/"
 // the core; only the CLI and the example agent see everything they wire.
 // docs/design.md draws the same picture.
 var mayImport = map[string][]string{
-	"catalog":            {},
+	"catalog":            {"internal/jsonscan"},
 	"search":             {"catalog", "internal/wordvec", "internal/zhdict"},
 	"policy":             {"catalog"},
 	"shelf":              {"catalog", "search", "policy"},
-	"messages":           {"catalog", "search", "policy", "shelf"},
+	"messages":           {"catalog", "search", "policy", "shelf", "internal/jsonscan"},
 	"evaluate":           {"catalog", "search"},
 	"embedding":          {"search"},
 	"anthropic":          {"policy"},
