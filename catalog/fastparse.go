@@ -41,12 +41,13 @@ func parseFast(b []byte) (t toolJSON, params []Param, ok bool) {
 			params, ok = properties(s)
 			t.InputSchema = rawRef(b[start:s.Pos()])
 		case "annotations":
+			t.Annotations = &struct {
+				Title string `json:"title"`
+			}{}
 			ok = objectOf(s, func(key string) bool {
 				if key == "title" {
-					title, good := s.String()
-					t.Annotations = &struct {
-						Title string `json:"title"`
-					}{title}
+					var good bool
+					t.Annotations.Title, good = s.String()
 					return good
 				}
 				return !strings.EqualFold(key, "title")

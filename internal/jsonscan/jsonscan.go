@@ -50,24 +50,7 @@ func (s *Scanner) space() {
 // Value, String, Object or Array). It returns false, having skipped the
 // value, when the value is not an object.
 func (s *Scanner) Object(member func(key string)) bool {
-	if s.Peek() != '{' {
-		s.Skip()
-		return false
-	}
-	s.i++
-	for {
-		s.space()
-		if s.i >= len(s.data) {
-			return true
-		}
-		switch s.data[s.i] {
-		case '}':
-			s.i++
-			return true
-		case ',':
-			s.i++
-			continue
-		}
+	return s.each('{', '}', func() {
 		start := s.i
 		s.str()
 		key, ok := Unquote(s.data[start:s.i])
@@ -80,14 +63,21 @@ func (s *Scanner) Object(member func(key string)) bool {
 		before := s.i
 		member(key)
 		s.progress(before)
-	}
+	})
 }
 
 // Array calls elem with the cursor at each element of the array at the
 // cursor; elem must move past the element. It returns false, having
 // skipped the value, when the value is not an array.
 func (s *Scanner) Array(elem func()) bool {
-	if s.Peek() != '[' {
+	return s.each('[', ']', elem)
+}
+
+// each calls one with the cursor at each member of the object or array
+// at the cursor, between open and end; false, the value skipped, when
+// the value does not start with open.
+func (s *Scanner) each(open, end byte, one func()) bool {
+	if s.Peek() != open {
 		s.Skip()
 		return false
 	}
@@ -98,7 +88,7 @@ func (s *Scanner) Array(elem func()) bool {
 			return true
 		}
 		switch s.data[s.i] {
-		case ']':
+		case end:
 			s.i++
 			return true
 		case ',':
@@ -106,7 +96,7 @@ func (s *Scanner) Array(elem func()) bool {
 			continue
 		}
 		before := s.i
-		elem()
+		one()
 		s.progress(before)
 	}
 }
