@@ -116,7 +116,7 @@ func (r Request) MarshalJSON() ([]byte, error) {
 // are slices of that copy.
 func (r *Request) UnmarshalJSON(data []byte) error {
 	var o object
-	if !json.Valid(data) {
+	if !jsonscan.Valid(data) {
 		return json.Unmarshal(data, &o) // its error names the problem
 	}
 	o, ok := splitObject(bytes.Clone(data))

@@ -293,14 +293,17 @@ func (x *BM25) hasRequired(doc int, required []string) bool {
 }
 
 // containsFold reports whether strings.ToLower(s) contains sub, which is
-// lower case, without making the lower-cased copy when s is ASCII: it is
-// asked of every candidate of a +required search.
+// lower case, without making the lower-cased copy: it is asked of every
+// candidate of a +required search. For an ASCII sub, a match among s's
+// bytes folded one by one is a match in strings.ToLower(s) (its ASCII runs
+// stay as they are), and the only other way to one is a character whose
+// lower case is ASCII: U+0130 (i) and U+212A (k), the only two.
 func containsFold(s, sub string) bool {
 	if len(sub) == 0 {
 		return true
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
+	for i := 0; i < len(sub); i++ {
+		if sub[i] >= utf8.RuneSelf {
 			return strings.Contains(strings.ToLower(s), sub)
 		}
 	}
@@ -316,6 +319,9 @@ func containsFold(s, sub string) bool {
 		if j == len(sub) {
 			return true
 		}
+	}
+	if strings.Contains(s, "\u0130") || strings.Contains(s, "\u212a") {
+		return strings.Contains(strings.ToLower(s), sub)
 	}
 	return false
 }

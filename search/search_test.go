@@ -508,3 +508,17 @@ func TestFindSelect(t *testing.T) {
 		}
 	}
 }
+
+// containsFold agrees with lower-casing first, on text with and without
+// the characters whose lower case is ASCII.
+func TestContainsFold(t *testing.T) {
+	texts := []string{"GitHub issues", "Café — GITHUB", "\u212aelvin", "\u0130stanbul", "ﬁle", "a\xffb", ""}
+	subs := []string{"github", "kelvin", "istanbul", "file", "ab", "é", "b", ""}
+	for _, s := range texts {
+		for _, sub := range subs {
+			if got, want := containsFold(s, sub), strings.Contains(strings.ToLower(s), sub); got != want {
+				t.Errorf("containsFold(%q, %q) = %v, want %v", s, sub, got, want)
+			}
+		}
+	}
+}

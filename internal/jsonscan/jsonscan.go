@@ -10,7 +10,10 @@
 // nonsense, but it always returns.
 package jsonscan
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // Scanner walks one JSON text.
 type Scanner struct {
@@ -133,18 +136,24 @@ func (s *Scanner) String() (string, bool) {
 	return Unquote(s.data[start:s.i])
 }
 
-// str moves past the string at the cursor.
+// str moves past the string at the cursor: to the next quote that no
+// backslash escapes, found a block at a time (bytes.IndexByte), since
+// most of a large request or catalog is inside strings.
 func (s *Scanner) str() {
 	s.i++ // the opening quote
 	for s.i < len(s.data) {
-		switch s.data[s.i] {
-		case '\\':
-			s.i += 2
-		case '"':
-			s.i++
-			return
-		default:
-			s.i++
+		q := bytes.IndexByte(s.data[s.i:], '"')
+		if q < 0 {
+			break
+		}
+		q += s.i
+		for s.i <= q {
+			k := bytes.IndexByte(s.data[s.i:q], '\\')
+			if k < 0 {
+				s.i = q + 1
+				return
+			}
+			s.i += k + 2 // the backslash and what it escapes, perhaps the quote
 		}
 	}
 	s.i = len(s.data) // unterminated, or ending in a backslash

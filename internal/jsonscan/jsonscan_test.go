@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -42,4 +43,39 @@ func FuzzObject(f *testing.F) {
 			t.Fatalf("%s: %d members, want %d", in, len(got), len(want))
 		}
 	})
+}
+
+// Valid agrees with encoding/json's, and Compact of valid JSON with
+// json.Compact.
+func FuzzValid(f *testing.F) {
+	for _, s := range []string{`{"a":[1,-0.5e+3,true,false,null,"x\u00e9\n"]}`, ` [ ] `, `01`, `1.`, `-`, `"\x"`, "\"\x01\"", `{"a" 1}`, `[1,]`, `{,}`, `tru`, `"\ud800"`, "\"\xff\"", `1e`, `[1] [2]`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		data := []byte(in)
+		got, want := Valid(data), json.Valid(data)
+		if got != want {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", in, got, want)
+		}
+		if !want {
+			return
+		}
+		var c bytes.Buffer
+		if err := json.Compact(&c, data); err != nil {
+			t.Fatal(err)
+		}
+		if got := Compact(nil, data); !bytes.Equal(got, c.Bytes()) {
+			t.Fatalf("Compact(%q) = %q, json.Compact %q", in, got, c.Bytes())
+		}
+	})
+}
+
+func TestValidDepth(t *testing.T) {
+	for _, n := range []int{maxDepth, maxDepth + 1} {
+		data := bytes.Repeat([]byte("["), n)
+		data = append(data, bytes.Repeat([]byte("]"), n)...)
+		if got, want := Valid(data), json.Valid(data); got != want {
+			t.Errorf("depth %d: Valid = %v, encoding/json %v", n, got, want)
+		}
+	}
 }
