@@ -36,6 +36,21 @@ type Server struct {
 	Description string `json:"description,omitempty"`
 }
 
+// field returns the field of s that a catalog file's key names, matched
+// without regard to case as encoding/json matches them; nil for none.
+func (s *Server) field(key string) *string {
+	for _, f := range [...]struct {
+		key string
+		p   *string
+	}{{"name", &s.Name}, {"title", &s.Title}, {"version", &s.Version}, {"protocolVersion", &s.ProtocolVersion},
+		{"instructions", &s.Instructions}, {"description", &s.Description}} {
+		if strings.EqualFold(key, f.key) {
+			return f.p
+		}
+	}
+	return nil
+}
+
 // Catalog is an immutable snapshot of tools, ordered by qualified name.
 // It is safe for concurrent use. The entries it returns must not be
 // modified.

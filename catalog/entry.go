@@ -92,9 +92,15 @@ func ParseTool(server string, raw json.RawMessage) (Entry, error) {
 	if err := json.Compact(compact, raw); err != nil {
 		return Entry{}, fmt.Errorf("tool is not valid JSON: %v", err)
 	}
-	t, params, fast := parseFast(compact.Bytes())
+	return parseCompact(server, compact.Bytes())
+}
+
+// parseCompact is ParseTool for a tool's valid, compacted JSON, which the
+// entry keeps.
+func parseCompact(server string, compact []byte) (Entry, error) {
+	t, params, fast := parseFast(compact)
 	if !fast {
-		if err := json.Unmarshal(compact.Bytes(), &t); err != nil {
+		if err := json.Unmarshal(compact, &t); err != nil {
 			return Entry{}, fmt.Errorf("tool is not a JSON object: %v", err)
 		}
 		params = parseParams(json.RawMessage(t.InputSchema))
@@ -108,7 +114,7 @@ func ParseTool(server string, raw json.RawMessage) (Entry, error) {
 		Title:       t.Title,
 		Description: t.Description,
 		InputSchema: json.RawMessage(t.InputSchema),
-		Raw:         compact.Bytes(),
+		Raw:         compact,
 	}
 	e.Params = params
 	if e.Title == "" && t.Annotations != nil {

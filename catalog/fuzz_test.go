@@ -134,3 +134,49 @@ func TestParseFastReadsRealTools(t *testing.T) {
 		t.Errorf("%d of %d built-in tools were not read fast", slow, n)
 	}
 }
+
+// FuzzDecodeValid checks that the one-walk reading of a catalog file
+// agrees with encoding/json's whenever it does not give up.
+func FuzzDecodeValid(f *testing.F) {
+	f.Add(`{"servers":[{"name":"a","Title":"t","tools":[{"name":"x"},{"name":"y"}]}]}`)
+	f.Add(`{"servers":[{"name":"a","tools":null}],"servers":[]}`)
+	f.Add(`{"Servers":[{"NAME":"a","instructions":"\u00e9","tools":[1]}]}`)
+	f.Add(`{"servers":[{"name":"a","extra":1}]}`)
+	f.Add(`{"servers":[null]}`)
+	f.Fuzz(func(t *testing.T, file string) {
+		data := []byte(file)
+		fast, ok := decodeValid(data)
+		if !ok {
+			return
+		}
+		var slow fileJSON
+		if err := decodeSlow(data, &slow); err != nil {
+			t.Fatalf("one walk read %s; encoding/json: %v", file, err)
+		}
+		if len(fast.Servers) != len(slow.Servers) {
+			t.Fatalf("%s: %d servers, encoding/json %d", file, len(fast.Servers), len(slow.Servers))
+		}
+		for i := range fast.Servers {
+			a, b := fast.Servers[i], slow.Servers[i]
+			if a.Server != b.Server || len(a.Tools) != len(b.Tools) {
+				t.Fatalf("%s: server %d is %+v, encoding/json %+v", file, i, a, b)
+			}
+			for j := range a.Tools {
+				if !bytes.Equal(a.Tools[j], b.Tools[j]) {
+					t.Fatalf("%s: tool %d.%d is %s, encoding/json %s", file, i, j, a.Tools[j], b.Tools[j])
+				}
+			}
+		}
+	})
+}
+
+// The built-in catalog file is read in one walk.
+func TestDecodeValidReadsRealFile(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "internal", "builtin", "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := decodeValid(data); !ok || len(f.Servers) == 0 {
+		t.Fatal("the built-in catalog was not read in one walk")
+	}
+}
