@@ -13,6 +13,9 @@ package jsonscan
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Scanner walks one JSON text.
@@ -197,17 +200,81 @@ func (s *Scanner) Skip() {
 }
 
 // Unquote decodes a JSON string, quotes included, as encoding/json does.
+// Common escapes and valid UTF-8 are decoded here; a string with a
+// surrogate escape or invalid UTF-8 (which encoding/json mends) goes to
+// encoding/json. FuzzUnquote checks they agree.
 func Unquote(q []byte) (string, bool) {
-	if len(q) < 2 {
+	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
 		return "", false
 	}
-	for _, c := range q[1 : len(q)-1] {
-		if c == '\\' || c < 0x20 || c >= 0x80 {
-			// Escapes and UTF-8 (which encoding/json checks and mends).
-			var v string
-			err := json.Unmarshal(q, &v)
-			return v, err == nil
+	body := q[1 : len(q)-1]
+	plain := true
+	for _, c := range body {
+		if c == '\\' || c < 0x20 || c == '"' || c >= utf8.RuneSelf {
+			plain = false
+			break
 		}
 	}
-	return string(q[1 : len(q)-1]), true
+	if plain {
+		return string(body), true
+	}
+	if s, ok := unescape(body); ok {
+		return s, true
+	}
+	var v string
+	err := json.Unmarshal(q, &v)
+	return v, err == nil
+}
+
+// unescape decodes a string's body; ok is false for what it leaves to
+// encoding/json.
+func unescape(body []byte) (string, bool) {
+	out := make([]byte, 0, len(body))
+	for i := 0; i < len(body); i++ {
+		c := body[i]
+		switch {
+		case c == '"' || c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRune(body[i:])
+			if r == utf8.RuneError && n == 1 {
+				return "", false
+			}
+			out = append(out, body[i:i+n]...)
+			i += n - 1
+		case c != '\\':
+			out = append(out, c)
+		case i+1 >= len(body):
+			return "", false
+		default:
+			i++
+			switch body[i] {
+			case '"', '\\', '/':
+				out = append(out, body[i])
+			case 'b':
+				out = append(out, '\b')
+			case 'f':
+				out = append(out, '\f')
+			case 'n':
+				out = append(out, '\n')
+			case 'r':
+				out = append(out, '\r')
+			case 't':
+				out = append(out, '\t')
+			case 'u':
+				if i+4 >= len(body) {
+					return "", false
+				}
+				r, err := strconv.ParseUint(string(body[i+1:i+5]), 16, 32)
+				if err != nil || utf16.IsSurrogate(rune(r)) {
+					return "", false
+				}
+				out = utf8.AppendRune(out, rune(r))
+				i += 4
+			default:
+				return "", false
+			}
+		}
+	}
+	return string(out), true
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -78,4 +79,21 @@ func TestValidDepth(t *testing.T) {
 			t.Errorf("depth %d: Valid = %v, encoding/json %v", n, got, want)
 		}
 	}
+}
+
+// Unquote agrees with encoding/json on every string it accepts, and
+// accepts every string encoding/json does.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\\/"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\"", `"é"`, `"\u0000"`, `"\x"`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		in = strings.Trim(in, " \t\r\n") // Unquote is given a string token alone
+		got, ok := Unquote([]byte(in))
+		var want string
+		err := json.Unmarshal([]byte(in), &want)
+		if (err == nil) != ok || ok && got != want {
+			t.Fatalf("Unquote(%q) = %q, %v; encoding/json %q, %v", in, got, ok, want, err)
+		}
+	})
 }
