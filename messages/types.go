@@ -154,7 +154,7 @@ func splitObject(data []byte) (object, bool) {
 }
 
 // validTools reads a request's tools from valid JSON, each tool's values
-// slices of raw.
+// slices of raw, in one walk.
 func validTools(raw json.RawMessage) ([]Tool, error) {
 	s := jsonscan.New(raw)
 	if s.Peek() != '[' {
@@ -165,17 +165,17 @@ func validTools(raw json.RawMessage) ([]Tool, error) {
 	tools := []Tool{}
 	var err error
 	s.Array(func() {
-		v := s.Value()
 		if err != nil {
 			return
 		}
 		var t Tool
-		o, ok := splitObject(v)
-		if !ok {
-			err = json.Unmarshal(v, &t)
-		} else {
-			err = t.fromObject(o)
+		if s.Peek() != '{' {
+			err = json.Unmarshal(s.Value(), &t) // its error names the problem
+			return
 		}
+		o := object{}
+		s.Object(func(key string) { o[key] = json.RawMessage(s.Value()) })
+		err = t.fromObject(o)
 		tools = append(tools, t)
 	})
 	return tools, err

@@ -232,17 +232,25 @@ type bodyError struct {
 }
 
 // readLimited reads a request body within max bytes.
-func readLimited(w http.ResponseWriter, r *http.Request, max int64) ([]byte, *bodyError) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *bodyError) {
+	// Room for the body its length announces, up to presize: growing the
+	// buffer a megabyte body needs was a tenth of a cached request's
+	// time, and a client that announces more than it sends gets no more.
+	buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), limit, presize)+bytes.MinRead))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, limit))
+	body := buf.Bytes()
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		return nil, &bodyError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request is over %d bytes", max)}
+		return nil, &bodyError{http.StatusRequestEntityTooLarge, "request_too_large", fmt.Sprintf("the request is over %d bytes", limit)}
 	case err != nil:
 		return nil, &bodyError{http.StatusBadRequest, "invalid_request_error", "reading the request: " + err.Error()}
 	}
 	return body, nil
 }
+
+// presize is the most readLimited sets aside before a body arrives.
+const presize = 4 << 20
 
 // readRequest reads a Messages API request, answering the client itself
 // when it cannot.
