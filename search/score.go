@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -143,24 +144,24 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 			sc.best[d] = 0
 		}
 	}
-	top := topK{limit: limit}
+	top := docTop{limit: limit, heap: sc.top[:0]}
 	for _, d := range touched {
-		s := sc.score[d]
+		c := candidate{sc.score[d], d}
 		sc.score[d] = 0
-		if top.below(s) {
-			continue
-		}
-		h := Hit{Entry: x.cat.Entry(int(d)), Score: s}
-		if top.accepts(&h) && (len(required) == 0 || x.hasRequired(int(d), required)) {
-			top.push(h)
+		if top.accepts(c) && (len(required) == 0 || x.hasRequired(int(d), required)) {
+			top.push(c)
 		}
 	}
-	sc.touched, sc.mine = touched, mine
+	best := top.sorted()
+	hits := make([]Hit, len(best))
+	for i, c := range best {
+		hits[i] = Hit{Entry: x.cat.Entry(int(c.doc)), Score: c.score}
+	}
+	sc.touched, sc.mine, sc.top = touched, mine, best
 	select {
 	case x.scratch <- sc:
 	default:
 	}
-	hits := top.sorted()
 	if x.cfg.nameBoost > 0 || x.cfg.deprecated > 0 {
 		x.rerank(hits, terms)
 	}
@@ -184,6 +185,74 @@ func (x *BM25) strength(score float64, terms []queryTerm) float64 {
 type scratch struct {
 	score, best   []float64
 	touched, mine []int32
+	top           []candidate
+}
+
+// candidate is a document and its score, kept by rank's docTop.
+type candidate struct {
+	score float64
+	doc   int32
+}
+
+// ahead orders candidates as better orders hits: by descending score,
+// then by name, which in a catalog is document order.
+func ahead(a, b candidate) bool {
+	if a.score != b.score {
+		return a.score > b.score
+	}
+	return a.doc < b.doc
+}
+
+// docTop keeps the best limit candidates: topK for bm25's documents,
+// which compares two numbers instead of two hits and makes a Hit only for
+// the candidates kept.
+type docTop struct {
+	limit int
+	heap  []candidate // a min-heap by ahead: heap[0] is the worst kept
+}
+
+func (t *docTop) accepts(c candidate) bool {
+	return len(t.heap) < t.limit || ahead(c, t.heap[0])
+}
+
+func (t *docTop) push(c candidate) {
+	if len(t.heap) < t.limit {
+		t.heap = append(t.heap, c)
+		for i := len(t.heap) - 1; i > 0; {
+			p := (i - 1) / 2
+			if !ahead(t.heap[p], t.heap[i]) {
+				break
+			}
+			t.heap[p], t.heap[i] = t.heap[i], t.heap[p]
+			i = p
+		}
+		return
+	}
+	t.heap[0] = c
+	for i, n := 0, len(t.heap); ; {
+		worst := i
+		for _, k := range [2]int{2*i + 1, 2*i + 2} {
+			if k < n && ahead(t.heap[worst], t.heap[k]) {
+				worst = k
+			}
+		}
+		if worst == i {
+			return
+		}
+		t.heap[i], t.heap[worst] = t.heap[worst], t.heap[i]
+		i = worst
+	}
+}
+
+// sorted returns the kept candidates, best first.
+func (t *docTop) sorted() []candidate {
+	slices.SortFunc(t.heap, func(a, b candidate) int {
+		if ahead(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return t.heap
 }
 
 // terms returns the distinct, folded tokens of q, each with the index

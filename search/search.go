@@ -239,13 +239,6 @@ func (t *topK) accepts(h *Hit) bool {
 	return len(t.heap) < t.limit || better(h, &t.heap[0])
 }
 
-// below reports that a hit of this score would not be kept, whatever its
-// name: most candidates of a large catalog are, and are turned away
-// before a Hit is made for them.
-func (t *topK) below(score float64) bool {
-	return len(t.heap) == t.limit && score < t.heap[0].Score
-}
-
 func (t *topK) push(h Hit) {
 	if len(t.heap) < t.limit {
 		t.heap = append(t.heap, h)
