@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -63,7 +64,20 @@ func BenchmarkBuild(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64(retained(func() any { e, _ := New(kind, c); return e }))/float64(n), "index-B/tool")
 			})
 		}
 	}
+}
+
+// retained is how many bytes of heap what make returns keeps alive.
+func retained(make func() any) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v := make()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(v)
+	return after.HeapAlloc - before.HeapAlloc
 }

@@ -125,12 +125,7 @@ func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 		lo, hi := bounds(s)
 		parts[s] = indexRange(c, cfg, lens, avg, lo, hi)
 	})
-	x.postings = parts[0]
-	for _, p := range parts[1:] {
-		for t, ps := range p {
-			x.postings[t] = append(x.postings[t], ps...)
-		}
-	}
+	x.postings = mergePostings(parts)
 	x.rerankFacts()
 	if cfg.stems > 0 {
 		x.stemmed = map[string][]string{}
@@ -141,6 +136,34 @@ func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 		}
 	}
 	return x
+}
+
+// mergePostings joins the shards' postings, in document order, into one
+// array of exactly their size: the lists grown by appending held up to
+// twice their entries, and the index is most of a search engine's memory.
+func mergePostings(parts []map[string][]posting) map[string][]posting {
+	n := 0
+	for _, p := range parts {
+		for _, ps := range p {
+			n += len(ps)
+		}
+	}
+	arena := make([]posting, 0, n)
+	merged := make(map[string][]posting, len(parts[0]))
+	for s, p := range parts {
+		for t := range p {
+			if _, done := merged[t]; done {
+				continue
+			}
+			// No earlier shard has t: it would have been merged there.
+			start := len(arena)
+			for _, q := range parts[s:] {
+				arena = append(arena, q[t]...)
+			}
+			merged[t] = arena[start:len(arena):len(arena)]
+		}
+	}
+	return merged
 }
 
 // minParallel is the catalog size from which indexing is parallel.
@@ -159,19 +182,28 @@ func parallel(n int, f func(int)) {
 	wg.Wait()
 }
 
-// indexRange builds the postings of documents lo to hi.
+// indexRange builds the postings of documents lo to hi. Each distinct
+// term gets a number the first time it is seen, so that a token costs one
+// map lookup: the document's accumulator is found through arrays indexed
+// by that number, and the postings are appended to a list by number.
 func indexRange(c *catalog.Catalog, cfg bm25Config, lens [][numFields]float64, avg [numFields]float64, lo, hi int) map[string][]posting {
-	postings := make(map[string][]posting)
 	type acc struct {
 		tf     float64
 		fields fieldSet
 	}
-	slot := make(map[string]int32)
-	var doc []acc
-	var terms, toks []string
+	ids := make(map[string]int32)
+	var (
+		terms []string    // number → term
+		lists [][]posting // number → postings
+		seen  []int32     // number → the last document (+1) that had it
+		slot  []int32     // number → its accumulator in that document
+		doc   []acc
+		inDoc []int32 // the numbers of the document's terms, in order
+		toks  []string
+	)
 	for i := lo; i < hi; i++ {
-		clear(slot)
-		doc, terms = doc[:0], terms[:0]
+		doc, inDoc = doc[:0], inDoc[:0]
+		stamp := int32(i + 1)
 		fieldTexts(c, c.Entry(i), func(f int, s string) {
 			fc := cfg.fields[f]
 			if fc.w == 0 {
@@ -181,20 +213,33 @@ func indexRange(c *catalog.Catalog, cfg bm25Config, lens [][numFields]float64, a
 			toks = appendTokens(toks[:0], s)
 			for _, t := range toks {
 				t = foldPlural(t)
-				k, ok := slot[t]
+				id, ok := ids[t]
 				if !ok {
-					k = int32(len(doc))
-					slot[t] = k
-					doc = append(doc, acc{})
+					id = int32(len(terms))
+					ids[t] = id
 					terms = append(terms, t)
+					lists = append(lists, nil)
+					seen = append(seen, 0)
+					slot = append(slot, 0)
 				}
+				if seen[id] != stamp {
+					seen[id] = stamp
+					slot[id] = int32(len(doc))
+					doc = append(doc, acc{})
+					inDoc = append(inDoc, id)
+				}
+				k := slot[id]
 				doc[k].tf += w
 				doc[k].fields |= fieldBits[f]
 			}
 		})
-		for k, t := range terms {
-			postings[t] = append(postings[t], posting{doc: int32(i), tf: float32(doc[k].tf), fields: doc[k].fields})
+		for k, id := range inDoc {
+			lists[id] = append(lists[id], posting{doc: int32(i), tf: float32(doc[k].tf), fields: doc[k].fields})
 		}
+	}
+	postings := make(map[string][]posting, len(terms))
+	for id, t := range terms {
+		postings[t] = lists[id]
 	}
 	return postings
 }
