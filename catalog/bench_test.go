@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -31,6 +32,14 @@ func BenchmarkDecode(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			kept, _ := catalog.Decode(bytes.NewReader(file.Bytes()))
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(kept.Len()), "catalog-B/tool")
+			b.ReportMetric(float64(file.Len())/float64(kept.Len()), "file-B/tool")
 		})
 	}
 }

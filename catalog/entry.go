@@ -92,7 +92,11 @@ func ParseTool(server string, raw json.RawMessage) (Entry, error) {
 	if err := json.Compact(compact, raw); err != nil {
 		return Entry{}, fmt.Errorf("tool is not valid JSON: %v", err)
 	}
-	return parseCompact(server, compact.Bytes())
+	b := compact.Bytes()
+	if cap(b)-len(b) > len(b)/8 {
+		b = bytes.Clone(b) // kept by the entry: not the spaces' room too
+	}
+	return parseCompact(server, b)
 }
 
 // parseCompact is ParseTool for a tool's valid, compacted JSON, which the

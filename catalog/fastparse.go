@@ -21,7 +21,10 @@ import (
 var toolKeys = [...]string{"name", "title", "description", "inputSchema", "annotations", "_meta"}
 
 // parseFast fills t and the tool's parameters from a compact, valid tool
-// object. ok is false when the caller must decode it with encoding/json.
+// object, which the entry keeps as Raw and never changes: strings that
+// need no decoding share its memory rather than copy it (a description is
+// a large part of a tool). ok is false when the caller must decode it
+// with encoding/json.
 func parseFast(b []byte) (t toolJSON, params []Param, ok bool) {
 	s := jsonscan.New(b)
 	ok = true
@@ -31,11 +34,11 @@ func parseFast(b []byte) (t toolJSON, params []Param, ok bool) {
 		}
 		switch key {
 		case "name":
-			t.Name, ok = s.String()
+			t.Name, ok = s.SharedString()
 		case "title":
-			t.Title, ok = s.String()
+			t.Title, ok = s.SharedString()
 		case "description":
-			t.Description, ok = s.String()
+			t.Description, ok = s.SharedString()
 		case "inputSchema":
 			start := s.Pos()
 			params, ok = properties(s)
@@ -47,7 +50,7 @@ func parseFast(b []byte) (t toolJSON, params []Param, ok bool) {
 			ok = objectOf(s, func(key string) bool {
 				if key == "title" {
 					var good bool
-					t.Annotations.Title, good = s.String()
+					t.Annotations.Title, good = s.SharedString()
 					return good
 				}
 				return !strings.EqualFold(key, "title")
@@ -111,7 +114,7 @@ func properties(s *jsonscan.Scanner) (params []Param, ok bool) {
 					found = true
 					// A description that is not a string leaves none, as
 					// encoding/json does.
-					p.Description, _ = s.String()
+					p.Description, _ = s.SharedString()
 					return true
 				})
 			}

@@ -177,6 +177,7 @@ func Decode(r io.Reader) (*Catalog, error) {
 		return nil, &FileError{Line: 1, Err: errors.New(`no "servers" array`)}
 	}
 	var entries []Entry
+	var scratch []byte
 	servers := make([]Server, 0, len(f.Servers))
 	for i, s := range f.Servers {
 		if s.Name == "" {
@@ -186,7 +187,11 @@ func Decode(r io.Reader) (*Catalog, error) {
 		for j, raw := range s.Tools {
 			// The file is valid JSON (decoding it said so): each tool
 			// needs only its spaces taken out, not a second validation.
-			e, err := parseCompact(s.Name, jsonscan.Compact(make([]byte, 0, len(raw)), raw))
+			// Compacted into a buffer used again, then copied to its exact
+			// size: the entry keeps it, and a file's spaces are often a
+			// third of it.
+			scratch = jsonscan.Compact(scratch[:0], raw)
+			e, err := parseCompact(s.Name, bytes.Clone(scratch))
 			if err != nil {
 				line := lineAt(data, int64(bytes.Index(data, raw)))
 				return nil, &FileError{Line: line, Err: fmt.Errorf("server %q, tool %d: %v", s.Name, j+1, err)}

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // Scanner walks one JSON text.
@@ -139,6 +140,35 @@ func (s *Scanner) String() (string, bool) {
 	return Unquote(s.data[start:s.i])
 }
 
+// SharedString is String, but a string that needs no decoding (no
+// escapes, ASCII) shares the scanner's data instead of being a copy: for
+// data that is kept as long as the string and never changed, such as a
+// tool's JSON that its catalog entry keeps. Anywhere else a small string
+// would keep all the data alive, or change with it.
+func (s *Scanner) SharedString() (string, bool) {
+	if s.Peek() != '"' {
+		s.Skip()
+		return "", false
+	}
+	start := s.i
+	s.str()
+	body := s.data[start+1 : max(s.i-1, start+1)]
+	if len(body) > 0 && plain(body) && s.i-1 > start {
+		return unsafe.String(&body[0], len(body)), true
+	}
+	return Unquote(s.data[start:s.i])
+}
+
+// plain reports whether a string's body needs no decoding.
+func plain(body []byte) bool {
+	for _, c := range body {
+		if c == '\\' || c < 0x20 || c == '"' || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
 // str moves past the string at the cursor: to the next quote that no
 // backslash escapes, found a block at a time (bytes.IndexByte), since
 // most of a large request or catalog is inside strings.
@@ -208,14 +238,7 @@ func Unquote(q []byte) (string, bool) {
 		return "", false
 	}
 	body := q[1 : len(q)-1]
-	plain := true
-	for _, c := range body {
-		if c == '\\' || c < 0x20 || c == '"' || c >= utf8.RuneSelf {
-			plain = false
-			break
-		}
-	}
-	if plain {
+	if plain(body) {
 		return string(body), true
 	}
 	if s, ok := unescape(body); ok {
