@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"iter"
 	"slices"
 	"strings"
@@ -70,7 +71,7 @@ type Catalog struct {
 // by the same server is kept once, first occurrence first. Server
 // descriptions are optional; the entries' own Server fields are what count.
 func New(entries []Entry, servers []Server) *Catalog {
-	c := &Catalog{byName: make(map[string]int, len(entries))}
+	c := &Catalog{byName: make(map[string]int, len(entries)), entries: make([]Entry, 0, len(entries))}
 
 	type key struct{ server, tool string }
 	seen := make(map[key]bool, len(entries))
@@ -151,16 +152,21 @@ func disambiguate(entries []Entry, clean []bool) {
 func (c *Catalog) computeVersion() string {
 	h := sha256.New()
 	var n [8]byte
+	writeBytes := func(b []byte) {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
 	write := func(s string) {
 		binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
 		h.Write(n[:])
-		h.Write([]byte(s))
+		io.WriteString(h, s)
 	}
 	for i := range c.entries {
 		e := &c.entries[i]
 		write(e.Name)
 		write(e.Server)
-		write(string(e.Raw))
+		writeBytes(e.Raw) // not a string: a copy of every tool's JSON
 		write(e.ID)
 		flags := ""
 		if e.AlwaysLoad {

@@ -176,7 +176,11 @@ func Decode(r io.Reader) (*Catalog, error) {
 	if f.Servers == nil {
 		return nil, &FileError{Line: 1, Err: errors.New(`no "servers" array`)}
 	}
-	var entries []Entry
+	n := 0
+	for _, s := range f.Servers {
+		n += len(s.Tools)
+	}
+	entries := make([]Entry, 0, n)
 	var scratch []byte
 	servers := make([]Server, 0, len(f.Servers))
 	for i, s := range f.Servers {
