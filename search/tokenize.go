@@ -33,17 +33,6 @@ func appendTokens(dst []string, text string) []string {
 	return dst
 }
 
-// countTokens returns how many tokens text has, without making them.
-func countTokens(text string) int {
-	n := 0
-	if scanASCII(text, func(int, int) { n++ }) {
-		return n
-	}
-	n = 0
-	scanTokens(foldMarks(text), func(int, int) { n++ })
-	return n
-}
-
 // Byte classes of ASCII text, for scanASCII.
 const (
 	other = iota
