@@ -234,8 +234,9 @@ const maxActivated = 1000
 
 // Activated keeps the tools a search added to the tool list of a session
 // of this replica's (local is the session's id here), for a replica that
-// takes it over; the write does not hold up the search.
-func (m *Member) Activated(local string, names []string) {
+// takes it over. The search waits for the write: a replica that died just
+// after answering would otherwise take the list with it.
+func (m *Member) Activated(ctx context.Context, local string, names []string) {
 	m.mu.Lock()
 	session := local
 	for client, id := range m.adopted {
@@ -244,15 +245,15 @@ func (m *Member) Activated(local string, names []string) {
 		}
 	}
 	m.mu.Unlock()
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := m.db.Pool().Exec(ctx, `UPDATE sessions SET activated = ARRAY(SELECT DISTINCT unnest(activated || $2::text[]))
-			WHERE id = $1 AND cardinality(activated) < $3`, session, names, maxActivated)
-		if err != nil {
-			m.logger.Warn("fleet: a session's found tools are not in the store; a replica that takes it over lists the deferred tools only", "error", err)
-		}
-	}()
+	// Not the request's own deadline: a client that hangs up still has
+	// the tools in its list when it comes back.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_, err := m.db.Pool().Exec(ctx, `UPDATE sessions SET activated = ARRAY(SELECT DISTINCT unnest(activated || $2::text[]))
+		WHERE id = $1 AND cardinality(activated) < $3`, session, names, maxActivated)
+	if err != nil {
+		m.logger.Warn("fleet: a session's found tools are not in the store; a replica that takes it over lists the deferred tools only", "error", err)
+	}
 }
 
 func randomID(n int) string {

@@ -104,7 +104,8 @@ type Options struct {
 	// OnActivate, when set, is told of the tools a search added to a
 	// session's tool list (Activate), by the session's id: a fleet keeps
 	// them for the replica that may take the session over (Reactivate).
-	OnActivate func(session string, names []string)
+	// The search's answer waits for it.
+	OnActivate func(ctx context.Context, session string, names []string)
 	// Code, when set, is code mode: run_code beside search_tools runs a
 	// program that calls tools in this sandbox, and search matches carry
 	// each tool's declaration instead of its JSON schema.

@@ -172,7 +172,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	if s.opts.Activate && x != nil {
 		res.Activated = s.activate(x, res.Matches)
 		if f := s.opts.OnActivate; f != nil && ss != nil && len(res.Activated) > 0 {
-			f(ss.ID(), res.Activated)
+			f(ctx, ss.ID(), res.Activated)
 		}
 	}
 	names := make([]string, len(res.Matches))

@@ -82,7 +82,7 @@ func TestProgramComposesTools(t *testing.T) {
 // Hostile programs: each ends bounded, with an error naming what it hit,
 // and the runner serves the next program.
 func TestHostilePrograms(t *testing.T) {
-	l := Limits{CPU: time.Second, Wall: testenv.Timeout(20 * time.Second), Memory: 512 << 20, Calls: 50, Output: 4 << 10, Depth: 200}
+	l := Limits{CPU: testenv.Timeout(time.Second), Wall: testenv.Timeout(20 * time.Second), Memory: 512 << 20, Calls: 50, Output: 4 << 10, Depth: 200}
 	r := newRunner(t, l, 0)
 	// The memory cases get the CPU time it takes to fill 128 MiB.
 	l.CPU, l.Memory = 30*time.Second, 128<<20
