@@ -84,11 +84,14 @@ func TestValidDepth(t *testing.T) {
 // Unquote agrees with encoding/json on every string it accepts, and
 // accepts every string encoding/json does.
 func FuzzUnquote(f *testing.F) {
-	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\\/"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\"", `"é"`, `"\u0000"`, `"\x"`} {
+	for _, s := range []string{`"plain"`, `"a\nb\t\"c\"\\\/"`, `"\u00e9\u4e2d"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\xff\"", `"é"`, `"\u0000"`, `"\x"`, `null`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, in string) {
 		in = strings.Trim(in, " \t\r\n") // Unquote is given a string token alone
+		if !strings.HasPrefix(in, `"`) {
+			return // not a string: encoding/json reads null into one, Unquote is never asked
+		}
 		got, ok := Unquote([]byte(in))
 		var want string
 		err := json.Unmarshal([]byte(in), &want)
