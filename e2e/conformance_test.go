@@ -156,7 +156,7 @@ func TestConformanceClient(t *testing.T) {
 	exe, _ := os.Executable()
 	dir := t.TempDir()
 	browser := filepath.Join(dir, "browser")
-	os.WriteFile(browser, []byte(fmt.Sprintf("#!/bin/sh\n%s=browse exec %q \"$@\"\n", mcptest.ModeEnv, exe)), 0o755)
+	testenv.WriteScript(t, browser, fmt.Sprintf("#!/bin/sh\n%s=browse exec %q \"$@\"\n", mcptest.ModeEnv, exe))
 	node22, _ := filepath.Abs(filepath.Join(clientsDir, "node_modules", "node", "bin", "node"))
 	var mu sync.Mutex
 	var passed []string

@@ -39,7 +39,7 @@ func TestAuthEndToEnd(t *testing.T) {
 	// The "browser" is this test binary, following the URL headlessly.
 	exe, _ := os.Executable()
 	browser := filepath.Join(dir, "browser")
-	os.WriteFile(browser, []byte(fmt.Sprintf("#!/bin/sh\n%s=browse exec %q \"$@\"\n", mcptest.ModeEnv, exe)), 0o755)
+	testenv.WriteScript(t, browser, fmt.Sprintf("#!/bin/sh\n%s=browse exec %q \"$@\"\n", mcptest.ModeEnv, exe))
 	t.Setenv("BROWSER", browser)
 
 	r := runCLI(t, "list", "--config", cfg, "--json")

@@ -89,7 +89,7 @@ func TestProfilesOverHTTP(t *testing.T) {
 	script := gatewayScript(t, profilesConfig(t), "--http", "127.0.0.1:0", "--auth-token", adminToken, "--audit", auditFile)
 	// The readonly profile's token comes from the environment.
 	data, _ := os.ReadFile(script)
-	os.WriteFile(script, []byte(strings.Replace(string(data), "exec ", "export READONLY_TOKEN="+readonlyToken+"\nexec ", 1)), 0o755)
+	testenv.WriteScript(t, script, strings.Replace(string(data), "exec ", "export READONLY_TOKEN="+readonlyToken+"\nexec ", 1))
 	url := runHTTPScript(t, script)
 
 	ops := probe(t, url+"/ops", opsToken, "issue", "mcp__tracker__create_issue", "mcp__files__read")
@@ -253,7 +253,7 @@ func TestServerEnvironmentHoldsNoSecrets(t *testing.T) {
 		"TOOLSHELF_AUTH_TOKEN=" + adminToken, "OPS_TOKEN=" + opsToken, "READONLY_TOKEN=" + readonlyToken,
 		"OTHER_KEY=" + otherKey, "UNRELATED=" + unrelated, "EXTRA_OK=asked-for-by-name",
 	}, "\nexport ")
-	os.WriteFile(script, []byte(strings.Replace(string(data), "exec ", "export "+exports+"\nexec ", 1)), 0o755)
+	testenv.WriteScript(t, script, strings.Replace(string(data), "exec ", "export "+exports+"\nexec ", 1))
 	url := runHTTPScript(t, script)
 
 	r := probe(t, url+"/ops", opsToken, "environment variables", "mcp__everything__get-env")

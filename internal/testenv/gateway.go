@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -45,10 +46,23 @@ func ServeScript(t testing.TB, exe string, env map[string]string, cfg string, fl
 	}
 	b.WriteString(` "$@"` + "\n")
 	script := filepath.Join(dir, "toolshelf-serve")
-	if err := os.WriteFile(script, []byte(b.String()), 0o755); err != nil {
+	WriteScript(t, script, b.String())
+	return script
+}
+
+// WriteScript writes an executable file. No process is forked while it is
+// open for writing: a child forked then (by a parallel test) would hold
+// the descriptor until it execs, and running the script meanwhile fails
+// with "text file busy" (seen under load). Forks take syscall.ForkLock
+// for writing.
+func WriteScript(t testing.TB, path, content string) {
+	t.Helper()
+	syscall.ForkLock.RLock()
+	err := os.WriteFile(path, []byte(content), 0o755)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
 		t.Fatal(err)
 	}
-	return script
 }
 
 // URLLine finds the /mcp URL in serve's start-up log.
