@@ -147,8 +147,10 @@ func (r *Request) UnmarshalJSON(data []byte) error {
 
 // splitObject returns the members of data, a valid JSON object, as slices
 // of it; ok is false when data is not an object.
-func splitObject(data []byte) (object, bool) {
-	s := jsonscan.New(data)
+func splitObject(data []byte) (object, bool) { return members(jsonscan.New(data)) }
+
+// members reads the object at the scanner's cursor as slices of its data.
+func members(s *jsonscan.Scanner) (object, bool) {
 	o := object{}
 	return o, s.Object(func(key string) { o[key] = json.RawMessage(s.Value()) })
 }
@@ -173,8 +175,7 @@ func validTools(raw json.RawMessage) ([]Tool, error) {
 			err = json.Unmarshal(s.Value(), &t) // its error names the problem
 			return
 		}
-		o := object{}
-		s.Object(func(key string) { o[key] = json.RawMessage(s.Value()) })
+		o, _ := members(s)
 		err = t.fromObject(o)
 		tools = append(tools, t)
 	})

@@ -41,15 +41,19 @@ func (s *Scanner) Peek() byte {
 	return s.data[s.i]
 }
 
-func (s *Scanner) space() {
-	for s.i < len(s.data) {
-		switch s.data[s.i] {
+func (s *Scanner) space() { s.i = skipSpace(s.data, s.i) }
+
+// skipSpace returns where the spaces of data at i end.
+func skipSpace(data []byte, i int) int {
+	for i < len(data) {
+		switch data[i] {
 		case ' ', '\t', '\n', '\r':
-			s.i++
+			i++
 		default:
-			return
+			return i
 		}
 	}
+	return i
 }
 
 // Object calls member with each key of the object at the cursor, with the
@@ -130,22 +134,16 @@ func (s *Scanner) Value() []byte {
 
 // String returns the string at the cursor and moves past it; ok is false,
 // the value skipped, when it is not a string.
-func (s *Scanner) String() (string, bool) {
-	if s.Peek() != '"' {
-		s.Skip()
-		return "", false
-	}
-	start := s.i
-	s.str()
-	return Unquote(s.data[start:s.i])
-}
+func (s *Scanner) String() (string, bool) { return s.string(false) }
 
 // SharedString is String, but a string that needs no decoding (no
 // escapes, ASCII) shares the scanner's data instead of being a copy: for
 // data that is kept as long as the string and never changed, such as a
 // tool's JSON that its catalog entry keeps. Anywhere else a small string
 // would keep all the data alive, or change with it.
-func (s *Scanner) SharedString() (string, bool) {
+func (s *Scanner) SharedString() (string, bool) { return s.string(true) }
+
+func (s *Scanner) string(shared bool) (string, bool) {
 	if s.Peek() != '"' {
 		s.Skip()
 		return "", false
@@ -153,7 +151,7 @@ func (s *Scanner) SharedString() (string, bool) {
 	start := s.i
 	s.str()
 	body := s.data[start+1 : max(s.i-1, start+1)]
-	if len(body) > 0 && plain(body) && s.i-1 > start {
+	if shared && len(body) > 0 && plain(body) && s.i-1 > start {
 		return unsafe.String(&body[0], len(body)), true
 	}
 	return Unquote(s.data[start:s.i])

@@ -23,16 +23,7 @@ type validator struct {
 	depth int
 }
 
-func (v *validator) space() {
-	for v.i < len(v.data) {
-		switch v.data[v.i] {
-		case ' ', '\t', '\n', '\r':
-			v.i++
-		default:
-			return
-		}
-	}
-}
+func (v *validator) space() { v.i = skipSpace(v.data, v.i) }
 
 // next skips spaces and reports whether the next byte is c, taking it.
 func (v *validator) next(c byte) bool {
