@@ -13,8 +13,8 @@ import (
 // "get the current weather" prefers get_current_weather among tools whose
 // descriptions match as well, and "read a file" prefers server-filesystem's
 // read_text_file to its deprecated read_file, whose shorter description
-// matches better.
-func (x *BM25) rerank(hits []Hit, terms []queryTerm) {
+// matches better. docs[i] is hits[i]'s document.
+func (x *BM25) rerank(hits []Hit, docs []candidate, terms []queryTerm) {
 	words := map[string]bool{}
 	for _, t := range terms {
 		for _, a := range t.alts {
@@ -22,7 +22,7 @@ func (x *BM25) rerank(hits []Hit, terms []queryTerm) {
 		}
 	}
 	for i := range hits {
-		d := x.cat.Index(hits[i].Entry.Name)
+		d := docs[i].doc
 		var have, all float64
 		for _, w := range x.nameWords[x.nameAt[d]:x.nameAt[d+1]] {
 			r := float64(w.rarity)

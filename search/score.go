@@ -157,13 +157,13 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 	for i, c := range best {
 		hits[i] = Hit{Entry: x.cat.Entry(int(c.doc)), Score: c.score}
 	}
+	if x.cfg.nameBoost > 0 || x.cfg.deprecated > 0 {
+		x.rerank(hits, best, terms) // before best goes back to the pool
+	}
 	sc.touched, sc.mine, sc.top = touched, mine, best
 	select {
 	case x.scratch <- sc:
 	default:
-	}
-	if x.cfg.nameBoost > 0 || x.cfg.deprecated > 0 {
-		x.rerank(hits, terms)
 	}
 	return hits[:min(want, len(hits))]
 }
