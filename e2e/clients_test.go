@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,18 @@ func gatewayCommand(t *testing.T, flags ...string) string {
 	// its servers get the scaled start timeout in the file.
 	src, _ := filepath.Abs("testdata/clients.json")
 	return gatewayScript(t, testenv.ScaledConfig(t, src, upstream.DefaultTimeout), flags...)
+}
+
+// tracedGatewayCommand is gatewayCommand with tracing on, exporting to
+// a receiver on loopback: a client's messages then pass through every
+// layer that reads them for spans.
+func tracedGatewayCommand(t *testing.T, flags ...string) string {
+	t.Helper()
+	collector := httptest.NewServer(&otlpReceiver{})
+	t.Cleanup(collector.Close)
+	src, _ := filepath.Abs("testdata/clients.json")
+	return testenv.ServeScript(t, toolshelf, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL},
+		testenv.ScaledConfig(t, src, upstream.DefaultTimeout), flags...)
 }
 
 // gatewayScript is gatewayCommand with a configuration file of its own.
@@ -73,6 +86,13 @@ func TestTypeScriptSDKClient(t *testing.T) {
 			t.Fatalf("%v\n%s", err, out)
 		}
 	})
+	t.Run("http with tracing", func(t *testing.T) {
+		url := runHTTPScript(t, tracedGatewayCommand(t, "--http", "127.0.0.1:0"))
+		out, err := node(t, "node", "sdk-client.mjs", "http", url)
+		if err != nil || !strings.Contains(out, `"ok":true`) {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
 	t.Run("http with a token", func(t *testing.T) {
 		url := startHTTPGateway(t, "--auth-token", "t0ken")
 		if out, err := node(t, "node", "sdk-client.mjs", "http", url); err == nil {
@@ -89,9 +109,13 @@ func TestInspectorCLI(t *testing.T) {
 	t.Parallel() // waits on processes of its own
 	requireClients(t)
 	inspector := filepath.Join("node_modules", ".bin", "mcp-inspector")
+	// With tracing on too: the Inspector sends notifications/initialized
+	// without params, which once took a traced gateway down.
 	targets := map[string][]string{
-		"stdio": {gatewayCommand(t)},
-		"http":  {startHTTPGateway(t)},
+		"stdio":              {gatewayCommand(t)},
+		"http":               {startHTTPGateway(t)},
+		"stdio with tracing": {tracedGatewayCommand(t)},
+		"http with tracing":  {runHTTPScript(t, tracedGatewayCommand(t, "--http", "127.0.0.1:0"))},
 	}
 	for name, target := range targets {
 		t.Run(name, func(t *testing.T) {

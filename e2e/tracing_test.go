@@ -174,7 +174,8 @@ func TestTraceThroughGateway(t *testing.T) {
 	if res := call("search_tools", map[string]any{"query": "create an issue in the tracker"}); res.IsError || !strings.Contains(text(res), "mcp__tracker__create_issue") {
 		t.Fatalf("search: %s", text(res))
 	}
-	res := call("call_tool", map[string]any{"name": "mcp__tracker__create_issue", "arguments": map[string]any{"title": "slow"}})
+	const argMarker = "arg-marker-7f3a9c"
+	res := call("call_tool", map[string]any{"name": "mcp__tracker__create_issue", "arguments": map[string]any{"title": "slow", "body": argMarker}})
 	if res.IsError || !strings.Contains(text(res), "traceparent=00-"+traceHex+"-") {
 		t.Fatalf("the server did not get the trace in _meta: %s", text(res))
 	}
@@ -223,9 +224,23 @@ func TestTraceThroughGateway(t *testing.T) {
 			t.Errorf("%s: %s = %q, want %q", want.span.GetName(), want.key, got, want.want)
 		}
 	}
-	if stringAttr(gwCall.GetAttributes(), "mcp.session.id") == "" {
-		t.Errorf("%s has no mcp.session.id", gwCall.GetName())
+	if id := stringAttr(gwCall.GetAttributes(), "mcp.session.id"); !strings.HasPrefix(id, "sha256:") || strings.Contains(id, cs.ID()) {
+		t.Errorf("%s: mcp.session.id %q is not a hash of the session's id", gwCall.GetName(), id)
 	}
+	// A call's arguments hold what users wrote: no span of the gateway's
+	// carries them.
+	recv.mu.Lock()
+	for _, rs := range recv.spans {
+		if rs.service != "toolshelf" {
+			continue
+		}
+		for _, a := range rs.span.GetAttributes() {
+			if strings.Contains(a.GetValue().String(), argMarker) {
+				t.Errorf("%s: %s carries the call's arguments", rs.span.GetName(), a.GetKey())
+			}
+		}
+	}
+	recv.mu.Unlock()
 	if n := stringAttr(search.GetAttributes(), "toolshelf.search.results"); n == "" || n == "0" {
 		t.Errorf("the search span says %q results", n)
 	}

@@ -142,20 +142,32 @@ func (s *Server) capSessions(h http.Handler) http.Handler {
 				return
 			}
 			if s.opts.Activate {
-				r = r.WithContext(context.WithValue(r.Context(), sessionServerKey{}, s.newMCPServer()))
-			} else {
-				// Counted as the answer starts, before the client can
-				// go on to open another: after ServeHTTP returned would
-				// leave a moment in which a new session was not counted.
+				srv := s.newMCPServer()
+				r = r.WithContext(context.WithValue(r.Context(), sessionServerKey{}, srv))
+				// Once its session has started, a server whose session
+				// has ended can go at once (forgetClosed).
 				h.ServeHTTP(&onHeader{ResponseWriter: w, f: func() {
-					if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+					if w.Header().Get("Mcp-Session-Id") != "" {
 						s.mu.Lock()
-						s.initialized[id] = true
+						if x := s.sessions[srv]; x != nil {
+							x.started = true
+						}
 						s.mu.Unlock()
 					}
 				}}, r)
 				return
 			}
+			// Counted as the answer starts, before the client can go on
+			// to open another: after ServeHTTP returned would leave a
+			// moment in which a new session was not counted.
+			h.ServeHTTP(&onHeader{ResponseWriter: w, f: func() {
+				if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+					s.mu.Lock()
+					s.initialized[id] = true
+					s.mu.Unlock()
+				}
+			}}, r)
+			return
 		}
 		h.ServeHTTP(w, r)
 	})

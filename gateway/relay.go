@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -166,7 +167,7 @@ var logLevels = []mcp.LoggingLevel{"debug", "info", "notice", "warning", "error"
 func (s *Server) watchLevel(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
-		if p, ok := req.GetParams().(*mcp.SetLoggingLevelParams); ok && err == nil && method == "logging/setLevel" {
+		if p, ok := telemetry.Params(req).(*mcp.SetLoggingLevelParams); ok && err == nil && method == "logging/setLevel" {
 			i := slices.Index(logLevels, p.Level)
 			s.mu.Lock()
 			raise := i >= 0 && (s.logLevel == "" || i < slices.Index(logLevels, s.logLevel))

@@ -12,9 +12,9 @@
 // (auto), or add each session's search results to that session's list and
 // announce them with list_changed (activate, for older clients that act on
 // it).
-//lint:file-ignore SA1019 sampling, roots and logging are deprecated by MCP 2026-07-28 (SEP-2577) but clients and servers on earlier revisions use them, and toolshelf relays them on purpose during the deprecation window.
-
 package gateway
+
+//lint:file-ignore SA1019 sampling, roots and logging are deprecated by MCP 2026-07-28 (SEP-2577) but clients and servers on earlier revisions use them, and toolshelf relays them on purpose during the deprecation window.
 
 import (
 	"context"
@@ -160,6 +160,7 @@ type exposure struct {
 	activated map[string]bool   // Activate: tools this session found
 	offered   map[string]string // prompts, resources, templates served → their definition
 	created   time.Time
+	started   bool // Activate: its session's initialize was answered
 }
 
 // Checklist is the deferral checklist of the gateway's tools: search_tools
@@ -624,13 +625,15 @@ func toolError(format string, args ...any) *mcp.CallToolResult {
 }
 
 // forgetClosed drops the per-session servers of sessions that have ended,
-// so that updates stop reaching them. A server gets its session a moment
-// after it is made, so young ones are kept.
+// so that updates stop reaching them and their places count free again.
 func (s *Server) forgetClosed() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for srv, x := range s.sessions {
-		if srv != s.shared && time.Since(x.created) > time.Minute && !hasSessions(srv) {
+		// A server whose initialize has not been answered yet has no
+		// session so far; one whose initialize never was is kept a
+		// minute, in case it still will be.
+		if srv != s.shared && (x.started || time.Since(x.created) > time.Minute) && !hasSessions(srv) {
 			delete(s.sessions, srv)
 		}
 	}

@@ -29,9 +29,7 @@ func (s *Server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 					op.Protocol = ip.ProtocolVersion
 				}
 			}
-			if p := req.GetParams(); p != nil {
-				ctx = s.tel.Extract(ctx, p.GetMeta())
-			}
+			ctx = s.tel.Extract(ctx, telemetry.Meta(req))
 			ctx, span = s.tel.Start(ctx, trace.SpanKindServer, &op)
 		}
 		res, err := next(ctx, method, req)
@@ -62,7 +60,7 @@ func (s *Server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 // requestTarget is what a request names: the tool of tools/call, the
 // prompt of prompts/get, or "".
 func requestTarget(req mcp.Request) string {
-	switch p := req.GetParams().(type) {
+	switch p := telemetry.Params(req).(type) {
 	case *mcp.CallToolParamsRaw:
 		if p != nil {
 			return p.Name

@@ -2,10 +2,14 @@ package telemetry
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
+	"reflect"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -76,36 +80,90 @@ func (t *Telemetry) InjectHeader(ctx context.Context, h http.Header) {
 	}
 }
 
+// Params returns a request's params, or nil when it has none. The SDK
+// hands a message without params (a notifications/initialized as the
+// Inspector sends it) as an interface holding a nil pointer, whose
+// methods panic: every layer that looks at a request's params reads
+// them through here.
+func Params(req mcp.Request) mcp.Params {
+	if req == nil {
+		return nil
+	}
+	p := req.GetParams()
+	if p == nil {
+		return nil
+	}
+	if v := reflect.ValueOf(p); v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil
+	}
+	return p
+}
+
+// Meta returns a request's params._meta, or nil.
+func Meta(req mcp.Request) map[string]any {
+	if p := Params(req); p != nil {
+		return p.GetMeta()
+	}
+	return nil
+}
+
 // Operation describes one MCP request for a span and the operation
-// duration metrics.
+// duration metrics. Its fields come from clients and servers, which
+// write what they like: a span carries them cut to MaxAttr bytes, and
+// the session's id only as a hash (the id opens the session).
 type Operation struct {
 	Method   string // mcp.method.name
 	Target   string // the tool or prompt named, if any
-	Session  string // mcp.session.id
+	Session  string // mcp.session.id, exported hashed (SessionHash)
 	Protocol string // mcp.protocol.version
 	Server   string // for a client span: the upstream server's name
+}
+
+// MaxAttr bounds a span's name and each attribute a client or server
+// controls: a 1 MB tool name must not become a 1 MB span (spans are
+// batched and leave the machine).
+const MaxAttr = 256
+
+// Clip cuts s to at most MaxAttr bytes on a rune boundary, marking the
+// cut with "…".
+func Clip(s string) string {
+	if len(s) <= MaxAttr {
+		return s
+	}
+	cut := MaxAttr - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// SessionHash is what a span says of a session: enough to group one
+// session's spans, nothing that opens it.
+func SessionHash(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return "sha256:" + hex.EncodeToString(sum[:8])
 }
 
 // name is the span's name: "{method} {target}", or the method alone.
 func (op *Operation) name() string {
 	if op.Target == "" {
-		return op.Method
+		return Clip(op.Method)
 	}
-	return op.Method + " " + op.Target
+	return Clip(op.Method + " " + op.Target)
 }
 
 // attributes are the span's attributes under the MCP conventions.
 func (op *Operation) attributes() []attribute.KeyValue {
 	kv := make([]attribute.KeyValue, 0, 6)
-	kv = append(kv, semconv.McpMethodNameKey.String(op.Method))
+	kv = append(kv, semconv.McpMethodNameKey.String(Clip(op.Method)))
 	if op.Method == "tools/call" && op.Target != "" {
-		kv = append(kv, semconv.GenAIToolNameKey.String(op.Target), semconv.GenAIOperationNameExecuteTool)
+		kv = append(kv, semconv.GenAIToolNameKey.String(Clip(op.Target)), semconv.GenAIOperationNameExecuteTool)
 	}
 	if op.Session != "" {
-		kv = append(kv, semconv.McpSessionIDKey.String(op.Session))
+		kv = append(kv, semconv.McpSessionIDKey.String(SessionHash(op.Session)))
 	}
 	if op.Protocol != "" {
-		kv = append(kv, semconv.McpProtocolVersionKey.String(op.Protocol))
+		kv = append(kv, semconv.McpProtocolVersionKey.String(Clip(op.Protocol)))
 	}
 	if op.Server != "" {
 		kv = append(kv, attribute.String("toolshelf.server", op.Server))

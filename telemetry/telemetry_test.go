@@ -4,6 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -89,5 +92,57 @@ func TestMetaCarriesTraceContext(t *testing.T) {
 	off := Discard()
 	if m := off.Inject(ctx, theirs); len(m) != 1 {
 		t.Errorf("without tracing, _meta %v", m)
+	}
+}
+
+// What a client writes reaches a span cut short, and a session's id,
+// which opens the session, reaches it only hashed.
+func TestSpansBoundWhatClientsWrite(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tel, err := New(context.Background(), &Options{Getenv: env(), SpanExporter: exp, Synchronous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("é", 500_000)
+	const session = "3QXUO5JTLQQZQ6SFHBUFYVHVHM"
+	_, span := tel.Start(context.Background(), trace.SpanKindServer, &Operation{Method: "tools/call", Target: huge, Session: session, Protocol: huge})
+	End(span, "")
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	s := spans[0]
+	if len(s.Name) > MaxAttr || !strings.HasPrefix(s.Name, "tools/call éé") {
+		t.Errorf("span name of %d bytes: %.40q", len(s.Name), s.Name)
+	}
+	for _, a := range s.Attributes {
+		v := a.Value.Emit()
+		if len(v) > MaxAttr || !utf8.ValidString(v) {
+			t.Errorf("%s: %d bytes", a.Key, len(v))
+		}
+		if strings.Contains(v, session) {
+			t.Errorf("%s carries the session's id", a.Key)
+		}
+		if a.Key == "mcp.session.id" && v != SessionHash(session) {
+			t.Errorf("mcp.session.id = %q, want %q", v, SessionHash(session))
+		}
+	}
+}
+
+// Params is nil for a request without params, whatever the SDK's
+// typed nil pointer: calling its methods would panic.
+func TestParamsOfRequestWithout(t *testing.T) {
+	for _, req := range []mcp.Request{
+		&mcp.InitializedRequest{}, &mcp.CallToolRequest{}, &mcp.ServerRequest[*mcp.PingParams]{},
+	} {
+		if p := Params(req); p != nil {
+			t.Errorf("%T: params %v", req, p)
+		}
+		if m := Meta(req); m != nil {
+			t.Errorf("%T: meta %v", req, m)
+		}
+	}
+	if p := Params(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "x"}}); p == nil {
+		t.Error("params of a request with params: nil")
 	}
 }

@@ -40,7 +40,7 @@ func (s *server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		tel := s.pool.tel
 		start := time.Now()
 		op := telemetry.Operation{Method: method, Server: s.cfg.Name}
-		if p, ok := req.GetParams().(*mcp.CallToolParams); ok && p != nil {
+		if p, ok := telemetry.Params(req).(*mcp.CallToolParams); ok {
 			op.Target = p.Name
 		}
 		span := trace.SpanFromContext(ctx)
@@ -49,7 +49,7 @@ func (s *server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 				op.Session = cs.ID()
 			}
 			ctx, span = tel.Start(ctx, trace.SpanKindClient, &op)
-			if p := req.GetParams(); p != nil && span.IsRecording() {
+			if p := telemetry.Params(req); p != nil && span.IsRecording() {
 				p.SetMeta(tel.Inject(ctx, p.GetMeta()))
 			}
 		}
