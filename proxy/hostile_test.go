@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,4 +305,154 @@ func TestHealthAndPassedFailures(t *testing.T) {
 	if status != http.StatusBadGateway || !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "status=502") || !strings.Contains(logs.String(), "error=") {
 		t.Errorf("a passed request whose upstream failed: %d, logged %s", status, logs.String())
 	}
+}
+
+// endlessStream is a model API that streams without end, in one of three
+// ways: one data: line that never ends, text deltas without a
+// message_delta, or the search tool's partial_json without end. It
+// counts the requests it started and ended.
+func endlessStream(t *testing.T, kind string) (url string, started, ended chan struct{}) {
+	started, ended = make(chan struct{}, 8), make(chan struct{}, 8)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		started <- struct{}{}
+		defer func() { ended <- struct{}{} }()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"content\":[],\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n")
+		var chunk string
+		switch kind {
+		case "line":
+			io.WriteString(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"")
+			chunk = strings.Repeat("a", 64<<10)
+		case "text":
+			io.WriteString(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n")
+			chunk = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"" + strings.Repeat("b", 32<<10) + "\"}}\n\n"
+		case "search":
+			io.WriteString(w, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\""+messages.DefaultSearchTool+"\",\"input\":{}}}\n\n")
+			chunk = "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"" + strings.Repeat("c", 32<<10) + "\"}}\n\n"
+		}
+		for r.Context().Err() == nil {
+			if _, err := io.WriteString(w, chunk); err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, started, ended
+}
+
+// A model API that never ends its stream costs the streaming path a
+// bounded read: one event at most maxEventBytes, one round at most
+// MaxResponseBytes, each refused with an error event naming the bound;
+// and a client that leaves ends the upstream request, however far the
+// bound is.
+func TestEndlessStream(t *testing.T) {
+	wait := func(ch chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(testenv.Timeout(20 * time.Second)):
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+	body := request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, `,"stream":true`)
+	for _, kind := range []string{"line", "text", "search"} {
+		t.Run(kind, func(t *testing.T) {
+			url, started, ended := endlessStream(t, kind)
+			p, err := New(&Options{Upstream: url, MaxResponseBytes: 8 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(p)
+			t.Cleanup(srv.Close)
+			status, _, out := post(t, srv.URL+"/v1/messages", body, nil)
+			want := map[string]string{
+				"line":   fmt.Sprintf("over %d bytes", maxEventBytes),
+				"text":   "over 8388608 bytes",
+				"search": fmt.Sprintf("input is over %d bytes", maxSearchInput),
+			}[kind]
+			if status != http.StatusOK || !bytes.Contains(out, []byte("event: error")) || !bytes.Contains(out, []byte(want)) {
+				t.Errorf("an endless stream: %d, %d bytes ending %q", status, len(out), out[max(0, len(out)-300):])
+			}
+			wait(started, "the upstream request")
+			wait(ended, "the upstream request to end after the bounded read")
+
+			// A client that leaves, on a proxy whose bound it would take
+			// hours to reach.
+			p, err = New(&Options{Upstream: url, MaxResponseBytes: 1 << 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv2 := httptest.NewServer(p)
+			t.Cleanup(srv2.Close)
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, "POST", srv2.URL+"/v1/messages", bytes.NewReader(body))
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					io.CopyN(io.Discard, resp.Body, 1)
+					resp.Body.Close()
+				}
+			}()
+			wait(started, "the upstream request")
+			if kind != "text" {
+				// The bound of one event, or of the search's input, ends
+				// it before the client can.
+				wait(ended, "the upstream request to end at the bound of an event")
+			} else {
+				left := time.Now()
+				cancel()
+				wait(ended, "the upstream request to end after the client left")
+				t.Logf("the upstream request ended %v after the client left", time.Since(left).Round(time.Millisecond))
+			}
+			cancel()
+			<-done
+		})
+	}
+}
+
+var streamFigure = flag.Bool("streamfigure", false, "measure the proxy's peak RSS under model APIs that never end their streams (docs/reliability.md)")
+
+// The figure behind docs/reliability.md's row: go test ./proxy -run
+// TestEndlessStreamFigure -v -args -streamfigure. With the default
+// bounds, eight clients at once stream from each endless API in turn.
+func TestEndlessStreamFigure(t *testing.T) {
+	if !*streamFigure {
+		t.Skip("a measurement; run with -args -streamfigure")
+	}
+	body := request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, `,"stream":true`)
+	for _, clients := range []int{1, 8} {
+		for _, kind := range []string{"line", "text", "search"} {
+			url, _, _ := endlessStream(t, kind)
+			p, err := New(&Options{Upstream: url})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(p)
+			var wg sync.WaitGroup
+			begin := time.Now()
+			for range clients {
+				wg.Go(func() { post(t, srv.URL+"/v1/messages", body, nil) })
+			}
+			wg.Wait()
+			srv.Close()
+			t.Logf("%s: %d streams refused after %v; peak RSS so far %s", kind, clients, time.Since(begin).Round(time.Millisecond), peakRSS())
+		}
+	}
+}
+
+// peakRSS is the process's peak resident memory (Linux), or "unknown".
+func peakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }

@@ -3,6 +3,7 @@ package proxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -27,22 +28,30 @@ type sseEvent struct {
 	data []byte
 }
 
-// readEvent reads the next event of a stream.
-func readEvent(r *bufio.Reader) (sseEvent, error) {
+// maxEventBytes bounds one event of a stream (a line, or the lines of
+// one event): the API's events are a few kilobytes; one that never ends
+// its line must not take the proxy's memory.
+const maxEventBytes = 4 << 20
+
+// readEvent reads the next event of a stream, of at most maxEventBytes,
+// and returns the bytes it read.
+func readEvent(r *bufio.Reader) (sseEvent, int, error) {
 	var ev sseEvent
+	read := 0
 	for {
-		line, err := r.ReadBytes('\n')
+		line, err := readLine(r, maxEventBytes-read)
+		read += len(line)
 		if err != nil {
 			if err == io.EOF && len(line) == 0 && (ev.name != "" || ev.data != nil) {
-				return ev, nil
+				return ev, read, nil
 			}
-			return ev, err
+			return ev, read, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		switch {
 		case len(line) == 0:
 			if ev.name != "" || ev.data != nil {
-				return ev, nil
+				return ev, read, nil
 			}
 		case bytes.HasPrefix(line, []byte("event:")):
 			ev.name = string(bytes.TrimSpace(line[len("event:"):]))
@@ -54,6 +63,33 @@ func readEvent(r *bufio.Reader) (sseEvent, error) {
 				ev.data = append([]byte(nil), d...)
 			}
 		}
+	}
+}
+
+// maxSearchInput bounds the input of a call of the search tool kept
+// from a stream.
+const maxSearchInput = 256 << 10
+
+// errEventTooLarge is an event over maxEventBytes.
+var errEventTooLarge = fmt.Errorf("an event of the upstream's stream is over %d bytes", maxEventBytes)
+
+// readLine reads a line of at most max bytes. The line is valid until
+// the next read.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var long []byte // a line longer than the reader's buffer
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(long)+len(frag) > max {
+			return nil, errEventTooLarge
+		}
+		if err == bufio.ErrBufferFull {
+			long = append(long, frag...)
+			continue
+		}
+		if long == nil {
+			return frag, err
+		}
+		return append(long, frag...), err
 	}
 }
 
@@ -100,10 +136,17 @@ type liveStream struct {
 	next    int  // the client's next block index
 	total   usage
 	round   usage // the last round's, for its span
+	gone    error // the client could not be written to: it has left
 }
 
 func (l *liveStream) send(name string, data []byte) {
-	fmt.Fprintf(l.w, "event: %s\ndata: %s\n\n", name, data)
+	if l.gone != nil {
+		return
+	}
+	if _, err := fmt.Fprintf(l.w, "event: %s\ndata: %s\n\n", name, data); err != nil {
+		l.gone = err
+		return
+	}
 	if l.flusher != nil {
 		l.flusher.Flush()
 	}
@@ -169,7 +212,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			w.Header().Set("Cache-Control", "no-cache")
 			w.WriteHeader(http.StatusOK)
 		}
-		blocks, done, err := s.streamRound(l, resp.Body, p, rounds > s.opts.MaxRounds)
+		blocks, done, err := s.streamRound(rr.Context(), l, resp.Body, p, rounds > s.opts.MaxRounds)
 		resp.Body.Close()
 		status := http.StatusOK
 		if err != nil {
@@ -177,7 +220,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 		}
 		endRound(span, l.round, !done && err == nil, status)
 		if err != nil {
-			if r.Context().Err() == nil {
+			if r.Context().Err() == nil && l.gone == nil {
 				l.fail("api_error", "toolshelf proxy: the upstream's stream broke off: "+err.Error())
 			}
 			return
@@ -212,7 +255,11 @@ func (s *Server) failStream(w http.ResponseWriter, l *liveStream, status int, ki
 // see. It returns the round's blocks, and whether the client's message is
 // finished: a round that is not is a hidden search, to be answered.
 // last makes a searching round the last one, with a note.
-func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) (blocks []*liveBlock, done bool, err error) {
+//
+// What a round keeps (its blocks' text and input, for the history of a
+// hidden round) is bounded by the bytes read, MaxResponseBytes a round as
+// for an answer read whole; reading stops when the client has gone.
+func (s *Server) streamRound(ctx context.Context, l *liveStream, body io.Reader, p *plan, last bool) (blocks []*liveBlock, done bool, err error) {
 	searched := false // the round calls the search tool
 	rd := bufio.NewReaderSize(body, 64<<10)
 	byIndex := map[int]*liveBlock{}
@@ -226,10 +273,20 @@ func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) 
 		}
 		held = nil
 	}
+	var read int64
 	for {
-		ev, rerr := readEvent(rd)
+		ev, n, rerr := readEvent(rd)
 		if rerr != nil {
 			return blocks, false, rerr
+		}
+		if read += int64(n); read > s.opts.MaxResponseBytes {
+			return blocks, false, fmt.Errorf("one round of the stream is over %d bytes", s.opts.MaxResponseBytes)
+		}
+		if ctx.Err() != nil {
+			return blocks, false, ctx.Err()
+		}
+		if l.gone != nil {
+			return blocks, false, l.gone
 		}
 		var m struct {
 			Type         string                     `json:"type"`
@@ -288,6 +345,11 @@ func (s *Server) streamRound(l *liveStream, body io.Reader, p *plan, last bool) 
 				case json.Unmarshal(m.Delta["signature"], &s) == nil && s != "":
 					b.sig.WriteString(s)
 				case json.Unmarshal(m.Delta["partial_json"], &s) == nil:
+					if b.search && b.input.Len()+len(s) > maxSearchInput {
+						// Its query is searched cut to a few kilobytes:
+						// an input this long is not a search.
+						return blocks, false, fmt.Errorf("the search tool's input is over %d bytes", maxSearchInput)
+					}
 					b.input.WriteString(s)
 				}
 			}
