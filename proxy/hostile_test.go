@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -455,4 +456,77 @@ func peakRSS() string {
 		}
 	}
 	return "unknown"
+}
+
+// What the plan cache charges a set covers what the set keeps on the
+// heap, for tools with no text beside a short name (the case that was
+// charged 40 times low) and for tools with long descriptions; the
+// charges are what the cache bounds.
+func TestPlanSizeCoversTheHeap(t *testing.T) {
+	const n = 20_000
+	for _, kind := range []string{"minimal", "rich"} {
+		tools := make([]messages.Tool, n)
+		for i := range tools {
+			if kind == "minimal" {
+				tools[i] = messages.Tool{Name: fmt.Sprintf("mcp__s%d__t%d", i%7, i), InputSchema: json.RawMessage(`{}`)}
+			} else {
+				tools[i] = manyTools(fmt.Sprint(i), 1, 600)[0]
+			}
+		}
+		s, err := New(&Options{Upstream: "http://127.0.0.1:1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := planInput{model: "claude-sonnet-4-5", tools: tools}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		p := s.planFor(context.Background(), in)
+		in.tools, tools = nil, nil
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if p == nil {
+			t.Fatalf("%s: no plan", kind)
+		}
+		kept := int64(after.HeapAlloc) - int64(before.HeapAlloc)
+		_, charged := s.plans.held()
+		t.Logf("%s: %d tools keep %d bytes (%d a tool), charged %d (%d a tool)", kind, n, kept, kept/n, charged, charged/n)
+		if charged < kept {
+			t.Errorf("%s: a set keeping %d bytes is charged %d", kind, kept, charged)
+		}
+		runtime.KeepAlive(p)
+	}
+}
+
+// A request with more tools than MaxTools is refused with 413 naming the
+// flag, on both APIs, before anything is indexed.
+func TestTooManyTools(t *testing.T) {
+	p, err := New(&Options{Upstream: constantAPI(t, reply("end_turn", 1, 1, text("small"))), MaxTools: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	built := 0
+	p.plans.building = func(int64) { built++ }
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	tools := make([]messages.Tool, 1001)
+	for i := range tools {
+		tools[i] = messages.Tool{Name: fmt.Sprintf("mcp__sJ__t%d", i), InputSchema: json.RawMessage(`{}`)}
+	}
+	status, _, out := post(t, srv.URL+"/v1/messages", request(t, tools, `[{"role":"user","content":"hi"}]`, ""), nil)
+	if status != http.StatusRequestEntityTooLarge || !bytes.Contains(out, []byte("1001 tools")) || !bytes.Contains(out, []byte("--max-tools")) {
+		t.Errorf("messages: %d %s", status, out)
+	}
+	fns := make([]map[string]any, len(tools))
+	for i, tl := range tools {
+		fns[i] = map[string]any{"type": "function", "function": map[string]any{"name": tl.Name, "parameters": map[string]any{}}}
+	}
+	chat, _ := json.Marshal(map[string]any{"model": "gpt-4o", "messages": []any{map[string]any{"role": "user", "content": "hi"}}, "tools": fns})
+	status, _, out = post(t, srv.URL+"/v1/chat/completions", chat, nil)
+	if status != http.StatusRequestEntityTooLarge || !bytes.Contains(out, []byte("1001 tools")) {
+		t.Errorf("chat completions: %d %s", status, out)
+	}
+	if built != 0 {
+		t.Errorf("%d sets built for refused requests", built)
+	}
 }

@@ -60,6 +60,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not a chat completion request")
 		return
 	}
+	if msg := s.tooManyTools(len(tools)); msg != "" {
+		openAIError(w, http.StatusRequestEntityTooLarge, "request_too_large", msg)
+		return
+	}
 	in := planInput{model: model, deferAll: true}
 	for _, t := range tools {
 		typ := ""

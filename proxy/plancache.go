@@ -13,8 +13,8 @@ import (
 
 // Bounds of the plan cache.
 const (
-	// DefaultMaxPlanBytes bounds what the cached tool sets hold, about
-	// (see setSize).
+	// DefaultMaxPlanBytes bounds what the cached tool sets hold (see
+	// setSize).
 	DefaultMaxPlanBytes = 256 << 20
 	// maxPlans bounds the sets kept however small: a hit moves its key
 	// to the back of the order, a walk over every key kept.
@@ -156,7 +156,20 @@ func toolsKey(searchName string, deferAll bool, tools []messages.Tool) (key stri
 			field(t.InputSchema)
 		}
 	}
-	// An index holds about three times its tools' text; the catalog and
-	// the view as much again.
-	return string(h.Sum(nil)), 4*size + 4<<10
+	return string(h.Sum(nil)), setSize(size, len(tools))
+}
+
+// bytesPerTool is what a built set keeps for each tool beside its text:
+// the catalog's entry, the index's postings and the view's token counts.
+// Measured at about 1,200 bytes for a tool with a short name and no
+// description; TestPlanSizeCoversTheHeap checks the estimate against the
+// heap for such sets and for rich ones.
+const bytesPerTool = 2048
+
+// setSize is about what a built set of n tools with text bytes of names,
+// descriptions and schemas holds: the catalog keeps the text, the index
+// about as much again, and each tool costs bytesPerTool besides. A
+// charge by text alone was 40 times low for tools with little text.
+func setSize(text int64, n int) int64 {
+	return 2*text + int64(n)*bytesPerTool + 4<<10
 }

@@ -47,6 +47,10 @@ const (
 	DefaultMaxRounds        = 4
 	DefaultMaxRequestBytes  = 32 << 20
 	DefaultMaxResponseBytes = 32 << 20
+	// DefaultMaxTools bounds the tools one request may carry: the Messages
+	// API's own limit is far below it, and each tool indexed costs the
+	// proxy memory (setSize).
+	DefaultMaxTools = 20_000
 )
 
 // TokenHeader carries the proxy's own token, when it has one: clients
@@ -77,8 +81,11 @@ type Options struct {
 	// (not a stream it passes on; default 32 MiB).
 	MaxResponseBytes int64
 	// MaxPlanBytes bounds the tool sets the proxy keeps indexed, by
-	// their approximate size (default 256 MiB).
+	// their size (default 256 MiB).
 	MaxPlanBytes int64
+	// MaxTools bounds the tools of one request (default DefaultMaxTools);
+	// a request with more is refused with 413.
+	MaxTools int
 	// Engine is the search engine kind (search.DefaultEngine when empty).
 	Engine string
 	// Token, when set, is required in the X-Toolshelf-Token header.
@@ -141,6 +148,9 @@ func New(opts *Options) (*Server, error) {
 	}
 	if s.opts.MaxResponseBytes <= 0 {
 		s.opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if s.opts.MaxTools <= 0 {
+		s.opts.MaxTools = DefaultMaxTools
 	}
 	s.logger = s.opts.Logger
 	if s.logger == nil {
@@ -249,6 +259,14 @@ func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *
 	return body, nil
 }
 
+// tooManyTools says why a request of n tools is refused, or "".
+func (s *Server) tooManyTools(n int) string {
+	if n <= s.opts.MaxTools {
+		return ""
+	}
+	return fmt.Sprintf("toolshelf proxy: the request has %d tools, more than the %d the proxy takes (--max-tools)", n, s.opts.MaxTools)
+}
+
 // presize is the most readLimited sets aside before a body arrives.
 const presize = 4 << 20
 
@@ -265,6 +283,10 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) ([]byte, me
 	// request's own decoder validates it again.
 	if err := req.UnmarshalJSON(body); err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
+		return nil, req, false
+	}
+	if msg := s.tooManyTools(len(req.Tools)); msg != "" {
+		writeError(w, http.StatusRequestEntityTooLarge, "request_too_large", msg)
 		return nil, req, false
 	}
 	return body, req, true

@@ -17,7 +17,7 @@ const envProxyToken = "TOOLSHELF_PROXY_TOKEN"
 var proxyCommand = &command{
 	name:    "proxy",
 	summary: "tool search for any client: a proxy in front of the model API",
-	usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--max-rounds N] [--token TOKEN] [flags]",
+	usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--max-rounds N] [--max-tools N] [--token TOKEN] [flags]",
 	help: `
 Serves the Anthropic Messages API (POST /v1/messages and
 /v1/messages/count_tokens) and passes every other request to --upstream
@@ -66,6 +66,7 @@ a traceparent header, and one span per search the proxy answered.`,
 		mode := fs.String("mode", "auto", "when to defer (`MODE`): search (always), all (never), auto or auto:N")
 		window := fs.Int("context-window", 0, "context window in `TOKENS` for --mode auto (default: the model's)")
 		rounds := fs.Int("max-rounds", proxy.DefaultMaxRounds, "search rounds answered per request (`N`)")
+		maxTools := fs.Int("max-tools", proxy.DefaultMaxTools, "refuse requests with more than `N` tools (413)")
 		native := fs.String("native", proxy.NativeAuto, "use the API's own tool search (`WHEN`): auto (in front of api.anthropic.com, for models that take it), always or never")
 		token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
 		var engine engineFlags
@@ -80,6 +81,9 @@ a traceparent header, and one span per search the proxy answered.`,
 				return usagef("--mode %v", err)
 			}
 			if err := checkPositive(fs, "max-rounds", *rounds); err != nil {
+				return err
+			}
+			if err := checkPositive(fs, "max-tools", *maxTools); err != nil {
 				return err
 			}
 			if *window < 0 {
@@ -106,7 +110,7 @@ a traceparent header, and one span per search the proxy answered.`,
 			defer shutdownTelemetry(tel, logger)
 			p, err := proxy.New(&proxy.Options{
 				Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
-				MaxRounds: *rounds, Engine: engine.kind, Token: *token, Native: *native, Telemetry: tel,
+				MaxRounds: *rounds, MaxTools: *maxTools, Engine: engine.kind, Token: *token, Native: *native, Telemetry: tel,
 			})
 			if err != nil {
 				return usagef("%v", err)
