@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -48,3 +51,34 @@ func TestAuditArgs(t *testing.T) {
 		}
 	}
 }
+
+// The operator's log does not grow with the traffic: at the default
+// level, searches and calls write nothing (the audit log records calls).
+func TestLogQuietUnderTraffic(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	g, _ := gatewayFor(t, &Options{Logger: logger}, memServer(t, "github", []json.RawMessage{rawTool("create_issue", "Create a new issue", nil)}))
+	cs := connect(t, g, nil)
+	mu.Lock()
+	before := logs.Len()
+	mu.Unlock()
+	for range 200 {
+		call(t, cs, toolSearch, map[string]any{"query": "create an issue"})
+		call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{"text": "x"}})
+		call(t, cs, toolCall, map[string]any{"name": "mcp__github__no_such_tool"})
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if grew := logs.Len() - before; grew > 0 {
+		t.Errorf("600 requests wrote %d bytes to the log: %.500s", grew, logs.String()[before:])
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

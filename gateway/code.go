@@ -58,7 +58,7 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest) *mcp.Cal
 	if err != nil {
 		return toolError("run_code: %v", err)
 	}
-	s.logger.Info("code", "calls", res.Calls, "output", len(res.Output), "limit", res.Limit)
+	s.logger.Debug("code", "calls", res.Calls, "output", len(res.Output), "limit", res.Limit)
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, IsError: res.Error != ""}
 }
 

@@ -16,11 +16,13 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
+	runtimemetrics "go.opentelemetry.io/contrib/instrumentation/runtime"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -124,6 +126,14 @@ func New(ctx context.Context, opts *Options) (*Telemetry, error) {
 	}
 	mp := sdkmetric.NewMeterProvider(readers...)
 	t.meter = mp
+	// The Go runtime's figures (goroutines, memory, GC), so that a leak
+	// can be seen from outside.
+	if err := runtimemetrics.Start(runtimemetrics.WithMeterProvider(mp)); err != nil {
+		return nil, fmt.Errorf("telemetry: runtime metrics: %w", err)
+	}
+	if err := gcPauses(mp.Meter(Scope)); err != nil {
+		return nil, err
+	}
 	t.shutdown = append(t.shutdown, mp.Shutdown)
 
 	exp := o.SpanExporter
@@ -254,4 +264,25 @@ func (t *Telemetry) Shutdown(ctx context.Context) error {
 		errs = append(errs, f(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// gcPauses reports the time the garbage collector has stopped the world,
+// and how often, which the runtime instrumentation leaves out.
+func gcPauses(m metric.Meter) error {
+	pause, err := m.Float64ObservableCounter("go.gc.pause", metric.WithUnit("s"), metric.WithDescription("Time the Go garbage collector stopped the world."))
+	if err != nil {
+		return fmt.Errorf("telemetry: go.gc.pause: %w", err)
+	}
+	count, err := m.Int64ObservableCounter("go.gc.cycles", metric.WithDescription("Garbage collections completed."))
+	if err != nil {
+		return fmt.Errorf("telemetry: go.gc.cycles: %w", err)
+	}
+	_, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		var st debug.GCStats
+		debug.ReadGCStats(&st)
+		o.ObserveFloat64(pause, st.PauseTotal.Seconds())
+		o.ObserveInt64(count, st.NumGC)
+		return nil
+	}, pause, count)
+	return err
 }

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -144,5 +146,22 @@ func TestParamsOfRequestWithout(t *testing.T) {
 	}
 	if p := Params(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "x"}}); p == nil {
 		t.Error("params of a request with params: nil")
+	}
+}
+
+// /metrics has the Go runtime's figures, so that a leak can be seen from
+// outside: goroutines, memory in use, the GC's goal, its pauses.
+func TestRuntimeMetrics(t *testing.T) {
+	tel, err := New(context.Background(), &Options{Getenv: env()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	rec := httptest.NewRecorder()
+	tel.MetricsHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, name := range []string{"go_goroutine_count ", "go_memory_used_bytes{", "go_memory_gc_goal_bytes ", "go_gc_pause_seconds_total ", "go_gc_cycles_total "} {
+		if !strings.Contains(rec.Body.String(), "\n"+name) {
+			t.Errorf("/metrics has no %s", name)
+		}
 	}
 }
