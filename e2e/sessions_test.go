@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -180,4 +181,17 @@ func TestRoundResumedOnAnotherReplica(t *testing.T) {
 		t.Errorf("the client was asked %d times, want 3", asked)
 	}
 	lb.checkEveryReplicaServed(t)
+}
+
+// serve --catalog with a store uses the store (learning, audit), not
+// ignores it; with no servers there are no sign-ins to keep there.
+func TestServeCatalogWithStore(t *testing.T) {
+	t.Parallel()
+	url := testenv.Postgres(t)
+	cmd := exec.Command(toolshelf, "serve", "--catalog", "../internal/builtin/catalog.json", "--store", url)
+	cmd.Stdin = strings.NewReader("") // the client leaves at once
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), `msg="shared store"`) {
+		t.Errorf("%v\n%.500s", err, out)
+	}
 }

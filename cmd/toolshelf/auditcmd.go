@@ -28,12 +28,14 @@ var auditCommand = &command{
 
 Rotated files (FILE.1, FILE.2, ...) are read too, oldest first. FILE
 'store' reads the records replicas wrote to the shared store (serve
---audit store), found by --store or $TOOLSHELF_STORE.`,
+--audit store), found by --store, $TOOLSHELF_STORE or the configuration's
+"store".`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		n := fs.Int("n", 20, "tail: how many records (`N`)")
 		since := fs.Duration("since", 0, "summary: only records of the last `DURATION` (such as 1h)")
 		asJSON := fs.Bool("json", false, "summary: print JSON")
-		storeURL := fs.String("store", "", "with FILE 'store', the PostgreSQL store at `URL` (default $"+envStore+")")
+		storeURL := storeFlag(fs)
+		config := fs.String("config", "", "servers configuration `FILE`, for its \"store\"")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 2 || (args[0] != "tail" && args[0] != "summary") {
 				return usagef("audit needs tail FILE or summary FILE")
@@ -42,7 +44,7 @@ Rotated files (FILE.1, FILE.2, ...) are read too, oldest first. FILE
 			if *since > 0 {
 				from = time.Now().Add(-*since)
 			}
-			recs, bad, err := readAudit(ctx, e, args[1], *storeURL, from)
+			recs, bad, err := readAudit(ctx, e, args[1], *storeURL, *config, from)
 			if err != nil {
 				return err
 			}
@@ -210,16 +212,16 @@ func (s *auditSummary) write(e *env) {
 
 // readAudit reads an audit log file, or with file "store" the records in
 // the shared store.
-func readAudit(ctx context.Context, e *env, file, storeURL string, from time.Time) ([]audit.Record, int, error) {
+func readAudit(ctx context.Context, e *env, file, storeURL, configFlag string, from time.Time) ([]audit.Record, int, error) {
 	if file != auditStore {
 		return audit.Read(file, from)
 	}
-	db, err := openStore(e, storeURL, nil)
+	db, err := openStoreOf(e, storeURL, configFlag)
 	if err != nil {
 		return nil, 0, err
 	}
 	if db == nil {
-		return nil, 0, usagef("audit %s needs --store or $%s", auditStore, envStore)
+		return nil, 0, usagef("audit %s needs --store, $%s or the configuration's \"store\"", auditStore, envStore)
 	}
 	defer db.Close()
 	recs, err := audit.ReadShared(ctx, db, from)

@@ -38,11 +38,11 @@ func openTokens(e *env, db *store.DB) (*signin.Store, error) {
 }
 
 // authTokens opens the sign-ins the auth command works on: those of the
-// shared store that $TOOLSHELF_STORE or the configuration cfg (nil when
-// none) names, with $TOOLSHELF_STORE_KEY, else the token file. close
+// shared store that --store, $TOOLSHELF_STORE or the configuration cfg
+// (nil when none) names, with $TOOLSHELF_STORE_KEY, else the token file. close
 // releases the store.
-func authTokens(e *env, cfg *upstream.Config) (tokens *signin.Store, close func(), err error) {
-	db, err := openStore(e, "", cfg)
+func authTokens(e *env, cfg *upstream.Config, storeURL string) (tokens *signin.Store, close func(), err error) {
+	db, err := openStore(e, storeURL, cfg)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -103,6 +103,7 @@ is refreshed once for all of them.
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		storeURL := storeFlag(fs)
 		noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL only")
 		asJSON := fs.Bool("json", false, "status: print JSON")
 		rawURL := fs.String("url", "", "login: sign in to the server at `URL`, not one of the configuration (named by --name)")
@@ -124,7 +125,7 @@ is refreshed once for all of them.
 					return err
 				}
 			}
-			store, closeStore, err := authTokens(e, cfg)
+			store, closeStore, err := authTokens(e, cfg, *storeURL)
 			if err != nil {
 				return err
 			}

@@ -62,6 +62,7 @@ found.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var o doctorOptions
 		fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
+		o.store = storeFlag(fs)
 		fs.StringVar(&o.catalog, "catalog", "", "examine a catalog `FILE` instead of servers")
 		fs.StringVar(&o.profile, "profile", "", "report on the configuration's profile `NAME` only")
 		fs.StringVar(&o.model, "model", "claude-sonnet-4-5", "the `MODEL` the decision is for")
@@ -93,6 +94,7 @@ found.`,
 
 type doctorOptions struct {
 	config, catalog, model, profile string
+	store                           *string // --store
 	window                          int
 	countTokens, json               bool
 }
@@ -146,7 +148,7 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	src, err := openCatalog(ctx, e, o.catalog, o.config)
+	src, err := openCatalog(ctx, e, o.catalog, o.config, *o.store)
 	if err != nil {
 		return err
 	}

@@ -39,8 +39,8 @@ it would without this.
 
 The pairs are kept in toolshelf/learned.db in the user's state folder
 ($XDG_STATE_HOME, else ~/.local/state; $TOOLSHELF_LEARNED names another
-file; with --store or $TOOLSHELF_STORE, the PostgreSQL store that serve
---store replicas share), at most 20,000 and for 180 days. 'serve
+file; with --store, $TOOLSHELF_STORE or the configuration's "store", the
+PostgreSQL store that serve --store replicas share), at most 20,000 and for 180 days. 'serve
 --no-learn', or "learn": false in the configuration, turns learning off.
 ('toolshelf usage' is this command's earlier name.)`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -49,13 +49,14 @@ file; with --store or $TOOLSHELF_STORE, the PostgreSQL store that serve
 		all := fs.Bool("all", false, "forget: every pair")
 		older := fs.Duration("older-than", 0, "forget: the pairs not used for `DURATION`")
 		asJSON := fs.Bool("json", false, "show: print JSON")
-		storeURL := fs.String("store", "", "what replicas learned, in the PostgreSQL store at `URL` (default $"+envStore+")")
+		storeURL := storeFlag(fs)
+		config := fs.String("config", "", "servers configuration `FILE`, for its \"store\"")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 1 || (args[0] != "show" && args[0] != "forget") {
 				return usagef("learned needs show or forget")
 			}
 			st := learn.Open(learnedPath(e), nil)
-			db, err := openStore(e, *storeURL, nil)
+			db, err := openStoreOf(e, *storeURL, *config)
 			if err != nil {
 				return err
 			}

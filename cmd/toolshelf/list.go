@@ -32,12 +32,13 @@ Exit status is 1 when a server failed or needs sign-in (toolshelf auth
 login); the others are listed anyway.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		storeURL := storeFlag(fs)
 		asJSON := fs.Bool("json", false, "print JSON")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected arguments: %v", args)
 			}
-			src, err := openCatalog(ctx, e, "", *config)
+			src, err := openCatalog(ctx, e, "", *config, *storeURL)
 			if err != nil {
 				return err
 			}

@@ -246,3 +246,54 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// Every command that reads or changes shared state finds the store the
+// same three ways: --store, $TOOLSHELF_STORE, the configuration's
+// "store". A URL that is not PostgreSQL's is refused, naming where it
+// came from; that it is refused shows the command read it.
+func TestEveryStateCommandTakesStore(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "servers.json")
+	withStore := filepath.Join(dir, "stored.json")
+	os.WriteFile(plain, []byte(`{"mcpServers": {"github": {"command": "false"}}}`), 0o644)
+	os.WriteFile(withStore, []byte(`{"mcpServers": {"github": {"command": "false"}}, "store": "mysql://from-config"}`), 0o644)
+	commands := [][]string{
+		{"serve", "--catalog", realCatalog},
+		{"tools", "approve", "github"},
+		{"tools", "deny", "github/create_issue"},
+		{"tools", "diff"},
+		{"tools", "export-lock"},
+		{"tools", "import-lock"},
+		{"auth", "status"},
+		{"learned", "show"},
+		{"audit", "tail", "store"},
+		{"list"},
+		{"search", "create an issue"},
+		{"doctor"},
+	}
+	for _, c := range commands {
+		name := strings.Join(c, " ")
+		t.Run(name, func(t *testing.T) {
+			cfg := []string{"--config", plain}
+			if c[0] == "serve" {
+				cfg = nil // serve reads the catalog file
+			}
+			args := append(append(slices.Clone(c), cfg...), "--store", "mysql://from-flag")
+			if r := runCLI(t, args...); r.code != 2 || !strings.Contains(r.stderr, "mysql://from-flag") {
+				t.Errorf("--store: exit %d, stderr %.300s", r.code, r.stderr)
+			}
+			t.Setenv("TOOLSHELF_STORE", "mysql://from-env")
+			if r := runCLI(t, append(slices.Clone(c), cfg...)...); r.code != 2 || !strings.Contains(r.stderr, "mysql://from-env") {
+				t.Errorf("$TOOLSHELF_STORE: exit %d, stderr %.300s", r.code, r.stderr)
+			}
+			if c[0] == "serve" {
+				return
+			}
+			t.Setenv("TOOLSHELF_STORE", "")
+			if r := runCLI(t, append(slices.Clone(c), "--config", withStore)...); r.code != 2 || !strings.Contains(r.stderr, `stored.json:1: "store" must be a postgres:// URL`) {
+				t.Errorf("the configuration's store: exit %d, stderr %.300s", r.code, r.stderr)
+			}
+		})
+	}
+}
+

@@ -40,6 +40,7 @@ searched (connected first).
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		catalogPath := fs.String("catalog", "", "catalog `FILE` to search")
 		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		storeURL := storeFlag(fs)
 		var engine engineFlags
 		engine.register(fs)
 		limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, semantic and hybrid, 5 otherwise)")
@@ -52,7 +53,7 @@ searched (connected first).
 			if err := engine.check(e); err != nil {
 				return err
 			}
-			return runSearch(ctx, e, searchOptions{*catalogPath, *config, engine, *limit, *asJSON, *explain}, args)
+			return runSearch(ctx, e, searchOptions{*catalogPath, *config, *storeURL, engine, *limit, *asJSON, *explain}, args)
 		}
 	},
 }
@@ -60,6 +61,7 @@ searched (connected first).
 type searchOptions struct {
 	catalog string
 	config  string
+	store   string
 	engine  engineFlags
 	limit   int
 	json    bool
@@ -71,7 +73,7 @@ func runSearch(ctx context.Context, e *env, o searchOptions, args []string) erro
 	if strings.TrimSpace(query) == "" {
 		return usagef("no query: give the words to search for, as in: toolshelf search create a pull request")
 	}
-	src, err := openCatalog(ctx, e, o.catalog, o.config)
+	src, err := openCatalog(ctx, e, o.catalog, o.config, o.store)
 	if err != nil {
 		return err
 	}

@@ -240,9 +240,11 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if src.db != nil {
 		defer src.db.Close()
 		holds := "pins and approvals, what was learned from use, sessions"
-		if src.tokens.Where() == src.db.Where() {
+		switch {
+		case src.tokens == nil: // a catalog file: no servers to sign in to
+		case src.tokens.Where() == src.db.Where():
 			holds += ", sign-ins"
-		} else {
+		default:
 			holds += "; sign-ins stay in " + src.tokens.Where() + " (set $" + envStoreKey + " to seal them in the store)"
 		}
 		logger.Info("shared store", "url", src.db.Where(), "holds", holds)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -75,6 +76,12 @@ func openPins(path string, cfg *upstream.Config, db *store.DB) (*pin.Lock, error
 	return l, nil
 }
 
+// storeFlag registers --store, which every command that reads or changes
+// shared state (pins, sign-ins, learning, audit) takes.
+func storeFlag(fs *flag.FlagSet) *string {
+	return fs.String("store", "", "the PostgreSQL store replicas share, at `URL` (postgres://...; default $"+envStore+" or the configuration's \"store\")")
+}
+
 // openStore opens the shared store a command is pointed at: url (--store),
 // else $TOOLSHELF_STORE, else the configuration's "store"; nil when none.
 func openStore(e *env, url string, cfg *upstream.Config) (*store.DB, error) {
@@ -95,6 +102,23 @@ func openStore(e *env, url string, cfg *upstream.Config) (*store.DB, error) {
 	return store.Open(ctx, url, nil)
 }
 
+// openStoreOf is openStore for a command that needs no configuration of
+// its own: the configuration (--config, $TOOLSHELF_CONFIG or the default
+// file) is read only for its "store", when neither --store nor
+// $TOOLSHELF_STORE names one.
+func openStoreOf(e *env, url, configFlag string) (*store.DB, error) {
+	var cfg *upstream.Config
+	if url == "" && e.getenv(envStore) == "" {
+		if path := configPath(e, configFlag); path != "" {
+			var err error
+			if cfg, err = loadConfig(e, path); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return openStore(e, url, cfg)
+}
+
 // connectOptions shape how a command connects to servers.
 type connectOptions struct {
 	useCache bool // seed from and write to the disk cache
@@ -108,8 +132,8 @@ type connectOptions struct {
 	telemetry *telemetry.Telemetry
 	// tokens keeps the sign-ins (openTokens); nil is the token file.
 	tokens *signin.Store
-	// storeURL is serve's --store; the shared store's pins replace the
-	// lock file.
+	// storeURL is the command's --store; the shared store's pins replace
+	// the lock file.
 	storeURL string
 }
 
@@ -145,16 +169,26 @@ type toolSource struct {
 // is named, else the configuration's servers (not started: the pool has
 // not run), else the built-in catalog. o.secrets gets the configuration's.
 func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*toolSource, error) {
-	if catalogFile != "" {
-		c, err := loadCatalogFile(catalogFile)
-		if err != nil {
-			return nil, err
-		}
-		return &toolSource{pool: upstream.Fixed(c, "the catalog file "+catalogFile), name: catalogFile}, nil
-	}
 	path := configPath(e, configFlag)
-	if path == "" {
-		return &toolSource{pool: upstream.Fixed(builtin.Catalog(), "the built-in catalog"), name: "the built-in catalog", builtin: true}, nil
+	if catalogFile != "" || path == "" {
+		src := &toolSource{pool: upstream.Fixed(builtin.Catalog(), "the built-in catalog"), name: "the built-in catalog", builtin: true}
+		if catalogFile != "" {
+			c, err := loadCatalogFile(catalogFile)
+			if err != nil {
+				return nil, err
+			}
+			src = &toolSource{pool: upstream.Fixed(c, "the catalog file "+catalogFile), name: catalogFile}
+		}
+		// No pins or sign-ins without servers, but a store named is
+		// used (serve's learning, audit and fleet), not ignored.
+		if o.storeURL != "" {
+			db, err := openStore(e, o.storeURL, nil)
+			if err != nil {
+				return nil, err
+			}
+			src.db = db
+		}
+		return src, nil
 	}
 	cfg, err := loadConfig(e, path)
 	if err != nil {
@@ -334,8 +368,8 @@ func (s *catalogSource) close() {
 // openCatalog finds the tools a command works on: a catalog file if one
 // is named, else the configured servers (connected now), else the
 // built-in catalog, which is announced on stderr.
-func openCatalog(ctx context.Context, e *env, catalogFile, configFlag string) (*catalogSource, error) {
-	src, err := openSource(e, catalogFile, configFlag, connectOptions{useCache: true})
+func openCatalog(ctx context.Context, e *env, catalogFile, configFlag, storeURL string) (*catalogSource, error) {
+	src, err := openSource(e, catalogFile, configFlag, connectOptions{useCache: true, storeURL: storeURL})
 	if err != nil {
 		return nil, err
 	}

@@ -53,6 +53,7 @@ on its pins instead of the file's.
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		storeURL := storeFlag(fs)
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) == 0 {
 				return usagef("tools needs diff, approve or deny")
@@ -60,7 +61,7 @@ on its pins instead of the file's.
 			verb, rest := args[0], args[1:]
 			switch {
 			case (verb == "export-lock" || verb == "import-lock") && len(rest) == 0:
-				return moveLock(e, *config, verb == "import-lock")
+				return moveLock(e, *config, *storeURL, verb == "import-lock")
 			case verb == "diff" && len(rest) <= 1:
 			case (verb == "approve" || verb == "deny") && len(rest) == 1:
 			case verb == "approve" || verb == "deny":
@@ -74,14 +75,14 @@ on its pins instead of the file's.
 			if len(rest) == 1 {
 				server, tool, _ = strings.Cut(rest[0], "/")
 			}
-			return runTools(ctx, e, *config, verb, server, tool)
+			return runTools(ctx, e, *config, *storeURL, verb, server, tool)
 		}
 	},
 }
 
 // moveLock copies pins between the configuration's lock file and the
 // shared store: into the store (import) or out of it (export).
-func moveLock(e *env, configFlag string, toStore bool) error {
+func moveLock(e *env, configFlag, storeURL string, toStore bool) error {
 	path := configPath(e, configFlag)
 	if path == "" {
 		return usagef("tools export-lock and import-lock need a configuration (--config FILE or $%s): the lock file is beside it", envConfig)
@@ -90,12 +91,12 @@ func moveLock(e *env, configFlag string, toStore bool) error {
 	if err != nil {
 		return err
 	}
-	db, err := openStore(e, "", cfg)
+	db, err := openStore(e, storeURL, cfg)
 	if err != nil {
 		return err
 	}
 	if db == nil {
-		return usagef("no shared store: set $%s or the configuration's \"store\"", envStore)
+		return usagef("no shared store: give --store, set $%s or the configuration's \"store\"", envStore)
 	}
 	defer db.Close()
 	file, err := openPins(path, cfg, nil)
@@ -126,7 +127,7 @@ func didYouMeanWord(w string, words []string) string {
 	return ""
 }
 
-func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string) error {
+func runTools(ctx context.Context, e *env, configFlag, storeURL, verb, server, tool string) error {
 	path := configPath(e, configFlag)
 	if path == "" {
 		return usagef("tools needs a configuration: pinned definitions live in %s beside it; give one with --config FILE or $%s, or make one with 'toolshelf import'", pin.FileName, envConfig)
@@ -147,7 +148,7 @@ func runTools(ctx context.Context, e *env, configFlag, verb, server, tool string
 		}
 		cfgs = cfg.Servers[i : i+1]
 	}
-	db, err := openStore(e, "", cfg)
+	db, err := openStore(e, storeURL, cfg)
 	if err != nil {
 		return err
 	}
