@@ -21,5 +21,12 @@ timeout=$(awk -v s="$scale" 'BEGIN { printf "%dm", 10 * s + 0.999 }')
 echo "go test -timeout $timeout (load scale $scale)"
 
 # -race everywhere: the pool, engines and catalogs are shared across
-# goroutines by design.
-go test -race -count=1 -timeout "$timeout" ./...
+# goroutines by design. scripts/testreport prints each package's line and
+# what failed, then every skipped test with its reason (a machine without
+# chromium or PostgreSQL skips their tests: it must say so), and the
+# summary line last. In CI a skip that scripts/expected-skips.txt does not
+# name fails the run.
+expected=()
+[[ -n ${CI:-} ]] && expected=(-expected scripts/expected-skips.txt)
+go build -o "${TMPDIR:-/tmp}/toolshelf-testreport" ./scripts/testreport
+go test -race -count=1 -timeout "$timeout" -json ./... | "${TMPDIR:-/tmp}/toolshelf-testreport" "${expected[@]}"

@@ -559,23 +559,59 @@ func TestPoolReadyImpliesPublished(t *testing.T) {
 // A server that leaves a grandchild in a session of its own, holding its
 // stdout and stderr, and exits: the pool reaps it at once (no zombie),
 // fails it with its reason, and stops without waiting for the grandchild's
-// pipes to close.
+// pipes to close. Where servers run in PID namespaces, the grandchild
+// ends with the server; it never outlives the pool.
 func TestPoolDetachedGrandchild(t *testing.T) {
 	dir := t.TempDir()
 	childPID, grandchildPID := filepath.Join(dir, "child"), filepath.Join(dir, "grandchild")
 	cfg := fake("detacher", "detach", nil, mcptest.PIDEnv+"="+childPID, mcptest.GrandchildEnv+"="+grandchildPID)
 	p := NewPool([]ServerConfig{cfg}, &Options{RestartDelay: time.Hour})
 	stop := run(t, p)
-	grandchild := readPID(t, grandchildPID)
-	t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
 	child := readPID(t, childPID)
 	eventually(t, "the server to fail", func() bool { return statusOf(p, "detacher").State == StateFailed })
 	if st := statusOf(p, "detacher"); !strings.Contains(st.Error, "detached a worker") {
 		t.Errorf("error %q does not carry the server's stderr", st.Error)
 	}
-	eventually(t, "the exited server to be reaped", func() bool {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
-		return err != nil || !strings.Contains(string(b), ") Z ")
-	})
+	eventually(t, "the exited server to be reaped", func() bool { return gone(child) })
 	stop()
+	if b, err := os.ReadFile(grandchildPID); err == nil {
+		grandchild, _ := strconv.Atoi(string(b))
+		t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
+		if noPIDNamespaces.Load() {
+			return // a daemon outlives its server here, as the log says
+		}
+		eventually(t, "the grandchild to end with its server", func() bool { return gone(grandchild) })
+	}
+}
+
+// gone reports whether a process has ended (exited, or a zombie not yet
+// reaped).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err != nil || strings.Contains(string(b), ") Z ")
+}
+
+// When the pool stops a server, nothing the server started survives it:
+// not even a daemon it double-forked into a session of its own (as
+// `heroku update --autoupdate` leaves), which its process group does not
+// hold. Servers run in a PID namespace of their own (process_linux.go).
+func TestStoppedServerLeavesNoDaemon(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("PID namespaces are Linux's")
+	}
+	dir := t.TempDir()
+	daemonPID := filepath.Join(dir, "daemon")
+	p := NewPool([]ServerConfig{fake("autoupdater", "daemon", []string{"t"}, mcptest.GrandchildEnv+"="+daemonPID)}, &Options{RestartDelay: time.Hour})
+	stop := run(t, p)
+	eventually(t, "the server to be ready", func() bool { return statusOf(p, "autoupdater").State == StateReady })
+	daemon := readPID(t, daemonPID)
+	t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGKILL) })
+	if noPIDNamespaces.Load() {
+		t.Skip("this system refuses PID namespaces")
+	}
+	if gone(daemon) {
+		t.Fatal("the daemon ended while its server ran")
+	}
+	stop()
+	eventually(t, "the daemon to end with its server", func() bool { return gone(daemon) })
 }

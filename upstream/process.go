@@ -61,6 +61,13 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		if namespaceRefused(cmd.SysProcAttr, err) {
+			// Once: namespaces are not asked for again.
+			if logger != nil {
+				logger.Warn("the system refuses PID namespaces; a daemon a server detaches may outlive it", "error", err)
+			}
+			return startProcess(cfg, logger)
+		}
 		return nil, startError(cfg.Command, err)
 	}
 	p.stdin = stdin

@@ -8,3 +8,9 @@ import "syscall"
 // signal. The process group still lets a stopping toolshelf reap what it
 // started.
 func setParentDeathSignal(*syscall.SysProcAttr) {}
+
+// setPIDNamespace does nothing: PID namespaces are Linux's. A daemon a
+// server detaches outlives it here.
+func setPIDNamespace(*syscall.SysProcAttr) {}
+
+func namespaceRefused(*syscall.SysProcAttr, error) bool { return false }

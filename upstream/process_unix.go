@@ -9,12 +9,15 @@ import (
 
 // setProcessGroup starts the command in its own process group, so that
 // stopping it also stops what it started (npm wrappers, node launching a
-// native binary, as @azure/mcp does), and, where the system has one, with
-// a parent-death signal, so that it does not outlive a toolshelf that was
+// native binary, as @azure/mcp does), in a PID namespace of its own where
+// the system allows one, so that not even a daemon it detached outlives
+// it (see setPIDNamespace), and, where the system has one, with a
+// parent-death signal, so that it does not outlive a toolshelf that was
 // killed without a chance to stop it (SIGKILL, a client that kills its
 // servers).
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setPIDNamespace(cmd.SysProcAttr)
 	setParentDeathSignal(cmd.SysProcAttr)
 }
 

@@ -22,15 +22,15 @@ import (
 
 // Environment variables that script the subprocess server.
 const (
-	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, traced, hang, exit, leak, functions, detach
+	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, traced, hang, exit, leak, functions, detach, daemon
 	ToolsEnv  = "MCPTEST_TOOLS"  // comma-separated tool names
 	PageEnv   = "MCPTEST_PAGE"   // tools/list page size
 	BannerEnv = "MCPTEST_BANNER" // lines printed on stdout before serving
 	PIDEnv    = "MCPTEST_PIDFILE"
 	// DescribeEnv gives one tool another description: "tool=text".
 	DescribeEnv = "MCPTEST_DESCRIBE"
-	// GrandchildEnv names the file where the detach mode writes the pid
-	// of the grandchild it leaves behind.
+	// GrandchildEnv names the file where the detach and daemon modes
+	// write the pid of the grandchild they leave behind.
 	GrandchildEnv = "MCPTEST_GRANDCHILD_PIDFILE"
 )
 
@@ -58,9 +58,21 @@ func MaybeServe() {
 		return
 	}
 	if f := os.Getenv(PIDEnv); f != "" {
-		_ = os.WriteFile(f, []byte(strconv.Itoa(os.Getpid())), 0o644)
+		_ = os.WriteFile(f, []byte(strconv.Itoa(hostPID())), 0o644)
 	}
 	os.Exit(serve(mode))
+}
+
+// hostPID is the process's id as the test sees it: a server in a PID
+// namespace of its own has another id inside it, but /proc, which is the
+// test's, names the test's.
+func hostPID() int {
+	if s, err := os.Readlink("/proc/self"); err == nil {
+		if pid, err := strconv.Atoi(s); err == nil {
+			return pid
+		}
+	}
+	return os.Getpid()
 }
 
 func serve(mode string) int {
@@ -82,6 +94,15 @@ func serve(mode string) int {
 		return 1
 	case "detach":
 		return detach()
+	case "daemon":
+		// Leaves a daemon behind as a wrapper that autoupdates does
+		// (double fork, a session of its own), then serves.
+		if code := daemonize(); code != 0 {
+			return code
+		}
+		mode = "serve"
+	case "daemonize":
+		return daemonize()
 	case "browse":
 		// A headless browser: follows the URL it is given, with its
 		// redirects (a sign-in page that approves at once, back to the
