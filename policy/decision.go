@@ -195,7 +195,7 @@ func (d Decision) String() string {
 	case d.Threshold > 0 && d.Reason == ReasonAlways:
 		// tst defers whatever the cost: the threshold is auto mode's, and
 		// shown only for comparison.
-		fmt.Fprintf(&b, " (always in mode tst, whatever the cost: %s tokens; auto mode's threshold would be %s, %d%% of %s; %s)",
+		fmt.Fprintf(&b, " (always, whatever the cost: %s tokens; auto mode's threshold would be %s, %d%% of %s; %s)",
 			num(d.Tokens), num(d.Threshold), d.Percent, num(d.ContextWindow), d.TokenSource)
 	case d.Threshold > 0:
 		fmt.Fprintf(&b, " (%s tokens %s threshold %s: %d%% of %s; %s)",

@@ -31,6 +31,20 @@ const (
 	ModeStandard Mode = "standard"
 )
 
+// Words says what a mode does, for people: the mode's name ("tst") is
+// Claude Code's jargon.
+func (m Mode) Words() string {
+	switch m {
+	case ModeAlways:
+		return "always search (every deferrable tool deferred)"
+	case ModeAuto:
+		return "auto (search once the tools cost more than a share of the context window)"
+	case ModeStandard:
+		return "never search (every tool listed)"
+	}
+	return string(m)
+}
+
 // DefaultPercent is the auto mode's threshold: 10% of the context window.
 const DefaultPercent = 10
 

@@ -253,7 +253,7 @@ func TestMeasureFallsBack(t *testing.T) {
 	}
 	d = Decide(Request{Settings: Settings{Mode: ModeAlways}, Model: "claude-opus-4-1", SearchAvailable: true,
 		Tools: []Tool{{Name: "mcp__a__x", MCP: true}}, Cost: Cost{Tokens: 30_000, Source: SourceTokenizer}})
-	if got, want := d.String(), "enabled: tst_enabled (always in mode tst, whatever the cost: 30,000 tokens; auto mode's threshold would be 20,000, 10% of 200,000; tokenizer)"; got != want {
+	if got, want := d.String(), "enabled: tst_enabled (always, whatever the cost: 30,000 tokens; auto mode's threshold would be 20,000, 10% of 200,000; tokenizer)"; got != want {
 		t.Errorf("String = %q, want %q", got, want)
 	}
 }

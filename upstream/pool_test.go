@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -614,4 +615,23 @@ func TestStoppedServerLeavesNoDaemon(t *testing.T) {
 	}
 	stop()
 	eventually(t, "the daemon to end with its server", func() bool { return gone(daemon) })
+}
+
+// A configuration whose server's package was never installed fails with
+// one line that says so and what to do, not Node's stack trace.
+func TestMissingPackageHint(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed")
+	}
+	dir := t.TempDir()
+	p := NewPool([]ServerConfig{{Name: "memory", Command: "node", Args: []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, Cwd: dir, Timeout: testenv.Timeout(10 * time.Second)}}, &Options{RestartDelay: time.Hour})
+	run(t, p)
+	eventually(t, "the server to fail", func() bool { return statusOf(p, "memory").State == StateFailed })
+	st := statusOf(p, "memory")
+	if !strings.Contains(st.Error, "its Node package is not installed") || !strings.Contains(st.Error, "npm ci") || !strings.Contains(st.Error, dir) {
+		t.Errorf("error: %s", st.Error)
+	}
+	if strings.Contains(st.Error, "Module._resolveFilename") || strings.Count(st.Error, "\n") > 0 {
+		t.Errorf("the error carries Node's stack trace: %s", st.Error)
+	}
 }

@@ -186,10 +186,34 @@ func (p *process) exitReason() string {
 	if p.err != nil {
 		reason = p.err.Error()
 	}
+	if hint := missingModule(p.stderr.Tail(16<<10), p.cmd.Dir); hint != "" {
+		return reason + "; " + hint
+	}
 	if tail := p.stderr.Tail(512); tail != "" {
 		reason += "; stderr: " + tail
 	}
 	return reason
+}
+
+// missingModule turns Node's stack trace for a package that is not
+// installed (the usual first failure of a configuration whose servers
+// were never installed) into one line that says what to do, or "".
+func missingModule(stderr, dir string) string {
+	if !strings.Contains(stderr, "MODULE_NOT_FOUND") && !strings.Contains(stderr, "ERR_MODULE_NOT_FOUND") {
+		return ""
+	}
+	module := ""
+	for _, prefix := range []string{"Cannot find module '", "Cannot find package '"} {
+		if _, rest, ok := strings.Cut(stderr, prefix); ok {
+			module, _, _ = strings.Cut(rest, "'")
+			break
+		}
+	}
+	where := "in the server's folder"
+	if dir != "" {
+		where = "in " + dir
+	}
+	return fmt.Sprintf("its Node package is not installed (cannot find %s): run npm ci, or npm install, %s", truncate(module, 200), where)
 }
 
 // tailBuffer keeps the last max bytes written to it. It is safe for

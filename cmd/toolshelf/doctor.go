@@ -285,8 +285,8 @@ func (r *doctorReport) write(w io.Writer) {
 	if r.Settings.Explicit {
 		mode = "set"
 	}
-	fmt.Fprintf(w, "\nTool search for %s (context window %s; ENABLE_TOOL_SEARCH %s: mode %s):\n  %s\n",
-		r.Model, num(r.ContextWindow), mode, r.Settings.Mode, r.Summary)
+	fmt.Fprintf(w, "\nTool search for %s (context window %s; ENABLE_TOOL_SEARCH %s: %s):\n  %s\n",
+		r.Model, num(r.ContextWindow), mode, r.Settings.Mode.Words(), r.Summary)
 
 	p := r.PerTurn
 	fmt.Fprintf(w, "\nTool definitions sent per turn:\n")
@@ -295,6 +295,12 @@ func (r *doctorReport) write(w io.Writer) {
 	fmt.Fprintf(tw, "  with deferral\t%s tokens\t%d tools\t\n", num(p.With.Tokens), p.With.Tools)
 	fmt.Fprintf(tw, "  saving\t%s tokens\t%.1f%%\t\n", num(p.Saved), p.SavedPercent)
 	tw.Flush()
+	if p.Saved <= 0 && p.Without.Tools > 0 {
+		// Search costs its own definition: below that, deferral loses.
+		fmt.Fprintf(w, "\nSearch does not pay here: the search tool's definition costs more than the %s tokens of the %d tools it would defer.\n"+
+			"Serve with --mode auto (search only once the tools cost more than %d%% of the context window) or --mode all (list every tool).\n",
+			num(p.Without.Tokens), p.Without.Tools, policy.DefaultPercent)
+	}
 
 	if len(r.Warnings) == 0 {
 		fmt.Fprintln(w, "\nNo warnings.")

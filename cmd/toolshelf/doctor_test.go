@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,7 +22,7 @@ func TestDoctorBuiltin(t *testing.T) {
 	}
 	for _, want := range []string{
 		"SERVER", "LARGEST TOOLS", "github", "create_pull_request_review",
-		"enabled: tst_enabled (always in mode tst, whatever the cost: ", "tokens; auto mode's threshold would be 20,000, 10% of 200,000; tokenizer)",
+		"enabled: tst_enabled (always, whatever the cost: ", "tokens; auto mode's threshold would be 20,000, 10% of 200,000; tokenizer)",
 		"without deferral", "with deferral", "saving", "99.8%",
 		`collision        github, gitlab: "create_issue" is a tool of github and gitlab`,
 		"long_description mcp__sequential-thinking__sequentialthinking",
@@ -169,5 +171,45 @@ func TestDoctorCountsPromptsAndResources(t *testing.T) {
 	s := rep.Servers[0]
 	if s.Prompts == 0 || s.Resources == 0 || s.OfferTokens <= 0 {
 		t.Errorf("everything: %d prompts, %d resources, %d tokens", s.Prompts, s.Resources, s.OfferTokens)
+	}
+}
+
+// On a few small tools search costs more than it saves: doctor says so in
+// words, with what to do, and without the mode's jargon.
+func TestDoctorSaysWhenSearchDoesNotPay(t *testing.T) {
+	var c struct {
+		Servers []map[string]any `json:"servers"`
+	}
+	b, err := os.ReadFile(realCatalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range c.Servers {
+		if s["name"] == "memory" {
+			s["tools"] = s["tools"].([]any)[:2]
+			c.Servers = []map[string]any{s}
+			break
+		}
+	}
+	tiny := filepath.Join(t.TempDir(), "tiny.json")
+	b, _ = json.Marshal(c)
+	os.WriteFile(tiny, b, 0o644)
+	r := runCLI(t, "doctor", "--catalog", tiny)
+	if r.code != 0 {
+		t.Fatalf("code %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"Search does not pay here", "--mode auto", "--mode all", "always search (every deferrable tool deferred)"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "mode tst") {
+		t.Errorf("doctor speaks of mode tst:\n%s", r.stdout)
+	}
+	if r := runCLI(t, "doctor"); strings.Contains(r.stdout, "does not pay") {
+		t.Errorf("the built-in catalog, which search pays for, is told it does not:\n%s", r.stdout)
 	}
 }

@@ -296,4 +296,3 @@ func TestEveryStateCommandTakesStore(t *testing.T) {
 		})
 	}
 }
-
