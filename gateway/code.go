@@ -52,6 +52,9 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest) *mcp.Cal
 		// pause for: there, such a call fails.)
 		ctx = forCaller(ctx, req.Session, req.Params.GetProgressToken())
 	}
+	// Programs' slots are shared fairly between profiles: one profile's
+	// programs waiting on slow tools leave room for another's.
+	ctx = sandbox.WithTenant(ctx, s.up.Profile())
 	res, err := s.opts.Code.Run(ctx, program, func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
 		return s.codeCall(ctx, req.Session, server, tool, args)
 	})

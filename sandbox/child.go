@@ -72,6 +72,7 @@ type program struct {
 	out       strings.Builder
 	dropped   int
 	calls     int
+	sent      int // bytes of arguments sent
 	servers   map[string]goja.Value
 }
 
@@ -193,7 +194,10 @@ func cutText(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
-// watchCPU stops the program once it has used its CPU time.
+// watchCPU stops the program once it has used its CPU time. The engine
+// sees the stop between two of its steps; a step that does not end (a
+// regular expression that backtracks without end runs in Go, not in the
+// engine) is not waited for: the child says which limit it hit and ends.
 func (p *program) watchCPU() (stop func()) {
 	done := make(chan struct{})
 	start := cpuTime()
@@ -206,7 +210,13 @@ func (p *program) watchCPU() (stop func()) {
 				return
 			case <-t.C:
 				if cpuTime()-start > p.l.CPU {
-					p.stop("cpu", fmt.Sprintf("the program used more than %v of CPU time (the cpu limit)", p.l.CPU))
+					p.stop("cpu", cpuError(p.l))
+					select {
+					case <-done:
+					case <-time.After(time.Second):
+						fmt.Fprintln(os.Stderr, cpuMarker)
+						os.Exit(3)
+					}
 					return
 				}
 			}
@@ -230,6 +240,13 @@ func (p *program) call(server, tool string, arg goja.Value) goja.Value {
 			panic(p.vm.NewTypeError("tools.%s.%s: the arguments must be an object that JSON can write", server, tool))
 		}
 		args = json.RawMessage(j.String())
+	}
+	if len(args) > p.l.Arguments {
+		panic(p.vm.NewTypeError("tools.%s.%s: the arguments are %d bytes, more than the %d a call may carry (the arguments limit)", server, tool, len(args), p.l.Arguments))
+	}
+	if p.sent += len(args); p.sent > p.l.Sent {
+		p.stop("sent", fmt.Sprintf("the program's calls carried more than %d bytes of arguments in all (the sent limit)", p.l.Sent))
+		return goja.Undefined()
 	}
 	reply, err := p.roundTrip(call{Server: server, Tool: tool, Arguments: args})
 	if err != nil {

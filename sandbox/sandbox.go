@@ -47,6 +47,12 @@ type Limits struct {
 	Output int `json:"output"`
 	// Depth is the deepest the program's calls may nest (default 1,000).
 	Depth int `json:"depth"`
+	// Arguments is the most bytes of arguments one tool call may carry
+	// (default 1 MiB), and Sent the most of all a program's calls
+	// together (default 4 MiB): a client's request is capped at 4 MiB,
+	// and a program must not send the gateway more.
+	Arguments int `json:"arguments"`
+	Sent      int `json:"sent"`
 }
 
 func (l Limits) withDefaults() Limits {
@@ -68,15 +74,28 @@ func (l Limits) withDefaults() Limits {
 	if l.Depth <= 0 {
 		l.Depth = 1000
 	}
+	if l.Arguments <= 0 {
+		l.Arguments = 1 << 20
+	}
+	if l.Sent <= 0 {
+		l.Sent = 4 << 20
+	}
 	return l
 }
 
 // MaxProgram bounds a program's text.
 const MaxProgram = 64 << 10
 
-// maxMessage bounds one message between the child and the parent: a
-// tool's arguments, its result, or the program's output.
+// maxMessage bounds one message from the parent to the child: a tool's
+// result. What the child sends is bounded by its limits (childMessage).
 const maxMessage = 16 << 20
+
+// childMessage bounds one message from the child: a call with arguments
+// of at most Limits.Arguments, or the end with at most Limits.Output of
+// output, each escaped at most 6 times over in JSON, and its envelope.
+func childMessage(l Limits) int {
+	return 6*max(l.Arguments, l.Output) + 64<<10
+}
 
 // Caller serves one tool call of a program: tools.<server>.<tool>(args).
 // What it returns is what the program's await gets (JSON); its error is
@@ -91,18 +110,21 @@ type Result struct {
 	// Error is the exception the program ended with, or the limit it
 	// hit; empty when it finished.
 	Error string
-	// Limit names the limit the program hit: cpu, wall, memory, calls
-	// or depth; empty when none.
+	// Limit names the limit the program hit: cpu, wall, memory, calls,
+	// sent or depth; empty when none.
 	Limit string
 	// Calls counts the tool calls the program made.
 	Calls int
+	// Waited is how long the program waited for a free slot before it
+	// ran (others' programs held them all, or its tenant its share).
+	Waited time.Duration
 }
 
 // Runner runs programs. It is safe for concurrent use.
 type Runner struct {
 	command []string
 	limits  Limits
-	running chan struct{}
+	slots   *slots
 }
 
 // Options configure New; nil is the zero value.
@@ -113,7 +135,8 @@ type Options struct {
 	// Limits bound each program.
 	Limits Limits
 	// MaxRunning bounds the programs running at once (default 8); the
-	// others wait for a turn, as long as their context lets them.
+	// others wait for a turn, as long as their context lets them. A
+	// tenant (WithTenant) runs at most half of them at once.
 	MaxRunning int
 }
 
@@ -134,7 +157,7 @@ func New(opts *Options) (*Runner, error) {
 	if n <= 0 {
 		n = 8
 	}
-	r.running = make(chan struct{}, n)
+	r.slots = newSlots(n)
 	return r, nil
 }
 
@@ -178,16 +201,26 @@ type (
 // the sandbox (the child could not start, or ctx ended); what happened to
 // the program is in the Result.
 func (r *Runner) Run(ctx context.Context, program string, call Caller) (*Result, error) {
-	l := r.limits
 	if len(program) > MaxProgram {
 		return &Result{Error: fmt.Sprintf("the program is %d bytes, more than the %d a program may have", len(program), MaxProgram)}, nil
 	}
-	select {
-	case r.running <- struct{}{}:
-		defer func() { <-r.running }()
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	tenant, asked := tenantOf(ctx), time.Now()
+	waited, err := r.slots.acquire(ctx, tenant)
+	if err != nil {
+		return nil, err
 	}
+	defer r.slots.release(tenant)
+	wait := time.Since(asked)
+	res, err := r.run(ctx, program, call)
+	if res != nil && waited {
+		res.Waited = wait
+	}
+	return res, err
+}
+
+// run runs a program in a slot.
+func (r *Runner) run(ctx context.Context, program string, call Caller) (*Result, error) {
+	l := r.limits
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, l.Wall)
 	defer cancel()
@@ -244,13 +277,27 @@ func (r *Runner) Run(ctx context.Context, program string, call Caller) (*Result,
 		return nil, ctx.Err()
 	case outOfMemory(stderr.String()) || cmd.ProcessState != nil && peakMemory(cmd.ProcessState) >= l.Memory*3/4:
 		res.Limit, res.Error = "memory", fmt.Sprintf("the program used more than the %d MiB of memory a program may have (the memory limit)", l.Memory>>20)
-	case strings.Contains(stderr.String(), "SIGXCPU") || errors.As(waitErr, &exit) && cpuSignal(exit):
-		res.Limit, res.Error = "cpu", fmt.Sprintf("the program used more than %v of CPU time (the cpu limit)", l.CPU)
+	case strings.Contains(stderr.String(), cpuMarker) || strings.Contains(stderr.String(), "SIGXCPU") ||
+		errors.As(waitErr, &exit) && cpuSignal(exit) || cmd.ProcessState != nil && cpuUsed(cmd.ProcessState) >= l.CPU:
+		// Whatever the engine was doing: its own watch, the kernel's
+		// limit, or a child that used its time and was killed.
+		res.Limit, res.Error = "cpu", cpuError(l)
 	default:
 		res.Error = fmt.Sprintf("the sandbox ended without an answer (%v)", firstLine(stderr.String(), waitErr))
 	}
 	return res, nil
 }
+
+// cpuMarker is the child's last words when it ends for its CPU time
+// itself (watchCPU).
+const cpuMarker = "sandbox: the cpu limit"
+
+func cpuError(l Limits) string {
+	return fmt.Sprintf("the program used more than %v of CPU time (the cpu limit)", l.CPU)
+}
+
+// cpuUsed is the CPU time a child used.
+func cpuUsed(ps *os.ProcessState) time.Duration { return ps.UserTime() + ps.SystemTime() }
 
 func wallError(l Limits) string {
 	return fmt.Sprintf("the program ran longer than %v, its tool calls included (the wall limit)", l.Wall)
@@ -261,7 +308,9 @@ func wallError(l Limits) string {
 // allocation it cannot handle failing (a goroutine's stack, a huge
 // string), a fault of its own. The engine faults on nothing else.
 func outOfMemory(stderr string) bool {
-	for _, s := range []string{"out of memory", "cannot allocate memory", "SIGSEGV", "fatal error: runtime"} {
+	// A thread the runtime cannot start under the limit ("pthread_create
+	// failed", "failed to create new OS thread") is the same limit.
+	for _, s := range []string{"out of memory", "cannot allocate memory", "SIGSEGV", "fatal error: runtime", "pthread_create failed", "failed to create new OS thread"} {
 		if strings.Contains(stderr, s) {
 			return true
 		}
@@ -284,9 +333,9 @@ func (r *Runner) talk(ctx context.Context, in io.Writer, out io.Reader, program 
 		return nil, talkError{err: err}
 	}
 	lines := bufio.NewReaderSize(out, 64<<10)
-	calls := 0
+	calls, sent := 0, 0
 	for {
-		line, err := readLine(lines, maxMessage)
+		line, err := readLine(lines, childMessage(l))
 		if err != nil {
 			return nil, talkError{err: err, calls: calls}
 		}
@@ -305,9 +354,14 @@ func (r *Runner) talk(ctx context.Context, in io.Writer, out io.Reader, program 
 				// The child counts too; this holds even if it did not.
 				return nil, talkError{err: fmt.Errorf("the program made more than %d tool calls (the calls limit)", l.Calls), limit: "calls", calls: calls - 1}
 			}
+			// The child bounds what it sends; this holds even if it did not.
+			if sent += len(msg.Call.Arguments); sent > l.Sent {
+				return nil, talkError{err: fmt.Errorf("the program's calls carried more than %d bytes of arguments in all (the sent limit)", l.Sent), limit: "sent", calls: calls - 1}
+			}
 			var reply toChild
-			res, err := serve(ctx, msg.Call.Server, msg.Call.Tool, msg.Call.Arguments)
-			if err != nil {
+			if n := len(msg.Call.Arguments); n > l.Arguments {
+				reply.Error = fmt.Sprintf("the arguments are %d bytes, more than the %d a call may carry (the arguments limit)", n, l.Arguments)
+			} else if res, err := serve(ctx, msg.Call.Server, msg.Call.Tool, msg.Call.Arguments); err != nil {
 				reply.Error = err.Error()
 			} else {
 				reply.Result = res

@@ -112,6 +112,13 @@ func TestHostilePrograms(t *testing.T) {
 		{"tampering with tools", `tools.files = null; tools.files.list = null; delete tools.files; return (await tools.files.list()).length`, "", "", "result: 3"},
 		{"awaiting forever", `await new Promise(() => {})`, "", "never came", ""},
 		{"a syntax error", `return (`, "", "does not parse", ""},
+		// Backtracking runs in Go, not in the engine, which cannot stop
+		// it between steps: the child still ends with the cpu limit.
+		{"a backtracking regular expression", `return /(a+)+\1$/.test("a".repeat(32) + "b")`, "cpu", "CPU time", ""},
+		{"a backtracking regular expression with a lookahead", `return /(a*)*(?!x)b/.test("a".repeat(40))`, "cpu", "CPU time", ""},
+		{"arguments over a call's limit", `await tools.files.read({name: "y".repeat(2 << 20)})`, "", "the arguments limit", ""},
+		{"arguments over a call's limit, caught", `try { await tools.files.read({name: "y".repeat(2 << 20)}) } catch (e) { console.log(e.message) }`, "", "", "(the arguments limit)"},
+		{"arguments over the program's limit", `const big = "y".repeat(900 << 10); for (let i = 0; i < 40; i++) { try { await tools.files.read({name: big}) } catch (e) {} }`, "sent", "the sent limit", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var calls atomic.Int64
@@ -207,5 +214,106 @@ func BenchmarkProgram(b *testing.B) {
 		if err != nil || res.Output != "result: 3\n" {
 			b.Fatalf("%+v %v", res, err)
 		}
+	}
+}
+
+// One tenant's programs, however long they wait on slow tools, hold at
+// most half the slots: another tenant's program runs at once, and a
+// program that had to wait says so.
+func TestSlotsAreShared(t *testing.T) {
+	r := newRunner(t, Limits{Wall: testenv.Timeout(2 * time.Minute)}, 4)
+	slow, cancel := context.WithCancel(WithTenant(context.Background(), "greedy"))
+	defer cancel()
+	started := make(chan struct{}, 16)
+	inner := files(new(atomic.Int64))
+	call := func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+		started <- struct{}{}
+		return inner(ctx, server, tool, args)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	for range 6 { // more than its share, and more than all the slots
+		wg.Go(func() { r.Run(slow, `await tools.slow.wait()`, call) })
+	}
+	for range 2 { // its share: half of 4
+		<-started
+	}
+	res, err := r.Run(WithTenant(context.Background(), "other"), `return 1`, files(new(atomic.Int64)))
+	if err != nil || res.Output != "result: 1\n" {
+		t.Fatalf("another tenant's program: %+v %v", res, err)
+	}
+	if res.Waited != 0 {
+		t.Errorf("another tenant's program waited %v", res.Waited)
+	}
+	// The greedy tenant's next program waits for one of its own.
+	done := make(chan *Result, 1)
+	go func() {
+		res, _ := r.Run(WithTenant(context.Background(), "greedy"), `return 2`, files(new(atomic.Int64)))
+		done <- res
+	}()
+	cancel()
+	select {
+	case res := <-done:
+		if res == nil || res.Waited == 0 || !strings.Contains(res.Text(), "waited") {
+			t.Errorf("a program that waited for its turn: %+v", res)
+		}
+	case <-time.After(testenv.Timeout(time.Minute)):
+		t.Fatal("timed out waiting for the greedy tenant's next program")
+	}
+}
+
+// The fair semaphore: free slots go to the tenant holding the fewest, a
+// tenant never holds more than its share, and a waiter that gives up
+// leaves no slot taken.
+func TestSlotsOrder(t *testing.T) {
+	s := newSlots(4)
+	ctx := context.Background()
+	for range 2 {
+		if waited, _ := s.acquire(ctx, "a"); waited {
+			t.Fatal("a waited for a free slot within its share")
+		}
+	}
+	got := make(chan string, 8)
+	wait := func(tenant string) {
+		go func() {
+			s.acquire(ctx, tenant)
+			got <- tenant
+		}()
+	}
+	wait("a") // over its share: waits though two slots are free
+	if waited, _ := s.acquire(ctx, "b"); waited {
+		t.Fatal("b waited though a slot was free")
+	}
+	if waited, _ := s.acquire(ctx, "c"); waited {
+		t.Fatal("c waited though a slot was free")
+	}
+	wait("b")
+	gone, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() { _, err := s.acquire(gone, "d"); cancelled <- err }()
+	cancel()
+	if err := <-cancelled; err == nil {
+		t.Error("a waiter whose context ended got a slot")
+	}
+	s.release("c") // b (1 held) and a (2 held) wait: b first
+	if first := <-got; first != "b" {
+		t.Errorf("the freed slot went to %s, want b", first)
+	}
+	s.release("b")
+	s.release("b") // a now holds 2 of its share of 2: it still waits
+	select {
+	case who := <-got:
+		t.Errorf("%s got a slot over its share", who)
+	default:
+	}
+	s.release("a")
+	if who := <-got; who != "a" {
+		t.Errorf("got %s", who)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free != 2 || s.held["a"] != 2 || len(s.waiting) != 0 {
+		t.Errorf("free %d, held %v, %d waiting", s.free, s.held, len(s.waiting))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,8 +33,8 @@ func Description(l Limits) string {
 		"`tools.github.list_issues(args: {...}): Promise<...>`. In the program, `await tools.<server>.<tool>(args)` " +
 		"returns the tool's structured result when it declares one, else its text (parsed when it is JSON); a tool error throws. " +
 		"console.log prints; a returned value is printed last. There is no file system, network, require, process or timers. " +
-		fmt.Sprintf("Limits: %v of CPU, %v in all, %d MiB of memory, %d tool calls, %d bytes of output (the rest is cut).",
-			l.CPU, l.Wall, l.Memory>>20, l.Calls, l.Output)
+		fmt.Sprintf("Limits: %v of CPU, %v in all, %d MiB of memory, %d tool calls of at most %d KiB of arguments each (%d KiB in all), %d bytes of output (the rest is cut).",
+			l.CPU, l.Wall, l.Memory>>20, l.Calls, l.Arguments>>10, l.Sent>>10, l.Output)
 }
 
 // ParseInput reads the tool's input: the program, or an error the model
@@ -57,6 +58,9 @@ func (r *Result) Text() string {
 	}
 	if text == "" {
 		text = "(the program printed and returned nothing)"
+	}
+	if r.Waited > 0 {
+		text += fmt.Sprintf("\n(the program waited %v for a turn: programs run a few at a time)", r.Waited.Round(time.Millisecond))
 	}
 	return text
 }
