@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -483,5 +484,111 @@ func TestServerRequestsStayInTheirProfile(t *testing.T) {
 	close(release)
 	if res := <-done; res == nil || text(res) != "accept ops" {
 		t.Errorf("the ops client's call: %v", res)
+	}
+}
+
+// loggingServer has one tool, which remembers the session it was called
+// on; log then sends a log message on it, out of any request, as a
+// server does that logs after a call returned.
+type loggingServer struct {
+	srv  *mcp.Server
+	mu   sync.Mutex
+	last *mcp.ServerSession
+}
+
+func newLoggingServer(name, tool string) *loggingServer {
+	l := &loggingServer{srv: mcp.NewServer(&mcp.Implementation{Name: name, Version: "test"}, nil)}
+	mcp.AddTool(l.srv, &mcp.Tool{Name: tool, Description: "Remember some text."}, func(_ context.Context, req *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		l.mu.Lock()
+		l.last = req.Session
+		l.mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil, nil
+	})
+	return l
+}
+
+func (l *loggingServer) log(t *testing.T, data string) {
+	t.Helper()
+	l.mu.Lock()
+	ss := l.last
+	l.mu.Unlock()
+	if err := ss.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Data: data}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// logClient collects the log messages a session gets.
+func logClient(t *testing.T, g *Server, got chan<- string) *mcp.ClientSession {
+	t.Helper()
+	cs := connectWith(t, g, mcp.NewClient(&mcp.Implementation{Name: "logs", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			s, _ := req.Params.Data.(string)
+			got <- s
+		},
+	}))
+	if err := cs.SetLoggingLevel(context.Background(), &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// A log message a shared server sends after profile X's call returned,
+// holding X's arguments, does not reach profile Y's session, though Y set
+// a level; Y gets the log messages of a server that is Y's alone, and the
+// unprofiled view (every server's) gets both.
+func TestNoticesStayInTheirProfile(t *testing.T) {
+	shared, own := newLoggingServer("shared", "remember"), newLoggingServer("own", "note")
+	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("shared", shared.srv), inMemory("own", own.srv)}, nil)
+	h, err := NewHost(pool, &HostOptions{Profiles: []upstream.Profile{
+		{Name: "x", Servers: []string{"shared"}},
+		{Name: "y", Servers: []string{"shared", "own"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, h.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	xLogs, yLogs, adminLogs := make(chan string, 16), make(chan string, 16), make(chan string, 16)
+	x := logClient(t, h.Gateway("x"), xLogs)
+	y := logClient(t, h.Gateway("y"), yLogs)
+	logClient(t, h.Main(), adminLogs)
+	const secret = "x's arguments: card 4111-1111"
+	call(t, x, toolCall, map[string]any{"name": "mcp__shared__remember", "arguments": map[string]any{"text": secret}})
+	call(t, y, toolCall, map[string]any{"name": "mcp__own__note", "arguments": map[string]any{"text": "hi"}})
+
+	shared.log(t, secret)
+	waitFor := func(ch <-chan string, want, who string) []string {
+		t.Helper()
+		var seen []string
+		for {
+			select {
+			case s := <-ch:
+				if s == want {
+					return seen
+				}
+				seen = append(seen, s)
+			case <-time.After(testenv.Timeout(10 * time.Second)):
+				t.Fatalf("timed out waiting for %s to get %q (got %q)", who, want, seen)
+			}
+		}
+	}
+	waitFor(adminLogs, secret, "the unprofiled view")
+	// Notices reach each profile in the order the pool got them: once Y
+	// has the later log of its own server, it would have had the shared
+	// one before it.
+	own.log(t, "own server's log")
+	if seen := waitFor(yLogs, "own server's log", "profile y"); slices.Contains(seen, secret) {
+		t.Errorf("profile y got profile x's log message: %q", seen)
+	}
+	select {
+	case s := <-xLogs:
+		t.Errorf("a log of a shared server, sent outside x's request, reached x: %q", s)
+	default:
 	}
 }

@@ -249,11 +249,29 @@ func (s *server) restore(ctx context.Context, c *conn) {
 
 // notice passes a Notice to every scope that shows its server; a scope
 // whose queue is full loses it, and the loss is counted.
+//
+// A notice reaches only the scopes whose profile may use its server. A
+// log message the server sent while no single request was in flight on it
+// may carry any client's data (what a call was given, logged after it
+// returned), so it reaches a profile only if the server is that profile's
+// alone; the unscoped view, which sees every server, gets it too. A
+// resource update reaches only the sessions subscribed to the resource.
+// (docs/design.md, "What a server sends to which client".)
 func (p *Pool) notice(n Notice) {
 	p.scopesMu.Lock()
 	defer p.scopesMu.Unlock()
+	shared := false
+	if n.Log != nil {
+		profiles := 0
+		for _, sc := range p.scopes {
+			if sc.profile != nil && sc.HasServer(n.Server) {
+				profiles++
+			}
+		}
+		shared = profiles > 1
+	}
 	for _, sc := range p.scopes {
-		if !sc.HasServer(n.Server) {
+		if !sc.HasServer(n.Server) || shared && sc.profile != nil {
 			continue
 		}
 		select {
