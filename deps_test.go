@@ -29,7 +29,7 @@ var mayImport = map[string][]string{
 	"signin":              {"store"},
 	"fleet":               {"store"},
 	"sandbox":             {},
-	"gateway":             {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy", "sandbox"},
+	"gateway":             {"audit", "catalog", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy", "internal/jsonscan", "sandbox"},
 	"learn":               {"search", "store"},
 	"store":               {},
 	"telemetry":           {},
@@ -49,8 +49,9 @@ var mayImport = map[string][]string{
 	"e2e":                 {}, // tests only
 	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "fleet", "sandbox", "store", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "telemetry", "upstream"},
-	"examples/agent": {"anthropic", "catalog", "messages", "policy", "upstream", "learn", "sandbox"},
-	"scripts/scale":  {"catalog", "internal/bigcatalog", "internal/builtin", "search"},
+	"examples/agent":     {"anthropic", "catalog", "messages", "policy", "upstream", "learn", "sandbox"},
+	"scripts/scale":      {"catalog", "internal/bigcatalog", "internal/builtin", "search"},
+	"scripts/testreport": {},
 }
 
 // The pure packages decide what a model sees; they must stay free of

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/jsonscan"
 )
 
 // The go-sdk reads a JSON-RPC id into an int64 or a string: an id of
@@ -23,19 +24,25 @@ import (
 // maxSafeID is the largest integer every JSON number reader keeps exact.
 const maxSafeID = 1<<53 - 1
 
-// badID returns why a message's id cannot round-trip, or "" when it can
-// (or the message has none, or is not JSON: the SDK answers that).
+// badID returns why a valid message's id cannot round-trip, or "" when
+// it can (or the message has none). It reads the id without decoding the
+// message: a 4 MiB message is scanned, not copied.
 func badID(msg []byte) string {
-	var m struct {
-		ID json.RawMessage `json:"id"`
-	}
-	if json.Unmarshal(msg, &m) != nil || len(m.ID) == 0 || m.ID[0] == '"' || string(m.ID) == "null" {
+	var id []byte
+	sc := jsonscan.New(msg)
+	sc.Object(func(key string) {
+		v := sc.Value()
+		if key == "id" {
+			id = v // the last, as encoding/json takes it
+		}
+	})
+	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
 		return ""
 	}
-	if n, err := strconv.ParseInt(string(m.ID), 10, 64); err == nil && n >= -maxSafeID && n <= maxSafeID {
+	if n, err := strconv.ParseInt(string(id), 10, 64); err == nil && n >= -maxSafeID && n <= maxSafeID {
 		return ""
 	}
-	return fmt.Sprintf("id %s must be a string or an integer between -(2^53-1) and 2^53-1, so that it comes back exactly", m.ID)
+	return fmt.Sprintf("id %s must be a string or an integer between -(2^53-1) and 2^53-1, so that it comes back exactly", cut(string(id), 100))
 }
 
 // idError is the JSON-RPC error answering a message with a bad id.
@@ -44,21 +51,23 @@ func idError(why string) []byte {
 	return b
 }
 
-// batchBadID checks every message of a body that may be a batch.
+// batchBadID checks every message of a body that may be a batch. A body
+// that is not JSON is left to the SDK, which answers it.
 func batchBadID(body []byte) string {
-	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '[' {
-		var msgs []json.RawMessage
-		if json.Unmarshal(body, &msgs) == nil {
-			for _, m := range msgs {
-				if why := badID(m); why != "" {
-					return why
-				}
-			}
-		}
+	if !jsonscan.Valid(body) {
 		return ""
 	}
-	return badID(body)
+	sc := jsonscan.New(body)
+	if sc.Peek() != '[' {
+		return badID(body)
+	}
+	why := ""
+	sc.Array(func() {
+		if m := sc.Value(); why == "" {
+			why = badID(m)
+		}
+	})
+	return why
 }
 
 // checkIDs refuses an HTTP request whose JSON-RPC id would not come back
@@ -66,7 +75,12 @@ func batchBadID(body []byte) string {
 func checkIDs(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
-			body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+			// Room for the body its length announces (within the
+			// bound): growing a buffer for a 4 MiB body allocates
+			// twice that.
+			buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), MaxRequestBytes+1)+bytes.MinRead))
+			_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxRequestBytes+1))
+			body := buf.Bytes()
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if err == nil {
 				if why := batchBadID(body); why != "" {
