@@ -118,6 +118,8 @@ type Result struct {
 	// Waited is how long the program waited for a free slot before it
 	// ran (others' programs held them all, or its tenant its share).
 	Waited time.Duration
+	// Memory is the most memory the child had resident, in bytes.
+	Memory int64
 }
 
 // Runner runs programs. It is safe for concurrent use.
@@ -251,7 +253,12 @@ func (r *Runner) run(ctx context.Context, program string, call Caller) (*Result,
 		cmd.Process.Kill()
 	}
 	waitErr := cmd.Wait()
+	var peak int64
+	if cmd.ProcessState != nil {
+		peak = peakMemory(cmd.ProcessState)
+	}
 	if res != nil {
+		res.Memory = peak
 		// A call cut short by the deadline or the caller ends the program
 		// with that call's error, which may come back before the child is
 		// killed: the program ended for the deadline or the caller, not
@@ -266,7 +273,7 @@ func (r *Runner) run(ctx context.Context, program string, call Caller) (*Result,
 	}
 	// The child ended without saying how: a limit the kernel or the
 	// parent enforced, or a crash.
-	res = &Result{Calls: talkErr.calls}
+	res = &Result{Calls: talkErr.calls, Memory: peak}
 	var exit *exec.ExitError
 	switch {
 	case talkErr.limit != "":
@@ -275,7 +282,7 @@ func (r *Runner) run(ctx context.Context, program string, call Caller) (*Result,
 		res.Limit, res.Error = "wall", wallError(l)
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case outOfMemory(stderr.String()) || cmd.ProcessState != nil && peakMemory(cmd.ProcessState) >= l.Memory*3/4:
+	case outOfMemory(stderr.String()) || peak >= l.Memory*3/4:
 		res.Limit, res.Error = "memory", fmt.Sprintf("the program used more than the %d MiB of memory a program may have (the memory limit)", l.Memory>>20)
 	case strings.Contains(stderr.String(), cpuMarker) || strings.Contains(stderr.String(), "SIGXCPU") ||
 		errors.As(waitErr, &exit) && cpuSignal(exit) || cmd.ProcessState != nil && cpuUsed(cmd.ProcessState) >= l.CPU:

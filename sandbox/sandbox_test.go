@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,6 +141,12 @@ func TestHostilePrograms(t *testing.T) {
 			}
 			if calls.Load() > 50 {
 				t.Errorf("%d tool calls served", calls.Load())
+			}
+			// The kernel held the child to its memory: a limit that was
+			// not set would let it grow far past it before any other
+			// limit ended it.
+			if res.Limit == "memory" && res.Memory > 2*l.Memory {
+				t.Errorf("the child had %d MiB resident under a limit of %d MiB", res.Memory>>20, l.Memory>>20)
 			}
 		})
 	}
@@ -315,5 +323,44 @@ func TestSlotsOrder(t *testing.T) {
 	defer s.mu.Unlock()
 	if s.free != 2 || s.held["a"] != 2 || len(s.waiting) != 0 {
 		t.Errorf("free %d, held %v, %d waiting", s.free, s.held, len(s.waiting))
+	}
+}
+
+// The child gets nothing of toolshelf's environment (its secrets): only
+// what marks it as the child and sizes its runtime.
+func TestChildEnvironment(t *testing.T) {
+	t.Setenv("TOOLSHELF_AUTH_TOKEN", "secret-0123456789")
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	envFile, script := filepath.Join(dir, "env"), filepath.Join(dir, "child.sh")
+	testenv.WriteScript(t, script, "#!/bin/sh\nenv > "+envFile+"\nexec "+exe+"\n")
+	r, err := New(&Options{Command: []string{script}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), `return 1`, files(new(atomic.Int64)))
+	if err != nil || res.Output != "result: 1\n" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	b, err := os.ReadFile(envFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		name, _, _ := strings.Cut(line, "=")
+		if name != "PWD" && name != "SHLVL" && name != "_" { // the shell's own
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if want := []string{"GOMAXPROCS", childEnv}; !slices.Equal(names, want) {
+		t.Errorf("the child's environment has %v, want %v", names, want)
+	}
+	if strings.Contains(string(b), "secret-0123456789") {
+		t.Error("the child got toolshelf's token")
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/catalog"
@@ -519,6 +520,37 @@ func TestContainsFold(t *testing.T) {
 			if got, want := containsFold(s, sub), strings.Contains(strings.ToLower(s), sub); got != want {
 				t.Errorf("containsFold(%q, %q) = %v, want %v", s, sub, got, want)
 			}
+		}
+	}
+}
+
+// recordingEngine is an engine that keeps the queries it is asked.
+type recordingEngine struct{ queries []string }
+
+func (r *recordingEngine) Search(_ context.Context, query string, _ int) ([]Hit, error) {
+	r.queries = append(r.queries, query)
+	return nil, nil
+}
+
+// A query over MaxQuery is searched cut, as the note says, on a rune
+// boundary: the engine never sees the rest.
+func TestLongQueryIsSearchedCut(t *testing.T) {
+	c := tinyCatalog(t, [3]string{"github", "create_issue", "Create an issue"})
+	for _, query := range []string{
+		strings.Repeat("zq ", 700) + "create issue",
+		strings.Repeat("é", 1500) + " create issue",
+	} {
+		eng := &recordingEngine{}
+		res, err := Find(context.Background(), eng, c, Request{Query: query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Cut || len(eng.queries) != 1 {
+			t.Fatalf("cut %v, queries %d", res.Cut, len(eng.queries))
+		}
+		got := eng.queries[0]
+		if len(got) > MaxQuery || strings.Contains(got, "create issue") || !utf8.ValidString(got) || !strings.HasPrefix(query, got) {
+			t.Errorf("the engine was asked %d bytes ending %q", len(got), got[max(0, len(got)-20):])
 		}
 	}
 }
