@@ -197,6 +197,23 @@ func TestActivityAndLearned(t *testing.T) {
 		t.Fatalf("learned:\n%s", page)
 	}
 	form := url.Values{"csrf": {m[1]}, "profile": {"everything"}, "tool": {"mcp__tracker__create_issue"}, "query": {"open an issue"}}
+	// The right CSRF token from another site is refused all the same:
+	// the origin check holds by itself.
+	for _, hdr := range [][2]string{{"Sec-Fetch-Site", "cross-site"}, {"Origin", "https://evil.example"}, {"Referer", "https://evil.example/page"}, {"", ""}} {
+		req, _ := http.NewRequest("POST", base+"/console/learned", strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if hdr[0] != "" {
+			req.Header.Set(hdr[0], hdr[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if pairs, _ := st.Pairs(); resp.StatusCode != http.StatusForbidden || len(pairs) != 2 {
+			t.Errorf("Forget with the right token and %s %q: %d, %d pairs left", hdr[0], hdr[1], resp.StatusCode, len(pairs))
+		}
+	}
 	req, _ := http.NewRequest("POST", base+"/console/learned", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", base)

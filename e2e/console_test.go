@@ -53,7 +53,7 @@ func TestConsoleInBrowser(t *testing.T) {
 			// Up once; after that it fails to start, as a server whose
 			// backend went away.
 			"flaky": map[string]any{"command": "/bin/sh", "timeout": timeout,
-				"args": []string{"-c", `if [ -e "$MARK" ]; then echo "the backend is gone" >&2; exit 1; fi; : > "$MARK"; exec "$EXE"`},
+				"args": []string{"-c", `if [ -e "$MARK" ]; then echo "the backend is gone <b class=injected>bold</b><img class=injected src=x onerror=window.__pwned=1>" >&2; exit 1; fi; : > "$MARK"; exec "$EXE"`},
 				"env": map[string]string{"MARK": filepath.Join(dir, "flaky.mark"), "EXE": exe, mcptest.ModeEnv: "serve",
 					mcptest.ToolsEnv: "ping_backend", mcptest.PIDEnv: pidFile}},
 		}})
@@ -195,6 +195,25 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("the failed server turning red", chromedp.WaitVisible(chromedp.CSS(`tr[data-server="flaky"].failed`)))
 	if why := pageText(`tr[data-server="flaky"] .state`); why != "failed" && why != "restarting" {
 		t.Errorf("the flaky server's state: %q", why)
+	}
+	// Its error, markup and all, is text: the check is of the DOM, since
+	// the CSP would keep an injected handler from running anyway.
+	// Its first error is the kill; then its restart fails with what it
+	// printed, which the open page shows without a reload.
+	var why string
+	testenv.Eventually(t, 30*time.Second, "the flaky server's restart error on the page", func() bool {
+		if ok, err := chromedp.Run(browser, chromedp.Evaluate[bool](`!!document.querySelector('tr[data-server="flaky"] .why')`)); err != nil || !ok {
+			return false
+		}
+		why = pageText(`tr[data-server="flaky"] .why`)
+		return strings.Contains(why, "backend is gone")
+	})
+	if !strings.Contains(why, "<b class=injected>bold</b>") {
+		t.Errorf("the flaky server's error is not shown as text: %q", why)
+	}
+	injected, err := chromedp.Run(browser, chromedp.Evaluate[int](`document.querySelectorAll(".injected").length`))
+	if err != nil || injected != 0 {
+		t.Errorf("a server's error became %d elements of the page (%v)", injected, err)
 	}
 	if pwned() {
 		t.Error("script ran on the servers page")

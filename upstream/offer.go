@@ -108,7 +108,6 @@ func (s *server) setOffer(o Offer) {
 	s.offers.mu.Lock()
 	s.offers.offer = o
 	s.offers.mu.Unlock()
-	s.pool.offerGen.Add(1)
 	s.pool.publish()
 }
 

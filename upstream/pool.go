@@ -136,8 +136,6 @@ type Pool struct {
 	// conflicts are the name collisions of the last snapshot, by server
 	// (servers with "prefix": false); guarded by pubMu.
 	conflicts map[string]string
-	offerGen  atomic.Int64 // counts offer changes
-	pubGen    int64        // offerGen when last published; guarded by pubMu
 	dropped   atomic.Int64 // notices dropped
 	// scopes get the servers' notices (see Pool.Scope).
 	scopesMu sync.Mutex
@@ -278,7 +276,8 @@ func (p *Pool) Wait(ctx context.Context) error {
 // Catalog returns the current snapshot of every server's tools.
 func (p *Pool) Catalog() *catalog.Catalog { return p.snap.Load() }
 
-// Changed returns a channel that is closed when the catalog next changes.
+// Changed returns a channel that is closed when the pool next publishes:
+// its catalog, its offers or a server's state (and error) changed.
 func (p *Pool) Changed() <-chan struct{} { return *p.changed.Load() }
 
 // Status returns the state of every server, sorted by name.
@@ -414,16 +413,13 @@ func (p *Pool) publish() {
 	p.noteConflicts(conflicts)
 	p.noteQuarantined(quarantined)
 	c := catalog.New(all, infos)
-	gen := p.offerGen.Load()
 	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {
-		if gen != p.pubGen {
-			p.pubGen = gen
-			next := make(chan struct{})
-			close(*p.changed.Swap(&next))
-		}
+		// The tools are as they were, but a server's state or error,
+		// or its offers, changed: the console shows them.
+		next := make(chan struct{})
+		close(*p.changed.Swap(&next))
 		return
 	}
-	p.pubGen = gen
 	p.snap.Store(c)
 	if p.published != nil {
 		p.published(c)

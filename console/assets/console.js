@@ -10,16 +10,28 @@
   var prefix = body.dataset.prefix;
   var target = document.getElementById("servers");
   var events = new EventSource(prefix + "/events");
+  // One fetch at a time; an update that comes while one is in flight is
+  // fetched again after it, since that fetch may have read the state from
+  // before the update.
   var busy = false;
-  events.addEventListener("servers", function () {
+  var again = false;
+  function refresh() {
     if (busy) {
+      again = true;
       return;
     }
     busy = true;
+    again = false;
     fetch(prefix + "/servers.part", { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : Promise.reject(r.status); })
       .then(function (html) { target.innerHTML = html; })
       .catch(function () {})
-      .finally(function () { busy = false; });
-  });
+      .finally(function () {
+        busy = false;
+        if (again) {
+          refresh();
+        }
+      });
+  }
+  events.addEventListener("servers", refresh);
 })();
