@@ -34,4 +34,8 @@
       });
   }
   events.addEventListener("servers", refresh);
+  // What changed between the page's rendering and the stream's opening
+  // (a server that came up meanwhile) has no event of its own: fetch
+  // once the stream is open, and again after each reconnection.
+  events.addEventListener("open", refresh);
 })();
