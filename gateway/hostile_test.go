@@ -1,17 +1,18 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
-	"github.com/toolshelf/toolshelf/upstream"
 	"net/http"
 	"net/http/httptest"
-
-	"github.com/google/go-cmp/cmp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // A model writes what it likes into names and queries. A megabyte of it
@@ -120,5 +121,55 @@ func TestProfileTokensCloseEverything(t *testing.T) {
 	}
 	if got := (&HTTPOptions{}).Access(""); got != "anyone who can reach the address" {
 		t.Errorf("without tokens: %q", got)
+	}
+}
+
+// A search query over what is searched is cut before the SDK decodes the
+// message, over HTTP and stdio: the answer is the same (the note says the
+// query was cut, the tool is found), and the gateway's heap does not hold
+// the SDK's 25 bytes a byte of it.
+func TestLongQueryScreened(t *testing.T) {
+	huge := "create a github issue " + strings.Repeat("é", 1<<20)
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+		"params": map[string]any{"name": toolSearch, "arguments": map[string]any{"query": huge, "limit": 3}}})
+	out := screenMessage(msg)
+	var m struct {
+		ID     int `json:"id"`
+		Params struct {
+			Name      string `json:"name"`
+			Arguments struct {
+				Query string `json:"query"`
+				Limit int    `json:"limit"`
+			} `json:"arguments"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(out, &m); err != nil {
+		t.Fatal(err)
+	}
+	q := m.Params.Arguments.Query
+	if len(q) > screenedQuery || len(q) <= search.MaxQuery || !strings.HasPrefix(huge, q) || !utf8.ValidString(q) || m.ID != 7 || m.Params.Arguments.Limit != 3 {
+		t.Errorf("screened: id %d, limit %d, a query of %d bytes", m.ID, m.Params.Arguments.Limit, len(q))
+	}
+	// Left alone: other tools' arguments, short queries, invalid JSON.
+	for _, keep := range [][]byte{
+		bytes.Replace(msg, []byte(`"search_tools"`), []byte(`"call_tool"`), 1),
+		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"create an issue"}}}`),
+		msg[:len(msg)-1],
+	} {
+		if got := screenMessage(keep); !bytes.Equal(got, keep) {
+			t.Errorf("a message that is not a long search was changed: %.100s", keep)
+		}
+	}
+
+	g := newGateway(t, upstream.Fixed(builtin.Catalog(), "the built-in catalog").Scope(nil), nil)
+	url := httpGateway(t, g, nil)
+	cs := httpClient(t, url, nil, nil)
+	res := call(t, cs, toolSearch, map[string]any{"query": huge})
+	var sr searchResult
+	if err := json.Unmarshal([]byte(text(res)), &sr); err != nil {
+		t.Fatalf("%v: %.300s", err, text(res))
+	}
+	if !strings.Contains(sr.Note, search.NoteCut) || len(sr.Matches) == 0 || !strings.Contains(sr.Matches[0].Name, "issue") {
+		t.Errorf("a screened search over HTTP: note %q, %d matches", sr.Note, len(sr.Matches))
 	}
 }

@@ -71,7 +71,8 @@ func batchBadID(body []byte) string {
 }
 
 // checkIDs refuses an HTTP request whose JSON-RPC id would not come back
-// exactly, with 400 and a JSON-RPC error naming it.
+// exactly, with 400 and a JSON-RPC error naming it, and cuts a long
+// search query before the SDK decodes it (screenMessage).
 func checkIDs(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -81,7 +82,6 @@ func checkIDs(h http.Handler) http.Handler {
 			buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), MaxRequestBytes+1)+bytes.MinRead))
 			_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxRequestBytes+1))
 			body := buf.Bytes()
-			r.Body = io.NopCloser(bytes.NewReader(body))
 			if err == nil {
 				if why := batchBadID(body); why != "" {
 					w.Header().Set("Content-Type", "application/json")
@@ -89,7 +89,10 @@ func checkIDs(h http.Handler) http.Handler {
 					w.Write(idError(why))
 					return
 				}
+				body = screenMessage(body)
+				r.ContentLength = int64(len(body))
 			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		h.ServeHTTP(w, r)
 	})
@@ -108,7 +111,7 @@ func StdioTransport(r io.Reader, w io.Writer) mcp.Transport {
 			if len(bytes.TrimSpace(line)) > 0 {
 				if why := batchBadID(line); why != "" {
 					lw.Write(append(idError(why), '\n'))
-				} else if _, werr := pw.Write(line); werr != nil {
+				} else if _, werr := pw.Write(screenMessage(line)); werr != nil {
 					return
 				}
 			}
