@@ -3,6 +3,9 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -193,5 +196,98 @@ func TestServeCatalogWithStore(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), `msg="shared store"`) {
 		t.Errorf("%v\n%.500s", err, out)
+	}
+}
+
+// rawPost posts one JSON-RPC message to a replica and returns the status,
+// the body and the session id of the answer.
+func rawPost(ctx context.Context, url, session, body string) (int, string, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return 0, "", "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header.Get("Mcp-Session-Id"), err
+}
+
+// A request the holder of its session may already have acted on is not
+// sent again when the holder dies mid-request: the replica that relayed
+// it takes the session over and answers 502 (the client may send it
+// again), and the server saw the call once. The session taken over is
+// started again from the client's own initialize: its client info is in
+// the audit records of the calls that follow.
+func TestRequestNotSentTwice(t *testing.T) {
+	t.Parallel()
+	url := testenv.Postgres(t)
+	dir := t.TempDir()
+	cfg := serverConfig(t, dir, "tracker", "wait_counted,create_ticket", nil)
+	lb, _, replicas := startFleet(t, url, cfg, 2, "--audit", "store")
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	holder, relay := lb.backends[0]+"/mcp", lb.backends[1]+"/mcp"
+	code, body, session, err := rawPost(ctx, holder, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"own-client","version":"7.1"}}}`)
+	if err != nil || code != http.StatusOK || session == "" {
+		t.Fatalf("initialize: %d %s %v", code, body, err)
+	}
+	if code, body, _, err := rawPost(ctx, holder, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || code >= 300 {
+		t.Fatalf("initialized: %d %s %v", code, body, err)
+	}
+	marker := filepath.Join(dir, "calls")
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__tracker__wait_counted","arguments":{"marker":%q}}}}`, marker)
+	type answer struct {
+		code int
+		body string
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		code, body, _, err := rawPost(ctx, relay, session, call)
+		answered <- answer{code, body, err}
+	}()
+	testenv.Eventually(t, 30*time.Second, "the call to reach the server through the holder", func() bool {
+		b, _ := os.ReadFile(marker)
+		return strings.Count(string(b), "started") == 1
+	})
+	replicas[0].Process.Kill()
+	replicas[0].Wait()
+	var a answer
+	select {
+	case a = <-answered:
+	case <-ctx.Done():
+		t.Fatal("timed out waiting for the relayed call's answer: was it sent again?")
+	}
+	if a.err != nil || a.code != http.StatusBadGateway || !strings.Contains(a.body, "may be sent again") {
+		t.Errorf("the relayed call when its holder died: %d %q %v", a.code, a.body, a.err)
+	}
+	if b, _ := os.ReadFile(marker); strings.Count(string(b), "started") != 1 {
+		t.Errorf("the server saw the call %d times", strings.Count(string(b), "started"))
+	}
+
+	// The session goes on, on the replica that took it over, as the
+	// client's own.
+	code, body, _, err = rawPost(ctx, relay, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__tracker__create_ticket","arguments":{"title":"x"}}}}`)
+	if err != nil || code != http.StatusOK || !strings.Contains(body, "create_ticket") {
+		t.Fatalf("a call after the takeover: %d %s %v", code, body, err)
+	}
+	db := openDB(t, ctx, url)
+	var client, version string
+	testenv.Eventually(t, 30*time.Second, "the call's audit record", func() bool {
+		err := db.Pool().QueryRow(ctx, `SELECT coalesce(record->>'client', ''), coalesce(record->>'clientVersion', '') FROM audit_records
+			WHERE record->>'tool' = 'mcp__tracker__create_ticket' ORDER BY id DESC LIMIT 1`).Scan(&client, &version)
+		return err == nil
+	})
+	if client != "own-client" || version != "7.1" {
+		t.Errorf("the session taken over serves client %q %q, not the client's own initialize", client, version)
 	}
 }

@@ -23,8 +23,9 @@ import (
 // "add_tool" adds a tool named by its "name" argument (the server sends
 // notifications/tools/list_changed), "remove_tool" removes one, "wait"
 // writes "started" to the file named by its "marker" argument, blocks
-// until the call is cancelled and then writes "cancelled" there, and "crash" exits the process
-// with status 3.
+// until the call is cancelled and then writes "cancelled" there,
+// "wait_counted" adds a line to its marker for each call and blocks, and
+// "crash" exits the process with status 3.
 func NewServer(name string, tools []json.RawMessage, opts *mcp.ServerOptions) (*mcp.Server, error) {
 	if opts == nil {
 		opts = &mcp.ServerOptions{}
@@ -83,6 +84,17 @@ func AddTool(s *mcp.Server, t *mcp.Tool) {
 			if m := str("marker"); m != "" {
 				_ = os.WriteFile(m, []byte("cancelled"), 0o644)
 			}
+			return nil, ctx.Err()
+		case "wait_counted":
+			// As wait, but each call adds a line to the marker, so that a
+			// test can count the calls that reached the server.
+			if m := str("marker"); m != "" {
+				if f, err := os.OpenFile(m, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+					f.WriteString("started\n")
+					f.Close()
+				}
+			}
+			<-ctx.Done()
 			return nil, ctx.Err()
 		case "fail":
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed as asked"}}}, nil
