@@ -186,10 +186,25 @@ func TestProgramEndsWithItsCaller(t *testing.T) {
 // A program that waits longer than the wall limit, on a tool, ends with
 // the wall limit.
 func TestWallLimit(t *testing.T) {
-	r := newRunner(t, Limits{Wall: testenv.Timeout(time.Second)}, 0)
-	res, err := r.Run(context.Background(), `await tools.slow.wait()`, files(new(atomic.Int64)))
+	wall := testenv.Timeout(time.Second)
+	r := newRunner(t, Limits{Wall: wall}, 0)
+	inner := files(new(atomic.Int64))
+	var left time.Duration // how long the program had left when it called
+	before := time.Now()
+	call := func(ctx context.Context, server, tool string, args json.RawMessage) (json.RawMessage, error) {
+		if d, ok := ctx.Deadline(); ok {
+			left = d.Sub(before)
+		}
+		return inner(ctx, server, tool, args)
+	}
+	res, err := r.Run(context.Background(), `await tools.slow.wait()`, call)
 	if err != nil || res.Limit != "wall" || !strings.Contains(res.Error, "wall limit") {
 		t.Errorf("%+v %v", res, err)
+	}
+	// The deadline is the limit, not a multiple of it: it was set once
+	// the program started, right after before.
+	if left < wall || left > wall+wall/2 {
+		t.Errorf("a program under a wall limit of %v had a deadline %v after it was run", wall, left)
 	}
 }
 
