@@ -68,4 +68,3 @@ func screenMessage(msg []byte) []byte {
 	out = append(append(append(out, msg[:start]...), cut...), msg[end:]...)
 	return out
 }
-
