@@ -6,11 +6,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -171,5 +175,47 @@ func TestLongQueryScreened(t *testing.T) {
 	}
 	if !strings.Contains(sr.Note, search.NoteCut) || len(sr.Matches) == 0 || !strings.Contains(sr.Matches[0].Name, "issue") {
 		t.Errorf("a screened search over HTTP: note %q, %d matches", sr.Note, len(sr.Matches))
+	}
+}
+
+// Large messages are served a few at a time, however many clients send
+// them at once: the SDK's decoding of each costs about 25 times its size.
+func TestLargeMessagesBounded(t *testing.T) {
+	large := make(chan struct{}, maxLargeMessages)
+	var inside, most atomic.Int32
+	release := make(chan struct{})
+	h := checkIDs(large, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength <= largeMessage {
+			return // a small message, answered at once
+		}
+		n := inside.Add(1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		<-release
+		inside.Add(-1)
+	}))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__files__write","arguments":{"text":"` + strings.Repeat("x", 1<<20) + `"}}}}`
+	var wg sync.WaitGroup
+	for range 3 * maxLargeMessages {
+		wg.Go(func() {
+			resp, err := http.Post(srv.URL, "application/json", strings.NewReader(body))
+			if err == nil {
+				resp.Body.Close()
+			}
+		})
+	}
+	testenv.Eventually(t, 10*time.Second, "the first large messages to be served", func() bool { return inside.Load() == maxLargeMessages })
+	// A small message is not held back by the large ones.
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	close(release)
+	wg.Wait()
+	if m := most.Load(); m > maxLargeMessages {
+		t.Errorf("%d large messages served at once; want at most %d", m, maxLargeMessages)
 	}
 }

@@ -70,10 +70,17 @@ func batchBadID(body []byte) string {
 	return why
 }
 
+// Large messages (a tool's arguments of megabytes) are served
+// maxLargeMessages at a time.
+const (
+	largeMessage     = 256 << 10
+	maxLargeMessages = 4
+)
+
 // checkIDs refuses an HTTP request whose JSON-RPC id would not come back
 // exactly, with 400 and a JSON-RPC error naming it, and cuts a long
 // search query before the SDK decodes it (screenMessage).
-func checkIDs(h http.Handler) http.Handler {
+func checkIDs(large chan struct{}, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			// Room for the body its length announces (within the
@@ -93,6 +100,17 @@ func checkIDs(h http.Handler) http.Handler {
 				r.ContentLength = int64(len(body))
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
+			if len(body) > largeMessage {
+				// A few large messages are decoded at a time, however
+				// many clients send them: each costs the heap about 25
+				// times its size while it is served.
+				select {
+				case large <- struct{}{}:
+					defer func() { <-large }()
+				case <-r.Context().Done():
+					return
+				}
+			}
 		}
 		h.ServeHTTP(w, r)
 	})

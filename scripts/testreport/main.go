@@ -42,7 +42,8 @@ type report struct {
 	output                  map[key][]string // a running test's output, kept until it ends
 	passed, failed, skipped int
 	skips                   []skip
-	broken                  bool // a package failed outside its tests, or did not build
+	broken                  bool            // a package failed outside its tests, or did not build
+	failedIn                map[string]bool // packages with a failed test
 }
 
 type skip struct {
@@ -112,6 +113,7 @@ func (r *report) event(ev event) {
 		fmt.Fprint(r.out, ev.Output)
 	case ev.Action == "build-fail":
 		r.broken = true
+		r.failed++ // the package's tests, none of which ran
 	case ev.Test == "":
 		// A package's own lines: its result ("ok", "FAIL", "?"), and
 		// what it printed outside any test (a panic, a timeout).
@@ -122,6 +124,25 @@ func (r *report) event(ev event) {
 			}
 		case "fail":
 			r.broken = true
+			// Tests that never ended (the package timed out, or
+			// panicked): what they printed says where.
+			for k, lines := range r.output {
+				if k.pkg == ev.Package {
+					fmt.Fprintf(r.out, "--- unfinished: %s\n", k.test)
+					for _, o := range lines {
+						if !strings.HasPrefix(o, "=== ") {
+							fmt.Fprint(r.out, o)
+						}
+					}
+					delete(r.output, k)
+				}
+			}
+			if !r.failedIn[ev.Package] {
+				// No test of its failed: it timed out, panicked outside
+				// a test, or did not build. It counts as one failure,
+				// so that the summary does not say 0.
+				r.failed++
+			}
 		}
 	case ev.Action == "output":
 		r.output[k] = append(r.output[k], ev.Output)
@@ -130,6 +151,10 @@ func (r *report) event(ev event) {
 		delete(r.output, k)
 	case ev.Action == "fail":
 		r.failed++
+		if r.failedIn == nil {
+			r.failedIn = map[string]bool{}
+		}
+		r.failedIn[ev.Package] = true
 		for _, o := range r.output[k] {
 			if !strings.HasPrefix(o, "=== ") {
 				fmt.Fprint(r.out, o)

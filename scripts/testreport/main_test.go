@@ -59,3 +59,19 @@ func TestReport(t *testing.T) {
 		t.Error("a run with an expected skip failed")
 	}
 }
+
+// A package that timed out, with no test marked failed, counts as a
+// failure in the summary.
+func TestReportTimeout(t *testing.T) {
+	var out strings.Builder
+	r := &report{out: &out, output: map[key][]string{}}
+	r.read(strings.NewReader(strings.Join([]string{
+		`{"Action":"pass","Package":"p","Test":"TestA"}`,
+		`{"Action":"output","Package":"p","Test":"TestHangs","Output":"    hangs_test.go:3: waiting\n"}`,
+		`{"Action":"output","Package":"p","Output":"panic: test timed out after 10m0s\n"}`,
+		`{"Action":"fail","Package":"p"}`,
+	}, "\n")))
+	if r.finish(nil) || !strings.Contains(out.String(), "panic: test timed out") || !strings.Contains(out.String(), "unfinished: TestHangs\n    hangs_test.go:3: waiting") || !strings.HasSuffix(out.String(), "1 passed, 1 failed, 0 skipped\n") {
+		t.Errorf("a package that timed out:\n%s", out.String())
+	}
+}
