@@ -118,7 +118,7 @@ func TestSpansBoundWhatClientsWrite(t *testing.T) {
 		t.Errorf("span name of %d bytes: %.40q", len(s.Name), s.Name)
 	}
 	for _, a := range s.Attributes {
-		v := a.Value.Emit()
+		v := a.Value.String()
 		if len(v) > MaxAttr || !utf8.ValidString(v) {
 			t.Errorf("%s: %d bytes", a.Key, len(v))
 		}
