@@ -156,6 +156,9 @@ func (c *Console) events(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	// The page fetches the table again when the stream opens, which is
+	// when it gets the headers: send them now, not with the first event.
+	flusher.Flush()
 	pool := c.opts.Host.Pool()
 	ping := time.NewTicker(15 * time.Second)
 	defer ping.Stop()
