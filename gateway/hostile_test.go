@@ -136,7 +136,7 @@ func TestLongQueryScreened(t *testing.T) {
 	huge := "create a github issue " + strings.Repeat("é", 1<<20)
 	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call",
 		"params": map[string]any{"name": toolSearch, "arguments": map[string]any{"query": huge, "limit": 3}}})
-	out := screenMessage(msg)
+	out, _ := screen(msg)
 	var m struct {
 		ID     int `json:"id"`
 		Params struct {
@@ -160,7 +160,7 @@ func TestLongQueryScreened(t *testing.T) {
 		[]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"create an issue"}}}`),
 		msg[:len(msg)-1],
 	} {
-		if got := screenMessage(keep); !bytes.Equal(got, keep) {
+		if got, _ := screen(keep); !bytes.Equal(got, keep) {
 			t.Errorf("a message that is not a long search was changed: %.100s", keep)
 		}
 	}
@@ -184,7 +184,7 @@ func TestLargeMessagesBounded(t *testing.T) {
 	large := make(chan struct{}, maxLargeMessages)
 	var inside, most atomic.Int32
 	release := make(chan struct{})
-	h := checkIDs(large, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := screenRequests(large, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength <= largeMessage {
 			return // a small message, answered at once
 		}

@@ -71,9 +71,9 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 	// One bound on large messages for every path: the go-sdk's decoding
 	// of a message costs about 25 times its size (screen.go).
 	large := make(chan struct{}, maxLargeMessages)
-	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), relay(checkIDs(large, main.mcpHandler(opts))))))
+	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), relay(screenRequests(large, main.mcpHandler(opts))))))
 	for _, p := range others {
-		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), relay(checkIDs(large, p.mcpHandler(opts))))))
+		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), relay(screenRequests(large, p.mcpHandler(opts))))))
 	}
 	// Every gateway of a host records into the host's one telemetry.
 	mux.Handle("/metrics", bearer(opts.AuthToken, main.tel.MetricsHandler()))

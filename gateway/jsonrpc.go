@@ -51,12 +51,8 @@ func idError(why string) []byte {
 	return b
 }
 
-// batchBadID checks every message of a body that may be a batch. A body
-// that is not JSON is left to the SDK, which answers it.
+// batchBadID checks every message of a valid body that may be a batch.
 func batchBadID(body []byte) string {
-	if !jsonscan.Valid(body) {
-		return ""
-	}
 	sc := jsonscan.New(body)
 	if sc.Peek() != '[' {
 		return badID(body)
@@ -70,6 +66,20 @@ func batchBadID(body []byte) string {
 	return why
 }
 
+// screen checks a message read whole, and returns it as the SDK may take
+// it: why its id cannot come back exactly, or the message with a long
+// search query cut (screenMessage). A message that is not JSON is left
+// to the SDK, which answers it.
+func screen(msg []byte) (out []byte, badID string) {
+	if !jsonscan.Valid(msg) {
+		return msg, ""
+	}
+	if why := batchBadID(msg); why != "" {
+		return nil, why
+	}
+	return screenMessage(msg), ""
+}
+
 // Large messages (a tool's arguments of megabytes) are served
 // maxLargeMessages at a time.
 const (
@@ -77,10 +87,11 @@ const (
 	maxLargeMessages = 4
 )
 
-// checkIDs refuses an HTTP request whose JSON-RPC id would not come back
-// exactly, with 400 and a JSON-RPC error naming it, and cuts a long
-// search query before the SDK decodes it (screenMessage).
-func checkIDs(large chan struct{}, h http.Handler) http.Handler {
+// screenRequests refuses an HTTP request whose JSON-RPC id would not
+// come back exactly, with 400 and a JSON-RPC error naming it, cuts a long
+// search query before the SDK decodes it (screen), and serves large
+// messages a few at a time.
+func screenRequests(large chan struct{}, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			// Room for the body its length announces (within the
@@ -90,13 +101,13 @@ func checkIDs(large chan struct{}, h http.Handler) http.Handler {
 			_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxRequestBytes+1))
 			body := buf.Bytes()
 			if err == nil {
-				if why := batchBadID(body); why != "" {
+				var why string
+				if body, why = screen(body); why != "" {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusBadRequest)
 					w.Write(idError(why))
 					return
 				}
-				body = screenMessage(body)
 				r.ContentLength = int64(len(body))
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
@@ -127,9 +138,9 @@ func StdioTransport(r io.Reader, w io.Writer) mcp.Transport {
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(bytes.TrimSpace(line)) > 0 {
-				if why := batchBadID(line); why != "" {
+				if msg, why := screen(line); why != "" {
 					lw.Write(append(idError(why), '\n'))
-				} else if _, werr := pw.Write(screenMessage(line)); werr != nil {
+				} else if _, werr := pw.Write(msg); werr != nil {
 					return
 				}
 			}

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"unicode/utf8"
 
 	"github.com/toolshelf/toolshelf/internal/jsonscan"
 	"github.com/toolshelf/toolshelf/search"
@@ -21,11 +20,11 @@ import (
 // searched, so that the search still sees that it was cut.
 const screenedQuery = 4 * search.MaxQuery
 
-// screenMessage returns msg (one JSON-RPC message, as a body or a line
-// of stdio) with a search_tools query longer than screenedQuery cut to
-// it, or msg itself; a message that is not valid JSON is left to the SDK.
+// screenMessage returns msg (one valid JSON-RPC message, as a body or a
+// line of stdio) with a search_tools query longer than screenedQuery cut
+// to it, or msg itself.
 func screenMessage(msg []byte) []byte {
-	if len(msg) < screenedQuery || !jsonscan.Valid(msg) {
+	if len(msg) < screenedQuery {
 		return msg
 	}
 	var method, name string
@@ -59,12 +58,7 @@ func screenMessage(msg []byte) []byte {
 	if !ok || len(query) <= screenedQuery {
 		return msg
 	}
-	n := screenedQuery
-	for n > 0 && !utf8.RuneStart(query[n]) {
-		n--
-	}
-	cut, _ := json.Marshal(query[:n])
-	out := make([]byte, 0, start+len(cut)+len(msg)-end)
-	out = append(append(append(out, msg[:start]...), cut...), msg[end:]...)
-	return out
+	kept, _ := json.Marshal(cut(query, screenedQuery))
+	out := make([]byte, 0, start+len(kept)+len(msg)-end)
+	return append(append(append(out, msg[:start]...), kept...), msg[end:]...)
 }
