@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -199,28 +198,6 @@ func TestServeCatalogWithStore(t *testing.T) {
 	}
 }
 
-// rawPost posts one JSON-RPC message to a replica and returns the status,
-// the body and the session id of the answer.
-func rawPost(ctx context.Context, url, session, body string) (int, string, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		return 0, "", "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b), resp.Header.Get("Mcp-Session-Id"), err
-}
-
 // A request the holder of its session may already have acted on is not
 // sent again when the holder dies mid-request: the replica that relayed
 // it takes the session over and answers 502 (the client may send it
@@ -236,11 +213,11 @@ func TestRequestNotSentTwice(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
 	holder, relay := lb.backends[0]+"/mcp", lb.backends[1]+"/mcp"
-	code, body, session, err := rawPost(ctx, holder, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"own-client","version":"7.1"}}}`)
+	code, body, session, err := testenv.PostMCP(ctx, holder, "", "", []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"own-client","version":"7.1"}}}`))
 	if err != nil || code != http.StatusOK || session == "" {
 		t.Fatalf("initialize: %d %s %v", code, body, err)
 	}
-	if code, body, _, err := rawPost(ctx, holder, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err != nil || code >= 300 {
+	if code, body, _, err := testenv.PostMCP(ctx, holder, "", session, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil || code >= 300 {
 		t.Fatalf("initialized: %d %s %v", code, body, err)
 	}
 	marker := filepath.Join(dir, "calls")
@@ -252,7 +229,7 @@ func TestRequestNotSentTwice(t *testing.T) {
 	}
 	answered := make(chan answer, 1)
 	go func() {
-		code, body, _, err := rawPost(ctx, relay, session, call)
+		code, body, _, err := testenv.PostMCP(ctx, relay, "", session, []byte(call))
 		answered <- answer{code, body, err}
 	}()
 	testenv.Eventually(t, 30*time.Second, "the call to reach the server through the holder", func() bool {
@@ -276,7 +253,7 @@ func TestRequestNotSentTwice(t *testing.T) {
 
 	// The session goes on, on the replica that took it over, as the
 	// client's own.
-	code, body, _, err = rawPost(ctx, relay, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__tracker__create_ticket","arguments":{"title":"x"}}}}`)
+	code, body, _, err = testenv.PostMCP(ctx, relay, "", session, []byte(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__tracker__create_ticket","arguments":{"title":"x"}}}}`))
 	if err != nil || code != http.StatusOK || !strings.Contains(body, "create_ticket") {
 		t.Fatalf("a call after the takeover: %d %s %v", code, body, err)
 	}

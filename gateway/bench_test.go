@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -289,21 +288,7 @@ func TestLoad(t *testing.T) {
 	slices.Sort(lat)
 	pct := func(p float64) time.Duration { return lat[min(len(lat)-1, int(p*float64(len(lat))))] }
 	t.Logf("%d clients, %v: %d well-formed requests (%.0f/s), p50 %v, p99 %v, max %v; %d hostile requests refused; %d audit lines; peak RSS %s",
-		clients, *loadDuration, len(lat), float64(len(lat))/loadDuration.Seconds(), pct(0.50), pct(0.99), lat[len(lat)-1], hostileDone, len(recs), peakRSS())
-}
-
-// peakRSS is the process's peak resident memory (Linux), or "unknown".
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
+		clients, *loadDuration, len(lat), float64(len(lat))/loadDuration.Seconds(), pct(0.50), pct(0.99), lat[len(lat)-1], hostileDone, len(recs), testenv.PeakRSS())
 }
 
 // BenchmarkCallRealServer is BenchmarkCall against a real npm server over

@@ -133,37 +133,12 @@ func message(id, method string, params []byte) []byte {
 
 const initialize = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{},"sampling":{},"roots":{}},"clientInfo":{"name":"fuzz","version":"1"}}`
 
-// postMessage posts one message on a session (none when session is "")
-// and returns the response's status, body and session id. A request the
-// gateway holds (a call waiting for a client's answer) is given up after
-// a while: what matters is that the gateway answers the next one.
-func postMessage(ctx context.Context, url, token, session string, msg []byte) (int, string, string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg))
-	if err != nil {
-		return 0, "", "", err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	if session != "" {
-		req.Header.Set("Mcp-Session-Id", session)
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, "", "", err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, string(body), resp.Header.Get("Mcp-Session-Id"), err
-}
-
 // exchange sends a session's first messages, the fuzzed one, and a ping,
 // over HTTP; it fails when the ping is not answered.
 func (st *stack) exchange(t *testing.T, host int, path, token string, msg []byte) {
 	url := st.urls[host] + path
 	ctx := context.Background()
-	code, body, session, err := postMessage(ctx, url, token, "", message("init", "initialize", []byte(initialize)))
+	code, body, session, err := testenv.PostMCP(ctx, url, token, "", message("init", "initialize", []byte(initialize)))
 	if err != nil || code != http.StatusOK || session == "" {
 		t.Fatalf("initialize: %d %s %v", code, body, err)
 	}
@@ -175,13 +150,13 @@ func (st *stack) exchange(t *testing.T, host int, path, token string, msg []byte
 			resp.Body.Close()
 		}
 	}()
-	if code, body, _, err := postMessage(ctx, url, token, session, message("", "notifications/initialized", nil)); err != nil || code >= 300 {
+	if code, body, _, err := testenv.PostMCP(ctx, url, token, session, message("", "notifications/initialized", nil)); err != nil || code >= 300 {
 		t.Fatalf("initialized: %d %s %v", code, body, err)
 	}
 	held, cancel := context.WithTimeout(ctx, testenv.Timeout(2*time.Second))
-	_, _, _, _ = postMessage(held, url, token, session, msg)
+	_, _, _, _ = testenv.PostMCP(held, url, token, session, msg)
 	cancel()
-	code, body, _, err = postMessage(ctx, url, token, session, message("check", "ping", nil))
+	code, body, _, err = testenv.PostMCP(ctx, url, token, session, message("check", "ping", nil))
 	if err != nil || code != http.StatusOK || !strings.Contains(body, `"result"`) {
 		t.Fatalf("after %.200s the gateway does not answer a ping: %d %.300s %v", msg, code, body, err)
 	}

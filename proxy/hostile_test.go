@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -129,37 +128,51 @@ func TestEndlessUpstream(t *testing.T) {
 	if status != http.StatusBadGateway || !bytes.Contains(out, []byte("over 1048576 bytes")) {
 		t.Errorf("an endless answer: %d %.300s", status, out)
 	}
-	wait := func(ch chan struct{}, what string) {
-		select {
-		case <-ch:
-		case <-time.After(testenv.Timeout(10 * time.Second)):
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-	wait(started, "the upstream request")
-	wait(ended, "the upstream request to end after the bounded read")
+	waitFor(t, started, "the upstream request")
+	waitFor(t, ended, "the upstream request to end after the bounded read")
 
 	// A client that hangs up mid-answer, on a proxy whose bound it would
 	// take hours to reach.
-	p, err = New(&Options{Upstream: upstream.URL, MaxResponseBytes: 1 << 40})
+	leave := leaving(t, upstream.URL, body, started)
+	leave()
+	waitFor(t, ended, "the upstream request to end after the client hung up")
+}
+
+// waitFor waits for ch, and fails the test with a timeout naming what it
+// waited for.
+func waitFor(t *testing.T, ch chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(testenv.Timeout(20 * time.Second)):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// leaving sends body, as a client that reads the first byte of the
+// answer, to a proxy of upstream whose bound on an answer it would take
+// hours to reach, and returns once upstream has the request (started).
+// leave ends the client's request and waits for the client.
+func leaving(t *testing.T, upstream string, body []byte, started chan struct{}) (leave func()) {
+	t.Helper()
+	p, err := New(&Options{Upstream: upstream, MaxResponseBytes: 1 << 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv2 := httptest.NewServer(p)
-	t.Cleanup(srv2.Close)
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, "POST", srv2.URL+"/v1/messages", bytes.NewReader(body))
+	req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL+"/v1/messages", bytes.NewReader(body))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if resp, err := http.DefaultClient.Do(req); err == nil {
+			io.CopyN(io.Discard, resp.Body, 1)
 			resp.Body.Close()
 		}
 	}()
-	wait(started, "the upstream request")
-	cancel()
-	wait(ended, "the upstream request to end after the client hung up")
-	<-done
+	waitFor(t, started, "the upstream request")
+	return func() { cancel(); <-done }
 }
 
 // Requests the proxy rewrites keep the upstream URL's query
@@ -349,14 +362,6 @@ func endlessStream(t *testing.T, kind string) (url string, started, ended chan s
 // and a client that leaves ends the upstream request, however far the
 // bound is.
 func TestEndlessStream(t *testing.T) {
-	wait := func(ch chan struct{}, what string) {
-		t.Helper()
-		select {
-		case <-ch:
-		case <-time.After(testenv.Timeout(20 * time.Second)):
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 	body := request(t, builtinTools(), `[{"role":"user","content":"hi"}]`, `,"stream":true`)
 	for _, kind := range []string{"line", "text", "search"} {
 		t.Run(kind, func(t *testing.T) {
@@ -376,40 +381,23 @@ func TestEndlessStream(t *testing.T) {
 			if status != http.StatusOK || !bytes.Contains(out, []byte("event: error")) || !bytes.Contains(out, []byte(want)) {
 				t.Errorf("an endless stream: %d, %d bytes ending %q", status, len(out), out[max(0, len(out)-300):])
 			}
-			wait(started, "the upstream request")
-			wait(ended, "the upstream request to end after the bounded read")
+			waitFor(t, started, "the upstream request")
+			waitFor(t, ended, "the upstream request to end after the bounded read")
 
 			// A client that leaves, on a proxy whose bound it would take
 			// hours to reach.
-			p, err = New(&Options{Upstream: url, MaxResponseBytes: 1 << 50})
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv2 := httptest.NewServer(p)
-			t.Cleanup(srv2.Close)
-			ctx, cancel := context.WithCancel(context.Background())
-			req, _ := http.NewRequestWithContext(ctx, "POST", srv2.URL+"/v1/messages", bytes.NewReader(body))
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				if resp, err := http.DefaultClient.Do(req); err == nil {
-					io.CopyN(io.Discard, resp.Body, 1)
-					resp.Body.Close()
-				}
-			}()
-			wait(started, "the upstream request")
+			leave := leaving(t, url, body, started)
 			if kind != "text" {
 				// The bound of one event, or of the search's input, ends
 				// it before the client can.
-				wait(ended, "the upstream request to end at the bound of an event")
-			} else {
-				left := time.Now()
-				cancel()
-				wait(ended, "the upstream request to end after the client left")
-				t.Logf("the upstream request ended %v after the client left", time.Since(left).Round(time.Millisecond))
+				waitFor(t, ended, "the upstream request to end at the bound of an event")
+				leave()
+				return
 			}
-			cancel()
-			<-done
+			left := time.Now()
+			leave()
+			waitFor(t, ended, "the upstream request to end after the client left")
+			t.Logf("the upstream request ended %v after the client left", time.Since(left).Round(time.Millisecond))
 		})
 	}
 }
@@ -439,23 +427,9 @@ func TestEndlessStreamFigure(t *testing.T) {
 			}
 			wg.Wait()
 			srv.Close()
-			t.Logf("%s: %d streams refused after %v; peak RSS so far %s", kind, clients, time.Since(begin).Round(time.Millisecond), peakRSS())
+			t.Logf("%s: %d streams refused after %v; peak RSS so far %s", kind, clients, time.Since(begin).Round(time.Millisecond), testenv.PeakRSS())
 		}
 	}
-}
-
-// peakRSS is the process's peak resident memory (Linux), or "unknown".
-func peakRSS() string {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return "unknown"
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	return "unknown"
 }
 
 // What the plan cache charges a set covers what the set keeps on the

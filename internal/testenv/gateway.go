@@ -2,9 +2,12 @@ package testenv
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -165,4 +168,44 @@ func ScaledConfig(t testing.TB, src string, start time.Duration, names ...string
 		t.Fatal(err)
 	}
 	return path
+}
+
+// PostMCP posts one JSON-RPC message to an MCP endpoint over streamable
+// HTTP, on a session (none when session is ""), with a bearer token when
+// token is set, and returns the answer's status, body and session id.
+func PostMCP(ctx context.Context, url, token, session string, msg []byte) (int, string, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(msg))
+	if err != nil {
+		return 0, "", "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(body), resp.Header.Get("Mcp-Session-Id"), err
+}
+
+// PeakRSS is the process's peak resident memory (Linux), or "unknown".
+func PeakRSS() string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
 }
