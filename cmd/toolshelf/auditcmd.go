@@ -15,7 +15,7 @@ import (
 var auditCommand = &command{
 	name:    "audit",
 	summary: "read the audit log that serve --audit writes",
-	usage:   "tail [-n N] FILE | summary [--since DURATION] [--json] FILE   (FILE may be 'store': the shared store's records)",
+	usage:   "tail [-n N] FILE | summary [--since DURATION] [--json] FILE   (FILE may be 'store': the shared store's records, with [--store URL | --config FILE])",
 	help: `
   tail FILE      the last -n records (default 20), one line each.
   summary FILE   per tool: calls, errors and their rate, median and slowest

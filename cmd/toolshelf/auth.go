@@ -63,7 +63,7 @@ const loginWait = 5 * time.Minute
 var authCommand = &command{
 	name:    "auth",
 	summary: "sign in to remote servers that ask for OAuth, and out",
-	usage:   "login (SERVER | --url URL [--name NAME]) [--no-browser] [--client-id ID [--client-secret S] | --client-metadata-url URL] | status [--json] | logout SERVER   [--config FILE]",
+	usage:   "login (SERVER | --url URL [--name NAME]) [--no-browser] [--client-id ID [--client-secret S] | --client-metadata-url URL] | status [--json] | logout SERVER   [--config FILE] [--store URL]",
 	help: `
 Remote MCP servers (type http or sse) that answer 401 ask for OAuth sign-in,
 as the MCP authorization specification describes. toolshelf signs in once,

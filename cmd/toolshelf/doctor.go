@@ -21,7 +21,7 @@ import (
 var doctorCommand = &command{
 	name:    "doctor",
 	summary: "explain what the tools cost and whether they are deferred",
-	usage:   "[--config FILE [--profile NAME] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json] | --live URL [--json]",
+	usage:   "[--config FILE [--profile NAME] [--store URL] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json] | --live URL [--json]",
 	help: `
 Reports, for the configured servers (or a catalog file, or the built-in
 catalog): each server's state, tools, characters and estimated tokens and

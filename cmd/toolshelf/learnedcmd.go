@@ -24,7 +24,7 @@ var learnedCommand = &command{
 	name:    "learned",
 	aliases: []string{"usage"},
 	summary: "show or clear what search has learned from use",
-	usage:   "show [--tool NAME] [--json] | forget (--all | --tool NAME | --query TEXT | --older-than DURATION)",
+	usage:   "show [--tool NAME] [--json] | forget (--all | --tool NAME | --query TEXT | --older-than DURATION)  [--store URL | --config FILE]",
 	help: `
 When a search is followed, in the same session, by a call of one of the
 tools it found, 'toolshelf serve' keeps the pair (the query's words and the

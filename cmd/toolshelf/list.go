@@ -19,7 +19,7 @@ import (
 var listCommand = &command{
 	name:    "list",
 	summary: "connect to the configured servers and list their tools",
-	usage:   "[--config FILE] [--json]",
+	usage:   "[--config FILE] [--store URL] [--json]",
 	help: `
 Connects to every configured MCP server in parallel and prints, for each
 server, its state, tool count, protocol version and what its tool

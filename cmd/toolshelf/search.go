@@ -16,7 +16,7 @@ import (
 var searchCommand = &command{
 	name:    "search",
 	summary: "find tools by what they do",
-	usage:   "[--catalog FILE | --config FILE] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
+	usage:   "[--catalog FILE | --config FILE [--store URL]] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
 	help: `
 Searches a catalog of MCP tools and prints the best matches, best first:
 qualified name, server, score and a one-line description.

@@ -16,7 +16,7 @@ import (
 var toolsCommand = &command{
 	name:    "tools",
 	summary: "review tools whose definitions changed, and approve or deny them",
-	usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL] | export-lock | import-lock  [--config FILE]",
+	usage:   "diff [SERVER] | approve SERVER[/TOOL] | deny SERVER[/TOOL] | export-lock | import-lock  [--config FILE] [--store URL]",
 	help: `
 Every tool's definition (name, title, description, input and output schema,
 annotations, and the _meta keys toolshelf or clients act on, such as
