@@ -63,8 +63,18 @@ var modelDirected = []struct {
 		// asks to read or send them.
 		regexp.MustCompile(`(?i)(~/\.ssh(/[\w.-]+)?|(^|[^a-z0-9])id_(rsa|ed25519|ecdsa|dsa)(\.pub)?\b|\.aws/credentials|\.netrc\b|\.git-credentials\b|/etc/shadow\b|\b(read|cat|open|send|include|append|copy|upload|attach|contents\s+of)\b[^\n]{0,30}?(\bmcp\.json|\.npmrc|\.pypirc|\.kube/config|\.docker/config\.json|/etc/passwd|~?/?\.env)\b)`),
 		func(m string) bool { return strings.HasSuffix(strings.ToLower(m), ".pub") }},
-	{"asks to send the conversation somewhere", true, []string{"chat", "conversation", "transcript", "messages", "history"},
-		regexp.MustCompile(`(?i)\b(pass|include|put|insert|copy|paste|append|embed|attach|send|forward|provide|supply|upload|post|dump|leak|share)\b[^.]{0,60}` + conversation + `|` + conversation + `[^.]{0,120}\b(parameter|argument|field|sidenote)\b`), nil},
+	{"asks to send the conversation somewhere", true, []string{"chat", "conversation", "transcript", "messages", "history", "context window"},
+		regexp.MustCompile(`(?i)\b(pass|include|put|insert|copy|paste|append|embed|attach|send|forward|provide|supply|upload|post|dump|leak|share|transmit|fill)\b[^.]{0,60}` + conversation + `|` + conversation + `[^.]{0,120}\b(parameter|argument|field|sidenote)\b`), nil},
+	{"asks to hand over credentials", true, []string{"key", "password", "passphrase", "token", "secret", "credential", "login", "cookie", "environment"},
+		// A verb of handing over, then credentials that are someone's:
+		// the user's, the model's, the session's, "any" or "all" of
+		// them. A tool that creates, lists or rotates keys says so
+		// without a possessive or a quantifier before them.
+		regexp.MustCompile(`(?i)\b` + handOver + `\b[^.]{0,60}?\b(?:any|all|every|each|the\s+user'?s?|users?'|your|their|stored|saved|current|session'?s?|whatever)\b[^.]{0,30}?\b` + secretThings + `\b|\b(?:read|collect|gather|obtain|fetch|find|get|ask(?:\s+\w+)?\s+for)\b[^.]{0,40}?\b` + secretThings + `\b[^.]{0,60}?\band\s+` + handOver + `\s+(?:it|them)\b`), nil},
+	{"asks for its instructions or system prompt", true, []string{"prompt", "instruction", "system message"},
+		// The model's own instructions, named as the model's ("your")
+		// or as the system's: what no tool needs.
+		regexp.MustCompile(`(?i)\b` + handOver + `\b(?:\s+back)?[^.]{0,40}?\b(?:your|the|all|its)\s+(?:(?:full|complete|entire|hidden|previous|original|current|initial|exact)\s+)*(?:system\s+(?:prompts?|instructions|messages?)|instructions|prompt)\b|\byour\s+(?:(?:full|complete|entire|hidden|original)\s+)*(?:system\s+(?:prompts?|instructions|messages?)|hidden\s+instructions)\b`), nil},
 	{"asks for secrets the user shared", true, []string{"key", "password", "passphrase", "token", "secret", "credential"},
 		regexp.MustCompile(`(?i)\b(keys?|passwords?|passphrases?|tokens?|secrets?|credentials)\b[^.]{0,40}\b(the\s+user\s+(has\s+)?(pasted|typed|shared|entered|provided|gave|mentioned)|(that\s+)?appears?\s+in\s+the\s+(conversation|chat|context)|you\s+(can\s+)?(find|see))|\b(value|contents?)\s+of\s+(the\s+)?\$?\w*(key|token|secret|password)\w*\s+(environment\s+)?variable|\b(any|every|all)\s+other\s+(api\s+keys|secrets|credentials|tokens|passwords)\b`), nil},
 	{"redirects messages to another recipient", true, []string{"bcc", "cc", "recipient", "all"},
@@ -77,7 +87,15 @@ var modelDirected = []struct {
 
 // conversation is a phrase naming the conversation as a whole: what a
 // poisoned tool asks the model to hand over.
-const conversation = `(?:(?:entire|whole|full|complete)\s+(?:\w+\s+){0,2}?(?:chat|conversation|transcript|message\s+history)|\b(?:chat|conversation|message)\s+(?:history|histories|transcripts?|logs?)\b|\b(?:previous|prior|earlier|past|last)\s+messages\b)`
+const conversation = `(?:(?:entire|whole|full|complete)\s+(?:\w+\s+){0,2}?(?:chat|conversation|transcript|message\s+history)|\b(?:chat|conversation|message)\s+(?:history|histories|transcripts?|logs?)\b|\b(?:previous|prior|earlier|past|last)\s+messages\b|\bcontext\s+window\b)`
+
+// handOver are the verbs of a text that asks the model to put something
+// where the tool (and whoever runs it) receives it.
+const handOver = `(?:include|supply|provide|pass|send|forward|share|copy|paste|attach|append|add|put|insert|embed|post|upload|transmit|submit|leak|dump|disclose|reveal|expose|output|print|echo|repeat|return|write|log|record|report|give|fill)`
+
+// secretThings name what a user or the model holds that no tool should
+// be handed: credentials of every kind.
+const secretThings = `(?:api[\s_-]*keys?|access[\s_-]*tokens?|auth(?:entication|orization)?[\s_-]*(?:tokens?|headers?)|bearer[\s_-]*tokens?|oauth[\s_-]*tokens?|refresh[\s_-]*tokens?|tokens|passwords?|passphrases?|credentials|secret[\s_-]*keys?|private[\s_-]*keys?|secrets|login\s+details|session\s+cookies|environment\s+variables)`
 
 // hiddenRune reports characters that render as nothing: Unicode tag
 // characters (which can spell out hidden text), zero-width characters and

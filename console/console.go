@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -38,10 +39,10 @@ var assets embed.FS
 // Options configure a console. Host is required.
 type Options struct {
 	Host *gateway.Host
-	// AuthToken is the admin token of /mcp. When set, every page needs it:
-	// as a bearer token, or through the login form, which sets a cookie
-	// derived from it. Empty serves anyone who reaches the listener
-	// (serve refuses an address beyond loopback without a token).
+	// AuthToken is the admin token. Every page needs it: as a bearer
+	// token, through the sign-in form, or through a sign-in link
+	// (login?token=...), which set a cookie derived from it. Empty
+	// refuses every page: serve makes a token when none is given.
 	AuthToken string
 	// Pins is the lock file the pool judges tools by; nil hides Approve
 	// and Deny.
@@ -65,11 +66,13 @@ type Console struct {
 	// key signs the login cookie and the CSRF tokens; it is new for each
 	// process, so a restart logs everyone out.
 	key []byte
+	// tries bounds sign-in failures, by client address.
+	tries *limiter
 }
 
 // New returns a console of opts.Host.
 func New(opts *Options) *Console {
-	c := &Console{opts: *opts, key: make([]byte, 32)}
+	c := &Console{opts: *opts, key: make([]byte, 32), tries: newLimiter(signInFailures, time.Minute)}
 	if c.opts.Audit == nil && c.opts.AuditFile != "" {
 		file := c.opts.AuditFile
 		c.opts.Audit = func(_ context.Context, since time.Time) ([]audit.Record, error) {
@@ -136,12 +139,12 @@ func (c *Console) sign(parts ...string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// session is who the request is: "" when the console has no token, the
-// login cookie's value otherwise; ok is false for a request without the
-// token or the cookie.
+// session is who the request is: the login cookie's value, or "bearer";
+// ok is false for a request without the token or the cookie, and for
+// every request when the console has no token.
 func (c *Console) session(r *http.Request) (string, bool) {
 	if c.opts.AuthToken == "" {
-		return "", true
+		return "", false
 	}
 	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") &&
 		subtle.ConstantTimeCompare([]byte(h[7:]), []byte(c.opts.AuthToken)) == 1 {
@@ -208,7 +211,13 @@ func sameOrigin(r *http.Request) bool {
 	return from != "" && err == nil && u.Host == r.Host
 }
 
+// loginPage is the sign-in form, or, for the sign-in link serve prints
+// (login?token=...), the sign-in itself.
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Has("token") {
+		c.signIn(w, r, r.URL.Query().Get("token"))
+		return
+	}
 	c.render(w, r, "login", map[string]any{"Failed": r.URL.Query().Has("failed")})
 }
 
@@ -219,8 +228,26 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-	token := r.PostFormValue("token")
+	c.signIn(w, r, r.PostFormValue("token"))
+}
+
+// signInFailures is how many failed sign-ins a client address may make a
+// minute: a person mistyping, not a program guessing.
+const signInFailures = 5
+
+// signIn checks a token and sets the cookie. Each failure is logged with
+// the client's address (never what was typed); past signInFailures a
+// minute, the address is refused until the minute is over.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request, token string) {
+	client := clientAddr(r)
+	if wait := c.tries.blocked(client); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
+		http.Error(w, "toolshelf console: too many failed sign-ins from this address; try again in a minute", http.StatusTooManyRequests)
+		return
+	}
 	if c.opts.AuthToken == "" || subtle.ConstantTimeCompare([]byte(token), []byte(c.opts.AuthToken)) != 1 {
+		n := c.tries.fail(client)
+		c.log.Warn("console sign-in failed", "client", client, "failures", n)
 		http.Redirect(w, r, Prefix+"/login?failed", http.StatusSeeOther)
 		return
 	}

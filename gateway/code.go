@@ -62,7 +62,8 @@ func (s *Server) runCode(ctx context.Context, req *mcp.CallToolRequest) *mcp.Cal
 		return toolError("run_code: %v", err)
 	}
 	s.logger.Debug("code", "calls", res.Calls, "output", len(res.Output), "limit", res.Limit)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Text()}}, IsError: res.Error != ""}
+	// A program may rebuild a secret from pieces no single call held.
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s.up.Secrets().CutText(res.Text())}}, IsError: res.Error != ""}
 }
 
 // codeCall is one tool call of a program: tools.<server>.<tool>(args).

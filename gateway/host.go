@@ -28,10 +28,11 @@ type HostOptions struct {
 	// Only, when set, names the one profile served, at /mcp and over
 	// stdio (serve --profile); the others are not served.
 	Only string
-	// AuthToken, Stateless and Relay are the HTTP surface's (see
-	// HTTPOptions).
-	AuthToken string
-	Stateless bool
+	// AuthToken, AdminToken, Stateless and Relay are the HTTP surface's
+	// (see HTTPOptions).
+	AuthToken  string
+	AdminToken string
+	Stateless  bool
 	Relay     func(http.Handler) http.Handler
 }
 
@@ -196,7 +197,7 @@ type Route struct {
 
 // httpOptions are the HTTP surface's options.
 func (h *Host) httpOptions() *HTTPOptions {
-	return &HTTPOptions{AuthToken: h.opts.AuthToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay}
+	return &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay}
 }
 
 // Routes returns the host's MCP paths.

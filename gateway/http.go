@@ -26,6 +26,11 @@ type HTTPOptions struct {
 	// AuthToken, when set, is required as "Authorization: Bearer <token>"
 	// on every request but /healthz.
 	AuthToken string
+	// AdminToken opens /metrics and /healthz's details (AuthToken when
+	// empty). With neither, /metrics refuses everyone and /healthz says
+	// only up or degraded: what they tell (servers' errors, tool counts,
+	// traffic) is not for any process that reaches the listener.
+	AdminToken string
 	// Stateless serves without sessions: any number of gateway replicas
 	// can answer a client, but servers cannot send it requests (sampling,
 	// elicitation, roots), which need the session to answer on. Ignored
@@ -76,8 +81,9 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), relay(screenRequests(large, p.mcpHandler(opts))))))
 	}
 	// Every gateway of a host records into the host's one telemetry.
-	mux.Handle("/metrics", bearer(opts.AuthToken, main.tel.MetricsHandler()))
-	mux.Handle("/healthz", main.healthz(opts.AuthToken))
+	admin := opts.admin()
+	mux.Handle("/metrics", adminOnly(admin, main.tel.MetricsHandler()))
+	mux.Handle("/healthz", main.healthz(admin))
 	return mux
 }
 
@@ -247,6 +253,26 @@ func bearer(token string, h http.Handler) http.Handler {
 	})
 }
 
+// admin is the token of /metrics and /healthz's details.
+func (o *HTTPOptions) admin() string {
+	if o.AdminToken != "" {
+		return o.AdminToken
+	}
+	return o.AuthToken
+}
+
+// adminOnly serves h to requests with the admin token; without a token
+// set, to none.
+func adminOnly(token string, h http.Handler) http.Handler {
+	if token == "" {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshelf"`)
+			http.Error(w, "this route needs the admin token, and none is set (serve --auth-token-file)", http.StatusUnauthorized)
+		})
+	}
+	return bearer(token, h)
+}
+
 // authorize lets a request to a profile's path through when it carries
 // AuthToken or a token of that profile; a token of another profile gets
 // 403, no token or an unknown one 401.
@@ -382,7 +408,7 @@ type health struct {
 }
 
 func (s *Server) healthz(token string) http.Handler {
-	authorized := func(r *http.Request) bool { return token == "" || validBearer(r, []byte(token)) }
+	authorized := func(r *http.Request) bool { return token != "" && validBearer(r, []byte(token)) }
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		snap := s.state.Load()
 		servers := s.up.Status()

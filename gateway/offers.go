@@ -253,6 +253,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 		res, err = cs.GetPrompt(ctx, &params)
 		return err
 	})
+	s.up.Secrets().CutPrompt(res)
 	return res, passOn(err)
 }
 
@@ -273,6 +274,7 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	if err != nil {
 		return nil, passOn(err)
 	}
+	s.up.Secrets().CutResource(res)
 	for _, c := range res.Contents {
 		if c != nil && c.URI == orig {
 			c.URI = req.Params.URI

@@ -55,6 +55,17 @@ type ServerConfig struct {
 	InheritEnv    []string
 	InheritAllEnv bool
 
+	// NoContain ("contain": false) runs a stdio server uncontained: it
+	// can then read everything toolshelf's user can. By default a stdio
+	// server is contained where the system allows (see Containment):
+	// it sees its cwd and runtime read-only and ReadPaths and WritePaths
+	// ("paths": {"read": [...], "write": [...]}, relative to its cwd).
+	// NoNetwork ("network": false) takes its network away.
+	NoContain  bool
+	NoNetwork  bool
+	ReadPaths  []string
+	WritePaths []string
+
 	// URL and Headers reach a remote server.
 	URL     string
 	Headers map[string]string
@@ -100,11 +111,17 @@ type ServerConfig struct {
 	// for redaction; vars are the names of those variables.
 	expanded []string
 	vars     []string
+	// files are the files ${file:PATH} read: no server sees them.
+	files []string
 	// oauth sends the server's token (Options.Tokens), for remote servers.
 	oauth auth.OAuthHandler
 	// environ is a stdio server's environment (see serverEnv), set by
 	// the pool.
 	environ []string
+	// hide are toolshelf's files, covered in the server's sandbox;
+	// uncontained says why the pool runs it uncontained (Options.NoContain).
+	hide        []string
+	uncontained string
 }
 
 // OAuthConfig is a client registered with a server's authorization server
@@ -184,14 +201,20 @@ type serverJSON struct {
 	Timeout     json.RawMessage   `json:"timeout"`
 	AutoApprove []string          `json:"autoApprove"`
 	InheritEnv  json.RawMessage   `json:"inheritEnv"`
-	Tools       *struct {
+	Contain     *bool             `json:"contain"`
+	Network     *bool             `json:"network"`
+	Paths       *struct {
+		Read  []string `json:"read"`
+		Write []string `json:"write"`
+	} `json:"paths"`
+	Tools *struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
 }
 
 // serverKeys are the keys a server entry may have.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv", "contain", "network", "paths"}
 
 // LoadConfig reads a configuration file in the "mcpServers" shape that
 // Claude Desktop, Claude Code (.mcp.json) and Cursor use:
@@ -239,6 +262,9 @@ type Config struct {
 	Store string
 	// storeVars are the variables Store came from.
 	storeVars []string
+	// files are the files ${file:PATH} read for the store and the
+	// profiles' tokens.
+	files []string
 }
 
 // Profile returns the profile with the given name.
@@ -316,13 +342,20 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		}
 		cfg.NoLearn = !learn
 	}
+	// Relative folders are resolved now, against the file's folder, so
+	// that a server is the same server (and cache key) however the file
+	// was named.
+	dir, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, cerr(-1, "%v", err)
+	}
 	if raw, ok := top["store"]; ok {
 		var v string
 		at := catalog.KeyOffset(data, 0, "store")
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, cerr(at, `"store" must be a string: a postgres:// URL`)
 		}
-		x := expander{getenv: getenv}
+		x := expander{getenv: getenv, dir: dir}
 		v = x.expand(v, "store")
 		if x.err != nil {
 			return nil, cerr(at, "%v", x.err)
@@ -330,7 +363,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
 			return nil, cerr(at, `"store" must be a postgres:// URL, such as postgres://toolshelf:${PGPASSWORD}@db:5432/toolshelf`)
 		}
-		cfg.Store, cfg.storeVars = v, x.vars
+		cfg.Store, cfg.storeVars, cfg.files = v, x.vars, x.files
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {
@@ -340,13 +373,6 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		base := bytes.Index(data, servers)
 		line := func(off int) int { return bytes.Count(data[:base+off], []byte("\n")) + 1 }
 		return nil, cerr(base+second, "server %q is defined twice, at lines %d and %d: JSON keeps only the last", name, line(first), line(second))
-	}
-	// Relative folders are resolved now, against the file's folder, so
-	// that a server is the same server (and cache key) however the file
-	// was named.
-	dir, err := filepath.Abs(filepath.Dir(file))
-	if err != nil {
-		return nil, cerr(-1, "%v", err)
 	}
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		raw := entries[name]
@@ -375,7 +401,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		cfg.Servers = append(cfg.Servers, sc)
 	}
 	if raw, ok := top["profiles"]; ok {
-		ps, err := parseProfiles(raw, cfg.Servers, getenv)
+		ps, err := parseProfiles(raw, cfg.Servers, getenv, dir)
 		if err != nil {
 			var at *keyedError
 			off := catalog.KeyOffset(data, 0, "profiles")
@@ -461,7 +487,7 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 	// Expand ${VAR} everywhere. A variable that is not set stops this
 	// server only, with a message that names the variable and where it
 	// is used, never its value.
-	x := expander{getenv: getenv}
+	x := expander{getenv: getenv, dir: dir}
 	sc.Command = x.expand(j.Command, "command")
 	sc.URL = x.expand(j.URL, "url")
 	sc.Cwd = x.expand(j.Cwd, "cwd")
@@ -494,13 +520,42 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			return sc, fmt.Errorf(`"oauth": unknown grant %q (want authorization_code or client_credentials)`, j.OAuth.Grant)
 		}
 	}
+	if j.Contain != nil || j.Network != nil || j.Paths != nil {
+		if j.Command == "" {
+			return sc, errors.New(`"contain", "network" and "paths" are for stdio servers ("command")`)
+		}
+		sc.NoContain = j.Contain != nil && !*j.Contain
+		sc.NoNetwork = j.Network != nil && !*j.Network
+		if sc.NoContain && (sc.NoNetwork || j.Paths != nil) {
+			return sc, errors.New(`"network" and "paths" shape a contained server; with "contain": false they would not hold`)
+		}
+	}
+	if j.Paths != nil {
+		// Paths are no secrets: expanded apart, so that ${HOME} is not
+		// cut from every message as one would be.
+		px := expander{getenv: getenv}
+		for i, r := range j.Paths.Read {
+			sc.ReadPaths = append(sc.ReadPaths, px.expand(r, fmt.Sprintf("paths.read[%d]", i)))
+		}
+		for i, w := range j.Paths.Write {
+			sc.WritePaths = append(sc.WritePaths, px.expand(w, fmt.Sprintf("paths.write[%d]", i)))
+		}
+		if px.err != nil {
+			x.fail(px.err)
+		}
+		for _, p := range slices.Concat(sc.ReadPaths, sc.WritePaths) {
+			if p == "" {
+				return sc, errors.New(`"paths": an empty path`)
+			}
+		}
+	}
 	if j.Headers != nil {
 		sc.Headers = make(map[string]string, len(j.Headers))
 		for _, k := range slices.Sorted(maps.Keys(j.Headers)) {
 			sc.Headers[k] = x.expand(j.Headers[k], "headers."+k)
 		}
 	}
-	sc.err, sc.expanded, sc.vars = x.err, x.values, x.vars
+	sc.err, sc.expanded, sc.vars, sc.files = x.err, x.values, x.vars, x.files
 	if sc.Command != "" && sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) {
 		sc.Cwd = filepath.Join(dir, sc.Cwd)
 	}

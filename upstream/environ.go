@@ -16,6 +16,9 @@ import (
 type Secrets struct {
 	Values []string
 	Vars   []string
+	// Files hold secrets (token files, keys, the configuration): no
+	// contained server sees them, whatever its grants.
+	Files []string
 }
 
 // Add registers a secret value and, if it came from one, its variable.
@@ -35,6 +38,11 @@ func (c *Config) Secrets() Secrets {
 	for _, p := range c.Profiles {
 		s.Values = append(s.Values, p.Tokens...)
 		s.Vars = append(s.Vars, p.tokenVars...)
+		s.Files = append(s.Files, p.tokenFiles...)
+	}
+	s.Files = append(s.Files, c.files...)
+	for _, sc := range c.Servers {
+		s.Files = append(s.Files, sc.files...)
 	}
 	if c.Store != "" {
 		s.Values = append(s.Values, c.Store)

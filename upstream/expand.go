@@ -1,11 +1,16 @@
 package upstream
 
 import (
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
-// expander expands ${VAR} and ${VAR:-default} in configuration strings.
+// expander expands ${VAR}, ${VAR:-default} and ${file:PATH} in
+// configuration strings.
 // It remembers the first variable that is unset and has no default; the
 // error names the variable and where it was used, never a value.
 type expander struct {
@@ -16,6 +21,51 @@ type expander struct {
 	// may inherit.
 	values []string
 	vars   []string
+	// dir anchors a relative ${file:PATH}; files are the files read.
+	dir   string
+	files []string
+}
+
+// maxSecretFile bounds what ${file:PATH} reads: a token or a key.
+const maxSecretFile = 64 << 10
+
+// readFile expands ${file:PATH}: the file's content without its trailing
+// newline. The file is a secret's, so the value is one too.
+func (x *expander) readFile(name, where string) string {
+	if name == "" {
+		x.fail(fmt.Errorf("${file:} names no file (used in %s)", where))
+		return ""
+	}
+	if !filepath.IsAbs(name) && x.dir != "" {
+		name = filepath.Join(x.dir, name)
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		x.fail(fmt.Errorf("${file:%s} (used in %s): %v", name, where, errors.Unwrap(err)))
+		return ""
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	switch {
+	case err != nil:
+		x.fail(fmt.Errorf("${file:%s} (used in %s): %v", name, where, err))
+		return ""
+	case len(data) > maxSecretFile:
+		x.fail(fmt.Errorf("${file:%s} (used in %s) is larger than %d KiB; a secret file holds one value", name, where, maxSecretFile>>10))
+		return ""
+	}
+	x.files = append(x.files, name)
+	v := strings.TrimRight(string(data), "\r\n")
+	if v != "" {
+		x.values = append(x.values, v)
+	}
+	return v
+}
+
+func (x *expander) fail(err error) {
+	if x.err == nil {
+		x.err = err
+	}
 }
 
 func (x *expander) expand(s, where string) string {
@@ -37,7 +87,9 @@ func (x *expander) expand(s, where string) string {
 		b.WriteString(s[:i])
 		expr := s[i+2 : i+end]
 		name, def, hasDef := strings.Cut(expr, ":-")
-		if !validVarName(name) {
+		if file, ok := strings.CutPrefix(expr, "file:"); ok {
+			b.WriteString(x.readFile(file, where))
+		} else if !validVarName(name) {
 			b.WriteString(s[i : i+end+1]) // not a variable reference
 		} else if v := x.getenv(name); v != "" {
 			b.WriteString(v)

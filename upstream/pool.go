@@ -26,6 +26,7 @@ import (
 	"maps"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -76,6 +77,10 @@ type Status struct {
 	Restarts int `json:"restarts"`
 	// ConnectTime is how long the last successful connect and listing took.
 	ConnectTime time.Duration `json:"connectTime,omitempty"`
+	// Contained is set for a stdio server that runs in a sandbox;
+	// Uncontained says why a stdio server does not.
+	Contained   bool   `json:"contained,omitempty"`
+	Uncontained string `json:"uncontained,omitempty"`
 }
 
 // Options configures a Pool. The zero value is usable.
@@ -114,6 +119,15 @@ type Options struct {
 	// server (its context in the request's _meta) and
 	// mcp.client.operation.duration; nil records nothing.
 	Telemetry *telemetry.Telemetry
+	// Hide are toolshelf's own files and folders (its configuration,
+	// lock file, token files, state): no contained server sees them, even
+	// inside a path it was given. Secrets.Files and toolshelf's default
+	// configuration, cache and state folders are hidden too.
+	Hide []string
+	// NoContain runs every stdio server uncontained, as a program that
+	// contains toolshelf itself may choose; servers are contained by
+	// default where the system allows (see [Containment]).
+	NoContain bool
 }
 
 // Pool is a set of upstream servers and the catalog of their tools.
@@ -152,9 +166,9 @@ type Pool struct {
 	// publish's tools and of this one's, by raw definition; guarded by
 	// pubMu.
 	defs, nextDefs map[string]pin.Definition
-	// own cuts toolshelf's own secrets (Options.Secrets) from what
-	// servers send back.
-	own *Redactor
+	// redact cuts every secret (Options.Secrets, every server's) from
+	// what servers send back, what is logged and errors.
+	redact *Redactor
 }
 
 // NewPool returns a pool of the given servers; nothing is started until
@@ -194,10 +208,21 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	p.changed.Store(&ch)
 	environ := os.Environ()
 	kept := newWithheld(p.opts.Secrets, configs)
-	p.own = NewRedactor(p.opts.Secrets.Values...)
+	// One redactor of every secret: a server's answer may carry another
+	// server's key (an uncontained one read it), and no client may get it.
+	all := slices.Clone(p.opts.Secrets.Values)
+	for i := range configs {
+		all = append(all, configs[i].secrets()...)
+	}
+	p.redact = NewRedactor(all...)
+	hide := slices.Concat(p.opts.Hide, p.opts.Secrets.Files, ownPlaces())
 	for _, cfg := range configs {
 		if cfg.transport() == "stdio" {
 			cfg.environ = serverEnv(&cfg, environ, kept, p.logger.With("server", cfg.Name))
+			cfg.hide = hide
+			if p.opts.NoContain {
+				cfg.uncontained = "the program running toolshelf turned containment off (upstream.Options.NoContain)"
+			}
 		}
 		switch {
 		case cfg.URL == "" || cfg.Dial != nil || hasAuthorization(cfg.Headers):
@@ -206,7 +231,7 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 		case p.opts.Tokens != nil:
 			cfg.oauth = p.opts.Tokens.Handler(cfg.Name, cfg.URL, nil)
 		}
-		red := NewRedactor(append(cfg.secrets(), p.opts.Secrets.Values...)...)
+		red := p.redact
 		s := &server{
 			cfg:         cfg,
 			pool:        p,
@@ -247,6 +272,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	if !p.running.CompareAndSwap(false, true) {
 		return errors.New("upstream: the pool is already running or has run")
 	}
+	p.logContainment()
 	var wg sync.WaitGroup
 	if p.opts.Pins != nil {
 		wg.Go(func() { p.watchPins(ctx) })
@@ -291,12 +317,12 @@ func (p *Pool) Status() []Status {
 
 // Redact removes every server's secrets (expanded variables, headers,
 // client secrets, credentials in URLs) from s.
-func (p *Pool) Redact(s string) string {
-	for _, srv := range p.servers {
-		s = srv.redact.Redact(s)
-	}
-	return s
-}
+func (p *Pool) Redact(s string) string { return p.redact.Redact(s) }
+
+// Secrets is the redactor of every secret the pool holds, for what
+// reaches a client by other ways than Call: prompts, resources, a
+// program's output.
+func (p *Pool) Secrets() *Redactor { return p.redact }
 
 // Pending returns the names of the servers still connecting or
 // reconnecting: their tools may yet appear.
@@ -361,7 +387,7 @@ func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mc
 	if err != nil {
 		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
 	}
-	p.own.cutResult(res)
+	p.redact.cutResult(res)
 	return res, nil
 }
 

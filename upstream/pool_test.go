@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 // fake returns the configuration of a subprocess test server.
 func fake(name, mode string, tools []string, extra ...string) ServerConfig {
 	cmd, env := mcptest.Command(mode, tools, extra...)
-	return ServerConfig{Name: name, Command: cmd, Env: env, Timeout: testenv.Timeout(5 * time.Second)}
+	// Uncontained: these tests are about the protocol and supervision,
+	// and the fixture writes markers and process ids into the test's
+	// temporary folder, which a contained server does not see.
+	// contain_test.go runs it contained.
+	return ServerConfig{Name: name, Command: cmd, Env: env, Timeout: testenv.Timeout(5 * time.Second), NoContain: true}
 }
 
 // startPool starts a pool, waits for every first attempt, and closes it

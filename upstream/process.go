@@ -34,15 +34,24 @@ type process struct {
 // go to p.stdout, anything else (banners, logs that belong on stderr) to
 // p.output and the log, so that one stray line does not break the session.
 func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
-	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Dir = cfg.Cwd
-	cmd.Env = cfg.environ
-	if cmd.Env == nil {
+	env := cfg.environ
+	if env == nil {
 		// Not from a pool: the minimal environment still, never
 		// toolshelf's whole one (a nil Env would pass that).
-		cmd.Env = serverEnv(cfg, os.Environ(), newWithheld(Secrets{}, nil), logger)
+		env = serverEnv(cfg, os.Environ(), newWithheld(Secrets{}, nil), logger)
 	}
-	setProcessGroup(cmd)
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	jailed := false
+	name, args, ok, err := sandboxed(cfg, env, logger)
+	if err != nil {
+		return nil, startError(cfg.Command, err)
+	}
+	if ok {
+		cmd, jailed = exec.Command(name, args...), true
+	}
+	cmd.Dir = cfg.Cwd
+	cmd.Env = env
+	setProcessGroup(cmd, jailed)
 	p := &process{
 		cmd:    cmd,
 		stderr: newTailBuffer(16 << 10),

@@ -4,7 +4,7 @@ package upstream
 
 import "os/exec"
 
-func setProcessGroup(*exec.Cmd) {}
+func setProcessGroup(*exec.Cmd, bool) {}
 
 // signalGroup kills the process; without process groups, children it
 // started may outlive it.

@@ -15,9 +15,12 @@ import (
 // parent-death signal, so that it does not outlive a toolshelf that was
 // killed without a chance to stop it (SIGKILL, a client that kills its
 // servers).
-func setProcessGroup(cmd *exec.Cmd) {
+// A contained server (jailed) gets its namespaces from bwrap.
+func setProcessGroup(cmd *exec.Cmd, jailed bool) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	setPIDNamespace(cmd.SysProcAttr)
+	if !jailed {
+		setPIDNamespace(cmd.SysProcAttr)
+	}
 	setParentDeathSignal(cmd.SysProcAttr)
 }
 

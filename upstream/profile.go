@@ -36,6 +36,8 @@ type Profile struct {
 	Tokens []string
 	// tokenVars are the variables the tokens were read from.
 	tokenVars []string
+	// tokenFiles are the files ${file:PATH} read them from.
+	tokenFiles []string
 }
 
 // profileName is what a profile may be called: it is a URL path segment.
@@ -125,7 +127,7 @@ type keyedError struct {
 func (e *keyedError) Error() string { return e.msg }
 
 // parseProfiles reads "profiles": an object of profiles by name.
-func parseProfiles(raw json.RawMessage, servers []ServerConfig, getenv func(string) string) ([]Profile, error) {
+func parseProfiles(raw json.RawMessage, servers []ServerConfig, getenv func(string) string, dir string) ([]Profile, error) {
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &entries); err != nil || entries == nil {
 		return nil, errors.New(`"profiles" must be an object of profiles by name`)
@@ -183,7 +185,7 @@ func parseProfiles(raw json.RawMessage, servers []ServerConfig, getenv func(stri
 				return nil, perr("tools pattern %q is malformed", pat)
 			}
 		}
-		x := expander{getenv: getenv}
+		x := expander{getenv: getenv, dir: dir}
 		for i, t := range j.Tokens {
 			v := x.expand(t, fmt.Sprintf("tokens[%d]", i))
 			if x.err != nil {
@@ -200,7 +202,7 @@ func parseProfiles(raw json.RawMessage, servers []ServerConfig, getenv func(stri
 			tokenOwner[v] = name
 			p.Tokens = append(p.Tokens, v)
 		}
-		p.tokenVars = x.vars
+		p.tokenVars, p.tokenFiles = x.vars, x.files
 		out = append(out, p)
 	}
 	return out, nil

@@ -27,6 +27,11 @@ const minSecret = 6
 // errors and its status pass through one before anyone sees them.
 type Redactor struct {
 	secrets []string // longest first, so that a secret containing another goes whole
+	// literal are the secrets and their encoded forms, longest first;
+	// skeletons the letters and digits of the long ones, and their
+	// reverse (see cutTexts).
+	literal   []string
+	skeletons []string
 }
 
 // NewRedactor returns a redactor of the given secrets (and the shapes
@@ -40,6 +45,20 @@ func NewRedactor(secrets ...string) *Redactor {
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	for _, s := range r.secrets {
+		r.literal = append(r.literal, s)
+		r.literal = append(r.literal, forms(s)...)
+		if sk, _ := skeleton(s); len(sk) >= minSkeleton {
+			rev := slices.Clone(sk)
+			slices.Reverse(rev)
+			r.skeletons = append(r.skeletons, string(sk), string(rev))
+		}
+	}
+	byLength := func(a, b string) int { return len(b) - len(a) }
+	slices.SortFunc(r.literal, byLength)
+	r.literal = slices.Compact(r.literal)
+	slices.SortFunc(r.skeletons, byLength)
+	r.skeletons = slices.Compact(r.skeletons)
 	return r
 }
 
@@ -51,11 +70,7 @@ var (
 
 // Redact returns s without the secrets it holds.
 func (r *Redactor) Redact(s string) string {
-	if r != nil {
-		for _, secret := range r.secrets {
-			s = strings.ReplaceAll(s, secret, Redacted)
-		}
-	}
+	s = r.CutText(s)
 	s = urlPattern.ReplaceAllStringFunc(s, redactURL)
 	s = secretShapes.ReplaceAllString(s, Redacted)
 	return secretAssigns.ReplaceAllString(s, "${1}"+Redacted)
@@ -172,45 +187,108 @@ func (h *redactingHandler) WithGroup(name string) slog.Handler {
 	return &redactingHandler{h.Handler.WithGroup(name), h.r}
 }
 
-// cut replaces the redactor's own secrets in s, and nothing else: for
-// what a tool returns, where URLs and "token=" are the tool's business.
+// cut replaces the redactor's secrets in s, and nothing else: for what
+// a tool returns, where URLs and "token=" are the tool's business.
 func (r *Redactor) cut(s string) (string, bool) {
-	cut := false
-	for _, secret := range r.secrets {
-		if strings.Contains(s, secret) {
-			s = strings.ReplaceAll(s, secret, Redacted)
-			cut = true
-		}
-	}
-	return s, cut
+	out := r.cutTexts([]string{s})
+	return out[0], out[0] != s
+}
+
+// CutText removes the redactor's secrets from a text a client will read,
+// in the forms cutTexts knows.
+func (r *Redactor) CutText(s string) string {
+	out, _ := r.cut(s)
+	return out
 }
 
 // cutResult removes the redactor's secrets from a tool's result, in place:
-// its text, embedded resources' text and structured content.
+// its text and embedded resources' text, read as one text so that a
+// secret split between two blocks is cut from both, and its structured
+// content.
 func (r *Redactor) cutResult(res *mcp.CallToolResult) {
 	if r == nil || len(r.secrets) == 0 || res == nil {
 		return
 	}
+	var texts []*string
 	for _, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
-			c.Text, _ = r.cut(c.Text)
+			texts = append(texts, &c.Text)
 		case *mcp.EmbeddedResource:
 			if c.Resource != nil {
-				c.Resource.Text, _ = r.cut(c.Resource.Text)
+				texts = append(texts, &c.Resource.Text)
 			}
 		}
 	}
-	if res.StructuredContent != nil {
-		if b, err := json.Marshal(res.StructuredContent); err == nil {
-			if text, cut := r.cut(string(b)); cut {
-				var v any
-				if json.Unmarshal([]byte(text), &v) == nil {
-					res.StructuredContent = v
-				} else {
-					res.StructuredContent = nil // never the secret
-				}
+	r.cutAll(texts)
+	res.StructuredContent = r.cutJSON(res.StructuredContent)
+}
+
+// CutPrompt removes the redactor's secrets from a prompt, in place.
+func (r *Redactor) CutPrompt(res *mcp.GetPromptResult) {
+	if r == nil || len(r.secrets) == 0 || res == nil {
+		return
+	}
+	texts := []*string{&res.Description}
+	for _, m := range res.Messages {
+		if m == nil {
+			continue
+		}
+		switch c := m.Content.(type) {
+		case *mcp.TextContent:
+			texts = append(texts, &c.Text)
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil {
+				texts = append(texts, &c.Resource.Text)
 			}
 		}
 	}
+	r.cutAll(texts)
+}
+
+// CutResource removes the redactor's secrets from a resource's contents,
+// in place.
+func (r *Redactor) CutResource(res *mcp.ReadResourceResult) {
+	if r == nil || len(r.secrets) == 0 || res == nil {
+		return
+	}
+	var texts []*string
+	for _, c := range res.Contents {
+		if c != nil {
+			texts = append(texts, &c.Text)
+		}
+	}
+	r.cutAll(texts)
+}
+
+// cutAll cuts the texts in place, as one.
+func (r *Redactor) cutAll(texts []*string) {
+	in := make([]string, len(texts))
+	for i, t := range texts {
+		in[i] = *t
+	}
+	for i, t := range r.cutTexts(in) {
+		*texts[i] = t
+	}
+}
+
+// cutJSON cuts a structured value's secrets: never the secret, even when
+// the cut text no longer parses.
+func (r *Redactor) cutJSON(v any) any {
+	if v == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v
+	}
+	text, cut := r.cut(string(b))
+	if !cut {
+		return v
+	}
+	var out any
+	if json.Unmarshal([]byte(text), &out) == nil {
+		return out
+	}
+	return nil
 }

@@ -156,6 +156,10 @@ func (sc *Scope) Progress(ctx context.Context, params *mcp.ProgressNotificationP
 // Redact removes every server's secrets and toolshelf's own from s.
 func (sc *Scope) Redact(s string) string { return sc.pool.Redact(s) }
 
+// Secrets is the redactor of every secret the pool holds (see
+// [Pool.Secrets]).
+func (sc *Scope) Secrets() *Redactor { return sc.pool.Secrets() }
+
 // Fixed returns a pool without servers whose catalog is cat: a catalog
 // file or the built-in catalog, served for search only. Its tools can be
 // listed and found; calling one is an error that says why (source names

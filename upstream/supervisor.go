@@ -44,6 +44,7 @@ type server struct {
 func (s *server) status() Status {
 	conflict := s.pool.conflict(s.cfg.Name)
 	quarantined := s.pool.quarantinedCount(s.cfg.Name)
+	c := s.cfg.containment()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{
@@ -51,6 +52,7 @@ func (s *server) status() Status {
 		Tools: len(s.entries) - quarantined, Quarantined: quarantined, Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
 		Restarts: s.restarts, ConnectTime: s.connectTime,
 	}
+	st.Contained, st.Uncontained = c.Contained, c.Why
 	if st.Error == "" {
 		st.Error = conflict
 	}

@@ -117,13 +117,16 @@ type doctorReport struct {
 }
 
 type doctorServer struct {
-	Name    string     `json:"name"`
-	State   string     `json:"state"`
-	Error   string     `json:"error,omitempty"`
-	Tools   int        `json:"tools"`
-	Chars   int        `json:"chars"`
-	Tokens  int        `json:"tokens"`
-	Largest []toolCost `json:"largest"`
+	Name  string `json:"name"`
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
+	// Contained and Uncontained are upstream.Status's.
+	Contained   bool       `json:"contained,omitempty"`
+	Uncontained string     `json:"uncontained,omitempty"`
+	Tools       int        `json:"tools"`
+	Chars       int        `json:"chars"`
+	Tokens      int        `json:"tokens"`
+	Largest     []toolCost `json:"largest"`
 	// Prompts, Resources (resources and templates) and their definitions'
 	// tokens, as the server listed them.
 	Prompts     int `json:"prompts"`
@@ -208,7 +211,8 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		}
 	}
 	for _, s := range list.Servers {
-		ds := doctorServer{Name: s.Name, State: string(s.State), Error: s.Error, Tools: s.Tools, Chars: s.Chars, Tokens: s.Tokens}
+		ds := doctorServer{Name: s.Name, State: string(s.State), Error: s.Error, Tools: s.Tools, Chars: s.Chars, Tokens: s.Tokens,
+			Contained: s.Contained, Uncontained: s.Uncontained}
 		if o, ok := offers[s.Name]; ok {
 			ds.Prompts, ds.Resources = len(o.Prompts), len(o.Resources)+len(o.Templates)
 			ds.OfferTokens = offerTokens(ctx, o)
@@ -273,6 +277,11 @@ func (r *doctorReport) write(w io.Writer) {
 			fmt.Fprintf(w, "  %s: %s\n", s.Name, s.Error)
 		}
 	}
+	statuses := make([]upstream.Status, len(r.Servers))
+	for i, s := range r.Servers {
+		statuses[i] = upstream.Status{Name: s.Name, Uncontained: s.Uncontained}
+	}
+	writeUncontained(w, statuses)
 
 	if len(r.Quarantined) > 0 {
 		fmt.Fprintf(w, "\nQuarantined by toolshelf.lock (%d; review with toolshelf tools diff):\n", len(r.Quarantined))

@@ -184,6 +184,11 @@ func (r *listReport) write(w io.Writer) {
 	if held > 0 {
 		fmt.Fprintf(w, "\n%d more %s quarantined by toolshelf.lock and not listed: see toolshelf tools diff\n", held, map[bool]string{true: "tool is", false: "tools are"}[held == 1])
 	}
+	statuses := make([]upstream.Status, len(r.Servers))
+	for i, s := range r.Servers {
+		statuses[i] = s.Status
+	}
+	writeUncontained(w, statuses)
 	for _, s := range r.Servers {
 		fmt.Fprintf(w, "\n%s (%s", s.Name, s.State)
 		if s.Source != "" && s.Source != upstream.SourceLive {

@@ -27,6 +27,9 @@ import (
 
 func main() {
 	sandbox.Main() // when this process is a code-mode program's sandbox
+	if err := hideFromSameUser(); err != nil {
+		fmt.Fprintf(os.Stderr, "toolshelf: warning: could not make the process non-dumpable (%v): a server running as the same user could read its environment\n", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
@@ -133,7 +136,13 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(stderr, "toolshelf %s: %v\nRun 'toolshelf help %s' for usage.\n", name, err, name)
 		return exitUsage
 	}
-	if err := action(ctx, e, positional); err != nil {
+	getenv, err := withSecretFiles(e.getenv)
+	if err == nil {
+		ee := *e
+		ee.getenv = getenv
+		err = action(ctx, &ee, positional)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "toolshelf %s: %v\n", name, err)
 		var ue *usageError
 		if errors.As(err, &ue) {

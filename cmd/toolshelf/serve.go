@@ -5,11 +5,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -107,14 +109,34 @@ full is dropped and the count written as a line of its own), rotated at
 
 Servers start in the background: the gateway answers at once, with cached
 tool lists where it has them, and search_tools names the servers still
-connecting. An --http address other than loopback requires --auth-token (or
-$TOOLSHELF_AUTH_TOKEN), checked as a bearer token; requests from a browser
-page of another origin are refused. Request bodies are limited to 4 MiB; a
-connection has 10 s to send its headers, a minute to send its body, ten
-minutes to take its response, and is closed after two idle minutes.
-/healthz says up or degraded and how many servers are ready to anyone; each
-server's state and error, and /metrics, need the token when one is set.
-Logs go to stderr, one line per tool call.
+connecting. An --http address other than loopback requires --auth-token-file
+(or --auth-token, $TOOLSHELF_AUTH_TOKEN, $TOOLSHELF_AUTH_TOKEN_FILE), checked
+as a bearer token; requests from a browser page of another origin are
+refused, and so is, on every route, a request whose Host is not the listen
+address, localhost on loopback, or a name given with --allowed-host (DNS
+rebinding). Request bodies are limited to 4 MiB; a connection has 10 s to
+send its headers, a minute to send its body, ten minutes to take its
+response, and is closed after two idle minutes. /healthz says up or
+degraded and how many servers are ready to anyone; each server's state and
+error, and /metrics, need the admin token: --auth-token, or without it a
+token made for the run (shown only in --console's sign-in link), so they
+are never open. Logs go to stderr, one line per tool call.
+
+Secrets are best given as files: --auth-token-file, $TOOLSHELF_STORE_FILE,
+$TOOLSHELF_STORE_KEY_FILE, and "${file:PATH}" in the configuration (profile
+tokens, a server's env and headers). A secret on the command line is
+readable by every local user, and serve warns about it. At start toolshelf
+makes itself non-dumpable, so that no process of the same user reads its
+environment or memory.
+
+Stdio servers run contained where the system allows (Linux with
+bubblewrap, Debian's package "bubblewrap"): each in namespaces of its own,
+seeing the system's programs, its cwd and runtime (read-only), a private
+/tmp and home, and the paths its configuration grants ("paths": {"read":
+[...], "write": [...]}); "network": false takes its network away and
+"contain": false runs it as before (logged at start). As root, a contained
+server runs as nobody. The start-up log, list, doctor and the console say
+which servers run uncontained and why.
 
 Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp)
 set, each request a client sends is a span (its parent the traceparent in
@@ -129,7 +151,10 @@ engine, result count, weak flag and query length (the text too with
 --console serves a web console at /console on the --http listener: the
 servers and what their tools cost, a search playground, the quarantined
 tools with Approve and Deny, the audit log and what was learned. It asks
-for the --auth-token when one is set.
+for the admin token (--auth-token); without one, serve makes one for the
+run and prints a sign-in link once on stderr. Five failed sign-ins a
+minute from one address block it for the rest of the minute; each failure
+is logged.
 
 --store postgres://... (or $TOOLSHELF_STORE, or "store" in the
 configuration) keeps what several replicas share in PostgreSQL: pins,
@@ -163,7 +188,8 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
 		fs.StringVar(&o.catalog, "catalog", "", "serve a catalog `FILE` for search only, without servers")
 		fs.StringVar(&o.http, "http", "", "serve streamable HTTP on `ADDR` (such as 127.0.0.1:8080) instead of stdio")
-		fs.StringVar(&o.token, "auth-token", "", "require this bearer `TOKEN` over HTTP (default $TOOLSHELF_AUTH_TOKEN)")
+		fs.StringVar(&o.tokenFile, "auth-token-file", "", "require the bearer token in `FILE` over HTTP (default $TOOLSHELF_AUTH_TOKEN_FILE); unlike --auth-token, it is not on the command line every local user can read")
+		fs.StringVar(&o.token, "auth-token", "", "require this bearer `TOKEN` over HTTP (default $TOOLSHELF_AUTH_TOKEN); prefer --auth-token-file")
 		fs.StringVar(&o.mode, "mode", "search", "how tools are shown (`MODE`): search, all, auto or auto:N")
 		fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
 		fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
@@ -177,6 +203,14 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.console, "console", false, "with --http, serve the web console at /console (for the admin token)")
 		fs.StringVar(&o.store, "store", "", "keep what replicas share in the PostgreSQL store at `URL` (postgres://...; default $"+envStore+" or the configuration's \"store\")")
 		fs.StringVar(&o.advertise, "advertise", "", "with --store and --http, the `URL` other replicas reach this one at (such as http://10.1.2.3:8080)")
+		fs.Func("allowed-host", "with --http, also serve requests whose Host is `NAME` (repeat or separate with commas); others get 403, so a web page whose name rebinds to this address reaches nothing", func(v string) error {
+			for _, n := range strings.Split(v, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					o.allowedHosts = append(o.allowedHosts, n)
+				}
+			}
+			return nil
+		})
 		fs.StringVar(&o.profile, "profile", "", "serve only the tools of the configuration's profile `NAME` (default: every tool, and each profile at /mcp/NAME over HTTP)")
 		o.engine.register(fs)
 		fs.StringVar(&o.logLevel, "log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -190,12 +224,27 @@ servers have started) makes it collect earlier when large requests arrive.`,
 			if err := checkPositive(fs, "max-sessions", o.maxSessions); err != nil {
 				return err
 			}
-			if o.token == "" {
+			switch {
+			case o.token != "" && o.tokenFile != "":
+				return usagef("--auth-token and --auth-token-file: give one")
+			case o.tokenFile != "":
+				v, err := readSecretFile(o.tokenFile)
+				if err != nil {
+					return usagef("--auth-token-file: %v", err)
+				}
+				o.token = v
+			case o.token != "":
+				o.onCommandLine = append(o.onCommandLine, "--auth-token")
+			default:
 				o.token = e.getenv(envAuthToken)
+			}
+			if hasPassword(o.store) {
+				o.onCommandLine = append(o.onCommandLine, "--store (its password)")
 			}
 			if o.store == "" {
 				o.store = e.getenv(envStore)
 			}
+			o.stderr = e.stderr
 			return runServe(ctx, e, o)
 		}
 	},
@@ -203,6 +252,12 @@ servers have started) makes it collect earlier when large requests arrive.`,
 
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
+	tokenFile                                    string
+	allowedHosts                                 []string
+	adminToken                                   string   // the admin token, given or made (see serveHTTP)
+	madeToken                                    bool     // adminToken was made for this run
+	onCommandLine                                []string // the secrets given as flags, for a warning
+	stderr                                       io.Writer
 	audit, profile, store, advertise             string
 	fleet                                        *fleet.Member // with --store and --http
 	engine                                       engineFlags
@@ -216,6 +271,9 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	logger, gopts, err := o.gatewayOptions(e)
 	if err != nil {
 		return err
+	}
+	if len(o.onCommandLine) > 0 {
+		logger.Warn("a secret was given on the command line, which every local user can read (ps, /proc/PID/cmdline); give it in a file: --auth-token-file, $TOOLSHELF_STORE_FILE", "flags", strings.Join(o.onCommandLine, ", "))
 	}
 	path := configPath(e, o.config)
 	if o.profile != "" && (o.catalog != "" || path == "") {
@@ -249,7 +307,14 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		}
 		logger.Info("shared store", "url", src.db.Where(), "holds", holds)
 	}
-	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, Stateless: o.stateless}
+	o.adminToken = o.token
+	if o.http != "" && o.adminToken == "" {
+		// Every route fails closed: /metrics, /healthz's details and the
+		// console need a token, this run's when none was given.
+		o.adminToken, o.madeToken = newToken(), true
+	}
+	own.Add(o.adminToken, "")
+	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, AdminToken: o.adminToken, Stateless: o.stateless}
 	var host *gateway.Host
 	if src.db != nil && o.http != "" {
 		o.fleet = fleet.New(src.db, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: gopts.SessionIdle,
@@ -288,7 +353,7 @@ func (o *serveOptions) newConsole(host *gateway.Host, src *toolSource, learned *
 	if !o.console {
 		return nil
 	}
-	co := &console.Options{Host: host, AuthToken: o.token, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console")}
+	co := &console.Options{Host: host, AuthToken: o.adminToken, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console")}
 	if o.audit == auditStore {
 		co.Audit = func(ctx context.Context, since time.Time) ([]audit.Record, error) {
 			return audit.ReadShared(ctx, src.db, since)
@@ -531,7 +596,19 @@ func serveHTTP(ctx context.Context, host *gateway.Host, cons *console.Console, o
 		mux.Handle(console.Prefix+"/", cons.Handler())
 		h = mux
 		logger.Info("serving the console", "url", "http://"+l.Addr().String()+console.Prefix+"/")
+		if o.madeToken {
+			// Once, on stderr and not in the log, as Jupyter does: the
+			// link signs the browser in.
+			fmt.Fprintf(o.stderr, "\nThe console needs a token, made for this run. Open this link to sign in:\n    http://%s%s/login?token=%s\n\n", l.Addr(), console.Prefix, o.adminToken)
+		}
 	}
+	allowed := slices.Clone(o.allowedHosts)
+	if o.advertise != "" {
+		if u, err := url.Parse(o.advertise); err == nil && u.Host != "" {
+			allowed = append(allowed, u.Host)
+		}
+	}
+	h = gateway.CheckHost(l.Addr(), allowed, h)
 	return runHTTP(ctx, newHTTPServer(h, httpTimeouts.write, logger), l)
 }
 

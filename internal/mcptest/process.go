@@ -22,7 +22,7 @@ import (
 
 // Environment variables that script the subprocess server.
 const (
-	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, traced, hang, exit, leak, functions, detach, daemon
+	ModeEnv   = "MCPTEST_MODE"   // serve (default), raw, traced, hang, exit, leak, functions, detach, daemon, fixture, hostile
 	ToolsEnv  = "MCPTEST_TOOLS"  // comma-separated tool names
 	PageEnv   = "MCPTEST_PAGE"   // tools/list page size
 	BannerEnv = "MCPTEST_BANNER" // lines printed on stdout before serving
@@ -118,9 +118,14 @@ func serve(mode string) int {
 			return 1
 		}
 		return 0
-	case "fixture":
-		// The conformance fixture (see Fixture) over stdio.
-		if err := Fixture().Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+	case "fixture", "hostile":
+		// The conformance fixture (see Fixture) or the hostile server
+		// (see Hostile) over stdio.
+		srv := Fixture()
+		if mode == "hostile" {
+			srv = Hostile()
+		}
+		if err := srv.Run(context.Background(), &mcp.StdioTransport{}); err != nil && !errors.Is(err, mcp.ErrConnectionClosed) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// secretVars are the variables that hold toolshelf's own secrets. Each may
+// be given as a file instead, named by the variable with _FILE appended
+// (as Docker's and PostgreSQL's images do), so that the value is in
+// neither the process's command line nor its environment.
+var secretVars = []string{envAuthToken, envStore, envStoreKey, envProxyToken}
+
+// maxSecretFile bounds a secret file: a token, a URL or a key, never more.
+const maxSecretFile = 64 << 10
+
+// withSecretFiles returns getenv with each secret variable that is unset
+// but has a _FILE companion read from that file, or an error naming the
+// variable and the file that could not be read.
+func withSecretFiles(getenv func(string) string) (func(string) string, error) {
+	values := map[string]string{}
+	for _, name := range secretVars {
+		file := getenv(name + "_FILE")
+		if file == "" {
+			continue
+		}
+		if getenv(name) != "" {
+			return nil, usagef("both $%s and $%s_FILE are set; set one", name, name)
+		}
+		v, err := readSecretFile(file)
+		if err != nil {
+			return nil, usagef("$%s_FILE: %v", name, err)
+		}
+		values[name] = v
+	}
+	if len(values) == 0 {
+		return getenv, nil
+	}
+	return func(name string) string {
+		if v, ok := values[name]; ok {
+			return v
+		}
+		return getenv(name)
+	}, nil
+}
+
+// readSecretFile reads a secret from file: its content without the
+// trailing newline that editors and echo add. The error names the file,
+// never its content.
+func readSecretFile(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	buf, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %v", file, err)
+	}
+	if len(buf) > maxSecretFile {
+		return "", fmt.Errorf("%s is larger than %d KiB; a secret file holds one value", file, maxSecretFile>>10)
+	}
+	v := strings.TrimRight(string(buf), "\r\n")
+	if v == "" {
+		return "", fmt.Errorf("%s is empty", file)
+	}
+	return v, nil
+}
+
+// hasPassword reports whether a URL carries a password, in its user part
+// or as a "password" query value.
+func hasPassword(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || raw == "" {
+		return false
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			return true
+		}
+	}
+	return u.Query().Has("password")
+}
+
+// newToken makes a random token: 32 bytes, in hex.
+func newToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

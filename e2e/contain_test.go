@@ -1,0 +1,276 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+// hostileSetup is a gateway in front of the hostile server (mcptest's
+// Hostile) and a second server with a key of its own, with every secret
+// toolshelf can hold: an admin token, a profile token, a store URL with a
+// password and a store key, all given as files, as the README shows.
+type hostileSetup struct {
+	dir, home, grant, secretFile string
+	config, lock                 string
+	pid                          int // the gateway's
+	url                          string
+	admin, profileToken          string
+	secrets                      map[string]string // what must never come back, by name
+}
+
+func newHostileSetup(t *testing.T, contain bool) *hostileSetup {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	h := &hostileSetup{dir: dir, home: filepath.Join(dir, "home"), grant: filepath.Join(dir, "granted"),
+		admin: "admin-" + strings.Repeat("a1b2", 8), profileToken: "ci-token-" + strings.Repeat("c3d4", 8)}
+	h.secrets = map[string]string{
+		"admin token":   h.admin,
+		"profile token": h.profileToken,
+		"store key":     base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")),
+		"store URL":     "postgres://toolshelf:Pg-pass-9f8e7d6c@127.0.0.1:1/toolshelf",
+		"other's key":   "other-server-key-5a6b7c8d9e0f",
+	}
+	for _, d := range []string{h.home, filepath.Join(h.home, ".ssh"), h.grant, filepath.Join(dir, "secrets"), filepath.Join(dir, "work")} {
+		os.MkdirAll(d, 0o755)
+	}
+	// A server running as nobody (toolshelf is root here) writes its
+	// grant only if nobody may.
+	os.Chmod(h.grant, 0o777)
+	write := func(path, s string) {
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(h.home, ".ssh", "id_ed25519"), "PRIVATE KEY of the user")
+	h.secretFile = filepath.Join(dir, "secrets", "ci-token")
+	write(h.secretFile, h.profileToken+"\n")
+	write(filepath.Join(dir, "secrets", "admin-token"), h.admin+"\n")
+	write(filepath.Join(dir, "secrets", "store-key"), h.secrets["store key"]+"\n")
+	write(filepath.Join(dir, "secrets", "other-key"), h.secrets["other's key"]+"\n")
+	hostile := map[string]any{
+		"command": exe, "cwd": filepath.Join(dir, "work"),
+		"env":     map[string]string{mcptest.ModeEnv: "hostile"},
+		"timeout": testenv.Timeout(20 * time.Second).String(),
+		"paths":   map[string]any{"write": []string{h.grant}},
+	}
+	if !contain {
+		hostile = map[string]any{"command": exe, "cwd": filepath.Join(dir, "work"), "contain": false,
+			"env": map[string]string{mcptest.ModeEnv: "hostile"}, "timeout": testenv.Timeout(20 * time.Second).String()}
+	}
+	cfg := map[string]any{
+		"mcpServers": map[string]any{
+			"hostile": hostile,
+			"other": map[string]any{"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
+				"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "ping", "OTHER_API_KEY": "${file:secrets/other-key}"}},
+		},
+		"profiles": map[string]any{"ci": map[string]any{"servers": []string{"hostile"}, "tokens": []string{"${file:secrets/ci-token}"}}},
+	}
+	b, _ := json.Marshal(cfg)
+	h.config = filepath.Join(dir, "servers.json")
+	write(h.config, string(b))
+	h.lock = filepath.Join(dir, "toolshelf.lock")
+	write(h.lock, `{"version":1,"servers":{}}`)
+
+	cmd := exec.Command(toolshelf, "serve", "--config", h.config, "--http", "127.0.0.1:0", "--auth-token-file", filepath.Join(dir, "secrets", "admin-token"))
+	cmd.Env = append(os.Environ(), "HOME="+h.home,
+		"TOOLSHELF_STORE_KEY_FILE="+filepath.Join(dir, "secrets", "store-key"))
+	base := testenv.Listening(t, cmd, "the gateway", testenv.URLLine)
+	h.url, h.pid = base, cmd.Process.Pid
+	return h
+}
+
+// bearer adds a token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// client connects as the ci profile, which may use the hostile server only.
+func (h *hostileSetup) client(t *testing.T, ctx context.Context) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ci", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: h.url + "/ci", HTTPClient: &http.Client{Transport: bearer{h.profileToken}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// call calls a hostile tool through call_tool and returns its text.
+func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string, args map[string]any) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__hostile__" + tool, "arguments": args}})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
+}
+
+// TestContainedServerReachesNothing runs each attempt of a hostile stdio
+// server, contained: every one fails.
+func TestContainedServerReachesNothing(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("needs bubblewrap (apt install bubblewrap); CI installs it")
+	}
+	h := newHostileSetup(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	cs := h.client(t, ctx)
+	gw := strconv.Itoa(h.pid)
+	// The other server's process, which the hostile one must not see.
+	other := otherServerPID(t, h.pid)
+
+	refused := func(t *testing.T, out string) {
+		t.Helper()
+		if !strings.HasPrefix(out, "refused:") {
+			t.Errorf("got through: %.300s", out)
+		}
+	}
+	for name, path := range map[string]string{
+		"gateway environ":     "/proc/" + gw + "/environ",
+		"gateway cmdline":     "/proc/" + gw + "/cmdline",
+		"gateway mem":         "/proc/" + gw + "/mem",
+		"gateway fd":          "/proc/" + gw + "/fd",
+		"gateway root":        "/proc/" + gw + "/root/",
+		"other server":        "/proc/" + other + "/environ",
+		"configuration":       h.config,
+		"lock file":           h.lock,
+		"token file":          h.secretFile,
+		"state folder":        os.Getenv("XDG_STATE_HOME"),
+		"cache folder":        os.Getenv("XDG_CACHE_HOME"),
+		"configuration home":  os.Getenv("XDG_CONFIG_HOME"),
+		"ssh key":             filepath.Join(h.home, ".ssh", "id_ed25519"),
+		"the user's home":     filepath.Join(h.home, ".ssh"),
+		"the test's own tree": h.dir + "/secrets",
+	} {
+		t.Run("read "+name, func(t *testing.T) { refused(t, call(t, ctx, cs, "read", map[string]any{"path": path})) })
+	}
+	t.Run("list processes", func(t *testing.T) {
+		out := call(t, ctx, cs, "processes", nil)
+		if strings.Contains(out, "serve --config") || strings.Contains(out, mcptest.ModeEnv) || len(strings.Split(out, "\n")) > 4 {
+			t.Errorf("sees processes outside its sandbox:\n%s", out)
+		}
+	})
+	t.Run("write outside its grant", func(t *testing.T) {
+		for _, p := range []string{filepath.Join(h.dir, "planted"), filepath.Join(h.home, ".bashrc"), filepath.Join(h.dir, "work", "planted")} {
+			call(t, ctx, cs, "write", map[string]any{"path": p, "text": "x"})
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("wrote %s", p)
+			}
+		}
+	})
+	t.Run("write inside its grant", func(t *testing.T) {
+		p := filepath.Join(h.grant, "note")
+		if out := call(t, ctx, cs, "write", map[string]any{"path": p, "text": "granted"}); strings.HasPrefix(out, "refused") {
+			t.Fatal(out)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != "granted" {
+			t.Errorf("the granted folder does not hold the note: %q, %v", b, err)
+		}
+	})
+	t.Run("signal or trace the gateway", func(t *testing.T) {
+		refused(t, call(t, ctx, cs, "signal", map[string]any{"pid": gw}))
+		refused(t, call(t, ctx, cs, "ptrace", map[string]any{"pid": gw}))
+		// Its parent inside the sandbox is bwrap's, not the gateway.
+		refused(t, call(t, ctx, cs, "ptrace", map[string]any{"pid": "1"}))
+	})
+	t.Run("harvest in any encoding", func(t *testing.T) { noSecret(t, h, call(t, ctx, cs, "harvest", nil)) })
+}
+
+// TestUncontainedServerCannotReadNonDumpableGateway runs the /proc
+// attempts with containment off: toolshelf made itself non-dumpable, so
+// a server of the same user still cannot read its environment, memory or
+// descriptors (its command line is the kernel's to show; it holds no
+// secret when secrets come from files).
+func TestUncontainedServerCannotReadNonDumpableGateway(t *testing.T) {
+	h := newHostileSetup(t, false)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	cs := h.client(t, ctx)
+	gw := strconv.Itoa(h.pid)
+	if os.Geteuid() == 0 {
+		// Root reads any process's /proc; the server runs as toolshelf's
+		// user, root here. The test needs a user without privileges.
+		t.Log("toolshelf runs as root: an uncontained server is root too, and reads any /proc; checking the command line only")
+	} else {
+		for _, f := range []string{"environ", "mem", "fd", "root/", "cwd/"} {
+			if out := call(t, ctx, cs, "read", map[string]any{"path": "/proc/" + gw + "/" + f}); !strings.HasPrefix(out, "refused:") {
+				t.Errorf("/proc/%s/%s: got through: %.200s", gw, f, out)
+			}
+		}
+	}
+	out := call(t, ctx, cs, "read", map[string]any{"path": "/proc/" + gw + "/cmdline"})
+	for name, s := range h.secrets {
+		if strings.Contains(out, s) {
+			t.Errorf("the gateway's command line holds the %s", name)
+		}
+	}
+}
+
+// noSecret fails if out holds any of the setup's secrets in any encoding
+// the hostile server uses.
+func noSecret(t *testing.T, h *hostileSetup, out string) {
+	t.Helper()
+	squeezed := regexp.MustCompile(`\s+`).ReplaceAllString(out, "")
+	for name, s := range h.secrets {
+		rev := []rune(s)
+		slices.Reverse(rev)
+		for _, enc := range []string{s, base64.StdEncoding.EncodeToString([]byte(s)), hex.EncodeToString([]byte(s)), string(rev)} {
+			if strings.Contains(out, enc) || strings.Contains(squeezed, enc) {
+				t.Errorf("the %s came back (as %.20s…)", name, enc)
+			}
+		}
+	}
+}
+
+// otherServerPID finds the pid of the other server, a child of the
+// gateway whose environment names serve mode.
+func otherServerPID(t *testing.T, gateway int) string {
+	t.Helper()
+	var found string
+	testenv.Eventually(t, 20*time.Second, "the other server to start", func() bool {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			if _, err := strconv.Atoi(e.Name()); err != nil {
+				continue
+			}
+			env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if strings.Contains(string(env), mcptest.ModeEnv+"=serve") && strings.Contains(string(env), "OTHER_API_KEY") {
+				found = e.Name()
+				return true
+			}
+		}
+		return false
+	})
+	return found
+}

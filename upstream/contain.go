@@ -1,0 +1,477 @@
+package upstream
+
+import (
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// A contained stdio server runs inside bubblewrap (bwrap), the sandbox
+// Flatpak and Anthropic's sandbox runtime use: in PID, IPC, UTS and
+// cgroup namespaces of its own (and a network namespace with "network":
+// false), with a file system that holds the system's programs and
+// libraries read-only, a few files of /etc a program needs to reach the
+// network, its own /proc, /dev and /tmp, an empty home, and nothing else
+// but what it is given: its cwd and runtime read-only, its package
+// manager's cache, and the paths of its "paths". toolshelf's own files
+// (Options.Hide, Secrets.Files, its configuration, cache and state
+// folders) are covered even when a grant holds them. When toolshelf runs
+// as root, the server runs as nobody (setpriv drops the id inside the
+// sandbox, once bwrap has made the mounts as root). docs/design.md says
+// why bwrap, and what a contained server can and cannot reach.
+
+// Containment is how a stdio server runs: contained, or not and why.
+type Containment struct {
+	Contained bool
+	// Why says why a server runs uncontained ("" when contained, or for a
+	// server that is not a process).
+	Why string
+}
+
+// nobody is the id a contained server runs as when toolshelf is root.
+const nobody = 65534
+
+// systemDirs are bound read-only into every sandbox: programs, libraries
+// and the runtimes installed with the system.
+var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/nix/store"}
+
+// etcFiles are what a program reads of /etc to run and to reach the
+// network: names, certificates, the time zone, the loader's cache. The
+// rest of /etc (which may hold toolshelf's or others' configuration) is
+// not there.
+var etcFiles = []string{
+	"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf", "/etc/gai.conf",
+	"/etc/passwd", "/etc/group", "/etc/localtime", "/etc/timezone",
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+	"/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/crypto-policies",
+	"/etc/protocols", "/etc/services", "/etc/mime.types", "/etc/os-release", "/etc/alternatives",
+	"/etc/nodejs", "/etc/python3",
+}
+
+// packageCaches are the folders a package runner keeps what it fetched
+// in, under the home folder, by the runner's name: a server started with
+// npx runs from npx's cache, which npx also writes.
+var packageCaches = map[string][]string{
+	"npx":  {".npm"},
+	"npm":  {".npm"},
+	"pnpm": {".local/share/pnpm", ".cache/pnpm"},
+	"yarn": {".yarn", ".cache/yarn"},
+	"bunx": {".bun"},
+	"bun":  {".bun"},
+	"uvx":  {".cache/uv", ".local/share/uv"},
+	"uv":   {".cache/uv", ".local/share/uv"},
+	"pipx": {".local/pipx", ".local/share/pipx"},
+	"deno": {".cache/deno"},
+}
+
+// jail is how one contained server is started: bwrap's arguments before
+// the server's command.
+type jail struct {
+	bwrap string
+	args  []string
+}
+
+// sandboxPlan is what a contained server is given, in the order the
+// mounts are made.
+type sandboxPlan struct {
+	home       string
+	read       []string // bound read-only
+	write      []string // bound writable
+	hide       []string // covered (files by /dev/null, folders by an empty one)
+	cwd        string
+	noNetwork  bool
+	asNobody   bool // toolshelf is root: drop to nobody inside
+	setpriv    string
+	missing    []string // granted paths that do not exist
+	cwdSkipped bool     // the cwd is the home folder or above it, so not given
+}
+
+// planSandbox decides what a contained server sees. environ is the
+// server's own environment (for PATH and HOME); hide are toolshelf's own
+// files.
+func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPlan {
+	get := func(name string) string { return envValue(environ, name) }
+	p := &sandboxPlan{home: clean(get("HOME")), cwd: clean(cfg.Cwd), noNetwork: cfg.NoNetwork}
+	if p.home == "/" || under(p.home, systemDirs) {
+		p.home = ""
+	}
+	// The runtime: the command as found on the server's PATH, and the
+	// interpreter its first line names (#!/usr/bin/env node).
+	for _, prog := range []string{cfg.Command, interpreter(lookPath(cfg.Command, get("PATH"), p.cwd))} {
+		if prog == "" {
+			continue
+		}
+		if prefix := installPrefix(lookPath(prog, get("PATH"), p.cwd)); prefix != "" && prefix != "/" && !under(prefix, systemDirs) && !slices.Contains(systemDirs, prefix) {
+			p.read = append(p.read, prefix)
+		}
+	}
+	if p.home != "" {
+		for _, rel := range packageCaches[filepath.Base(cfg.Command)] {
+			if dir := filepath.Join(p.home, rel); exists(dir) {
+				p.write = append(p.write, dir)
+			}
+		}
+	}
+	if p.cwd != "" {
+		if p.cwd == "/" || p.cwd == p.home || strings.HasPrefix(p.home, p.cwd+"/") {
+			p.cwdSkipped = true
+		} else {
+			p.read = append(p.read, p.cwd)
+		}
+	}
+	for _, r := range cfg.ReadPaths {
+		if r = anchor(r, p.cwd); exists(r) {
+			p.read = append(p.read, r)
+		} else {
+			p.missing = append(p.missing, r)
+		}
+	}
+	for _, w := range cfg.WritePaths {
+		if w = anchor(w, p.cwd); exists(w) {
+			p.write = append(p.write, w)
+		} else {
+			p.missing = append(p.missing, w)
+		}
+	}
+	given := slices.Concat(p.read, p.write)
+	for _, h := range hide {
+		if h = clean(h); h != "" && exists(h) && (under(h, given) || slices.ContainsFunc(given, func(g string) bool { return g == h })) {
+			p.hide = append(p.hide, h)
+		}
+	}
+	return p
+}
+
+// args are bwrap's arguments for the plan, up to the server's command.
+func (p *sandboxPlan) args() []string {
+	m := &mounts{}
+	m.add("--die-with-parent", "--new-session",
+		"--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try")
+	if !p.asNobody {
+		// An unprivileged bwrap needs a user namespace; the server may not
+		// make another (where it would hold every capability).
+		m.add("--unshare-user", "--disable-userns")
+	}
+	if p.noNetwork {
+		m.add("--unshare-net")
+	}
+	for _, d := range systemDirs {
+		if exists(d) {
+			m.bind("--ro-bind", d)
+		}
+	}
+	for _, f := range etcFiles {
+		if exists(f) {
+			m.bind("--ro-bind", f)
+		}
+	}
+	m.add("--proc", "/proc", "--dev", "/dev")
+	m.tmpfs("1777", "/tmp")
+	m.tmpfs("1777", "/var/tmp")
+	if p.home != "" {
+		// An empty home with the usual folders: .NET, for one, takes a
+		// missing ~/.local/share for none and writes into the cwd.
+		m.tmpfs("0777", p.home)
+		for _, d := range []string{".cache", ".config", ".local", ".local/share", ".local/state"} {
+			m.add("--perms", "0777", "--dir", filepath.Join(p.home, d))
+			m.made = append(m.made, filepath.Join(p.home, d))
+		}
+	}
+	// Outer folders first, so that a grant inside another is mounted
+	// over it, not under it.
+	binds := slices.Concat(p.read, p.write)
+	slices.SortStableFunc(binds, func(x, y string) int { return strings.Count(x, "/") - strings.Count(y, "/") })
+	for _, b := range slices.Compact(binds) {
+		if slices.Contains(p.write, b) {
+			m.bind("--bind", b)
+		} else {
+			m.bind("--ro-bind", b)
+		}
+	}
+	for _, h := range p.hide {
+		if isDir(h) {
+			m.add("--tmpfs", h, "--remount-ro", h)
+		} else {
+			m.add("--ro-bind", "/dev/null", h)
+		}
+	}
+	if p.cwd != "" {
+		if p.cwdSkipped {
+			m.parents(p.cwd + "/")
+		}
+		m.add("--chdir", p.cwd)
+	}
+	m.add("--")
+	if p.asNobody {
+		m.add(p.setpriv, "--reuid", itoa(nobody), "--regid", itoa(nobody), "--clear-groups",
+			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
+	}
+	return m.args
+}
+
+// mounts builds bwrap's arguments, making the folders that lead to each
+// mount point itself: bwrap would make them readable by their owner only,
+// and a server running as nobody could not pass them.
+type mounts struct {
+	args  []string
+	binds []string // bound paths: what is inside exists
+	made  []string // folders made or mounted as tmpfs
+}
+
+func (m *mounts) add(args ...string) { m.args = append(m.args, args...) }
+
+func (m *mounts) bind(how, path string) {
+	m.parents(path)
+	m.add(how, path, path)
+	m.binds = append(m.binds, path)
+}
+
+func (m *mounts) tmpfs(perms, path string) {
+	m.parents(path)
+	m.add("--perms", perms, "--tmpfs", path)
+	m.made = append(m.made, path)
+}
+
+// parents makes the folders above path that no mount holds yet.
+func (m *mounts) parents(path string) {
+	for i := 1; i < len(path); i++ {
+		if path[i] != '/' {
+			continue
+		}
+		dir := path[:i]
+		if slices.Contains(m.binds, dir) || under(dir, m.binds) {
+			return // inside a bound folder: it exists there
+		}
+		if !slices.Contains(m.made, dir) {
+			m.add("--perms", "0755", "--dir", dir)
+			m.made = append(m.made, dir)
+		}
+	}
+}
+
+// lookPath finds a command as the server's PATH would; "" when not found.
+func lookPath(cmd, path, cwd string) string {
+	if cmd == "" {
+		return ""
+	}
+	if strings.Contains(cmd, "/") {
+		return anchor(cmd, cwd)
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		f := filepath.Join(anchor(dir, cwd), cmd)
+		if st, err := os.Stat(f); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return f
+		}
+	}
+	return ""
+}
+
+// installPrefix is the folder a program is installed in, after links:
+// X for X/bin/prog (node's, python's and a virtualenv's layout), else
+// the program's folder.
+func installPrefix(prog string) string {
+	if prog == "" {
+		return ""
+	}
+	real, err := filepath.EvalSymlinks(prog)
+	if err != nil {
+		return ""
+	}
+	dir := filepath.Dir(real)
+	if filepath.Base(dir) == "bin" {
+		return filepath.Dir(dir)
+	}
+	return dir
+}
+
+// interpreter is the program a script's first line runs ("node" for
+// "#!/usr/bin/env node"), or "".
+func interpreter(file string) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := f.Read(buf)
+	line, _, _ := strings.Cut(string(buf[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return ""
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return ""
+	}
+	if filepath.Base(fields[0]) == "env" {
+		for _, f := range fields[1:] {
+			if !strings.HasPrefix(f, "-") {
+				return f
+			}
+		}
+		return ""
+	}
+	return fields[0]
+}
+
+// under reports whether path is inside one of dirs (not equal to it).
+func under(path string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool {
+		return d == "/" || strings.HasPrefix(path, strings.TrimSuffix(d, "/")+"/")
+	})
+}
+
+func anchor(p, dir string) string {
+	if p == "" {
+		return ""
+	}
+	if !filepath.IsAbs(p) && dir != "" {
+		p = filepath.Join(dir, p)
+	}
+	return clean(p)
+}
+
+func clean(p string) string {
+	if p == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	return p
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func isDir(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// ownPlaces are toolshelf's folders, which no server sees: its
+// configuration, cache and state, wherever the user's system puts them.
+func ownPlaces() []string {
+	var out []string
+	if d, err := os.UserConfigDir(); err == nil {
+		out = append(out, filepath.Join(d, "toolshelf"))
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		out = append(out, filepath.Join(d, "toolshelf"))
+	}
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			state = filepath.Join(home, ".local", "state")
+		}
+	}
+	if state != "" {
+		out = append(out, filepath.Join(state, "toolshelf"))
+	}
+	return out
+}
+
+// containment says how the server runs, or would run once started.
+func (c *ServerConfig) containment() Containment {
+	switch {
+	case c.transport() != "stdio" || c.Dial != nil:
+		return Containment{}
+	case c.NoContain:
+		return Containment{Why: `"contain": false in its configuration`}
+	case c.uncontained != "":
+		return Containment{Why: c.uncontained}
+	}
+	if sb := findSandbox(); sb.why != "" {
+		return Containment{Why: sb.why}
+	}
+	return Containment{Contained: true}
+}
+
+// sandboxed returns the command that starts a contained server: bwrap
+// with the server's plan and command; ok is false when it runs
+// uncontained. Granted paths that do not exist are logged.
+func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name string, args []string, ok bool, err error) {
+	if !cfg.containment().Contained {
+		return "", nil, false, nil
+	}
+	// Found here, as exec would, so that a missing command is said as
+	// plainly as uncontained; the sandbox runs it by its full path,
+	// which holds whatever the server's PATH is inside.
+	command, err := findCommand(cfg.Command, envValue(environ, "PATH"), cfg.Cwd)
+	if err != nil {
+		return "", nil, false, err
+	}
+	sb := findSandbox()
+	plan := planSandbox(cfg, environ, cfg.hide)
+	plan.asNobody, plan.setpriv = sb.asNobody, sb.setpriv
+	if logger != nil {
+		for _, m := range plan.missing {
+			logger.Warn("a path granted in \"paths\" does not exist; the server does not get it", "path", m)
+		}
+		if plan.cwdSkipped {
+			logger.Warn("the server's cwd is the home folder or above it, which a contained server does not see; give it a folder of its own (\"cwd\") and what it needs in \"paths\"", "cwd", cfg.Cwd)
+		}
+	}
+	return sb.bwrap, slices.Concat(plan.args(), []string{command}, cfg.Args), true, nil
+}
+
+// findCommand finds a command as exec.LookPath would on the server's
+// PATH, with exec's errors.
+func findCommand(cmd, path, cwd string) (string, error) {
+	if strings.Contains(cmd, "/") {
+		p := anchor(cmd, cwd)
+		st, err := os.Stat(p)
+		switch {
+		case err != nil:
+			return "", os.ErrNotExist
+		case st.IsDir() || st.Mode()&0o111 == 0:
+			return "", os.ErrPermission
+		}
+		return p, nil
+	}
+	if p := lookPath(cmd, path, cwd); p != "" {
+		return p, nil
+	}
+	return "", exec.ErrNotFound
+}
+
+// envValue is a variable's value in an environment list.
+func envValue(environ []string, name string) string {
+	for i := len(environ) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// logContainment says once, at start, which stdio servers run
+// uncontained and why, a line for each reason.
+func (p *Pool) logContainment() {
+	var whys []string
+	byWhy := map[string][]string{}
+	for _, s := range p.servers {
+		if s.cfg.Disabled {
+			continue
+		}
+		c := s.cfg.containment()
+		if c.Contained || c.Why == "" {
+			continue
+		}
+		if _, ok := byWhy[c.Why]; !ok {
+			whys = append(whys, c.Why)
+		}
+		byWhy[c.Why] = append(byWhy[c.Why], s.cfg.Name)
+	}
+	for _, why := range whys {
+		p.logger.Warn("stdio servers run uncontained: they can read everything toolshelf's user can, its token files and configuration too", "servers", strings.Join(byWhy[why], ","), "why", why)
+	}
+}

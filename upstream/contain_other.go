@@ -1,0 +1,18 @@
+//go:build !linux
+
+package upstream
+
+import "runtime"
+
+// sandboxer is how this system contains servers: here, not at all.
+type sandboxer struct {
+	bwrap, setpriv string
+	asNobody       bool
+	why            string
+}
+
+// findSandbox says why servers run uncontained: bubblewrap and the
+// namespaces it uses are Linux's.
+func findSandbox() sandboxer {
+	return sandboxer{why: "containment needs Linux (bubblewrap); this is " + runtime.GOOS}
+}

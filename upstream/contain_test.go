@@ -1,0 +1,147 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// needSandbox skips a test where servers cannot be contained, saying why.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	if why := findSandbox().why; why != "" {
+		t.Skip("servers run uncontained here: " + why)
+	}
+}
+
+// contained is fake's server, contained.
+func contained(name, mode string, tools []string, extra ...string) ServerConfig {
+	cfg := fake(name, mode, tools, extra...)
+	cfg.NoContain = false
+	return cfg
+}
+
+// TestContainedServerServes: a contained stdio server starts, lists its
+// tools and answers calls, and its status says it is contained.
+func TestContainedServerServes(t *testing.T) {
+	needSandbox(t)
+	p := startPool(t, []ServerConfig{contained("box", "serve", []string{"echo"}), fake("open", "serve", []string{"echo"})}, nil)
+	st := p.Status()
+	if st[0].Name != "box" || st[0].State != StateReady || !st[0].Contained || st[0].Uncontained != "" {
+		t.Fatalf("contained server: %+v", st[0])
+	}
+	if st[1].Contained || !strings.Contains(st[1].Uncontained, `"contain": false`) {
+		t.Errorf("uncontained server: %+v", st[1])
+	}
+	res, err := p.Call(context.Background(), "mcp__box__echo", json.RawMessage(`{"text":"hi"}`))
+	if err != nil || len(res.Content) == 0 {
+		t.Fatalf("call: %v %v", res, err)
+	}
+}
+
+// TestContainedCommandNotFound: a missing command is said as plainly as
+// when uncontained, not as bwrap's or setpriv's failure.
+func TestContainedCommandNotFound(t *testing.T) {
+	needSandbox(t)
+	cfg := contained("missing", "serve", nil)
+	cfg.Command = "toolshelf-no-such-command-xyz"
+	p := startPool(t, []ServerConfig{cfg}, nil)
+	if st := p.Status()[0]; !strings.Contains(st.Error, `command "toolshelf-no-such-command-xyz" not found`) {
+		t.Errorf("error = %q", st.Error)
+	}
+}
+
+// TestSandboxPlan: what a server is given, and that toolshelf's own
+// files inside a grant are covered.
+func TestSandboxPlan(t *testing.T) {
+	dir := t.TempDir()
+	home := filepath.Join(dir, "home")
+	cwd := filepath.Join(dir, "project")
+	grant := filepath.Join(dir, "data")
+	lock := filepath.Join(grant, "toolshelf.lock")
+	for _, d := range []string{home, cwd, grant, filepath.Join(home, ".npm")} {
+		os.MkdirAll(d, 0o755)
+	}
+	os.WriteFile(lock, []byte("{}"), 0o600)
+	npx := filepath.Join(dir, "node", "bin", "npx")
+	os.MkdirAll(filepath.Dir(npx), 0o755)
+	os.WriteFile(npx, []byte("#!/bin/sh\n"), 0o755)
+	cfg := &ServerConfig{Name: "s", Command: "npx", Cwd: cwd, ReadPaths: []string{"../data"}, WritePaths: []string{"out"}, NoNetwork: true}
+	p := planSandbox(cfg, []string{"HOME=" + home, "PATH=" + filepath.Dir(npx)}, []string{lock, filepath.Join(home, ".config", "toolshelf")})
+	args := strings.Join(p.args(), " ")
+	for _, want := range []string{
+		"--ro-bind " + filepath.Join(dir, "node") + " ", // npx's install prefix
+		"--bind " + filepath.Join(home, ".npm") + " ",   // npx's cache
+		"--ro-bind " + cwd + " ",
+		"--ro-bind " + grant + " ",
+		"--ro-bind /dev/null " + lock, // inside a grant: covered
+		"--unshare-net",
+		"--chdir " + cwd,
+		"--tmpfs " + home,
+	} {
+		if !strings.Contains(args, want) {
+			t.Errorf("no %q in\n%s", want, args)
+		}
+	}
+	if !slices.Contains(p.missing, filepath.Join(cwd, "out")) {
+		t.Errorf("a missing grant is not reported: %v", p.missing)
+	}
+	if hidden := filepath.Join(home, ".config", "toolshelf"); strings.Contains(args, hidden) {
+		t.Errorf("a hidden path outside every grant is mounted: %s", args)
+	}
+	// The home folder as cwd is not given whole.
+	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Cwd: home}
+	if p := planSandbox(cfg, []string{"HOME=" + home}, nil); !p.cwdSkipped || slices.Contains(p.read, home) {
+		t.Errorf("home as cwd: %+v", p)
+	}
+}
+
+// TestContainedWithoutNetwork: "network": false leaves a server no way
+// to reach even loopback.
+func TestContainedWithoutNetwork(t *testing.T) {
+	needSandbox(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	on := contained("on", "hostile", nil)
+	off := contained("off", "hostile", nil)
+	off.NoNetwork = true
+	p := startPool(t, []ServerConfig{on, off}, nil)
+	sockets := func(server string) string {
+		res, err := p.Call(context.Background(), "mcp__"+server+"__read", json.RawMessage(`{"path":"/proc/net/tcp"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return textOf(t, res)
+	}
+	// /proc/net/tcp lists the sockets of the server's network namespace:
+	// the test's listener is there only when it shares the host's.
+	port := ":" + portHex(l.Addr().(*net.TCPAddr).Port)
+	if got := sockets("on"); !strings.Contains(got, port) {
+		t.Errorf("with network, the host's listener is not seen:\n%.400s", got)
+	}
+	if got := sockets("off"); strings.Contains(got, port) {
+		t.Errorf(`with "network": false, the host's listener is seen`)
+	}
+}
+
+func portHex(p int) string {
+	const digits = "0123456789ABCDEF"
+	return string([]byte{digits[p>>12&15], digits[p>>8&15], digits[p>>4&15], digits[p&15]})
+}

@@ -1,0 +1,100 @@
+package upstream
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestCutSecretForms: a secret comes back in any form a server can write
+// it in without knowing which secrets are watched for; none survives.
+func TestCutSecretForms(t *testing.T) {
+	secret := "other-server-key-5a6b7c8d9e0f"
+	r := NewRedactor(secret, "Pg-pass-9f8e7d6c")
+	rev := []rune(secret)
+	slices.Reverse(rev)
+	for name, text := range map[string]string{
+		"plain":          "key: " + secret,
+		"base64":         base64.StdEncoding.EncodeToString([]byte(secret)),
+		"base64 inside":  base64.StdEncoding.EncodeToString([]byte("x" + secret + "yz")),
+		"base64 offset2": base64.URLEncoding.EncodeToString([]byte("ab" + secret)),
+		"hex":            hex.EncodeToString([]byte(secret)),
+		"HEX":            strings.ToUpper(hex.EncodeToString([]byte(secret))),
+		"reversed":       string(rev),
+		"spaced":         strings.Join(strings.Split(secret, ""), " "),
+		"lines":          strings.Join(strings.Split(secret, ""), "\n"),
+		"upper spaced":   strings.ToUpper(strings.Join(strings.Split(secret, ""), " . ")),
+		"reversed space": strings.Join(strings.Split(string(rev), ""), " "),
+	} {
+		got := r.CutText("before " + text + " after")
+		if !strings.Contains(got, Redacted) || !strings.HasPrefix(got, "before ") || !strings.HasSuffix(got, " after") {
+			t.Errorf("%s: %q", name, got)
+		}
+	}
+	// Words that merely share letters are not cut.
+	for _, text := range []string{"other server", "the key is in the vault", "5a6b7c", "pass"} {
+		if got := r.CutText(text); got != text {
+			t.Errorf("%q was cut: %q", text, got)
+		}
+	}
+}
+
+// TestCutAcrossBlocks: a secret split between two content blocks of one
+// answer is cut from both.
+func TestCutAcrossBlocks(t *testing.T) {
+	secret := "admin-a1b2a1b2a1b2a1b2"
+	r := NewRedactor(secret)
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.TextContent{Text: "first half: " + secret[:9]},
+		&mcp.TextContent{Text: secret[9:] + " was the rest"},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "x://y", Text: "and " + secret}},
+	}}
+	r.cutResult(res)
+	var all strings.Builder
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			all.WriteString(c.Text + "|")
+		case *mcp.EmbeddedResource:
+			all.WriteString(c.Resource.Text + "|")
+		}
+	}
+	got := all.String()
+	if strings.Contains(got, secret[:9]) || strings.Contains(got, secret[9:]) {
+		t.Errorf("a piece survived: %q", got)
+	}
+	if !strings.Contains(got, "first half: ") || !strings.Contains(got, " was the rest") {
+		t.Errorf("cut more than the secret: %q", got)
+	}
+	prompt := &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: base64.StdEncoding.EncodeToString([]byte(secret))}}}}
+	r.CutPrompt(prompt)
+	// An encoded secret's first and last characters also hold bits of
+	// its neighbours, and stay: a few bits, never the secret.
+	if txt := prompt.Messages[0].Content.(*mcp.TextContent).Text; !strings.HasPrefix(txt, Redacted) || len(txt) > len(Redacted)+3 {
+		t.Errorf("prompt: %q", txt)
+	}
+	resource := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "x://y", Text: strings.Join(strings.Split(secret, ""), " ")}}}
+	r.CutResource(resource)
+	if txt := resource.Contents[0].Text; txt != Redacted {
+		t.Errorf("resource: %q", txt)
+	}
+}
+
+// BenchmarkCutText measures the cost of cutting a large tool result with
+// a configuration's worth of secrets.
+func BenchmarkCutText(b *testing.B) {
+	var secrets []string
+	for i := range 40 {
+		secrets = append(secrets, strings.Repeat(string(rune('a'+i%26)), 4)+"-secret-value-"+strings.Repeat("9", i%7+3))
+	}
+	r := NewRedactor(secrets...)
+	text := strings.Repeat("The quick brown fox jumps over the lazy dog; id=12345, url=https://example.com/x. ", 12000) // ~1 MB
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		r.CutText(text)
+	}
+}
