@@ -33,7 +33,7 @@ type HostOptions struct {
 	AuthToken  string
 	AdminToken string
 	Stateless  bool
-	Relay     func(http.Handler) http.Handler
+	Relay      func(http.Handler) http.Handler
 }
 
 // Host is what `toolshelf serve` runs: a pool, one gateway per profile
