@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -11,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,9 +28,14 @@ import (
 const hostile = `Create an issue. <script>window.__pwned=1</script><img src=x onerror="window.__pwned=1">`
 
 // consoleOf serves a console over a catalog with a hostile description.
+// Without a token, the console has one and every request comes signed
+// in with it: for the tests that are not about signing in.
 func consoleOf(t *testing.T, token string) string {
 	return consoleWith(t, &Options{AuthToken: token})
 }
+
+// signedInToken is the token of a console whose test gave none.
+const signedInToken = "token-of-a-signed-in-browser"
 
 // consoleWith is consoleOf with more options (Host is set here).
 func consoleWith(t *testing.T, opts *Options) string {
@@ -54,7 +62,21 @@ func consoleWith(t *testing.T, opts *Options) string {
 	go func() { host.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
 	opts.Host = host
-	srv := httptest.NewServer(New(opts).Handler())
+	h := New(opts).Handler()
+	if opts.AuthToken == "" {
+		// A console always has a token (an empty one refuses every
+		// page): sign every request in.
+		opts.AuthToken = signedInToken
+		h = New(opts).Handler()
+		inner := h
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Header.Get("Authorization") == "" {
+				r.Header.Set("Authorization", "Bearer "+signedInToken)
+			}
+			inner.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -226,4 +248,61 @@ func TestActivityAndLearned(t *testing.T) {
 	if resp.StatusCode != 200 || len(pairs) != 1 || pairs[0].Query != "list the issues" {
 		t.Errorf("after Forget: %d %+v", resp.StatusCode, pairs)
 	}
+}
+
+// TestConsoleWithoutTokenRefusesAll: a console without a token serves no
+// page and takes no sign-in (serve always gives it one).
+func TestConsoleWithoutTokenRefusesAll(t *testing.T) {
+	cat := catalog.New(nil, nil)
+	host, err := gateway.NewHost(upstream.Fixed(cat, "empty"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(&Options{Host: host}).Handler())
+	defer srv.Close()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, path := range []string{"/console/", "/console/search?q=x", "/console/quarantine", "/console/servers.part", "/console/login?token="} {
+		if status, _ := get(t, noRedirect, srv.URL+path); status == http.StatusOK {
+			t.Errorf("%s: 200 without a token", path)
+		}
+	}
+	if status, _ := get(t, noRedirect, srv.URL+"/console/", "Authorization", "Bearer "); status == http.StatusOK {
+		t.Errorf("an empty bearer token opened the console")
+	}
+}
+
+// TestSignInLinkAndLimit: the sign-in link serve prints signs a browser
+// in; five failures a minute from one address block it, each logged.
+func TestSignInLinkAndLimit(t *testing.T) {
+	var logged strings.Builder
+	base := consoleWith(t, &Options{AuthToken: "the-real-token-1234", Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logged}, nil))})
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	if status, body := get(t, c, base+"/console/login?token=the-real-token-1234"); status != 200 || !strings.Contains(body, "Token budget") {
+		t.Fatalf("sign-in link: %d %.200s", status, body)
+	}
+	other := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i := range 5 {
+		if status, _ := get(t, other, base+"/console/login?token=guess-"+strconv.Itoa(i)); status != http.StatusSeeOther {
+			t.Fatalf("failure %d: %d", i, status)
+		}
+	}
+	if status, _ := get(t, other, base+"/console/login?token=the-real-token-1234"); status != http.StatusTooManyRequests {
+		t.Errorf("the sixth try in a minute: %d, want 429", status)
+	}
+	if n := strings.Count(logged.String(), "console sign-in failed"); n != 5 || strings.Contains(logged.String(), "guess-") {
+		t.Errorf("log (%d failures):\n%s", n, logged.String())
+	}
+}
+
+// lockedWriter serialises writes of a logger shared by handlers.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,16 +44,19 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	memory, _ := filepath.Abs("../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
 	pidFile := filepath.Join(dir, "flaky.pid")
+	memoryDir := testenv.WritableDir(t)
 	timeout := testenv.Timeout(20 * time.Second).String()
 	config := func(describe string) string {
 		cfg := filepath.Join(dir, "servers.json")
 		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-			"memory": map[string]any{"command": "node", "args": []string{memory}, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(dir, "memory.jsonl")}, "timeout": timeout},
+			"memory": map[string]any{"command": "node", "args": []string{memory}, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(memoryDir, "memory.jsonl")},
+				"paths": map[string]any{"write": []string{memoryDir}}, "timeout": timeout},
 			"tracker": map[string]any{"command": exe, "timeout": timeout, "env": map[string]string{
 				mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "create_ticket,close_ticket", mcptest.DescribeEnv: "create_ticket=" + describe}},
 			// Up once; after that it fails to start, as a server whose
 			// backend went away.
-			"flaky": map[string]any{"command": "/bin/sh", "timeout": timeout,
+			// Uncontained: it keeps its mark and pid in the test's folder.
+			"flaky": map[string]any{"command": "/bin/sh", "timeout": timeout, "contain": false,
 				"args": []string{"-c", `if [ -e "$MARK" ]; then echo "the backend is gone <b class=injected>bold</b><img class=injected src=x onerror=window.__pwned=1>" >&2; exit 1; fi; : > "$MARK"; exec "$EXE"`},
 				"env": map[string]string{"MARK": filepath.Join(dir, "flaky.mark"), "EXE": exe, mcptest.ModeEnv: "serve",
 					mcptest.ToolsEnv: "ping_backend", mcptest.PIDEnv: pidFile}},
@@ -71,8 +75,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, "flaky.mark"))
 	cfg := config(hostileText)
-	url := runHTTPScript(t, testenv.ServeScript(t, toolshelf, nil, cfg, "--http", "127.0.0.1:0", "--console", "--audit", filepath.Join(dir, "audit.jsonl")))
-	base := strings.TrimSuffix(url, "/mcp") + "/console"
+	// No --auth-token: serve makes one and prints the sign-in link, which
+	// the browser opens first, as a person would.
+	signIn := testenv.Listening(t, exec.Command(testenv.ServeScript(t, toolshelf, nil, cfg, "--http", "127.0.0.1:0", "--console", "--audit", filepath.Join(dir, "audit.jsonl"))),
+		"the gateway", regexp.MustCompile(`^\s+(http://\S+/console/login\?token=[0-9a-f]{64})$`))
+	base := signIn[:strings.Index(signIn, "/console/")] + "/console"
+	url := strings.TrimSuffix(base, "/console") + "/mcp"
 
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
@@ -121,7 +129,7 @@ func TestConsoleInBrowser(t *testing.T) {
 
 	// Servers: every server, ready, with its token bar.
 	do("the servers page",
-		chromedp.Navigate(base+"/"),
+		chromedp.Navigate(signIn),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-server="memory"].ok`)),
 		chromedp.WaitVisible(chromedp.CSS(`tr[data-server="flaky"].ok`)))
 	bars, err := chromedp.Run(browser, chromedp.Evaluate[int](`document.querySelectorAll("meter.bar").length`))

@@ -139,9 +139,7 @@ func call(t *testing.T, ctx context.Context, cs *mcp.ClientSession, tool string,
 // TestContainedServerReachesNothing runs each attempt of a hostile stdio
 // server, contained: every one fails.
 func TestContainedServerReachesNothing(t *testing.T) {
-	if _, err := exec.LookPath("bwrap"); err != nil {
-		t.Skip("needs bubblewrap (apt install bubblewrap); CI installs it")
-	}
+	needBwrap(t)
 	h := newHostileSetup(t, true)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
@@ -273,4 +271,108 @@ func otherServerPID(t *testing.T, gateway int) string {
 		return false
 	})
 	return found
+}
+
+// TestPinnedServersRunContained: the 20 pinned npm servers of
+// examples/servers.json start contained and list their tools.
+func TestPinnedServersRunContained(t *testing.T) {
+	needBwrap(t)
+	testenv.RequireNPM(t, "testdata/servers")
+	src, _ := filepath.Abs("../examples/servers.json")
+	cfg := testenv.ScaledConfig(t, src, 30*time.Second)
+	out, err := exec.Command(toolshelf, "list", "--config", cfg, "--json").Output()
+	if err != nil {
+		t.Fatalf("toolshelf list: %v\n%s", err, out)
+	}
+	var rep struct {
+		Servers []struct {
+			Name, State, Uncontained string
+			Contained                bool
+			Tools                    int
+		}
+		Tools int
+	}
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Servers) != 20 {
+		t.Fatalf("%d servers, want 20", len(rep.Servers))
+	}
+	for _, s := range rep.Servers {
+		if s.State != "ready" || !s.Contained || s.Tools == 0 {
+			t.Errorf("%s: %s, contained %v (%s), %d tools", s.Name, s.State, s.Contained, s.Uncontained, s.Tools)
+		}
+	}
+	t.Logf("%d servers contained, %d tools", len(rep.Servers), rep.Tools)
+}
+
+// TestContainedRealServersWriteOnlyWhereGranted: server-filesystem writes
+// in the folder it may write, and the sandbox refuses a write to a folder
+// it may only read (the server itself would allow it: it was given both);
+// server-memory writes its file where it is granted.
+func TestContainedRealServersWriteOnlyWhereGranted(t *testing.T) {
+	needBwrap(t)
+	testenv.RequireNPM(t, "testdata/servers")
+	servers, _ := filepath.Abs("../testdata/servers")
+	writable, readonly, memory := testenv.WritableDir(t), testenv.WritableDir(t), testenv.WritableDir(t)
+	os.WriteFile(filepath.Join(readonly, "kept.txt"), []byte("as it was"), 0o644)
+	cfg := map[string]any{"mcpServers": map[string]any{
+		"filesystem": map[string]any{
+			"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", writable, readonly},
+			"cwd": servers, "paths": map[string]any{"write": []string{writable}, "read": []string{readonly}},
+			"timeout": testenv.Timeout(30 * time.Second).String(),
+		},
+		"memory": map[string]any{
+			"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
+			"cwd": servers, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(memory, "graph.jsonl")},
+			"paths": map[string]any{"write": []string{memory}}, "timeout": testenv.Timeout(30 * time.Second).String(),
+		},
+	}}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(path, b, 0o644)
+	url := testenv.RunHTTPScript(t, gatewayScript(t, path, "--http", "127.0.0.1:0"))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	cs := connectMCP(t, ctx, url)
+	callText := func(tool string, args map[string]any) (string, bool) {
+		// call_tool waits for a server still starting.
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": tool, "arguments": args}})
+		if err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String(), res.IsError
+	}
+	if out, isErr := callText("mcp__filesystem__write_file", map[string]any{"path": filepath.Join(writable, "new.txt"), "content": "written"}); isErr {
+		t.Errorf("write in the granted folder failed: %s", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(writable, "new.txt")); string(got) != "written" {
+		t.Errorf("the granted folder holds %q", got)
+	}
+	out, isErr := callText("mcp__filesystem__write_file", map[string]any{"path": filepath.Join(readonly, "kept.txt"), "content": "overwritten"})
+	if got, _ := os.ReadFile(filepath.Join(readonly, "kept.txt")); string(got) != "as it was" || !isErr {
+		t.Errorf("a write to a read-only grant went through (%q): %s", got, out)
+	}
+	if out, isErr := callText("mcp__filesystem__read_text_file", map[string]any{"path": filepath.Join(readonly, "kept.txt")}); isErr || !strings.Contains(out, "as it was") {
+		t.Errorf("reading a read-only grant: %s", out)
+	}
+	if out, isErr := callText("mcp__memory__create_entities", map[string]any{"entities": []map[string]any{{"name": "toolshelf", "entityType": "project", "observations": []string{"runs servers contained"}}}}); isErr {
+		t.Fatalf("create_entities: %s", out)
+	}
+	if got, _ := os.ReadFile(filepath.Join(memory, "graph.jsonl")); !strings.Contains(string(got), "runs servers contained") {
+		t.Errorf("server-memory's file in its grant holds %q", got)
+	}
+}
+
+func needBwrap(t *testing.T) {
+	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("needs bubblewrap (apt install bubblewrap); CI installs it")
+	}
 }

@@ -189,11 +189,13 @@ func TestLoad(t *testing.T) {
 	}
 	testenv.RequireNPM(t, "testdata/servers")
 	const clients = 50
+	dir := testenv.WritableDir(t)
 	memory := upstream.ServerConfig{
 		Name: "memory", Command: "node", Cwd: "../testdata/servers",
-		Args:    []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
-		Env:     map[string]string{"MEMORY_FILE_PATH": t.TempDir() + "/m.jsonl"},
-		Timeout: testenv.Timeout(upstream.DefaultTimeout),
+		Args:       []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
+		Env:        map[string]string{"MEMORY_FILE_PATH": dir + "/m.jsonl"},
+		WritePaths: []string{dir},
+		Timeout:    testenv.Timeout(upstream.DefaultTimeout),
 	}
 	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	auditLog, err := audit.Open(auditFile, nil)
@@ -296,10 +298,12 @@ func TestLoad(t *testing.T) {
 // upstream is a process, as it is for users.
 func BenchmarkCallRealServer(b *testing.B) {
 	testenv.RequireNPM(b, "testdata/servers")
+	dir := testenv.WritableDir(b)
 	cfg := upstream.ServerConfig{
 		Name: "memory", Command: "node", Cwd: "../testdata/servers",
-		Args: []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
-		Env:  map[string]string{"MEMORY_FILE_PATH": b.TempDir() + "/m.jsonl"},
+		Args:       []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
+		Env:        map[string]string{"MEMORY_FILE_PATH": dir + "/m.jsonl"},
+		WritePaths: []string{dir},
 	}
 	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, nil)
 	background(b, pool.Run)

@@ -175,7 +175,9 @@ func TestCodeLimits(t *testing.T) {
 // tool call it waits on is cancelled upstream.
 func TestProgramEndsWithItsClient(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
-	g, _ := gatewayFor(t, &Options{Code: codeRunner(t)}, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
+	g, _ := gatewayFor(t, &Options{Code: codeRunner(t)}, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout),
+		// Uncontained: it writes its marker in the test's temporary folder.
+		NoContain: true})
 	marker := filepath.Join(t.TempDir(), "marker")
 	program, _ := json.Marshal(fmt.Sprintf(`await tools.slow.wait({marker: %q})`, marker))
 	disconnectMidCall(t, httpGateway(t, g, &HTTPOptions{Stateless: true}), marker, `{"name":"run_code","arguments":{"code":`+string(program)+`}}`)

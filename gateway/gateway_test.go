@@ -382,6 +382,14 @@ func TestCatalogOnly(t *testing.T) {
 // httpGateway serves the gateway on loopback.
 func httpGateway(t *testing.T, g *Server, opts *HTTPOptions) string {
 	t.Helper()
+	if opts == nil {
+		opts = &HTTPOptions{}
+	}
+	if opts.AdminToken == "" && opts.AuthToken == "" {
+		o := *opts
+		o.AdminToken = testAdmin
+		opts = &o
+	}
 	srv := httptest.NewServer(g.Handler(opts))
 	t.Cleanup(func() {
 		// A client's event stream (its hanging GET) lives as long as its
@@ -416,19 +424,14 @@ func TestHTTP(t *testing.T) {
 	}
 
 	// /healthz and /metrics.
-	resp, err := http.Get(url + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var h health
-	json.NewDecoder(resp.Body).Decode(&h)
-	resp.Body.Close()
+	json.Unmarshal([]byte(get(t, url+"/healthz", adminHeader)), &h)
 	if h.Status != "ok" || len(h.Servers) != 2 || h.Servers[0].State != upstream.StateReady || h.Tools != 6 {
 		t.Errorf("healthz: %+v", h)
 	}
 	// The names toolshelf had before the metrics went through the
 	// OpenTelemetry library, beside the MCP conventions' own.
-	body := get(t, url+"/metrics", nil)
+	body := get(t, url+"/metrics", adminHeader)
 	for _, want := range []struct {
 		name   string
 		labels map[string]string
@@ -589,7 +592,9 @@ func TestActivate(t *testing.T) {
 // each request is bound to its HTTP request).
 func TestClientDisconnectCancels(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
-	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
+	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout),
+		// Uncontained: it writes its marker in the test's temporary folder.
+		NoContain: true})
 	marker := filepath.Join(t.TempDir(), "marker")
 	disconnectMidCall(t, httpGateway(t, g, &HTTPOptions{Stateless: true}), marker,
 		`{"name":"call_tool","arguments":{"name":"mcp__slow__wait","arguments":{"marker":`+strconv.Quote(marker)+`}}}`)
@@ -703,7 +708,7 @@ func testMaxSessions(t *testing.T, activate bool) {
 			t.Errorf("an open session: %v", names)
 		}
 	}
-	if m := get(t, url+"/metrics", nil); metricValue(t, m, "toolshelf_sessions_refused_total", map[string]string{"profile": "everything"}) != 2 {
+	if m := get(t, url+"/metrics", adminHeader); metricValue(t, m, "toolshelf_sessions_refused_total", map[string]string{"profile": "everything"}) != 2 {
 		t.Errorf("metrics: %s", m)
 	}
 }
@@ -751,3 +756,9 @@ func metricValue(t *testing.T, body, name string, labels map[string]string) floa
 	}
 	return s.Value
 }
+
+// testAdmin is the admin token of the tests' HTTP gateways (httpGateway),
+// which /metrics and /healthz's details need; adminHeader sends it.
+const testAdmin = "admin-token-of-the-tests"
+
+var adminHeader = map[string]string{"Authorization": "Bearer " + testAdmin}

@@ -57,7 +57,7 @@ func TestSearchRankMetrics(t *testing.T) {
 	cs.Close()
 	g.learn.sweep(map[*mcp.ServerSession]bool{})
 
-	samples, err := telemetry.ReadMetrics(strings.NewReader(get(t, url+"/metrics", nil)))
+	samples, err := telemetry.ReadMetrics(strings.NewReader(get(t, url+"/metrics", adminHeader)))
 	if err != nil {
 		t.Fatal(err)
 	}

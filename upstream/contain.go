@@ -109,6 +109,13 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 			p.read = append(p.read, prefix)
 		}
 	}
+	// The program it runs: an argument naming a file (node's script,
+	// python's) brings the package it is part of.
+	for _, a := range cfg.Args {
+		if pkg := packageOf(anchor(a, p.cwd), p.home); pkg != "" && !under(pkg, systemDirs) {
+			p.read = append(p.read, pkg)
+		}
+	}
 	if p.home != "" {
 		for _, rel := range packageCaches[filepath.Base(cfg.Command)] {
 			if dir := filepath.Join(p.home, rel); exists(dir) {
@@ -251,6 +258,34 @@ func (m *mounts) parents(path string) {
 			m.made = append(m.made, dir)
 		}
 	}
+}
+
+// packageOf is the folder a program file belongs to, for an argument
+// that names a file: up to the outermost node_modules in its path (where
+// its dependencies are), else the nearest folder above it with a
+// package's manifest, else its own folder; never the home folder or
+// above it. "" when the argument is no file.
+func packageOf(arg, home string) string {
+	if arg == "" || strings.HasPrefix(arg, "-") {
+		return ""
+	}
+	if st, err := os.Stat(arg); err != nil || !st.Mode().IsRegular() {
+		return ""
+	}
+	if i := strings.Index(arg, "/node_modules/"); i > 0 {
+		return arg[:i+len("/node_modules")]
+	}
+	for dir := filepath.Dir(arg); dir != "/" && dir != home && !strings.HasPrefix(home, dir+"/"); dir = filepath.Dir(dir) {
+		for _, m := range []string{"package.json", "pyproject.toml", "setup.py", "go.mod", "Cargo.toml", "node_modules"} {
+			if exists(filepath.Join(dir, m)) {
+				return dir
+			}
+		}
+	}
+	if dir := filepath.Dir(arg); dir != home && dir != "/" && !strings.HasPrefix(home, dir+"/") {
+		return dir
+	}
+	return ""
 }
 
 // lookPath finds a command as the server's PATH would; "" when not found.

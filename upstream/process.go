@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +29,9 @@ type process struct {
 	output *tailBuffer   // stdout lines that were not JSON-RPC
 	done   chan struct{} // closed when the process has exited
 	err    error         // the exit status; read after done is closed
+	// contained: it ran in a sandbox (see sandboxed), which a failure
+	// to reach a file may come from.
+	contained bool
 }
 
 // startProcess starts a stdio server. Its stdout is split: JSON-RPC lines
@@ -53,10 +57,11 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	cmd.Env = env
 	setProcessGroup(cmd, jailed)
 	p := &process{
-		cmd:    cmd,
-		stderr: newTailBuffer(16 << 10),
-		output: newTailBuffer(256 << 10),
-		done:   make(chan struct{}),
+		contained: jailed,
+		cmd:       cmd,
+		stderr:    newTailBuffer(16 << 10),
+		output:    newTailBuffer(256 << 10),
+		done:      make(chan struct{}),
 	}
 	cmd.Stderr = p.stderr
 	// A child the server left behind in a session of its own may hold
@@ -96,6 +101,10 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	}()
 	return p, nil
 }
+
+// fileRefused matches what programs print when a file is not there or
+// may not be written.
+var fileRefused = regexp.MustCompile(`(?i)ENOENT|EACCES|EROFS|EPERM|no such file|permission denied|read-only file system|operation not permitted`)
 
 // outputDelay is how long a server's output may drain after it exited.
 const outputDelay = time.Second
@@ -198,8 +207,12 @@ func (p *process) exitReason() string {
 	if hint := missingModule(p.stderr.Tail(16<<10), p.cmd.Dir); hint != "" {
 		return reason + "; " + hint
 	}
-	if tail := p.stderr.Tail(512); tail != "" {
+	tail := p.stderr.Tail(512)
+	if tail != "" {
 		reason += "; stderr: " + tail
+	}
+	if p.contained && fileRefused.MatchString(tail) {
+		reason += ` (it runs contained: it sees only its cwd, its runtime and program, and the folders its configuration gives in "paths"; give it what it needs there, or "contain": false)`
 	}
 	return reason
 }

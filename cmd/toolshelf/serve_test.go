@@ -223,10 +223,13 @@ func TestServeShutdownLeavesNothing(t *testing.T) {
 	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
 		t.Fatal("serve did not return after stdin closed")
 	}
+	// serve waited for each server's process; a contained server's
+	// sandbox (bwrap's init in its PID namespace) ends with it, a moment
+	// after.
 	for _, pid := range children {
-		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
-			t.Errorf("server process %d is still there after serve returned", pid)
-		}
+		testenv.Eventually(t, 10*time.Second, fmt.Sprintf("server process %d to end after serve returned", pid), func() bool {
+			return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+		})
 	}
 	if left := descendants(os.Getpid()); len(left) > 0 {
 		t.Errorf("processes left behind: %v", left)
@@ -288,7 +291,9 @@ func TestServeKilledLeavesNoServers(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "server.pid")
 	// A server that ignores the end of its stdin, as some real ones do.
 	command, env := mcptest.Command("hang", nil, mcptest.PIDEnv+"="+pidFile)
-	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"child": map[string]any{"command": command, "env": env, "timeout": "1h"}}})
+	// Uncontained: the test reads the pid the server writes in its
+	// temporary folder.
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"child": map[string]any{"command": command, "env": env, "timeout": "1h", "contain": false}}})
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)

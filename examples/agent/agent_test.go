@@ -25,10 +25,12 @@ func memoryConfig(t *testing.T) string {
 	t.Helper()
 	testenv.RequireNPM(t, "testdata/servers")
 	servers, _ := filepath.Abs("../../testdata/servers")
+	memory := testenv.WritableDir(t)
 	cfg := map[string]any{"mcpServers": map[string]any{
 		"memory": map[string]any{
 			"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
-			"cwd": servers, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(t.TempDir(), "memory.jsonl")},
+			"cwd": servers, "env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(memory, "memory.jsonl")},
+			"paths": map[string]any{"write": []string{memory}},
 		},
 		"filesystem": map[string]any{
 			"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", "."},

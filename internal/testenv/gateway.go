@@ -28,8 +28,10 @@ import (
 func ServeScript(t testing.TB, exe string, env map[string]string, cfg string, flags ...string) string {
 	t.Helper()
 	dir := t.TempDir()
+	memory := WritableDir(t)
 	all := map[string]string{
-		"MEMORY_FILE":     filepath.Join(dir, "memory.jsonl"),
+		"MEMORY_FILE":     filepath.Join(memory, "memory.jsonl"),
+		"MEMORY_DIR":      memory,
 		"XDG_CACHE_HOME":  filepath.Join(dir, "cache"),
 		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
 		"XDG_STATE_HOME":  filepath.Join(dir, "state"),
@@ -51,6 +53,22 @@ func ServeScript(t testing.TB, exe string, env map[string]string, cfg string, fl
 	script := filepath.Join(dir, "toolshelf-serve")
 	WriteScript(t, script, b.String())
 	return script
+}
+
+// WritableDir returns a new folder a contained server may write to when
+// it is granted it ("paths": {"write": [...]}): when toolshelf runs as
+// root, a contained server runs as nobody, which may write only where
+// everyone may.
+func WritableDir(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "writable")
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil { // past the umask
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // WriteScript writes an executable file. No process is forked while it is
