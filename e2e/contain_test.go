@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,13 +35,28 @@ type hostileSetup struct {
 	secrets                      map[string]string // what must never come back, by name
 }
 
-func newHostileSetup(t *testing.T, contain bool) *hostileSetup {
+func newHostileSetup(t *testing.T, contain bool, flags ...string) *hostileSetup {
+	return newHostileSetupAs(t, contain, nil, flags...)
+}
+
+// newHostileSetupAs runs the gateway as user (nil: the test's own): the
+// setup's files are then readable by all, and the binaries are copied
+// where that user may run them.
+func newHostileSetupAs(t *testing.T, contain bool, user *syscall.Credential, flags ...string) *hostileSetup {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	gateway := toolshelf
 	dir := t.TempDir()
+	if user != nil {
+		os.Chmod(filepath.Dir(dir), 0o755) // the test's folder, above dir
+		os.Chmod(dir, 0o755)
+		bin := filepath.Join(dir, "bin")
+		os.Mkdir(bin, 0o755)
+		exe, gateway = copyExecutable(t, exe, bin), copyExecutable(t, toolshelf, bin)
+	}
 	h := &hostileSetup{dir: dir, home: filepath.Join(dir, "home"), grant: filepath.Join(dir, "granted"),
 		admin: "admin-" + strings.Repeat("a1b2", 8), profileToken: "ci-token-" + strings.Repeat("c3d4", 8)}
 	h.secrets = map[string]string{
@@ -56,8 +72,12 @@ func newHostileSetup(t *testing.T, contain bool) *hostileSetup {
 	// A server running as nobody (toolshelf is root here) writes its
 	// grant only if nobody may.
 	os.Chmod(h.grant, 0o777)
+	mode := os.FileMode(0o600)
+	if user != nil {
+		mode = 0o644
+	}
 	write := func(path, s string) {
-		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+		if err := os.WriteFile(path, []byte(s), mode); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -91,9 +111,14 @@ func newHostileSetup(t *testing.T, contain bool) *hostileSetup {
 	h.lock = filepath.Join(dir, "toolshelf.lock")
 	write(h.lock, `{"version":1,"servers":{}}`)
 
-	cmd := exec.Command(toolshelf, "serve", "--config", h.config, "--http", "127.0.0.1:0", "--auth-token-file", filepath.Join(dir, "secrets", "admin-token"))
+	cmd := exec.Command(gateway, append([]string{"serve", "--config", h.config, "--http", "127.0.0.1:0", "--auth-token-file", filepath.Join(dir, "secrets", "admin-token")}, flags...)...)
 	cmd.Env = append(os.Environ(), "HOME="+h.home,
 		"TOOLSHELF_STORE_KEY_FILE="+filepath.Join(dir, "secrets", "store-key"))
+	if user != nil {
+		state := testenv.WritableDir(t)
+		cmd.Env = append(cmd.Env, "XDG_CACHE_HOME="+state, "XDG_STATE_HOME="+state, "XDG_CONFIG_HOME="+state)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: user}
+	}
 	base := testenv.Listening(t, cmd, "the gateway", testenv.URLLine)
 	h.url, h.pid = base, cmd.Process.Pid
 	return h
@@ -211,21 +236,25 @@ func TestContainedServerReachesNothing(t *testing.T) {
 // descriptors (its command line is the kernel's to show; it holds no
 // secret when secrets come from files).
 func TestUncontainedServerCannotReadNonDumpableGateway(t *testing.T) {
-	h := newHostileSetup(t, false)
+	var user *syscall.Credential
+	if os.Geteuid() == 0 {
+		// Root reads any process's /proc: the gateway and its server run
+		// as nobody, a user without privileges.
+		user = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	h := newHostileSetupAs(t, false, user)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
 	cs := h.client(t, ctx)
 	gw := strconv.Itoa(h.pid)
-	if os.Geteuid() == 0 {
-		// Root reads any process's /proc; the server runs as toolshelf's
-		// user, root here. The test needs a user without privileges.
-		t.Log("toolshelf runs as root: an uncontained server is root too, and reads any /proc; checking the command line only")
-	} else {
-		for _, f := range []string{"environ", "mem", "fd", "root/", "cwd/"} {
-			if out := call(t, ctx, cs, "read", map[string]any{"path": "/proc/" + gw + "/" + f}); !strings.HasPrefix(out, "refused:") {
-				t.Errorf("/proc/%s/%s: got through: %.200s", gw, f, out)
-			}
+	for _, f := range []string{"environ", "mem", "fd", "root/", "cwd/", "maps"} {
+		if out := call(t, ctx, cs, "read", map[string]any{"path": "/proc/" + gw + "/" + f}); !strings.HasPrefix(out, "refused:") {
+			t.Errorf("/proc/%s/%s: got through: %.200s", gw, f, out)
 		}
+	}
+	refusedPtrace := call(t, ctx, cs, "ptrace", map[string]any{"pid": gw})
+	if !strings.HasPrefix(refusedPtrace, "refused:") {
+		t.Errorf("ptrace of the gateway: %s", refusedPtrace)
 	}
 	out := call(t, ctx, cs, "read", map[string]any{"path": "/proc/" + gw + "/cmdline"})
 	for name, s := range h.secrets {
@@ -375,4 +404,62 @@ func needBwrap(t *testing.T) {
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("needs bubblewrap (apt install bubblewrap); CI installs it")
 	}
+}
+
+// copyExecutable copies an executable into dir, readable and runnable by
+// all, and returns its path.
+func copyExecutable(t *testing.T, src, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, filepath.Base(src))
+	testenv.WriteScript(t, dst, string(b))
+	return dst
+}
+
+// TestAttackChainGetsNoSecret is the attack of issue 38 end to end: a
+// client of the ci profile has the hostile server harvest what it can,
+// read toolshelf's files and those of the user, and a run_code program
+// put it all together in every encoding; no secret toolshelf holds comes
+// back, whatever the server writes it as.
+func TestAttackChainGetsNoSecret(t *testing.T) {
+	t.Run("contained", func(t *testing.T) {
+		needBwrap(t)
+		attackChain(t, newHostileSetup(t, true, "--code"))
+	})
+	// Uncontained, the server reads the secret files itself: the second
+	// wall, cutting every secret in every form it knows, holds.
+	t.Run("uncontained", func(t *testing.T) { attackChain(t, newHostileSetup(t, false, "--code")) })
+}
+
+func attackChain(t *testing.T, h *hostileSetup) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	cs := h.client(t, ctx)
+	var paths []string
+	for _, p := range []string{h.config, h.lock, h.secretFile, filepath.Join(h.dir, "secrets", "admin-token"), filepath.Join(h.dir, "secrets", "store-key"),
+		filepath.Join(h.dir, "secrets", "other-key"), "/proc/1/environ", "/proc/" + strconv.Itoa(h.pid) + "/environ", "/proc/" + strconv.Itoa(h.pid) + "/cmdline"} {
+		paths = append(paths, strconv.Quote(p))
+	}
+	program := `const out = [];
+for (const p of [` + strings.Join(paths, ",") + `]) { out.push(await tools.hostile.read({path: p})); }
+out.push(await tools.hostile.harvest({}));
+const all = out.map(r => typeof r === "string" ? r : JSON.stringify(r)).join("\n");
+return all + "\n" + all.split("").reverse().join("") + "\n" + all.split("").join(" ");`
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_code", Arguments: map[string]any{"code": program}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	if res.IsError || b.Len() == 0 {
+		t.Fatalf("the program did not run as planned (error %v): %.3000s", res.IsError, b.String())
+	}
+	noSecret(t, h, b.String())
 }
