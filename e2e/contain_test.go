@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -462,4 +463,96 @@ return all + "\n" + all.split("").reverse().join("") + "\n" + all.split("").join
 		t.Fatalf("the program did not run as planned (error %v): %.3000s", res.IsError, b.String())
 	}
 	noSecret(t, h, b.String())
+}
+
+// TestRoutesFailClosedOverHTTP: serve --console without a token makes one
+// and prints a sign-in link; every route refuses a rebinding Host; the
+// metrics and health details need the token; a secret on the command
+// line is warned about.
+func TestRoutesFailClosedOverHTTP(t *testing.T) {
+	cfg := serverConfig(t, t.TempDir(), "svc", "ping", nil)
+	cmd := exec.Command(toolshelf, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--console")
+	signIn := testenv.Listening(t, cmd, "the gateway", regexp.MustCompile(`^\s+(http://\S+/console/login\?token=([0-9a-f]{64}))$`))
+	base := signIn[:strings.Index(signIn, "/console/")]
+	token := signIn[strings.Index(signIn, "token=")+len("token="):]
+	do := func(path, host, bearer string) int {
+		req, _ := http.NewRequest("GET", base+path, nil)
+		if host != "" {
+			req.Host = host
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	port := base[strings.LastIndex(base, ":"):]
+	for _, path := range []string{"/mcp", "/metrics", "/healthz", "/console/", "/console/login", "/console/quarantine"} {
+		if got := do(path, "rebound.attacker.example"+port, token); got != http.StatusForbidden {
+			t.Errorf("%s with a rebinding Host: %d, want 403", path, got)
+		}
+	}
+	if got := do("/metrics", "", ""); got != http.StatusUnauthorized {
+		t.Errorf("/metrics without the token: %d, want 401", got)
+	}
+	if got := do("/metrics", "localhost"+port, token); got != http.StatusOK {
+		t.Errorf("/metrics with the made token on localhost: %d", got)
+	}
+	if got := do("/console/", "", token); got != http.StatusOK {
+		t.Errorf("the console with the made token: %d", got)
+	}
+}
+
+// TestSecretOnCommandLineWarned: --auth-token is warned about at start,
+// --auth-token-file is not, and the token never appears in the log.
+func TestSecretOnCommandLineWarned(t *testing.T) {
+	cfg := serverConfig(t, t.TempDir(), "svc", "ping", nil)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte("file-token-0123456789abcdef\n"), 0o600)
+	for _, c := range []struct {
+		flags []string
+		warn  bool
+	}{
+		{[]string{"--auth-token", "flag-token-0123456789abcdef"}, true},
+		{[]string{"--auth-token-file", tokenFile}, false},
+	} {
+		var stderr lockedBuffer
+		cmd := exec.Command(toolshelf, append([]string{"serve", "--config", cfg, "--http", "127.0.0.1:0"}, c.flags...)...)
+		cmd.Stderr = &stderr
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 20*time.Second, "serve to log its URL", func() bool { return strings.Contains(stderr.String(), "url=") })
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+		log := stderr.String()
+		if warned := strings.Contains(log, "a secret was given on the command line"); warned != c.warn {
+			t.Errorf("%v: warned %v:\n%s", c.flags, warned, log)
+		}
+		if strings.Contains(log, "0123456789abcdef") {
+			t.Errorf("%v: the token is in the log:\n%s", c.flags, log)
+		}
+	}
+}
+
+// lockedBuffer is a strings.Builder a process writes while a test reads.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -165,5 +167,42 @@ func TestConfigStore(t *testing.T) {
 		if _, err := Parse([]byte(`{"mcpServers": {}, `+bad+`}`), "c.json", getenv); err == nil || !strings.Contains(err.Error(), "c.json:1") {
 			t.Errorf("%s: %v", bad, err)
 		}
+	}
+}
+
+// TestFileSecrets: ${file:PATH} reads a secret from a file (relative to
+// the configuration's folder), trims its newline, counts it a secret and
+// the file one no server sees; a missing file names itself, not a value.
+func TestFileSecrets(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "secrets"), 0o700)
+	os.WriteFile(filepath.Join(dir, "secrets", "gh"), []byte("ghp_fromafile0123456789\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "secrets", "ci"), []byte("ci-token-from-a-file-0123\n"), 0o600)
+	data := []byte(`{"mcpServers": {"gh": {"command": "x", "env": {"GITHUB_TOKEN": "${file:secrets/gh}"}}},
+		"profiles": {"ci": {"servers": ["gh"], "tokens": ["${file:` + filepath.Join(dir, "secrets", "ci") + `}"]}}}`)
+	cfg, err := Parse(data, filepath.Join(dir, "servers.json"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Servers[0].Env["GITHUB_TOKEN"]; got != "ghp_fromafile0123456789" {
+		t.Errorf("env = %q", got)
+	}
+	if got := cfg.Profiles[0].Tokens; len(got) != 1 || got[0] != "ci-token-from-a-file-0123" {
+		t.Errorf("tokens = %q", got)
+	}
+	s := cfg.Secrets()
+	if !slices.Contains(s.Values, "ci-token-from-a-file-0123") || !slices.Contains(s.Files, filepath.Join(dir, "secrets", "gh")) || !slices.Contains(s.Files, filepath.Join(dir, "secrets", "ci")) {
+		t.Errorf("secrets = %+v", s)
+	}
+	if !slices.Contains(cfg.Servers[0].secrets(), "ghp_fromafile0123456789") {
+		t.Errorf("the server's secrets miss the file's value")
+	}
+	bad := []byte(`{"mcpServers": {"gh": {"command": "x", "env": {"T": "${file:secrets/missing}"}}}}`)
+	cfg, err = Parse(bad, filepath.Join(dir, "servers.json"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := cfg.Servers[0].err; e == nil || !strings.Contains(e.Error(), "secrets/missing") || !strings.Contains(e.Error(), "env.T") {
+		t.Errorf("missing file: %v", e)
 	}
 }
