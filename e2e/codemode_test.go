@@ -57,7 +57,9 @@ var companies = []string{"Acme", "Globex", "Initech", "Umbrella"}
 // newFixture writes a project of Go sources, documents and tests, and a
 // knowledge graph of people, their cities, employers and managers.
 func newFixture(t *testing.T) *fixture {
-	f := &fixture{root: t.TempDir(), files: map[string]string{}}
+	// Folders a contained server may use, as nobody when the tests run
+	// as root.
+	f := &fixture{root: testenv.WritableDir(t), files: map[string]string{}}
 	line := func(i int) string {
 		return fmt.Sprintf("\tresult = append(result, compute(input[%d], weights[%d%%len(weights)])) // step %d of the pipeline", i, i, i)
 	}
@@ -130,8 +132,8 @@ func (f *fixture) memoryFile(t *testing.T) string {
 			enc.Encode(map[string]any{"type": "relation", "from": p.manager, "to": p.name, "relationType": "manages"})
 		}
 	}
-	path := filepath.Join(t.TempDir(), "memory.jsonl")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	path := filepath.Join(testenv.WritableDir(t), "memory.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -504,11 +506,14 @@ func TestCodeModeSavesTokens(t *testing.T) {
 	t.Parallel()
 	requireClients(t)
 	f := newFixture(t)
+	memory := f.memoryFile(t)
 	servers, _ := filepath.Abs("../testdata/servers")
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"filesystem": map[string]any{"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", f.root}, "cwd": servers},
-		"memory":     map[string]any{"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, "cwd": servers, "env": map[string]string{"MEMORY_FILE_PATH": f.memoryFile(t)}},
+		"filesystem": map[string]any{"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", f.root}, "cwd": servers,
+			"paths": map[string]any{"write": []string{f.root}}},
+		"memory": map[string]any{"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, "cwd": servers, "env": map[string]string{"MEMORY_FILE_PATH": memory},
+			"paths": map[string]any{"write": []string{filepath.Dir(memory)}}},
 		"everything": map[string]any{"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-everything/dist/index.js", "stdio"}, "cwd": servers},
 	}})
 	os.WriteFile(cfg, b, 0o644)

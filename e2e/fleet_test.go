@@ -298,8 +298,10 @@ func serverConfig(t *testing.T, dir, name, tools string, extra map[string]any) s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Uncontained: its tools write markers into the test's folder, which
+	// a contained server does not see (contain_test.go runs it contained).
 	cfg := map[string]any{"mcpServers": map[string]any{name: map[string]any{
-		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(),
+		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(), "contain": false,
 		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: tools},
 	}}}
 	for k, v := range extra {

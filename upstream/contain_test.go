@@ -145,3 +145,49 @@ func portHex(p int) string {
 	const digits = "0123456789ABCDEF"
 	return string([]byte{digits[p>>12&15], digits[p>>8&15], digits[p>>4&15], digits[p&15]})
 }
+
+// BenchmarkServerStart measures what containment costs a server's start:
+// the time from starting the process to its tool list (stopping it is
+// not counted), contained and
+// not, for the Go fixture and for a real Node server (server-memory).
+// docs/benchmarks.md has the figures.
+func BenchmarkServerStart(b *testing.B) {
+	memory, _ := filepath.Abs("../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+	servers := map[string]ServerConfig{"fixture": fake("s", "serve", []string{"echo"})}
+	if _, err := os.Stat(memory); err == nil {
+		servers["node"] = ServerConfig{Name: "s", Command: "node", Args: []string{memory}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(b.TempDir(), "m.jsonl")}}
+	}
+	for _, kind := range []string{"fixture", "node"} {
+		cfg, ok := servers[kind]
+		if !ok {
+			continue
+		}
+		for _, contain := range []bool{false, true} {
+			name := kind + "/uncontained"
+			if contain {
+				name = kind + "/contained"
+			}
+			b.Run(name, func(b *testing.B) {
+				if contain && findSandbox().why != "" {
+					b.Skip(findSandbox().why)
+				}
+				cfg := cfg
+				cfg.NoContain = !contain
+				for b.Loop() {
+					p := NewPool([]ServerConfig{cfg}, nil)
+					ctx, cancel := context.WithCancel(context.Background())
+					done := make(chan struct{})
+					go func() { p.Run(ctx); close(done) }()
+					p.Wait(ctx)
+					if st := p.Status()[0]; st.State != StateReady {
+						b.Fatalf("%+v", st)
+					}
+					b.StopTimer() // the start only: stopping is not what is measured
+					cancel()
+					<-done
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}

@@ -30,11 +30,17 @@ type expander struct {
 const maxSecretFile = 64 << 10
 
 // readFile expands ${file:PATH}: the file's content without its trailing
-// newline. The file is a secret's, so the value is one too.
+// newline. PATH may start with ~/ (the home folder); a relative one is
+// relative to the configuration's folder. The file is a secret's, so the value is one too.
 func (x *expander) readFile(name, where string) string {
 	if name == "" {
 		x.fail(fmt.Errorf("${file:} names no file (used in %s)", where))
 		return ""
+	}
+	if rest, ok := strings.CutPrefix(name, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			name = filepath.Join(home, rest)
+		}
 	}
 	if !filepath.IsAbs(name) && x.dir != "" {
 		name = filepath.Join(x.dir, name)

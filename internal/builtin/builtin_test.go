@@ -60,7 +60,9 @@ func TestMatchesLiveServers(t *testing.T) {
 	for i := range cfgs {
 		cfgs[i].Timeout = timeout
 		if cfgs[i].Name == "memory" {
-			cfgs[i].Env["MEMORY_FILE_PATH"] = t.TempDir() + "/memory.jsonl"
+			dir := testenv.WritableDir(t)
+			cfgs[i].Env["MEMORY_FILE_PATH"] = dir + "/memory.jsonl"
+			cfgs[i].WritePaths = []string{dir}
 		}
 	}
 	p := upstream.NewPool(cfgs, &upstream.Options{RestartDelay: time.Hour, MaxStarting: 4})
