@@ -32,6 +32,8 @@ type Redactor struct {
 	// reverse (see cutTexts).
 	literal   []string
 	skeletons []string
+	// literalSet and skeletonSet find them in one pass each.
+	literalSet, skeletonSet patterns
 }
 
 // NewRedactor returns a redactor of the given secrets (and the shapes
@@ -59,6 +61,7 @@ func NewRedactor(secrets ...string) *Redactor {
 	r.literal = slices.Compact(r.literal)
 	slices.SortFunc(r.skeletons, byLength)
 	r.skeletons = slices.Compact(r.skeletons)
+	r.literalSet, r.skeletonSet = newPatterns(r.literal), newPatterns(r.skeletons)
 	return r
 }
 

@@ -80,28 +80,10 @@ func (r *Redactor) cutTexts(texts []string) []string {
 	}
 	joined := strings.Join(texts, "")
 	var spans [][2]int
-	for _, f := range r.literal {
-		for i := 0; ; {
-			j := strings.Index(joined[i:], f)
-			if j < 0 {
-				break
-			}
-			spans = append(spans, [2]int{i + j, i + j + len(f)})
-			i += j + 1
-		}
-	}
+	r.literalSet.find(joined, func(start, end int) { spans = append(spans, [2]int{start, end}) })
 	if len(r.skeletons) > 0 {
 		sk, at := skeleton(joined)
-		for _, f := range r.skeletons {
-			for i := 0; ; {
-				j := strings.Index(string(sk[i:]), f)
-				if j < 0 {
-					break
-				}
-				spans = append(spans, [2]int{at[i+j], at[i+j+len(f)-1] + 1})
-				i += j + 1
-			}
-		}
+		r.skeletonSet.find(string(sk), func(start, end int) { spans = append(spans, [2]int{at[start], at[end-1] + 1}) })
 	}
 	if len(spans) == 0 {
 		return texts
@@ -134,4 +116,48 @@ func (r *Redactor) cutTexts(texts []string) []string {
 		base = end
 	}
 	return out
+}
+
+// patterns finds many strings of at least four bytes in a text in one
+// pass: each is filed under its first four bytes, so a position costs a
+// bit test on its first two (most fail there) and then a map lookup, not
+// a comparison with every pattern (40 secrets have some 400 forms).
+type patterns struct {
+	by4 map[uint32][]string
+	two *[1 << 13]byte // a bit for each first two bytes in use
+}
+
+func newPatterns(list []string) patterns {
+	p := patterns{by4: map[uint32][]string{}, two: new([1 << 13]byte)}
+	for _, s := range list {
+		if len(s) >= 4 {
+			k := key4(s)
+			p.by4[k] = append(p.by4[k], s)
+			b := uint16(k)
+			p.two[b>>3] |= 1 << (b & 7)
+		}
+	}
+	return p
+}
+
+func key4(s string) uint32 {
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// find calls found with the start and end of every match in text.
+func (p patterns) find(text string, found func(start, end int)) {
+	if len(p.by4) == 0 {
+		return
+	}
+	for i := 0; i+4 <= len(text); i++ {
+		b := uint16(text[i]) | uint16(text[i+1])<<8
+		if p.two[b>>3]&(1<<(b&7)) == 0 {
+			continue
+		}
+		for _, s := range p.by4[key4(text[i:])] {
+			if strings.HasPrefix(text[i:], s) {
+				found(i, i+len(s))
+			}
+		}
+	}
 }
