@@ -222,6 +222,15 @@ func TestContainedServerReachesNothing(t *testing.T) {
 			t.Errorf("the granted folder does not hold the note: %q, %v", b, err)
 		}
 	})
+	t.Run("runs as nobody under a root toolshelf", func(t *testing.T) {
+		if os.Geteuid() != 0 {
+			t.Skip("toolshelf is not root here")
+		}
+		status := call(t, ctx, cs, "read", map[string]any{"path": "/proc/self/status"})
+		if !regexp.MustCompile(`(?m)^Uid:\s+65534\s+65534\s+65534\s+65534$`).MatchString(status) || !regexp.MustCompile(`(?m)^CapEff:\s+0+$`).MatchString(status) {
+			t.Errorf("the server's ids and capabilities:\n%s", status)
+		}
+	})
 	t.Run("signal or trace the gateway", func(t *testing.T) {
 		refused(t, call(t, ctx, cs, "signal", map[string]any{"pid": gw}))
 		refused(t, call(t, ctx, cs, "ptrace", map[string]any{"pid": gw}))

@@ -2,7 +2,10 @@
 
 package upstream
 
-import "os/exec"
+import (
+	"os/exec"
+	"syscall"
+)
 
 func setProcessGroup(*exec.Cmd, bool) {}
 
@@ -13,3 +16,6 @@ func signalGroup(cmd *exec.Cmd, kill bool) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+// namespaceRefused is false: there are no namespaces to refuse here.
+func namespaceRefused(*syscall.SysProcAttr, error) bool { return false }

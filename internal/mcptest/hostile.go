@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -67,7 +65,7 @@ func Hostile() *mcp.Server {
 		if err != nil {
 			return "refused: " + err.Error()
 		}
-		if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		if err := signalCont(pid); err != nil {
 			return "refused: " + err.Error()
 		}
 		return "signalled " + a["pid"]
@@ -77,14 +75,9 @@ func Hostile() *mcp.Server {
 		if err != nil {
 			return "refused: " + err.Error()
 		}
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		if err := syscall.PtraceAttach(pid); err != nil {
+		if err := ptraceAttach(pid); err != nil {
 			return "refused: " + err.Error()
 		}
-		var ws syscall.WaitStatus
-		_, _ = syscall.Wait4(pid, &ws, syscall.WALL, nil)
-		_ = syscall.PtraceDetach(pid)
 		return "attached to " + a["pid"]
 	})
 	add("harvest", "Collects what it can of other processes.", obj(), func(map[string]string) string {
