@@ -14,13 +14,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -274,8 +274,8 @@ func TestConsoleWithoutTokenRefusesAll(t *testing.T) {
 // TestSignInLinkAndLimit: the sign-in link serve prints signs a browser
 // in; five failures a minute from one address block it, each logged.
 func TestSignInLinkAndLimit(t *testing.T) {
-	var logged strings.Builder
-	base := consoleWith(t, &Options{AuthToken: "the-real-token-1234", Logger: slog.New(slog.NewTextHandler(&lockedWriter{w: &logged}, nil))})
+	var logged testenv.Buffer
+	base := consoleWith(t, &Options{AuthToken: "the-real-token-1234", Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
 	if status, body := get(t, c, base+"/console/login?token=the-real-token-1234"); status != 200 || !strings.Contains(body, "Token budget") {
@@ -293,16 +293,4 @@ func TestSignInLinkAndLimit(t *testing.T) {
 	if n := strings.Count(logged.String(), "console sign-in failed"); n != 5 || strings.Contains(logged.String(), "guess-") {
 		t.Errorf("log (%d failures):\n%s", n, logged.String())
 	}
-}
-
-// lockedWriter serialises writes of a logger shared by handlers.
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }

@@ -33,7 +33,7 @@ type stdioSession struct {
 	in     *io.PipeWriter
 	out    *bufio.Scanner
 	done   chan int
-	stderr *lockedWriter
+	stderr *testenv.Buffer
 
 	hangUpOnce sync.Once
 }
@@ -56,7 +56,7 @@ func startServe(t *testing.T, args ...string) *stdioSession {
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	s := &stdioSession{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan int, 1), stderr: &lockedWriter{}}
+	s := &stdioSession{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan int, 1), stderr: &testenv.Buffer{}}
 	s.out.Buffer(make([]byte, 1<<20), 16<<20)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
@@ -176,24 +176,6 @@ func TestServeErrors(t *testing.T) {
 			t.Errorf("%v: code %d stderr %q, want 2 and %q", tt.args, r.code, r.stderr, tt.stderr)
 		}
 	}
-}
-
-// lockedWriter is a strings.Builder safe for the logger's goroutines.
-type lockedWriter struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (w *lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // Stopping serve leaves nothing behind: every server process it started
@@ -355,7 +337,7 @@ func TestServeHTTPSlowClient(t *testing.T) {
 // and returns its /mcp URL.
 func startServeHTTP(t *testing.T, args ...string) string {
 	t.Helper()
-	stderr := &lockedWriter{}
+	stderr := &testenv.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {

@@ -153,3 +153,23 @@ func Chromium(t testing.TB) string {
 	t.Skip(msg)
 	return ""
 }
+
+// Buffer is a strings.Builder that a process's output or a logger's
+// goroutines write while a test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String returns what was written so far.
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
