@@ -52,8 +52,10 @@ API keys go from the client to the upstream as they came; the proxy keeps
 and logs none. It logs one line per request: tools in, tools deferred,
 rounds, tokens saved (a passed request with the upstream's status, and its
 error when the upstream failed). GET /healthz is the proxy's own health.
-Beyond loopback it needs --token (or $TOOLSHELF_PROXY_TOKEN), which
-clients send in X-Toolshelf-Token.
+Beyond loopback it needs --token (or $TOOLSHELF_PROXY_TOKEN, or
+$TOOLSHELF_PROXY_TOKEN_FILE naming a file that holds it: a flag is
+readable by every local user, and is warned about), which clients send in
+X-Toolshelf-Token.
 
 With OTEL_EXPORTER_OTLP_ENDPOINT set (see 'toolshelf help serve'), each
 request is a trace: the request's span (its parent the client's
@@ -96,6 +98,7 @@ a traceparent header, and one span per search the proxy answered.`,
 			if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 				return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
 			}
+			onCommandLine := *token != ""
 			if *token == "" {
 				*token = e.getenv(envProxyToken)
 			}
@@ -103,6 +106,9 @@ a traceparent header, and one span per search the proxy answered.`,
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+			if onCommandLine {
+				logger.Warn("a secret was given on the command line, which every local user can read (ps, /proc/PID/cmdline); give it in a file: $"+envProxyToken+"_FILE", "flags", "--token")
+			}
 			tel, err := telemetry.New(ctx, &telemetry.Options{Getenv: e.getenv, Version: version(), Logger: logger.With("component", "telemetry")})
 			if err != nil {
 				return badInput(err)
