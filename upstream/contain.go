@@ -68,13 +68,6 @@ var packageCaches = map[string][]string{
 	"deno": {".cache/deno"},
 }
 
-// jail is how one contained server is started: bwrap's arguments before
-// the server's command.
-type jail struct {
-	bwrap string
-	args  []string
-}
-
 // sandboxPlan is what a contained server is given, in the order the
 // mounts are made.
 type sandboxPlan struct {
