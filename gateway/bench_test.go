@@ -318,7 +318,7 @@ func BenchmarkCallRealServer(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	b.Run("path=pool", func(b *testing.B) {
 		for b.Loop() {
-			if _, err := pool.Call(context.Background(), "mcp__memory__read_graph", nil); err != nil {
+			if _, err := pool.Scope(nil).Call(context.Background(), "mcp__memory__read_graph", nil); err != nil {
 				b.Fatal(err)
 			}
 		}

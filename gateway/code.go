@@ -11,6 +11,7 @@ import (
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/sandbox"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // Code mode (Options.Code): beside search_tools, run_code runs a program
@@ -88,8 +89,7 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 	start := time.Now()
 	note := &callNote{}
 	ctx = context.WithValue(ctx, callNoteKey{}, note)
-	res := s.call(ctx, e.Name, args)
-	s.noteCall(ctx, ss, e.Name, e.Server, !res.IsError)
+	res := s.reach(ctx, ss, &upstream.Call{Tool: e, Args: args, Via: "code"})
 	if s.opts.Audit != nil {
 		s.audit(ctx, ss, audit.Record{Kind: "call", Tool: e.Name, Via: "code", Rank: note.rank}, args, start, res)
 	}

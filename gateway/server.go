@@ -527,35 +527,29 @@ func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "call", name, func(ctx context.Context) *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-				res := s.call(ctx, name, req.Params.Arguments)
-				if s.opts.Activate {
-					// A tool an --activate search added to the list.
-					s.noteCall(ctx, req.Session, name, s.serverOf(name), !res.IsError)
+				e, err := s.up.Resolve(name)
+				if err != nil {
+					return toolError("%s: %v", name, err)
 				}
-				return res
+				return s.reach(ctx, req.Session, &upstream.Call{Tool: e, Args: req.Params.Arguments, Via: "direct"})
 			})
 		}), nil
 	}
 }
 
-// serverOf returns the server of a tool of the current catalog, or "".
-func (s *Server) serverOf(name string) string {
-	if snap := s.state.Load(); snap != nil {
-		if e, ok := snap.Catalog.Lookup(name); ok {
-			return e.Server
-		}
-	}
-	return ""
-}
-
-// call forwards a call upstream, logs it, and turns failures into tool
-// errors the model can read.
-func (s *Server) call(ctx context.Context, name string, args json.RawMessage) *mcp.CallToolResult {
+// reach is the gateway's side of every tool call, however the client
+// reached the tool (call_tool, a tool listed directly, a program's call):
+// the scope's one call path asks the rules and calls, and this records
+// the call once (metrics, the log, what search learns) and turns a
+// failure into a tool error the model can read.
+func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.Call) *mcp.CallToolResult {
 	ctx, done := bindRequest(ctx)
 	defer done()
+	if c.Client == "" {
+		c.Client = clientName(ss)
+	}
 	start := time.Now()
-	server := s.serverOf(name)
-	res, err := s.up.Call(ctx, name, args)
+	res, err := s.up.Reach(ctx, c)
 	took := time.Since(start)
 	outcome := "ok"
 	switch {
@@ -566,14 +560,30 @@ func (s *Server) call(ctx context.Context, name string, args json.RawMessage) *m
 	case res.IsError:
 		outcome = "tool_error"
 	}
-	s.met.observeCall(ctx, server, outcome, took)
+	s.met.observeCall(ctx, c.Tool.Server, outcome, took)
 	// Per call at debug: the audit log is the record of calls, and a busy
 	// gateway's log must not grow with its traffic.
-	s.logger.Debug("call", "tool", name, "server", server, "duration", took.Round(time.Microsecond), "outcome", outcome)
+	s.logger.Debug("call", "tool", c.Tool.Name, "server", c.Tool.Server, "via", c.Via, "duration", took.Round(time.Microsecond), "outcome", outcome)
 	if err != nil {
-		return toolError("%s: %v", name, err)
+		res = toolError("%s: %v", c.Tool.Name, err)
+	}
+	// A directly listed tool teaches search only when an --activate
+	// search put it there.
+	if c.Via != "direct" || s.opts.Activate {
+		s.noteCall(ctx, ss, c.Tool.Name, c.Tool.Server, !res.IsError)
 	}
 	return res
+}
+
+// clientName is the name a session's client gave in its initialize.
+func clientName(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil {
+		return p.ClientInfo.Name
+	}
+	return ""
 }
 
 // awaitPending returns the current snapshot once ok holds for it, or no

@@ -17,6 +17,7 @@ import (
 	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // The meta tools' names.
@@ -250,9 +251,7 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 	if err != nil {
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
-	res := s.call(ctx, e.Name, args)
-	s.noteCall(ctx, ss, e.Name, e.Server, !res.IsError)
-	return res
+	return s.reach(ctx, ss, &upstream.Call{Tool: e, Args: args, Via: "call_tool"})
 }
 
 // unknownTool explains a call to a name the catalog does not have and

@@ -38,7 +38,7 @@ func TestContainedServerServes(t *testing.T) {
 	if st[1].Contained || !strings.Contains(st[1].Uncontained, `"contain": false`) {
 		t.Errorf("uncontained server: %+v", st[1])
 	}
-	res, err := p.Call(context.Background(), "mcp__box__echo", json.RawMessage(`{"text":"hi"}`))
+	res, err := p.Scope(nil).Call(context.Background(), "mcp__box__echo", json.RawMessage(`{"text":"hi"}`))
 	if err != nil || len(res.Content) == 0 {
 		t.Fatalf("call: %v %v", res, err)
 	}
@@ -124,7 +124,7 @@ func TestContainedWithoutNetwork(t *testing.T) {
 	off.NoNetwork = true
 	p := startPool(t, []ServerConfig{on, off}, nil)
 	sockets := func(server string) string {
-		res, err := p.Call(context.Background(), "mcp__"+server+"__read", json.RawMessage(`{"path":"/proc/net/tcp"}`))
+		res, err := p.Scope(nil).Call(context.Background(), "mcp__"+server+"__read", json.RawMessage(`{"path":"/proc/net/tcp"}`))
 		if err != nil {
 			t.Fatal(err)
 		}

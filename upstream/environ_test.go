@@ -89,7 +89,7 @@ func TestPoolKeepsOwnSecrets(t *testing.T) {
 	secrets := Secrets{Values: []string{admin}, Vars: []string{"TOOLSHELF_AUTH_TOKEN"}}
 	t.Setenv("TOOLSHELF_AUTH_TOKEN", admin)
 	p := startPool(t, []ServerConfig{fake("a", "serve", []string{"echo"})}, &Options{Secrets: secrets})
-	res, err := p.Call(context.Background(), "mcp__a__echo", json.RawMessage(`{"text":"the token is `+admin+`"}`))
+	res, err := p.Scope(nil).Call(context.Background(), "mcp__a__echo", json.RawMessage(`{"text":"the token is `+admin+`"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

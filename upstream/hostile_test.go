@@ -29,7 +29,7 @@ func TestPoolHostileServers(t *testing.T) {
 	ctx := context.Background()
 	callGood := func(when string) {
 		t.Helper()
-		if res, err := p.Call(ctx, "mcp__good__echo", json.RawMessage(`{"text":"hi"}`)); err != nil || res.IsError {
+		if res, err := p.Scope(nil).Call(ctx, "mcp__good__echo", json.RawMessage(`{"text":"hi"}`)); err != nil || res.IsError {
 			t.Errorf("the good server %s: %v", when, err)
 		}
 	}
@@ -50,7 +50,7 @@ func TestPoolHostileServers(t *testing.T) {
 	// notifications, and the server still answers.
 	var n int
 	eventually(t, "the storm to pass", func() bool {
-		res, err := p.Call(ctx, "mcp__storm__listings", nil)
+		res, err := p.Scope(nil).Call(ctx, "mcp__storm__listings", nil)
 		if err != nil {
 			return false
 		}
@@ -66,7 +66,7 @@ func TestPoolHostileServers(t *testing.T) {
 	// A flood on stdout is skipped line by line; the server's calls work
 	// and what is kept of the flood is bounded.
 	eventually(t, "the flooding server to answer", func() bool {
-		_, err := p.Call(ctx, "mcp__flood__listings", nil)
+		_, err := p.Scope(nil).Call(ctx, "mcp__flood__listings", nil)
 		return err == nil
 	})
 	if s := p.byName["flood"]; s != nil {

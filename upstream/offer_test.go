@@ -69,7 +69,7 @@ func TestPoolNoPrefix(t *testing.T) {
 	if st := statusOf(p, "beta"); !strings.Contains(st.Error, `"read"`) || !strings.Contains(st.Error, "alpha") {
 		t.Errorf("beta's status does not name the collision: %+v", st)
 	}
-	if res, err := p.Call(context.Background(), "list", nil); err != nil || res.IsError {
+	if res, err := p.Scope(nil).Call(context.Background(), "list", nil); err != nil || res.IsError {
 		t.Errorf("calling an unprefixed tool: %v %+v", err, res)
 	}
 }

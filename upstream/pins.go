@@ -139,6 +139,19 @@ func (p *Pool) Rejudge() {
 // at start-up and at run time (a tools/list_changed that rewrote a tool).
 func (p *Pool) Quarantines() int64 { return p.quarantines.Load() }
 
+// quarantinedTool reports whether the lock file holds a server's tool
+// back now.
+func (p *Pool) quarantinedTool(server, tool string) (Quarantined, bool) {
+	p.pubMu.Lock()
+	defer p.pubMu.Unlock()
+	for _, h := range p.quarantined[server] {
+		if h.Tool == tool {
+			return h, true
+		}
+	}
+	return Quarantined{}, false
+}
+
 // quarantinedCount returns how many of a server's tools are quarantined.
 func (p *Pool) quarantinedCount(server string) int {
 	p.pubMu.Lock()

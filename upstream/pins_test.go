@@ -63,11 +63,11 @@ func TestPinsJudgeChangesAtRunTime(t *testing.T) {
 	if st := statusOf(p, "mem"); st.Quarantined != 1 || st.Tools != 1 {
 		t.Errorf("status: %+v", st)
 	}
-	_, err := p.Call(context.Background(), "mcp__mem__read", nil)
+	_, err := p.Scope(nil).Call(context.Background(), "mcp__mem__read", nil)
 	if !errors.Is(err, ErrQuarantined) || !strings.Contains(err.Error(), "toolshelf tools approve mem/read") {
 		t.Errorf("calling the held tool: %v", err)
 	}
-	if _, err := p.Call(context.Background(), "mcp__mem__write", nil); err != nil {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__mem__write", nil); err != nil {
 		t.Errorf("calling the other tool: %v", err)
 	}
 

@@ -124,6 +124,9 @@ type Options struct {
 	// inside a path it was given. Secrets.Files and toolshelf's default
 	// configuration, cache and state folders are hidden too.
 	Hide []string
+	// Rules are asked after the built-in ones (the profile, the server's
+	// tool filter, the lock file) about every call (see [Scope.Reach]).
+	Rules []Rule
 	// NoContain runs every stdio server uncontained, as a program that
 	// contains toolshelf itself may choose; servers are contained by
 	// default where the system allows (see [Containment]).
@@ -344,26 +347,16 @@ var (
 	ErrUnverified  = errors.New("tool has not been listed by its server")
 )
 
-// Call calls a tool by its qualified name with the given JSON arguments
-// (an object, or empty for none) and returns the server's result as it
-// came. A server that is connecting or restarting is waited for, up to its
-// timeout. Cancelling ctx cancels the call on the server.
-func (p *Pool) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+// call calls a resolved tool with the given JSON arguments (an object,
+// or empty for none) and returns the server's result with every secret
+// cut. A server that is connecting or restarting is waited for, up to its
+// timeout. Cancelling ctx cancels the call on the server. Only a scope
+// calls it, after its rules (see [Scope.Reach]).
+func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage) (*mcp.CallToolResult, error) {
 	if p.fixed != "" {
-		return nil, fmt.Errorf("toolshelf is serving %s, which has no servers to call; configure your MCP servers to call tools", p.fixed)
+		return nil, p.noServers()
 	}
-	e, ok := p.Catalog().Lookup(name)
-	if !ok {
-		for _, h := range p.Quarantined() {
-			if h.Name == name {
-				return nil, fmt.Errorf("%w: %s", ErrQuarantined, h.Message())
-			}
-		}
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
-	}
-	if e.Unverified {
-		return nil, fmt.Errorf("%w: %s is known only from %s's configuration or output", ErrUnverified, name, e.Server)
-	}
+	name := e.Name
 	s := p.byName[e.Server]
 	if s == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)

@@ -149,14 +149,14 @@ func TestPoolListsAndCalls(t *testing.T) {
 		t.Errorf("server info = %+v", srv)
 	}
 
-	res, err := p.Call(context.Background(), "mcp__noisy__echo", json.RawMessage(`{"text":"hi"}`))
+	res, err := p.Scope(nil).Call(context.Background(), "mcp__noisy__echo", json.RawMessage(`{"text":"hi"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got, want := textOf(t, res), `{"tool":"echo","arguments":{"text":"hi"}}`; got != want {
 		t.Errorf("call result %s, want %s", got, want)
 	}
-	if _, err := p.Call(context.Background(), "mcp__alpha__nope", nil); !errors.Is(err, ErrUnknownTool) {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__alpha__nope", nil); !errors.Is(err, ErrUnknownTool) {
 		t.Errorf("unknown tool: err = %v, want ErrUnknownTool", err)
 	}
 }
@@ -181,7 +181,7 @@ func TestPoolKeepsRawTools(t *testing.T) {
 	if q == nil || !q.AlwaysLoad || !strings.Contains(string(q.Raw), `"vendor/x":1`) || !strings.Contains(string(q.Raw), `"$ref":"#/$defs/q"`) {
 		t.Errorf("query tool = %+v", q)
 	}
-	res, err := p.Call(context.Background(), "mcp__raw__query", json.RawMessage(`{"sql":"select 1"}`))
+	res, err := p.Scope(nil).Call(context.Background(), "mcp__raw__query", json.RawMessage(`{"sql":"select 1"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestPoolFaults(t *testing.T) {
 	if e == nil || !e.Unverified || e.Description != "Listed in the functions shape: search_docs" || len(e.Params) != 1 {
 		t.Errorf("printed tool = %+v", e)
 	}
-	if _, err := p.Call(context.Background(), "mcp__printer__search_docs", nil); !errors.Is(err, ErrUnverified) {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__printer__search_docs", nil); !errors.Is(err, ErrUnverified) {
 		t.Errorf("call to an unverified tool: %v", err)
 	}
 	if diff := cmp.Diff([]string{"send_message"}, toolNames(c, "approved")); diff != "" {
@@ -250,7 +250,7 @@ func TestPoolFaults(t *testing.T) {
 	if st := statusOf(p, "approved"); st.Source != SourceAutoApprove {
 		t.Errorf("approved source = %q", st.Source)
 	}
-	if _, err := p.Call(context.Background(), "mcp__good__ping_me", nil); err != nil {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__good__ping_me", nil); err != nil {
 		t.Errorf("the good server stopped working: %v", err)
 	}
 }
@@ -283,7 +283,7 @@ func TestPoolRestartsCrashedServer(t *testing.T) {
 	}
 	firstPID := readPID(t, pidFile)
 
-	if _, err := p.Call(context.Background(), "mcp__crashy__crash", nil); err == nil {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__crashy__crash", nil); err == nil {
 		t.Fatal("call to a crashing tool succeeded")
 	}
 	eventually(t, "a restart", func() bool {
@@ -293,7 +293,7 @@ func TestPoolRestartsCrashedServer(t *testing.T) {
 	if pid := readPID(t, pidFile); pid == firstPID {
 		t.Errorf("no new process after the crash (pid %d)", pid)
 	}
-	res, err := p.Call(context.Background(), "mcp__crashy__echo", json.RawMessage(`{"text":"again"}`))
+	res, err := p.Scope(nil).Call(context.Background(), "mcp__crashy__echo", json.RawMessage(`{"text":"again"}`))
 	if err != nil {
 		t.Fatalf("call after restart: %v", err)
 	}
@@ -326,7 +326,7 @@ func TestPoolRestartsKilledProcess(t *testing.T) {
 		st := statusOf(p, "victim")
 		return st.Restarts >= 1 && st.State == StateReady
 	})
-	if _, err := p.Call(context.Background(), "mcp__victim__echo", nil); err != nil {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__victim__echo", nil); err != nil {
 		t.Fatalf("call after restart: %v", err)
 	}
 }
@@ -346,10 +346,10 @@ func TestPoolListChanged(t *testing.T) {
 	p := startPool(t, []ServerConfig{fake("dyn", "serve", []string{"add_tool", "remove_tool", "old_tool"})}, nil)
 	changed := p.Changed()
 	before := p.Catalog().Version()
-	if _, err := p.Call(context.Background(), "mcp__dyn__add_tool", json.RawMessage(`{"name":"new_tool"}`)); err != nil {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__dyn__add_tool", json.RawMessage(`{"name":"new_tool"}`)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := p.Call(context.Background(), "mcp__dyn__remove_tool", json.RawMessage(`{"name":"old_tool"}`)); err != nil {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__dyn__remove_tool", json.RawMessage(`{"name":"old_tool"}`)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the new snapshot", func() bool {
@@ -364,7 +364,7 @@ func TestPoolListChanged(t *testing.T) {
 	default:
 		t.Error("Changed was not closed")
 	}
-	if _, err := p.Call(context.Background(), "mcp__dyn__new_tool", nil); err != nil {
+	if _, err := p.Scope(nil).Call(context.Background(), "mcp__dyn__new_tool", nil); err != nil {
 		t.Errorf("calling the added tool: %v", err)
 	}
 }
@@ -375,7 +375,7 @@ func TestPoolCancelsCalls(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, err := p.Call(ctx, "mcp__slow__wait", json.RawMessage(`{"marker":`+strconv.Quote(marker)+`}`))
+		_, err := p.Scope(nil).Call(ctx, "mcp__slow__wait", json.RawMessage(`{"marker":`+strconv.Quote(marker)+`}`))
 		errc <- err
 	}()
 	eventually(t, "the call to reach the server", func() bool {
@@ -494,7 +494,7 @@ func TestPoolRemote(t *testing.T) {
 		if st := statusOf(p, name); st.State != StateReady || st.Tools != 1 {
 			t.Errorf("%s: %+v", name, st)
 		}
-		res, err := p.Call(context.Background(), "mcp__"+name+"__lookup", json.RawMessage(`{"text":"x"}`))
+		res, err := p.Scope(nil).Call(context.Background(), "mcp__"+name+"__lookup", json.RawMessage(`{"text":"x"}`))
 		if err != nil {
 			t.Errorf("%s call: %v", name, err)
 			continue

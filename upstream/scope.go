@@ -4,7 +4,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sync"
@@ -44,9 +43,6 @@ func (p *Pool) Scope(profile *Profile) *Scope {
 	p.scopesMu.Unlock()
 	return sc
 }
-
-// Pool returns the pool the scope is part of.
-func (sc *Scope) Pool() *Pool { return sc.pool }
 
 // Profile returns the name of the scope's profile.
 func (sc *Scope) Profile() string {
@@ -98,17 +94,6 @@ func (sc *Scope) Quarantined() []Quarantined {
 // Offers returns what the profile's servers offer besides tools.
 func (sc *Scope) Offers() []Offer {
 	return slices.DeleteFunc(sc.pool.Offers(), func(o Offer) bool { return !sc.HasServer(o.Server) })
-}
-
-// Call calls a tool of the profile (see [Pool.Call]); a tool outside it is
-// an unknown tool, whatever was listed.
-func (sc *Scope) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	if sc.profile != nil {
-		if _, ok := sc.Catalog().Lookup(name); !ok {
-			return nil, fmt.Errorf("%w %q in profile %s", ErrUnknownTool, name, sc.profile.Name)
-		}
-	}
-	return sc.pool.Call(ctx, name, args)
 }
 
 // Session runs f with a server's session (see [Pool.Session]), if the
@@ -169,6 +154,11 @@ func Fixed(cat *catalog.Catalog, source string) *Pool {
 	p.fixed = source
 	p.snap.Store(cat)
 	return p
+}
+
+// noServers is the error for a call to a pool without servers.
+func (p *Pool) noServers() error {
+	return fmt.Errorf("toolshelf is serving %s, which has no servers to call; configure your MCP servers to call tools", p.fixed)
 }
 
 // noServer is the error for a server the pool does not have.

@@ -308,6 +308,7 @@ func isTerminal(w io.Writer) bool {
 type catalogSource struct {
 	cat     *catalog.Catalog
 	scope   *upstream.Scope // the pool (fixed, or running) as the profile sees it
+	up      *upstream.Pool  // that pool, for another profile's scope (narrow)
 	pool    *runningPool    // nil unless servers were started
 	status  []upstream.Status
 	name    string            // for messages: a file name, or "the built-in catalog"
@@ -345,7 +346,7 @@ func (s *catalogSource) narrow(profile string) error {
 	if !ok {
 		return usagef("--profile %q: %s has no such profile%s", profile, s.name, profileList(s.config))
 	}
-	s.scope = s.scope.Pool().Scope(p)
+	s.scope = s.up.Scope(p)
 	s.cat, s.status, s.profile = s.scope.Catalog(), s.scope.Status(), p
 	return nil
 }
@@ -379,12 +380,12 @@ func openCatalog(ctx context.Context, e *env, catalogFile, configFlag, storeURL 
 	}
 	if src.config == nil {
 		scope := src.pool.Scope(nil)
-		return &catalogSource{cat: scope.Catalog(), scope: scope, name: src.name}, nil
+		return &catalogSource{cat: scope.Catalog(), scope: scope, up: src.pool, name: src.name}, nil
 	}
 	p, err := start(ctx, e, src.pool)
 	if err != nil {
 		return nil, err
 	}
 	scope := p.Scope(nil)
-	return &catalogSource{cat: scope.Catalog(), scope: scope, pool: p, status: scope.Status(), name: src.name, config: src.config, pins: src.pins}, nil
+	return &catalogSource{cat: scope.Catalog(), scope: scope, up: src.pool, pool: p, status: scope.Status(), name: src.name, config: src.config, pins: src.pins}, nil
 }

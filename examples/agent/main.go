@@ -110,6 +110,7 @@ type agent struct {
 	log      *slog.Logger
 	api      *anthropic.Client
 	pool     *upstream.Pool
+	scope    *upstream.Scope // every tool: its calls pass the pool's rules
 	settings policy.Settings
 	baseURL  string
 	searcher *messages.Searcher
@@ -146,7 +147,7 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	pool := upstream.NewPool(cfgs, &upstream.Options{Logger: log.With("component", "upstream")})
 	a := &agent{
-		opts: o, log: log, pool: pool, settings: settings,
+		opts: o, log: log, pool: pool, scope: pool.Scope(nil), settings: settings,
 		baseURL:  getenv("ANTHROPIC_BASE_URL"),
 		api:      anthropic.NewClient(getenv("ANTHROPIC_API_KEY"), &anthropic.Options{BaseURL: getenv("ANTHROPIC_BASE_URL")}),
 		searcher: &messages.Searcher{},
@@ -329,7 +330,7 @@ func (a *agent) useTools(ctx context.Context, reply messages.Message, st turnSta
 			out.Content = append(out.Content, messages.ToolResult(id, []messages.Block{messages.TextBlock(hint)}, true))
 			continue
 		}
-		res, err := a.pool.Call(ctx, name, input)
+		res, err := a.call(ctx, name, input)
 		if err != nil {
 			out.Content = append(out.Content, messages.ToolResult(id, []messages.Block{messages.TextBlock(err.Error())}, true))
 			continue
@@ -337,6 +338,16 @@ func (a *agent) useTools(ctx context.Context, reply messages.Message, st turnSta
 		out.Content = append(out.Content, messages.ToolResult(id, contentBlocks(res), res.IsError))
 	}
 	return out
+}
+
+// call calls a tool the model named: through the scope's one call path,
+// which asks the same rules as the gateway's.
+func (a *agent) call(ctx context.Context, name string, input json.RawMessage) (*mcp.CallToolResult, error) {
+	e, err := a.scope.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	return a.scope.Reach(ctx, &upstream.Call{Tool: e, Args: input, Via: "library"})
 }
 
 // runCode runs a program of the model's: its calls go to the servers as
@@ -351,7 +362,7 @@ func (a *agent) runCode(ctx context.Context, id string, input json.RawMessage, c
 		if !ok || e.Unverified {
 			return nil, fmt.Errorf("there is no tool %s", sandbox.Accessor(server, tool))
 		}
-		res, err := a.pool.Call(ctx, e.Name, args)
+		res, err := a.scope.Reach(ctx, &upstream.Call{Tool: e, Args: args, Via: "code"})
 		if err != nil {
 			return nil, err
 		}

@@ -97,10 +97,10 @@ func TestMatchesLiveServers(t *testing.T) {
 
 	// A real call: server-memory stores and reads back an entity.
 	args := json.RawMessage(`{"entities":[{"name":"toolshelf","entityType":"project","observations":["defers tool definitions"]}]}`)
-	if _, err := p.Call(ctx, "mcp__memory__create_entities", args); err != nil {
+	if _, err := p.Scope(nil).Call(ctx, "mcp__memory__create_entities", args); err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Call(ctx, "mcp__memory__open_nodes", json.RawMessage(`{"names":["toolshelf"]}`))
+	res, err := p.Scope(nil).Call(ctx, "mcp__memory__open_nodes", json.RawMessage(`{"names":["toolshelf"]}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,86 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
+)
+
+// A Call is one call of a tool, however the tool was reached: a client's
+// call_tool, a tool listed directly, a program's call in code mode, the
+// Messages library's agent.
+type Call struct {
+	// Tool is the tool, resolved once (see [Scope.Resolve]).
+	Tool *catalog.Entry
+	// Args are the arguments as the server will get them.
+	Args json.RawMessage
+	// Via says how the tool was reached: "call_tool", "direct", "code"
+	// or "library", for rules and records.
+	Via string
+	// Client is the name the client gave in its initialize, if any.
+	Client string
+}
+
+// A Rule decides whether a call may go: nil lets it pass, an error stops
+// it, and is what the caller is told. A scope asks its rules in order
+// (the built-in ones first, then [Options.Rules]); the first error
+// stops the call. A rule is one function in a file of its own.
+type Rule func(ctx context.Context, sc *Scope, c *Call) error
+
+// Resolve finds a tool of the scope's profile by its qualified name: the
+// one lookup of a call. A quarantined tool's error says so and how to
+// approve it; a tool outside the profile is unknown, whatever was listed.
+func (sc *Scope) Resolve(name string) (*catalog.Entry, error) {
+	if sc.pool.fixed != "" {
+		return nil, sc.pool.noServers()
+	}
+	if e, ok := sc.Catalog().Lookup(name); ok {
+		return e, nil
+	}
+	for _, h := range sc.Quarantined() {
+		if h.Name == name {
+			return nil, fmt.Errorf("%w: %s", ErrQuarantined, h.Message())
+		}
+	}
+	if sc.profile != nil {
+		return nil, fmt.Errorf("%w %q in profile %s", ErrUnknownTool, name, sc.profile.Name)
+	}
+	return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+}
+
+// Reach calls a tool: every call of every face passes here. It asks the
+// scope's rules in order and, when none stops it, calls the tool's
+// server. The result has every secret the pool holds cut from it.
+func (sc *Scope) Reach(ctx context.Context, c *Call) (*mcp.CallToolResult, error) {
+	if c.Tool == nil {
+		return nil, errors.New("upstream: a call without a tool")
+	}
+	for _, rule := range builtinRules {
+		if err := rule(ctx, sc, c); err != nil {
+			return nil, err
+		}
+	}
+	for _, rule := range sc.pool.opts.Rules {
+		if err := rule(ctx, sc, c); err != nil {
+			return nil, err
+		}
+	}
+	return sc.pool.call(ctx, c.Tool, c.Args)
+}
+
+// Call resolves a tool by its qualified name and reaches it (see
+// [Scope.Resolve] and [Scope.Reach]).
+func (sc *Scope) Call(ctx context.Context, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	e, err := sc.Resolve(name)
+	if err != nil {
+		return nil, err
+	}
+	return sc.Reach(ctx, &Call{Tool: e, Args: args})
+}
+
+// builtinRules are the rules every call passes, in order.
+var builtinRules = []Rule{inProfile, serverFilter, verified}
