@@ -2,10 +2,16 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/rules"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
@@ -60,5 +66,70 @@ func TestEveryPathAsksTheRules(t *testing.T) {
 	want := []string{"call_tool mcp__github__create_pull_request", "direct mcp__github__create_pull_request", "code mcp__github__create_pull_request", "code mcp__github__create_issue"}
 	if strings.Join(asked, "|") != strings.Join(want, "|") {
 		t.Errorf("the rule was asked:\n%s\nwant:\n%s", strings.Join(asked, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestRulesForbidAndAsk: the operators' rules (Cedar) forbid a call by
+// its arguments, naming the rule and its message, and ask the person
+// through elicitation before a destructive one: yes lets it through, no
+// stops it, and a client that cannot ask gets a refusal saying so.
+func TestRulesForbidAndAsk(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "team.cedar")
+	os.WriteFile(file, []byte(`
+@message("notes go under /notes only")
+forbid (principal, action == Action::"call", resource)
+when { resource.name == "write_note" && !(context.args.text like "/notes/*") };
+
+@ask("Delete it for good?")
+forbid (principal, action == Action::"call", resource)
+when { resource.destructive };
+`), 0o644)
+	live, err := rules.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := memServer(t, "notes", []json.RawMessage{
+		rawTool("write_note", "Write a note", nil),
+		rawTool("delete_note", "Delete a note", map[string]any{"annotations": map[string]any{"destructiveHint": true}}),
+	})
+	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, &upstream.Options{Policies: live})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	pool.Wait(ctx)
+	g := newGateway(t, pool.Scope(nil), nil)
+
+	plain := connect(t, g, nil)
+	res := call(t, plain, toolCall, map[string]any{"name": "mcp__notes__write_note", "arguments": map[string]any{"text": "/etc/motd"}})
+	if !res.IsError || !strings.Contains(text(res), "forbidden by a rule "+file+":2: notes go under /notes only") {
+		t.Errorf("forbid by argument: %s", text(res))
+	}
+	if res := call(t, plain, toolCall, map[string]any{"name": "mcp__notes__write_note", "arguments": map[string]any{"text": "/notes/a"}}); res.IsError {
+		t.Errorf("a permitted call: %s", text(res))
+	}
+	if res := call(t, plain, toolCall, map[string]any{"name": "mcp__notes__delete_note", "arguments": map[string]any{"text": "a"}}); !res.IsError || !strings.Contains(text(res), "cannot ask (it does not offer elicitation)") {
+		t.Errorf("ask without elicitation: %s", text(res))
+	}
+	var asked []string
+	var mu sync.Mutex
+	answer := func(yes bool) *mcp.ClientOptions {
+		return &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			mu.Lock()
+			asked = append(asked, req.Params.Message)
+			mu.Unlock()
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": yes}}, nil
+		}}
+	}
+	if res := call(t, connect(t, g, answer(true)), toolCall, map[string]any{"name": "mcp__notes__delete_note", "arguments": map[string]any{"text": "a"}}); res.IsError {
+		t.Errorf("ask, yes: %s", text(res))
+	}
+	if res := call(t, connect(t, g, answer(false)), toolCall, map[string]any{"name": "mcp__notes__delete_note", "arguments": map[string]any{"text": "a"}}); !res.IsError || !strings.Contains(text(res), "the person said no") {
+		t.Errorf("ask, no: %s", text(res))
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 2 || !strings.Contains(asked[0], "Delete it for good?") || !strings.Contains(asked[0], `{"text":"a"}`) {
+		t.Errorf("the questions: %q", asked)
 	}
 }

@@ -265,6 +265,9 @@ type Config struct {
 	// files are the files ${file:PATH} read for the store and the
 	// profiles' tokens.
 	files []string
+	// Policies are "policies": files and folders of rules in Cedar (see
+	// package rules), made absolute against the configuration's folder.
+	Policies []string
 }
 
 // Profile returns the profile with the given name.
@@ -278,7 +281,7 @@ func (c *Config) Profile(name string) (*Profile, bool) {
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -319,7 +322,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	}
 	for k := range top {
 		if !slices.Contains(configKeys, k) {
-			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\" and \"learn\")", k, didYouMean(k, configKeys))
+			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\" and \"policies\")", k, didYouMean(k, configKeys))
 		}
 	}
 	cfg := &Config{}
@@ -364,6 +367,22 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 			return nil, cerr(at, `"store" must be a postgres:// URL, such as postgres://toolshelf:${PGPASSWORD}@db:5432/toolshelf`)
 		}
 		cfg.Store, cfg.storeVars, cfg.files = v, x.vars, x.files
+	}
+	if raw, ok := top["policies"]; ok {
+		at := catalog.KeyOffset(data, 0, "policies")
+		var paths []string
+		if err := json.Unmarshal(raw, &paths); err != nil {
+			return nil, cerr(at, `"policies" must be a list of files or folders of rules (*.cedar)`)
+		}
+		for _, p := range paths {
+			if p == "" {
+				return nil, cerr(at, `"policies": an empty path`)
+			}
+			if !filepath.IsAbs(p) {
+				p = filepath.Join(dir, p)
+			}
+			cfg.Policies = append(cfg.Policies, p)
+		}
 	}
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {

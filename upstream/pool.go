@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/pin"
+	"github.com/toolshelf/toolshelf/rules"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/telemetry"
 )
@@ -124,8 +125,11 @@ type Options struct {
 	// inside a path it was given. Secrets.Files and toolshelf's default
 	// configuration, cache and state folders are hidden too.
 	Hide []string
-	// Rules are asked after the built-in ones (the profile, the server's
-	// tool filter, the lock file) about every call (see [Scope.Reach]).
+	// Policies are the operators' rules (configuration "policies"), in
+	// Cedar: asked about every call after the profile, the server's tool
+	// filter and the lock file (see [Scope.Reach]); nil permits all.
+	Policies *rules.Live
+	// Rules are asked after those about every call.
 	Rules []Rule
 	// NoContain runs every stdio server uncontained, as a program that
 	// contains toolshelf itself may choose; servers are contained by
@@ -279,6 +283,9 @@ func (p *Pool) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	if p.opts.Pins != nil {
 		wg.Go(func() { p.watchPins(ctx) })
+	}
+	if p.opts.Policies != nil {
+		wg.Go(func() { p.opts.Policies.Watch(ctx, p.logger.With("component", "rules")) })
 	}
 	for _, s := range p.servers {
 		if !s.cfg.Disabled {

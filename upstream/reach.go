@@ -82,5 +82,7 @@ func (sc *Scope) Call(ctx context.Context, name string, args json.RawMessage) (*
 	return sc.Reach(ctx, &Call{Tool: e, Args: args})
 }
 
-// builtinRules are the rules every call passes, in order.
-var builtinRules = []Rule{inProfile, serverFilter, verified}
+// builtinRules are the rules every call passes, in order: the
+// operators' rules (policies) after the ones a configuration already
+// says.
+var builtinRules = []Rule{inProfile, serverFilter, verified, policies}

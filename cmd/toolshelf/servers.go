@@ -15,6 +15,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/pin"
+	"github.com/toolshelf/toolshelf/rules"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/store"
 	"github.com/toolshelf/toolshelf/telemetry"
@@ -135,6 +136,11 @@ type connectOptions struct {
 	// storeURL is the command's --store; the shared store's pins replace
 	// the lock file.
 	storeURL string
+	// policies are the configuration's rules; hide are toolshelf's own
+	// files (the configuration, its lock file, the rules), which no
+	// contained server sees.
+	policies *rules.Live
+	hide     []string
 }
 
 // newPool makes a pool of the configured servers; nothing starts yet.
@@ -143,7 +149,8 @@ func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.P
 	if tokens == nil {
 		tokens = signin.Open(e.getenv(envTokens))
 	}
-	opts := &upstream.Options{Logger: o.logger, Tokens: tokens, Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry}
+	opts := &upstream.Options{Logger: o.logger, Tokens: tokens, Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry,
+		Policies: o.policies, Hide: o.hide}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}
@@ -209,6 +216,14 @@ func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*tool
 	own := cfg.Secrets()
 	o.secrets.Values = append(o.secrets.Values, own.Values...)
 	o.secrets.Vars = append(o.secrets.Vars, own.Vars...)
+	o.secrets.Files = append(o.secrets.Files, own.Files...)
+	o.hide = append(o.hide, path, pin.Beside(path))
+	if len(cfg.Policies) > 0 {
+		if o.policies, err = rules.Open(cfg.Policies...); err != nil {
+			return nil, badInput(err)
+		}
+		o.hide = append(o.hide, cfg.Policies...)
+	}
 	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens}, nil
 }
 

@@ -1,0 +1,94 @@
+package rules
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Live is a set of rules that follows its files: Watch reads them again
+// when they change, and a change that does not load keeps the last good
+// set and says why in the log.
+type Live struct {
+	paths []string
+	cur   atomic.Pointer[Set]
+	stamp string // the files' names, sizes and times when last read
+}
+
+// Open loads the rules of paths (see Load) and returns them live.
+func Open(paths ...string) (*Live, error) {
+	s, err := Load(paths...)
+	if err != nil {
+		return nil, err
+	}
+	l := &Live{paths: paths, stamp: stamp(paths)}
+	l.cur.Store(s)
+	return l, nil
+}
+
+// Current returns the rules in force.
+func (l *Live) Current() *Set { return l.cur.Load() }
+
+// Reload reads the rules again if their files changed, and reports
+// whether it did; the error is a change that did not load (the last good
+// rules stay).
+func (l *Live) Reload() (bool, error) {
+	st := stamp(l.paths)
+	if st == l.stamp {
+		return false, nil
+	}
+	l.stamp = st
+	s, err := Load(l.paths...)
+	if err != nil {
+		return false, err
+	}
+	l.cur.Store(s)
+	return true, nil
+}
+
+// reloadEvery is how often Watch looks at the files.
+const reloadEvery = time.Second
+
+// Watch reloads the rules when their files change, until ctx is done.
+func (l *Live) Watch(ctx context.Context, logger *slog.Logger) {
+	t := time.NewTicker(reloadEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		changed, err := l.Reload()
+		switch {
+		case err != nil && logger != nil:
+			logger.Error("the changed rules do not load; the last good ones stay in force", "error", err)
+		case changed && logger != nil:
+			logger.Info("rules reloaded", "files", strings.Join(l.Current().Files, ","))
+		}
+	}
+}
+
+// stamp describes the files of paths as they are now.
+func stamp(paths []string) string {
+	var b strings.Builder
+	for _, p := range paths {
+		files := []string{p}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(p, "*.cedar"))
+		}
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil {
+				fmt.Fprintf(&b, "%s %d %d\n", f, st.Size(), st.ModTime().UnixNano())
+			} else {
+				fmt.Fprintf(&b, "%s missing\n", f)
+			}
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,287 @@
+// Package rules decides, by rules operators write in Cedar, whether a
+// call of a tool may go: permit, forbid (with the rule named to the model)
+// or ask the person first. The rules are one more rule of the call path
+// (upstream.Rule); a profile's tools, its servers' filters and the lock
+// file are decided before them.
+//
+// A rule sees the principal (Profile::"ci"), the action (Action::"call"),
+// the resource (Tool::"mcp__memory__delete_entities", with attributes
+// server, name and the annotations readOnly, destructive, idempotent and
+// openWorld, each false when the server did not say) and the context
+// (args: the arguments as a record; client: the client's name; via: how
+// the tool was reached; hour: the hour of the day, UTC). Everything is
+// permitted unless a forbid rule matches. A forbid annotated
+// @ask("question") asks the person instead (through MCP elicitation); its
+// @message, or a forbid's, is what the model is told.
+//
+//	@message("the ci profile writes only under /srv/ci")
+//	forbid (principal == Profile::"ci", action == Action::"call", resource)
+//	when { resource.name == "write_file" && !(context.args.path like "/srv/ci/*") };
+//
+//	@ask("Delete these entities from memory?")
+//	forbid (principal, action == Action::"call", resource)
+//	when { resource.destructive };
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cedar-policy/cedar-go"
+	"github.com/cedar-policy/cedar-go/types"
+)
+
+// Set is a loaded set of rules. It is safe for concurrent use.
+type Set struct {
+	policies *cedar.PolicySet
+	// Files are the files the rules came from, in the order read.
+	Files []string
+}
+
+// Load reads rules from files and folders (every *.cedar file of a
+// folder, in name order). The error names the file, the line and what
+// is wrong.
+func Load(paths ...string) (*Set, error) {
+	s := &Set{policies: cedar.NewPolicySet()}
+	// The base: everything is permitted unless a forbid rule matches.
+	var base cedar.Policy
+	if err := base.UnmarshalCedar([]byte(`permit (principal, action, resource);`)); err != nil {
+		return nil, err
+	}
+	s.policies.Add("base", &base)
+	for _, p := range paths {
+		files := []string{p}
+		if st, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("rules: %v", err)
+		} else if st.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(p, "*.cedar"))
+			slices.Sort(files)
+		}
+		for _, f := range files {
+			if err := s.addFile(f); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// Parse reads rules from text; name names it in errors.
+func Parse(name string, text []byte) (*Set, error) {
+	s := &Set{policies: cedar.NewPolicySet()}
+	var base cedar.Policy
+	base.UnmarshalCedar([]byte(`permit (principal, action, resource);`))
+	s.policies.Add("base", &base)
+	if err := s.add(name, text); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Set) addFile(file string) error {
+	text, err := os.ReadFile(file)
+	if err != nil {
+		return fmt.Errorf("rules: %v", err)
+	}
+	s.Files = append(s.Files, file)
+	return s.add(file, text)
+}
+
+// add parses one file's rules and checks their annotations.
+func (s *Set) add(file string, text []byte) error {
+	list, err := cedar.NewPolicyListFromBytes(file, text)
+	if err != nil {
+		msg := strings.TrimPrefix(err.Error(), "parser error: ")
+		if m := parseAt.FindStringSubmatch(msg); m != nil {
+			return fmt.Errorf("%s:%s:%s: %s", file, m[1], m[2], m[3])
+		}
+		return fmt.Errorf("%s: %s", file, msg)
+	}
+	for _, p := range list {
+		pos := p.Position()
+		id := fmt.Sprintf("%s:%d", file, pos.Line)
+		for k := range p.Annotations() {
+			switch k {
+			case "ask", "message", "id":
+			default:
+				return fmt.Errorf("%s: unknown annotation @%s (a rule takes @id, @message and, on a forbid, @ask)", id, k)
+			}
+		}
+		if _, ask := p.Annotations()["ask"]; ask && p.Effect() != cedar.Forbid {
+			return fmt.Errorf("%s: @ask is for forbid rules: the call waits for the person's yes", id)
+		}
+		if name, ok := p.Annotations()["id"]; ok {
+			id = string(name) + " (" + id + ")"
+		}
+		if !s.policies.Add(cedar.PolicyID(id), p) {
+			return fmt.Errorf("%s: two rules are named %q", file, id)
+		}
+	}
+	return nil
+}
+
+// parseAt is where Cedar's parser says an error is.
+var parseAt = regexp.MustCompile(`^parse error at <input>:(\d+):(\d+) (.*)$`)
+
+// Effects of a decision.
+type Effect int
+
+const (
+	Permit Effect = iota
+	Forbid
+	Ask
+)
+
+func (e Effect) String() string { return [...]string{"permit", "forbid", "ask"}[e] }
+
+// Request is what a rule sees of a call.
+type Request struct {
+	Profile string
+	Action  string // "call"
+	Server  string
+	Tool    string // the server's own name of the tool
+	Name    string // its qualified name
+	// Annotations are the tool's hints, as its server gave them.
+	ReadOnly, Destructive, Idempotent, OpenWorld bool
+	Args                                         json.RawMessage
+	Client, Via                                  string
+	Time                                         time.Time
+}
+
+// Decision is what the rules say of a request.
+type Decision struct {
+	Effect Effect
+	// Rules names the rules that decided ("file:line", or "@id (file:line)").
+	Rules []string
+	// Message is the deciding rules' @message (or @ask) text, if any.
+	Message string
+}
+
+// Decide evaluates a request. A rule that fails to evaluate (an
+// attribute the arguments do not have, a wrong type) does not match, as
+// Cedar has it; it is named in the decision of a forbid, never silent
+// for a permit either: see Errors.
+func (s *Set) Decide(r *Request) Decision {
+	tool := types.NewEntityUID("Tool", types.String(r.Name))
+	entities := types.EntityMap{
+		tool: {UID: tool, Attributes: types.NewRecord(types.RecordMap{
+			"server": types.String(r.Server), "name": types.String(r.Tool),
+			"readOnly": types.Boolean(r.ReadOnly), "destructive": types.Boolean(r.Destructive),
+			"idempotent": types.Boolean(r.Idempotent), "openWorld": types.Boolean(r.OpenWorld),
+		})},
+	}
+	at := r.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	action := r.Action
+	if action == "" {
+		action = "call"
+	}
+	req := cedar.Request{
+		Principal: types.NewEntityUID("Profile", types.String(r.Profile)),
+		Action:    types.NewEntityUID("Action", types.String(action)),
+		Resource:  tool,
+		Context: types.NewRecord(types.RecordMap{
+			"args":   argsValue(r.Args),
+			"client": types.String(r.Client),
+			"via":    types.String(r.Via),
+			"hour":   types.Long(at.UTC().Hour()),
+		}),
+	}
+	ok, diag := s.policies.IsAuthorized(entities, req)
+	if ok == cedar.Allow {
+		return Decision{Effect: Permit}
+	}
+	d := Decision{Effect: Ask}
+	var messages []string
+	for _, reason := range diag.Reasons {
+		p := s.policies.Get(reason.PolicyID)
+		if p == nil {
+			continue
+		}
+		d.Rules = append(d.Rules, string(reason.PolicyID))
+		a := p.Annotations()
+		q, ask := a["ask"]
+		if !ask {
+			d.Effect = Forbid
+		}
+		if m, ok := a["message"]; ok {
+			messages = append(messages, string(m))
+		} else if ask {
+			messages = append(messages, string(q))
+		}
+	}
+	if len(d.Rules) == 0 {
+		d.Effect = Forbid // no rule permitted it (a permit-only set): Cedar's default
+	}
+	slices.Sort(d.Rules)
+	d.Message = strings.Join(messages, "; ")
+	return d
+}
+
+// maxArgs bounds what of a call's arguments the rules see: a model
+// writes them, and a rule needs their shape, not megabytes.
+const (
+	maxArgsDepth = 8
+	maxArgsItems = 1000
+)
+
+// argsValue turns a call's JSON arguments into a Cedar record: objects
+// are records, arrays sets, integers longs, other numbers and strings
+// strings, within maxArgsDepth and maxArgsItems.
+func argsValue(raw json.RawMessage) types.Value {
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return types.NewRecord(nil)
+	}
+	items := 0
+	var conv func(v any, depth int) (types.Value, bool)
+	conv = func(v any, depth int) (types.Value, bool) {
+		items++
+		if depth > maxArgsDepth || items > maxArgsItems {
+			return nil, false
+		}
+		switch v := v.(type) {
+		case string:
+			return types.String(v), true
+		case bool:
+			return types.Boolean(v), true
+		case float64:
+			if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
+				return types.Long(int64(v)), true
+			}
+			return types.String(fmt.Sprint(v)), true
+		case []any:
+			var vals []types.Value
+			for _, x := range v {
+				if c, ok := conv(x, depth+1); ok {
+					vals = append(vals, c)
+				}
+			}
+			return types.NewSet(vals...), true
+		case map[string]any:
+			m := types.RecordMap{}
+			for k, x := range v {
+				if c, ok := conv(x, depth+1); ok {
+					m[types.String(k)] = c
+				}
+			}
+			return types.NewRecord(m), true
+		}
+		return nil, false
+	}
+	if r, ok := conv(v, 0); ok {
+		if _, isRecord := r.(types.Record); isRecord {
+			return r
+		}
+	}
+	return types.NewRecord(nil)
+}

@@ -1,0 +1,85 @@
+package rules
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const teamRules = `
+@message("the ci profile writes only under /srv/ci")
+forbid (principal == Profile::"ci", action == Action::"call", resource)
+when { resource.name == "write_file" && !(context.args.path like "/srv/ci/*") };
+
+@id("destructive needs a yes")
+@ask("Run a destructive tool?")
+forbid (principal, action == Action::"call", resource)
+when { resource.destructive };
+
+forbid (principal == Profile::"interns", action, resource)
+when { resource.server == "payments" };
+`
+
+func TestDecide(t *testing.T) {
+	s, err := Parse("team.cedar", []byte(teamRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		req     Request
+		effect  Effect
+		rule    string
+		message string
+	}{
+		{"a write inside the folder", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":"/srv/ci/out.txt"}`)}, Permit, "", ""},
+		{"a write outside it", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":"/etc/passwd"}`)}, Forbid, "team.cedar:2", "the ci profile writes only under /srv/ci"},
+		{"the same write, another profile", Request{Profile: "ops", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":"/etc/passwd"}`)}, Permit, "", ""},
+		{"a write without a path", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{}`)}, Permit, "", ""},
+		{"a destructive tool", Request{Profile: "ops", Server: "memory", Tool: "delete_entities", Name: "mcp__memory__delete_entities", Destructive: true}, Ask, "destructive needs a yes (team.cedar:6)", "Run a destructive tool?"},
+		{"destructive and forbidden", Request{Profile: "interns", Server: "payments", Tool: "refund", Name: "mcp__payments__refund", Destructive: true}, Forbid, "", ""},
+		{"read-only", Request{Profile: "ops", Server: "memory", Tool: "read_graph", Name: "mcp__memory__read_graph", ReadOnly: true}, Permit, "", ""},
+		{"hostile arguments", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100) + `}`)}, Permit, "", ""},
+	} {
+		d := s.Decide(&c.req)
+		if d.Effect != c.effect || (c.rule != "" && !contains(d.Rules, c.rule)) || (c.message != "" && d.Message != c.message) {
+			t.Errorf("%s: %v %v %q, want %v %s %q", c.name, d.Effect, d.Rules, d.Message, c.effect, c.rule, c.message)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestBadRules: a rule that does not parse, or misuses an annotation,
+// names its file and line.
+func TestBadRules(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"syntax.cedar":     "permit (principal, action, resource);\nforbid (principal action, resource);\n",
+		"ask.cedar":        "\n\n@ask(\"sure?\")\npermit (principal, action, resource);\n",
+		"annotation.cedar": "@because(\"x\")\nforbid (principal, action, resource);\n",
+	} {
+		os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644)
+	}
+	for name, want := range map[string]string{
+		"syntax.cedar":     "syntax.cedar:2:25: ",
+		"ask.cedar":        "ask.cedar:3: @ask is for forbid rules",
+		"annotation.cedar": "annotation.cedar:1: unknown annotation @because",
+	} {
+		_, err := Load(filepath.Join(dir, name))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", name, err, want)
+		}
+	}
+	_, err := Load(filepath.Join(dir, "syntax.cedar"))
+	t.Logf("a syntax error reads: %v", err)
+}

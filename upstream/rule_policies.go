@@ -1,0 +1,143 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/rules"
+)
+
+// Errors of the operators' rules.
+var (
+	// ErrForbidden stops a call a rule forbids.
+	ErrForbidden = errors.New("forbidden by a rule")
+	// ErrDeclined stops a call the person said no to, or could not be
+	// asked about.
+	ErrDeclined = errors.New("not approved by the person")
+)
+
+// An Asker asks the person whether a call may go, and says yes or no; an
+// error is a question that could not be asked.
+type Asker func(ctx context.Context, question string, c *Call) (bool, error)
+
+type askerKey struct{}
+
+// WithAsker returns ctx carrying the asker of the caller's person. Without
+// one, the caller's client (WithClient) is asked through elicitation,
+// when it offers it.
+func WithAsker(ctx context.Context, ask Asker) context.Context {
+	return context.WithValue(ctx, askerKey{}, ask)
+}
+
+// askerOf returns ctx's asker, or one that asks the caller's client, or
+// nil when neither can ask.
+func askerOf(ctx context.Context) Asker {
+	if ask, ok := ctx.Value(askerKey{}).(Asker); ok {
+		return ask
+	}
+	v, ok := ctx.Value(clientKey{}).(clientValue)
+	if !ok || v.client == nil {
+		return nil
+	}
+	if p := v.client.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
+		return nil
+	}
+	return func(ctx context.Context, question string, c *Call) (bool, error) {
+		return askByElicitation(ctx, v.client, question, c)
+	}
+}
+
+// askedArgs bounds the arguments shown to the person in a question.
+const askedArgs = 2000
+
+// askByElicitation asks through a client's elicitation: a form with the
+// question, the tool and its arguments, and one yes-or-no field.
+func askByElicitation(ctx context.Context, client Client, question string, c *Call) (bool, error) {
+	if question == "" {
+		question = "Allow this call?"
+	}
+	args := string(c.Args)
+	if len(args) > askedArgs {
+		args = args[:askedArgs] + "…"
+	}
+	res, err := client.Elicit(ctx, &mcp.ElicitParams{
+		Message: fmt.Sprintf("%s\n\nTool: %s\nArguments: %s", question, c.Tool.Name, args),
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Allow this call", "default": false},
+			},
+			"required": []string{"approve"},
+		},
+	})
+	if err != nil {
+		return false, err
+	}
+	yes, _ := res.Content["approve"].(bool)
+	return res.Action == "accept" && yes, nil
+}
+
+// policies is the rule of the operators' rules (Options.Policies): a
+// forbid stops the call with the rule's name and message; an ask waits
+// for the person's yes.
+func policies(ctx context.Context, sc *Scope, c *Call) error {
+	live := sc.pool.opts.Policies
+	if live == nil {
+		return nil
+	}
+	d := live.Current().Decide(requestOf(sc, c))
+	switch d.Effect {
+	case rules.Permit:
+		return nil
+	case rules.Forbid:
+		return fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d))
+	}
+	ask := askerOf(ctx)
+	if ask == nil {
+		return fmt.Errorf("%w: %s needs a person's yes (rule %s), and this client cannot ask (it does not offer elicitation)", ErrDeclined, c.Tool.Name, strings.Join(d.Rules, ", "))
+	}
+	yes, err := ask(ctx, d.Message, c)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w: asking the person failed (rule %s): %v", ErrDeclined, strings.Join(d.Rules, ", "), err)
+	case !yes:
+		return fmt.Errorf("%w: the person said no (rule %s)", ErrDeclined, strings.Join(d.Rules, ", "))
+	}
+	return nil
+}
+
+func messageOf(d rules.Decision) string {
+	if d.Message == "" {
+		return ""
+	}
+	return ": " + d.Message
+}
+
+// requestOf is what the rules see of a call.
+func requestOf(sc *Scope, c *Call) *rules.Request {
+	r := &rules.Request{
+		Profile: sc.Profile(), Action: "call", Server: c.Tool.Server, Tool: c.Tool.Tool, Name: c.Tool.Name,
+		Args: c.Args, Client: c.Client, Via: c.Via, Time: time.Now(),
+	}
+	// The hints as the server gave them; one it did not give is false
+	// (the MCP default of destructiveHint, true, would make every tool
+	// without annotations destructive).
+	var t struct {
+		Annotations struct {
+			ReadOnly    bool `json:"readOnlyHint"`
+			Destructive bool `json:"destructiveHint"`
+			Idempotent  bool `json:"idempotentHint"`
+			OpenWorld   bool `json:"openWorldHint"`
+		} `json:"annotations"`
+	}
+	if json.Unmarshal(c.Tool.Raw, &t) == nil {
+		a := t.Annotations
+		r.ReadOnly, r.Destructive, r.Idempotent, r.OpenWorld = a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld
+	}
+	return r
+}
