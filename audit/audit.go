@@ -38,9 +38,14 @@ type Record struct {
 	Server        string    `json:"server,omitempty"`
 	DurationMS    float64   `json:"durationMs"`
 	Outcome       string    `json:"outcome,omitempty"`
-	RequestBytes  int       `json:"requestBytes"`
-	ResponseBytes int       `json:"responseBytes"`
-	ArgsSHA256    string    `json:"argsSha256,omitempty"`
+	// Decision and Rule say why the operators' rules stopped a call:
+	// "forbidden" or "declined" (by the person, or a client that cannot
+	// ask), and the rules that decided.
+	Decision      string `json:"decision,omitempty"`
+	Rule          string `json:"rule,omitempty"`
+	RequestBytes  int    `json:"requestBytes"`
+	ResponseBytes int    `json:"responseBytes"`
+	ArgsSHA256    string `json:"argsSha256,omitempty"`
 	// Args are the arguments' values, only when the gateway is asked to
 	// keep them (serve --audit-args), with secrets removed.
 	Args string `json:"args,omitempty"`

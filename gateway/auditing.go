@@ -20,7 +20,7 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 	start := time.Now()
 	note := &callNote{}
 	res := handle(context.WithValue(ctx, callNoteKey{}, note))
-	s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank}, req.Params.Arguments, start, res)
+	s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank, Decision: note.decision, Rule: note.rule}, req.Params.Arguments, start, res)
 	return res
 }
 
@@ -57,7 +57,10 @@ func (s *Server) audit(ctx context.Context, ss *mcp.ServerSession, r audit.Recor
 
 // callNote carries what the call's handler learns of it (noteCall) to
 // its audit record.
-type callNote struct{ rank int }
+type callNote struct {
+	rank           int
+	decision, rule string // a refusal by the operators' rules (upstream.Refusal)
+}
 
 type callNoteKey struct{}
 

@@ -9,8 +9,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/rules"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -131,5 +133,45 @@ when { resource.destructive };
 	defer mu.Unlock()
 	if len(asked) != 2 || !strings.Contains(asked[0], "Delete it for good?") || !strings.Contains(asked[0], `{"text":"a"}`) {
 		t.Errorf("the questions: %q", asked)
+	}
+}
+
+// TestRefusalAudited: the audit record of a call the rules stopped names
+// the decision and the rule.
+func TestRefusalAudited(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.cedar")
+	os.WriteFile(file, []byte(`@id("no issues") forbid (principal, action, resource) when { resource.name == "create_issue" };`), 0o644)
+	live, err := rules.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool(standardUpstreams(t), &upstream.Options{Policies: live})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	pool.Wait(ctx)
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(auditFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logCtx, stopLog := context.WithCancel(context.Background())
+	logged := make(chan struct{})
+	go func() { defer close(logged); log.Run(logCtx) }()
+	g := newGateway(t, pool.Scope(nil), &Options{Audit: log})
+	cs := connect(t, g, nil)
+	call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{}})
+	call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_pull_request", "arguments": map[string]any{}})
+	stopLog()
+	<-logged
+	recs, _, err := audit.Read(auditFile, time.Time{})
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("records: %v %v", recs, err)
+	}
+	if r := recs[0]; r.Decision != "forbidden" || !strings.HasPrefix(r.Rule, "no issues (") || r.Outcome != "tool_error" {
+		t.Errorf("the refused call's record: %+v", r)
+	}
+	if r := recs[1]; r.Decision != "" || r.Rule != "" || r.Outcome != "ok" {
+		t.Errorf("the permitted call's record: %+v", r)
 	}
 }

@@ -19,6 +19,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -566,6 +567,10 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 	s.logger.Debug("call", "tool", c.Tool.Name, "server", c.Tool.Server, "via", c.Via, "duration", took.Round(time.Microsecond), "outcome", outcome)
 	if err != nil {
 		res = toolError("%s: %v", c.Tool.Name, err)
+		var refusal *upstream.Refusal
+		if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok && errors.As(err, &refusal) {
+			n.decision, n.rule = refusal.Decision, strings.Join(refusal.Rules, ", ")
+		}
 	}
 	// A directly listed tool teaches search only when an --activate
 	// search put it there.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/rules"
 )
 
 // A Call is one call of a tool, however the tool was reached: a client's
@@ -86,3 +87,34 @@ func (sc *Scope) Call(ctx context.Context, name string, args json.RawMessage) (*
 // operators' rules (policies) after the ones a configuration already
 // says.
 var builtinRules = []Rule{inProfile, serverFilter, verified, policies}
+
+// configured are the built-in rules that a configuration says without
+// rules of its own, each with the name a verdict gives it.
+var configured = []struct {
+	name string
+	rule Rule
+}{{"the profile", inProfile}, {"the server's tool filter", serverFilter}, {"the lock file", verified}}
+
+// Verdict is what the rules say of a call, without making it or asking
+// anyone (toolshelf policy check).
+type Verdict struct {
+	Effect rules.Effect
+	// Rules names the rules that decided; Message is what the model (or,
+	// for an ask, the person) would be told.
+	Rules   []string
+	Message string
+}
+
+// Check asks the scope's rules about a call without making it.
+func (sc *Scope) Check(ctx context.Context, c *Call) Verdict {
+	for _, r := range configured {
+		if err := r.rule(ctx, sc, c); err != nil {
+			return Verdict{Effect: rules.Forbid, Rules: []string{r.name}, Message: err.Error()}
+		}
+	}
+	if live := sc.pool.opts.Policies; live != nil {
+		d := live.Current().Decide(requestOf(sc, c))
+		return Verdict{Effect: d.Effect, Rules: d.Rules, Message: d.Message}
+	}
+	return Verdict{Effect: rules.Permit}
+}

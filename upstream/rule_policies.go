@@ -95,20 +95,37 @@ func policies(ctx context.Context, sc *Scope, c *Call) error {
 	case rules.Permit:
 		return nil
 	case rules.Forbid:
-		return fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d))
+		return refused("forbidden", d, fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d)))
 	}
 	ask := askerOf(ctx)
 	if ask == nil {
-		return fmt.Errorf("%w: %s needs a person's yes (rule %s), and this client cannot ask (it does not offer elicitation)", ErrDeclined, c.Tool.Name, strings.Join(d.Rules, ", "))
+		return refused("declined", d, fmt.Errorf("%w: %s needs a person's yes (rule %s), and this client cannot ask (it does not offer elicitation)", ErrDeclined, c.Tool.Name, strings.Join(d.Rules, ", ")))
 	}
 	yes, err := ask(ctx, d.Message, c)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%w: asking the person failed (rule %s): %v", ErrDeclined, strings.Join(d.Rules, ", "), err)
+		return refused("declined", d, fmt.Errorf("%w: asking the person failed (rule %s): %v", ErrDeclined, strings.Join(d.Rules, ", "), err))
 	case !yes:
-		return fmt.Errorf("%w: the person said no (rule %s)", ErrDeclined, strings.Join(d.Rules, ", "))
+		return refused("declined", d, fmt.Errorf("%w: the person said no (rule %s)", ErrDeclined, strings.Join(d.Rules, ", ")))
 	}
 	return nil
+}
+
+// A Refusal is a call the operators' rules stopped: forbidden, or not
+// approved by the person. It names the rules, for the model and the audit
+// log.
+type Refusal struct {
+	// Decision is "forbidden" or "declined".
+	Decision string
+	Rules    []string
+	err      error
+}
+
+func (r *Refusal) Error() string { return r.err.Error() }
+func (r *Refusal) Unwrap() error { return r.err }
+
+func refused(decision string, d rules.Decision, err error) error {
+	return &Refusal{Decision: decision, Rules: d.Rules, err: err}
 }
 
 func messageOf(d rules.Decision) string {

@@ -74,6 +74,7 @@ var commands = byName([]*command{
 	auditCommand,
 	learnedCommand,
 	evalCommand,
+	policyCommand,
 })
 
 // byName indexes commands by name.
@@ -142,6 +143,10 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		ee.getenv = getenv
 		err = action(ctx, &ee, positional)
 	}
+	var status exitStatus
+	if errors.As(err, &status) {
+		return int(status) // the command said what it had to
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "toolshelf %s: %v\n", name, err)
 		var ue *usageError
@@ -152,6 +157,12 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 	}
 	return exitOK
 }
+
+// exitStatus ends a command with a status and no message: it has said
+// what it had to on stdout.
+type exitStatus int
+
+func (s exitStatus) Error() string { return fmt.Sprintf("exit status %d", int(s)) }
 
 // usageError marks an error caused by the user's input: flags, arguments,
 // or the content of files they named. It exits with status 2.
