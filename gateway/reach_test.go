@@ -175,3 +175,35 @@ func TestRefusalAudited(t *testing.T) {
 		t.Errorf("the permitted call's record: %+v", r)
 	}
 }
+
+// TestLimitsOnEveryPath: a limit counts calls however they come, a
+// program's inner calls one by one, and the call past it says when to
+// try again.
+func TestLimitsOnEveryPath(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.cedar")
+	os.WriteFile(file, []byte(`@limit("3/minute") permit (principal, action, resource) when { resource.server == "github" };`), 0o644)
+	live, err := rules.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool(standardUpstreams(t), &upstream.Options{Policies: live})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	pool.Wait(ctx)
+	g := newGateway(t, pool.Scope(nil), &Options{Code: codeRunner(t)})
+	cs := connect(t, g, nil)
+	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{}}); res.IsError {
+		t.Fatalf("first call: %s", text(res))
+	}
+	res := call(t, cs, "run_code", map[string]any{"code": `const out = [];
+for (let i = 0; i < 3; i++) { try { await tools.github.create_issue({}); out.push("ok") } catch (e) { out.push(e.message) } }
+return out.join("\n")`})
+	lines := strings.Split(text(res), "\n")
+	if !strings.Contains(text(res), "ok\nok\n") || !strings.Contains(text(res), "limited by "+file+":1 (3/minute): try again in") {
+		t.Errorf("a program's calls: %q", lines)
+	}
+	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__slack__list_channels", "arguments": map[string]any{}}); res.IsError {
+		t.Errorf("another server's tool is not limited: %s", text(res))
+	}
+}

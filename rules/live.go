@@ -18,6 +18,8 @@ type Live struct {
 	paths []string
 	cur   atomic.Pointer[Set]
 	stamp string // the files' names, sizes and times when last read
+	// counts are the limits' counts, kept across reloads.
+	counts *counters
 }
 
 // Open loads the rules of paths (see Load) and returns them live.
@@ -26,9 +28,15 @@ func Open(paths ...string) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Live{paths: paths, stamp: stamp(paths)}
+	l := &Live{paths: paths, stamp: stamp(paths), counts: newCounters()}
 	l.cur.Store(s)
 	return l, nil
+}
+
+// Admit counts a permitted call against the limits in force (see Set);
+// release is to be called when the call ends.
+func (l *Live) Admit(r *Request) (release func(), err error) {
+	return l.Current().admit(r, l.counts, time.Now())
 }
 
 // Current returns the rules in force.

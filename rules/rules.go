@@ -41,8 +41,17 @@ import (
 // Set is a loaded set of rules. It is safe for concurrent use.
 type Set struct {
 	policies *cedar.PolicySet
+	limits   []limitRule
 	// Files are the files the rules came from, in the order read.
 	Files []string
+}
+
+// limitRule is a rule with @limit, evaluated on its own.
+type limitRule struct {
+	id   string
+	set  *cedar.PolicySet
+	spec *limitSpec
+	text string
 }
 
 // Load reads rules from files and folders (every *.cedar file of a
@@ -109,16 +118,26 @@ func (s *Set) add(file string, text []byte) error {
 		id := fmt.Sprintf("%s:%d", file, pos.Line)
 		for k := range p.Annotations() {
 			switch k {
-			case "ask", "message", "id":
+			case "ask", "message", "id", "limit", "per":
 			default:
-				return fmt.Errorf("%s: unknown annotation @%s (a rule takes @id, @message and, on a forbid, @ask)", id, k)
+				return fmt.Errorf("%s: unknown annotation @%s (a rule takes @id, @message, on a forbid @ask, on a permit @limit and @per)", id, k)
 			}
+		}
+		spec, err := parseLimit(p)
+		if err != nil {
+			return fmt.Errorf("%s: %v", id, err)
 		}
 		if _, ask := p.Annotations()["ask"]; ask && p.Effect() != cedar.Forbid {
 			return fmt.Errorf("%s: @ask is for forbid rules: the call waits for the person's yes", id)
 		}
 		if name, ok := p.Annotations()["id"]; ok {
 			id = string(name) + " (" + id + ")"
+		}
+		if spec != nil {
+			one := cedar.NewPolicySet()
+			one.Add(cedar.PolicyID(id), p)
+			s.limits = append(s.limits, limitRule{id: id, set: one, spec: spec, text: string(p.Annotations()["limit"])})
+			continue
 		}
 		if !s.policies.Add(cedar.PolicyID(id), p) {
 			return fmt.Errorf("%s: two rules are named %q", file, id)
@@ -169,33 +188,7 @@ type Decision struct {
 // Cedar has it; it is named in the decision of a forbid, never silent
 // for a permit either: see Errors.
 func (s *Set) Decide(r *Request) Decision {
-	tool := types.NewEntityUID("Tool", types.String(r.Name))
-	entities := types.EntityMap{
-		tool: {UID: tool, Attributes: types.NewRecord(types.RecordMap{
-			"server": types.String(r.Server), "name": types.String(r.Tool),
-			"readOnly": types.Boolean(r.ReadOnly), "destructive": types.Boolean(r.Destructive),
-			"idempotent": types.Boolean(r.Idempotent), "openWorld": types.Boolean(r.OpenWorld),
-		})},
-	}
-	at := r.Time
-	if at.IsZero() {
-		at = time.Now()
-	}
-	action := r.Action
-	if action == "" {
-		action = "call"
-	}
-	req := cedar.Request{
-		Principal: types.NewEntityUID("Profile", types.String(r.Profile)),
-		Action:    types.NewEntityUID("Action", types.String(action)),
-		Resource:  tool,
-		Context: types.NewRecord(types.RecordMap{
-			"args":   argsValue(r.Args),
-			"client": types.String(r.Client),
-			"via":    types.String(r.Via),
-			"hour":   types.Long(at.UTC().Hour()),
-		}),
-	}
+	entities, req := cedarRequest(r)
 	ok, diag := s.policies.IsAuthorized(entities, req)
 	if ok == cedar.Allow {
 		return Decision{Effect: Permit}
@@ -225,6 +218,72 @@ func (s *Set) Decide(r *Request) Decision {
 	slices.Sort(d.Rules)
 	d.Message = strings.Join(messages, "; ")
 	return d
+}
+
+// cedarRequest is a request as Cedar takes it: the tool as an entity
+// with its attributes, and the request.
+func cedarRequest(r *Request) (types.EntityMap, cedar.Request) {
+	tool := types.NewEntityUID("Tool", types.String(r.Name))
+	entities := types.EntityMap{
+		tool: {UID: tool, Attributes: types.NewRecord(types.RecordMap{
+			"server": types.String(r.Server), "name": types.String(r.Tool),
+			"readOnly": types.Boolean(r.ReadOnly), "destructive": types.Boolean(r.Destructive),
+			"idempotent": types.Boolean(r.Idempotent), "openWorld": types.Boolean(r.OpenWorld),
+		})},
+	}
+	at := r.Time
+	if at.IsZero() {
+		at = time.Now()
+	}
+	action := r.Action
+	if action == "" {
+		action = "call"
+	}
+	return entities, cedar.Request{
+		Principal: types.NewEntityUID("Profile", types.String(r.Profile)),
+		Action:    types.NewEntityUID("Action", types.String(action)),
+		Resource:  tool,
+		Context: types.NewRecord(types.RecordMap{
+			"args":   argsValue(r.Args),
+			"client": types.String(r.Client),
+			"via":    types.String(r.Via),
+			"hour":   types.Long(at.UTC().Hour()),
+		}),
+	}
+}
+
+// admit counts a permitted call against every limit rule it matches;
+// release ends its "at once" counts. The error is a *LimitError.
+func (s *Set) admit(r *Request, c *counters, now time.Time) (release func(), err error) {
+	if len(s.limits) == 0 {
+		return func() {}, nil
+	}
+	entities, req := cedarRequest(r)
+	var releases []func()
+	release = func() {
+		for _, f := range releases {
+			f()
+		}
+	}
+	for _, l := range s.limits {
+		if ok, _ := l.set.IsAuthorized(entities, req); ok != cedar.Allow {
+			continue
+		}
+		key := l.id + "\x00" + r.Profile
+		switch l.spec.per {
+		case "server":
+			key += "\x00" + r.Server
+		case "tool":
+			key += "\x00" + r.Name
+		}
+		f, err := c.take(key, l.spec, l.id, l.text, now)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		releases = append(releases, f)
+	}
+	return release, nil
 }
 
 // maxArgs bounds what of a call's arguments the rules see: a model

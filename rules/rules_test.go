@@ -2,10 +2,12 @@ package rules
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const teamRules = `
@@ -82,4 +84,65 @@ func TestBadRules(t *testing.T) {
 	}
 	_, err := Load(filepath.Join(dir, "syntax.cedar"))
 	t.Logf("a syntax error reads: %v", err)
+}
+
+// TestLimits: a permit with @limit counts the calls it matches, per
+// principal and, with @per, per server or tool; past it, a call is
+// refused with when to try again; "at once" frees a count when a call
+// ends.
+func TestLimits(t *testing.T) {
+	s, err := Parse("limits.cedar", []byte(`
+@limit("3/minute") @per("server")
+permit (principal, action == Action::"call", resource) when { resource.server == "payments" };
+
+@id("two at once")
+@limit("2 at once")
+permit (principal == Profile::"ci", action, resource);
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCounters()
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	pay := &Request{Profile: "ops", Server: "payments", Tool: "refund", Name: "mcp__payments__refund"}
+	for i := range 3 {
+		if _, err := s.admit(pay, c, now.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	_, err = s.admit(pay, c, now.Add(10*time.Second))
+	var le *LimitError
+	if !errors.As(err, &le) || le.Retry != 50*time.Second || le.Rule != "limits.cedar:2" {
+		t.Fatalf("the fourth call in a minute: %v", err)
+	}
+	if _, err := s.admit(&Request{Profile: "other", Server: "payments", Name: "mcp__payments__refund"}, c, now.Add(10*time.Second)); err != nil {
+		t.Errorf("another profile has counts of its own: %v", err)
+	}
+	if _, err := s.admit(pay, c, now.Add(61*time.Second)); err != nil {
+		t.Errorf("a minute later: %v", err)
+	}
+	ci := &Request{Profile: "ci", Server: "fs", Name: "mcp__fs__read"}
+	r1, err1 := s.admit(ci, c, now)
+	_, err2 := s.admit(ci, c, now)
+	_, err3 := s.admit(ci, c, now)
+	if err1 != nil || err2 != nil || !errors.As(err3, &le) || !strings.Contains(err3.Error(), "two at once") {
+		t.Fatalf("at once: %v %v %v", err1, err2, err3)
+	}
+	r1()
+	r1() // once
+	if _, err := s.admit(ci, c, now); err != nil {
+		t.Errorf("after one ended: %v", err)
+	}
+	if _, err := s.admit(ci, c, now); err == nil {
+		t.Errorf("a release counted twice")
+	}
+	for text, want := range map[string]string{
+		`@limit("many") permit (principal, action, resource);`:                    `want "N/minute" or "N at once"`,
+		`@limit("3/minute") forbid (principal, action, resource);`:                "@limit is for permit rules",
+		`@limit("3/minute") @per("person") permit (principal, action, resource);`: `@per("person")`,
+	} {
+		if _, err := Parse("bad.cedar", []byte(text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", text, err, want)
+		}
+	}
 }

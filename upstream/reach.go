@@ -24,6 +24,9 @@ type Call struct {
 	Via string
 	// Client is the name the client gave in its initialize, if any.
 	Client string
+	// release ends what rules took for the call (a limit's count of
+	// calls at once) when it ends.
+	release []func()
 }
 
 // A Rule decides whether a call may go: nil lets it pass, an error stops
@@ -60,6 +63,11 @@ func (sc *Scope) Reach(ctx context.Context, c *Call) (*mcp.CallToolResult, error
 	if c.Tool == nil {
 		return nil, errors.New("upstream: a call without a tool")
 	}
+	defer func() {
+		for _, f := range c.release {
+			f()
+		}
+	}()
 	for _, rule := range builtinRules {
 		if err := rule(ctx, sc, c); err != nil {
 			return nil, err

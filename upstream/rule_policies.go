@@ -90,9 +90,19 @@ func policies(ctx context.Context, sc *Scope, c *Call) error {
 	if live == nil {
 		return nil
 	}
-	d := live.Current().Decide(requestOf(sc, c))
+	req := requestOf(sc, c)
+	d := live.Current().Decide(req)
 	switch d.Effect {
 	case rules.Permit:
+		release, err := live.Admit(req)
+		var limit *rules.LimitError
+		if errors.As(err, &limit) {
+			return &Refusal{Decision: "limited", Rules: []string{limit.Rule}, err: err}
+		}
+		if err != nil {
+			return err
+		}
+		c.release = append(c.release, release)
 		return nil
 	case rules.Forbid:
 		return refused("forbidden", d, fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d)))
@@ -115,7 +125,7 @@ func policies(ctx context.Context, sc *Scope, c *Call) error {
 // approved by the person. It names the rules, for the model and the audit
 // log.
 type Refusal struct {
-	// Decision is "forbidden" or "declined".
+	// Decision is "forbidden", "declined" or "limited".
 	Decision string
 	Rules    []string
 	err      error
