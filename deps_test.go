@@ -24,7 +24,8 @@ var mayImport = map[string][]string{
 	"evaluate":            {"catalog", "search"},
 	"embedding":           {"search"},
 	"anthropic":           {"policy"},
-	"upstream":            {"catalog", "internal/fuzzy", "pin", "signin", "telemetry"},
+	"upstream":            {"catalog", "internal/fuzzy", "pin", "rules", "signin", "telemetry"},
+	"rules":               {},
 	"pin":                 {"catalog", "store"},
 	"signin":              {"store"},
 	"fleet":               {"store"},
@@ -48,7 +49,7 @@ var mayImport = map[string][]string{
 	"internal/oauthtest":  {},
 	"e2e":                 {}, // tests only
 	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "fleet", "sandbox", "store", "evaluate", "gateway", "internal/builtin",
-		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "search", "shelf", "signin", "telemetry", "upstream"},
+		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "rules", "search", "shelf", "signin", "telemetry", "upstream"},
 	"examples/agent":     {"anthropic", "catalog", "messages", "policy", "upstream", "learn", "sandbox"},
 	"scripts/scale":      {"catalog", "internal/bigcatalog", "internal/builtin", "search"},
 	"scripts/testreport": {},
@@ -57,7 +58,7 @@ var mayImport = map[string][]string{
 // The pure packages decide what a model sees; they must stay free of
 // network and process I/O, directly or through a dependency, so that
 // they are cheap to test and safe to embed.
-var purePackages = []string{"catalog", "search", "policy", "shelf", "messages", "evaluate"}
+var purePackages = []string{"catalog", "search", "policy", "shelf", "messages", "evaluate", "rules"}
 
 var forbidden = []string{"net/http", "os/exec", "net"}
 

@@ -61,6 +61,10 @@ type Entry struct {
 	// Stale marks a tool from a cached tool list that the server has not
 	// confirmed since toolshelf started.
 	Stale bool
+	// Asks is the question an operator's rule asks the person before
+	// every call of the tool (package rules): search says so in its
+	// match, so that the model knows.
+	Asks string
 	// Unprefixed keeps the tool's own name as its Name, without the
 	// mcp__<server>__ prefix (its server's "prefix": false). Such a name
 	// is sanitised and shortened like any other, and must not collide.

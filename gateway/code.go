@@ -74,11 +74,11 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 	snap := s.awaitPending(ctx, func(snap *served) bool { return findTool(snap.Catalog, server, tool) != nil })
 	e := findTool(snap.Catalog, server, tool)
 	if e == nil {
-		for _, h := range s.up.Quarantined() {
-			if h.Server == server && h.Tool == tool {
-				s.logger.Warn("a program's call to a quarantined tool refused", "tool", h.Name, "status", h.Status)
-				return nil, errors.New(h.Message())
-			}
+		// Held back by the lock file, or forbidden by a rule whatever the
+		// call: the scope says which, and why.
+		if _, err := s.up.ResolveTool(server, tool); errors.Is(err, upstream.ErrQuarantined) || errors.Is(err, upstream.ErrForbidden) {
+			s.logger.Warn("a program's call refused", "tool", cut(sandbox.Accessor(server, tool), echoLimit), "error", err)
+			return nil, err
 		}
 		return nil, fmt.Errorf("there is no tool %s: search_tools finds the tools you can call", cut(sandbox.Accessor(server, tool), echoLimit))
 	}

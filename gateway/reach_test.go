@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -205,5 +206,58 @@ return out.join("\n")`})
 	}
 	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__slack__list_channels", "arguments": map[string]any{}}); res.IsError {
 		t.Errorf("another server's tool is not limited: %s", text(res))
+	}
+}
+
+// TestSearchKnowsTheRules: a tool a rule forbids whatever the call is
+// neither found nor listed, and named exactly it is refused by the rule;
+// a tool a rule always asks about says so in its match; a change of the
+// rules file takes effect while serving.
+func TestSearchKnowsTheRules(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.cedar")
+	write := func(text string) {
+		t.Helper()
+		// Written whole, then renamed: the watcher never reads half a file.
+		if err := os.WriteFile(file+".new", []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		os.Rename(file+".new", file)
+	}
+	write(`@message("no posting") forbid (principal, action, resource) when { resource.name == "post_message" };
+@ask("Open a pull request?") forbid (principal, action, resource) when { resource.name == "create_pull_request" };`)
+	live, err := rules.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool(standardUpstreams(t), &upstream.Options{Policies: live})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	pool.Wait(ctx)
+	g := newGateway(t, pool.Scope(nil), nil)
+	all := newGateway(t, pool.Scope(nil), &Options{Settings: policy.Settings{Mode: policy.ModeStandard}})
+	cs := connect(t, g, nil)
+	search := func(q string) string {
+		return text(call(t, cs, "search_tools", map[string]any{"query": q, "limit": 10}))
+	}
+	if out := search("post a message to a slack channel"); strings.Contains(out, "mcp__slack__post_message") {
+		t.Errorf("search offers a forbidden tool:\n%s", out)
+	}
+	if names := listNames(t, connect(t, all, nil)); slices.Contains(names, "mcp__slack__post_message") {
+		t.Errorf("tools/list lists a forbidden tool: %v", names)
+	}
+	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{}}); !res.IsError || !strings.Contains(text(res), "forbidden by a rule "+file+":1: no posting") {
+		t.Errorf("the forbidden tool by name: %s", text(res))
+	}
+	if out := search("create a pull request"); !strings.Contains(out, `"asks_person":"Open a pull request?"`) {
+		t.Errorf("a tool behind an ask does not say so:\n%s", out)
+	}
+	write(`@ask("Open a pull request?") forbid (principal, action, resource) when { resource.name == "create_pull_request" };`)
+	testenv.Eventually(t, 10*time.Second, "the changed rules to take effect", func() bool {
+		return strings.Contains(search("post a message to a slack channel"), "mcp__slack__post_message")
+	})
+	write(`forbid (principal, action resource);`) // does not load: the last good rules stay
+	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{}}); res.IsError {
+		t.Errorf("after a bad change, the last good rules: %s", text(res))
 	}
 }

@@ -567,10 +567,7 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 	s.logger.Debug("call", "tool", c.Tool.Name, "server", c.Tool.Server, "via", c.Via, "duration", took.Round(time.Microsecond), "outcome", outcome)
 	if err != nil {
 		res = toolError("%s: %v", c.Tool.Name, err)
-		var refusal *upstream.Refusal
-		if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok && errors.As(err, &refusal) {
-			n.decision, n.rule = refusal.Decision, strings.Join(refusal.Rules, ", ")
-		}
+		noteRefusal(ctx, err)
 	}
 	// A directly listed tool teaches search only when an --activate
 	// search put it there.
@@ -578,6 +575,15 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 		s.noteCall(ctx, ss, c.Tool.Name, c.Tool.Server, !res.IsError)
 	}
 	return res
+}
+
+// noteRefusal puts a refusal by the operators' rules in the call's audit
+// record (see callNote).
+func noteRefusal(ctx context.Context, err error) {
+	var refusal *upstream.Refusal
+	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok && errors.As(err, &refusal) {
+		n.decision, n.rule = refusal.Decision, strings.Join(refusal.Rules, ", ")
+	}
 }
 
 // clientName is the name a session's client gave in its initialize.

@@ -126,6 +126,9 @@ type searchMatch struct {
 	// Unverified tools are known from configuration or server output; the
 	// server has not listed them and they cannot be called yet.
 	Unverified bool `json:"unverified,omitempty"`
+	// Asks is the question a rule asks the person before each call of
+	// the tool: the model knows a person will be asked.
+	Asks string `json:"asks_person,omitempty"`
 }
 
 func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
@@ -153,7 +156,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 			// would fill the turn. select: gives the whole text.
 			desc = cut(desc, maxDescription) + fmt.Sprintf("… (cut at %d of %d bytes; select:%s gives the whole text)", maxDescription, len(desc), h.Entry.Name)
 		}
-		m := searchMatch{Name: h.Entry.Name, Server: h.Entry.Server, Description: desc, InputSchema: schema, Unverified: h.Entry.Unverified}
+		m := searchMatch{Name: h.Entry.Name, Server: h.Entry.Server, Description: desc, InputSchema: schema, Unverified: h.Entry.Unverified, Asks: h.Entry.Asks}
 		if s.opts.Code != nil {
 			// The declaration carries the description too.
 			m.Description, m.InputSchema = "", nil
@@ -257,8 +260,15 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 // unknownTool explains a call to a name the catalog does not have and
 // names the closest tools.
 func (s *Server) unknownTool(ctx context.Context, snap *served, name string) *mcp.CallToolResult {
+	// Held back by the lock file, or forbidden by a rule whatever the
+	// call: the scope says which, and why.
+	if _, err := s.up.Resolve(name); errors.Is(err, upstream.ErrQuarantined) || errors.Is(err, upstream.ErrForbidden) {
+		s.logger.Warn("call refused", "tool", cut(name, echoLimit), "error", err)
+		noteRefusal(ctx, err)
+		return toolError("call_tool: %v", err)
+	}
 	for _, h := range s.up.Quarantined() {
-		if h.Name == name || (h.Tool == name && !strings.HasPrefix(name, catalog.Prefix)) {
+		if h.Tool == name && !strings.HasPrefix(name, catalog.Prefix) {
 			s.logger.Warn("call to a quarantined tool refused", "tool", h.Name, "status", h.Status)
 			return toolError("call_tool: %s", h.Message())
 		}

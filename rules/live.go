@@ -62,8 +62,9 @@ func (l *Live) Reload() (bool, error) {
 // reloadEvery is how often Watch looks at the files.
 const reloadEvery = time.Second
 
-// Watch reloads the rules when their files change, until ctx is done.
-func (l *Live) Watch(ctx context.Context, logger *slog.Logger) {
+// Watch reloads the rules when their files change, until ctx is done,
+// and calls changed (if not nil) after each reload.
+func (l *Live) Watch(ctx context.Context, logger *slog.Logger, changed func()) {
 	t := time.NewTicker(reloadEvery)
 	defer t.Stop()
 	for {
@@ -72,12 +73,17 @@ func (l *Live) Watch(ctx context.Context, logger *slog.Logger) {
 			return
 		case <-t.C:
 		}
-		changed, err := l.Reload()
-		switch {
-		case err != nil && logger != nil:
+		reloaded, err := l.Reload()
+		if err != nil && logger != nil {
 			logger.Error("the changed rules do not load; the last good ones stay in force", "error", err)
-		case changed && logger != nil:
-			logger.Info("rules reloaded", "files", strings.Join(l.Current().Files, ","))
+		}
+		if reloaded {
+			if logger != nil {
+				logger.Info("rules reloaded", "files", strings.Join(l.Current().Files, ","))
+			}
+			if changed != nil {
+				changed()
+			}
 		}
 	}
 }

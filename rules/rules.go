@@ -41,7 +41,11 @@ import (
 // Set is a loaded set of rules. It is safe for concurrent use.
 type Set struct {
 	policies *cedar.PolicySet
-	limits   []limitRule
+	// static are the rules that do not read the context (the arguments,
+	// the client, the time): what they say of a tool holds for every
+	// call of it (see Static).
+	static *cedar.PolicySet
+	limits []limitRule
 	// Files are the files the rules came from, in the order read.
 	Files []string
 }
@@ -58,13 +62,7 @@ type limitRule struct {
 // folder, in name order). The error names the file, the line and what
 // is wrong.
 func Load(paths ...string) (*Set, error) {
-	s := &Set{policies: cedar.NewPolicySet()}
-	// The base: everything is permitted unless a forbid rule matches.
-	var base cedar.Policy
-	if err := base.UnmarshalCedar([]byte(`permit (principal, action, resource);`)); err != nil {
-		return nil, err
-	}
-	s.policies.Add("base", &base)
+	s := newSet()
 	for _, p := range paths {
 		files := []string{p}
 		if st, err := os.Stat(p); err != nil {
@@ -84,14 +82,22 @@ func Load(paths ...string) (*Set, error) {
 
 // Parse reads rules from text; name names it in errors.
 func Parse(name string, text []byte) (*Set, error) {
-	s := &Set{policies: cedar.NewPolicySet()}
-	var base cedar.Policy
-	base.UnmarshalCedar([]byte(`permit (principal, action, resource);`))
-	s.policies.Add("base", &base)
+	s := newSet()
 	if err := s.add(name, text); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// newSet is a set with the base rule: everything is permitted unless a
+// forbid rule matches.
+func newSet() *Set {
+	s := &Set{policies: cedar.NewPolicySet(), static: cedar.NewPolicySet()}
+	var base cedar.Policy
+	base.UnmarshalCedar([]byte(`permit (principal, action, resource);`))
+	s.policies.Add("base", &base)
+	s.static.Add("base", &base)
+	return s
 }
 
 func (s *Set) addFile(file string) error {
@@ -142,6 +148,9 @@ func (s *Set) add(file string, text []byte) error {
 		if !s.policies.Add(cedar.PolicyID(id), p) {
 			return fmt.Errorf("%s: two rules are named %q", file, id)
 		}
+		if !strings.Contains(string(p.MarshalCedar()), "context") {
+			s.static.Add(cedar.PolicyID(id), p)
+		}
 	}
 	return nil
 }
@@ -189,14 +198,19 @@ type Decision struct {
 // for a permit either: see Errors.
 func (s *Set) Decide(r *Request) Decision {
 	entities, req := cedarRequest(r)
-	ok, diag := s.policies.IsAuthorized(entities, req)
+	return decision(s.policies, entities, req)
+}
+
+// decision evaluates a request against a set of rules.
+func decision(set *cedar.PolicySet, entities types.EntityMap, req cedar.Request) Decision {
+	ok, diag := set.IsAuthorized(entities, req)
 	if ok == cedar.Allow {
 		return Decision{Effect: Permit}
 	}
 	d := Decision{Effect: Ask}
 	var messages []string
 	for _, reason := range diag.Reasons {
-		p := s.policies.Get(reason.PolicyID)
+		p := set.Get(reason.PolicyID)
 		if p == nil {
 			continue
 		}
@@ -218,6 +232,17 @@ func (s *Set) Decide(r *Request) Decision {
 	slices.Sort(d.Rules)
 	d.Message = strings.Join(messages, "; ")
 	return d
+}
+
+// Static says what the rules that do not read a call's context (its
+// arguments, client, time) say of a tool: a forbid there holds for every
+// call, so search need not offer the tool; an ask, that every call asks
+// the person first. r's Args, Client and Time are not read.
+func (s *Set) Static(r *Request) Decision {
+	q := *r
+	q.Args, q.Client, q.Via = nil, "", ""
+	entities, req := cedarRequest(&q)
+	return decision(s.static, entities, req)
 }
 
 // cedarRequest is a request as Cedar takes it: the tool as an entity

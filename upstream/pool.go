@@ -285,7 +285,8 @@ func (p *Pool) Run(ctx context.Context) error {
 		wg.Go(func() { p.watchPins(ctx) })
 	}
 	if p.opts.Policies != nil {
-		wg.Go(func() { p.opts.Policies.Watch(ctx, p.logger.With("component", "rules")) })
+		// A change can hide or show tools: publish the catalog again.
+		wg.Go(func() { p.opts.Policies.Watch(ctx, p.logger.With("component", "rules"), p.publish) })
 	}
 	for _, s := range p.servers {
 		if !s.cfg.Disabled {

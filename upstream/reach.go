@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
@@ -37,17 +38,39 @@ type Rule func(ctx context.Context, sc *Scope, c *Call) error
 
 // Resolve finds a tool of the scope's profile by its qualified name: the
 // one lookup of a call. A quarantined tool's error says so and how to
-// approve it; a tool outside the profile is unknown, whatever was listed.
+// approve it; a tool the rules forbid whatever the call is refused by the
+// rule; a tool outside the profile is unknown, whatever was listed.
 func (sc *Scope) Resolve(name string) (*catalog.Entry, error) {
+	return sc.resolve(name, func(c *catalog.Catalog) (*catalog.Entry, bool) { return c.Lookup(name) },
+		func(h Quarantined) bool { return h.Name == name })
+}
+
+// ResolveTool is Resolve by the server's name and the tool's own, as a
+// program names it (tools.<server>.<tool>).
+func (sc *Scope) ResolveTool(server, tool string) (*catalog.Entry, error) {
+	return sc.resolve(server+"."+tool, func(c *catalog.Catalog) (*catalog.Entry, bool) { return c.Tool(server, tool) },
+		func(h Quarantined) bool { return h.Server == server && h.Tool == tool })
+}
+
+func (sc *Scope) resolve(name string, find func(*catalog.Catalog) (*catalog.Entry, bool), held func(Quarantined) bool) (*catalog.Entry, error) {
 	if sc.pool.fixed != "" {
 		return nil, sc.pool.noServers()
 	}
-	if e, ok := sc.Catalog().Lookup(name); ok {
+	if e, ok := find(sc.Catalog()); ok {
 		return e, nil
 	}
 	for _, h := range sc.Quarantined() {
-		if h.Name == name {
+		if held(h) {
 			return nil, fmt.Errorf("%w: %s", ErrQuarantined, h.Message())
+		}
+	}
+	// A tool the rules forbid whatever the call is not in the scope's
+	// catalog; named exactly, it is refused by the rule, not unknown.
+	if live := sc.pool.opts.Policies; live != nil {
+		if e, ok := find(sc.pool.Catalog()); ok && (sc.profile == nil || sc.profile.Keeps(e)) {
+			if d := live.Current().Static(requestOf(sc, &Call{Tool: e})); d.Effect == rules.Forbid {
+				return nil, refused("forbidden", d, fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d)))
+			}
 		}
 	}
 	if sc.profile != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/rules"
 )
 
 // Scope is the pool as one profile sees it: its catalog, calls, sessions,
@@ -31,6 +32,7 @@ type Scope struct {
 
 	mu        sync.Mutex
 	base, cat *catalog.Catalog // the pool's catalog, and the profile's part of it
+	set       *rules.Set       // the rules cat was made with
 }
 
 // Scope returns the pool as profile sees it (nil: every tool). Call it
@@ -59,16 +61,40 @@ func (sc *Scope) HasServer(name string) bool {
 
 // Catalog returns the profile's part of the pool's current catalog:
 // its tools under the names the whole catalog gives them, its "load"
-// tools marked alwaysLoad.
+// tools marked alwaysLoad, without the tools the operators' rules forbid
+// it whatever the call, and with the question of those a rule asks
+// about every time (catalog.Entry.Asks).
 func (sc *Scope) Catalog() *catalog.Catalog {
 	base := sc.pool.Catalog()
-	if sc.profile == nil {
+	var set *rules.Set
+	if live := sc.pool.opts.Policies; live != nil {
+		set = live.Current()
+	}
+	if sc.profile == nil && set == nil {
 		return base
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	if base != sc.base {
-		sc.base, sc.cat = base, sc.profile.Narrow(base)
+	if base != sc.base || set != sc.set {
+		cat := base
+		if sc.profile != nil {
+			cat = sc.profile.Narrow(cat)
+		}
+		if set != nil {
+			cat = cat.Map(func(e catalog.Entry) (catalog.Entry, bool) {
+				switch d := set.Static(requestOf(sc, &Call{Tool: &e})); d.Effect {
+				case rules.Forbid:
+					return e, false
+				case rules.Ask:
+					e.Asks = d.Message
+					if e.Asks == "" {
+						e.Asks = "a person is asked before each call"
+					}
+				}
+				return e, true
+			})
+		}
+		sc.base, sc.set, sc.cat = base, set, cat
 	}
 	return sc.cat
 }
