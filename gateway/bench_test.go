@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -23,6 +24,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/rules"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -70,12 +72,13 @@ func TestTokenSaving(t *testing.T) {
 // callPair returns a client session connected to an in-memory upstream
 // directly, and one connected to the same upstream through the gateway.
 func callPair(b testing.TB) (direct, viaGateway *mcp.ClientSession) {
-	return callPairWith(b, nil)
+	return callPairWith(b, nil, nil)
 }
 
 // callPairWith is callPair with the gateway and its pool recording into
-// tel (nil: the defaults, which trace nothing).
-func callPairWith(b testing.TB, tel *telemetry.Telemetry) (direct, viaGateway *mcp.ClientSession) {
+// tel (nil: the defaults, which trace nothing), and asking the rules of
+// live about every call (nil: none).
+func callPairWith(b testing.TB, tel *telemetry.Telemetry, live *rules.Live) (direct, viaGateway *mcp.ClientSession) {
 	srv, err := mcptest.NewServer("echo", mcptest.SimpleTools("echo"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -91,7 +94,7 @@ func callPairWith(b testing.TB, tel *telemetry.Telemetry) (direct, viaGateway *m
 		go srv.Run(context.Background(), st)
 		return ct, nil
 	}}
-	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, &upstream.Options{Telemetry: tel})
+	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, &upstream.Options{Telemetry: tel, Policies: live})
 	background(b, pool.Run)
 	pool.Wait(context.Background())
 	g := newGateway(b, pool.Scope(nil), &Options{Telemetry: tel})
@@ -130,6 +133,41 @@ func BenchmarkCall(b *testing.B) {
 	})
 }
 
+// BenchmarkCallRules is call_tool through the gateway with no rules of
+// the operators' and with a file of ten: a forbid by argument, an ask, a
+// limit of a million a minute, and seven forbids of other tools.
+func BenchmarkCallRules(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	file := filepath.Join(b.TempDir(), "team.cedar")
+	text := `forbid (principal, action, resource) when { resource.name == "echo" && context.args.text like "*secret*" };
+@ask("Delete?") forbid (principal, action, resource) when { resource.destructive };
+@limit("1000000/minute") permit (principal, action, resource) when { resource.server == "echo" };
+`
+	for i := range 7 {
+		text += fmt.Sprintf("forbid (principal, action, resource) when { resource.name == \"other_%d\" };\n", i)
+	}
+	os.WriteFile(file, []byte(text), 0o644)
+	live, err := rules.Open(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"name": "mcp__echo__echo", "arguments": map[string]any{"text": "hello"}}
+	for _, c := range []struct {
+		name string
+		live *rules.Live
+	}{{"rules=none", nil}, {"rules=10", live}} {
+		_, via := callPairWith(b, nil, c.live)
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkCallTracing is call_tool through the gateway with tracing off
 // (the default), on with an exporter that drops every span, and on with
 // OTLP/HTTP to a receiver on loopback that reads and discards what it
@@ -161,7 +199,7 @@ func BenchmarkCallTracing(b *testing.B) {
 			if tel != nil {
 				defer tel.Shutdown(context.Background())
 			}
-			_, via := callPairWith(b, tel)
+			_, via := callPairWith(b, tel, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: args})

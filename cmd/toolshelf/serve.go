@@ -95,6 +95,12 @@ A search followed by a call of a tool it found teaches search to rank
 that tool higher for queries in closely similar words (see 'toolshelf
 learned'); --no-learn, or "learn": false in the configuration, turns it off.
 
+Every call of a tool, however it is reached, passes the same rules: the
+profile, the server's tool filter, the lock file, then the configuration's
+"policies" (rules in Cedar: forbid, ask the person through elicitation,
+limit calls; read again when their files change). 'toolshelf policy check'
+says what they decide of a call.
+
 Tools whose definitions do not match toolshelf.lock (beside the
 configuration) are quarantined: see 'toolshelf tools'. The lock file is
 read again when it changes.
