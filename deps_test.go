@@ -50,7 +50,7 @@ var mayImport = map[string][]string{
 	"e2e":                 {}, // tests only
 	"cmd/toolshelf": {"anthropic", "catalog", "console", "embedding", "fleet", "sandbox", "store", "evaluate", "gateway", "internal/builtin",
 		"audit", "internal/fuzzy", "pin", "policy", "proxy", "learn", "rules", "search", "shelf", "signin", "telemetry", "upstream"},
-	"examples/agent":     {"anthropic", "catalog", "messages", "policy", "upstream", "learn", "sandbox"},
+	"examples/agent":     {"anthropic", "catalog", "messages", "policy", "rules", "upstream", "learn", "sandbox"},
 	"scripts/scale":      {"catalog", "internal/bigcatalog", "internal/builtin", "search"},
 	"scripts/testreport": {},
 }

@@ -216,3 +216,32 @@ func TestAgentRunsCode(t *testing.T) {
 		t.Fatalf("exit %d: %q\n%s", code, out, stderr)
 	}
 }
+
+// The configuration's rules on calls hold for the agent's calls as for
+// the gateway's: a rule that forbids reading the graph from the library
+// refuses the model's call, and the model reads the rule's message.
+func TestAgentObeysRules(t *testing.T) {
+	path := memoryConfig(t)
+	var cfg map[string]any
+	b, _ := os.ReadFile(path)
+	json.Unmarshal(b, &cfg)
+	rules := filepath.Join(filepath.Dir(path), "team.cedar")
+	os.WriteFile(rules, []byte(`@message("the agent may not read the whole graph")
+forbid (principal, action, resource) when { resource.name == "read_graph" && context.via == "library" };`), 0o644)
+	cfg["policies"] = []string{rules}
+	b, _ = json.Marshal(cfg)
+	os.WriteFile(path, b, 0o644)
+	api := newFakeAPI(t,
+		func(t *testing.T, req messages.Request, visible map[string]bool) ([]messages.Block, string, int) {
+			return []messages.Block{toolUse("t1", "mcp__memory__read_graph", map[string]any{})}, "tool_use", 100
+		},
+		func(t *testing.T, req messages.Request, visible map[string]bool) ([]messages.Block, string, int) {
+			return []messages.Block{messages.TextBlock("result: " + resultText(lastResults(req)[0]))}, "end_turn", 100
+		},
+	)
+	out, stderr, code := runAgent(t, api, map[string]string{"ENABLE_TOOL_SEARCH": "true"},
+		"--config", path, "--model", "claude-haiku-4-5", "Read the graph.")
+	if code != 0 || !strings.Contains(out, "forbidden by a rule "+rules+":1: the agent may not read the whole graph") {
+		t.Fatalf("exit %d: %s\n%s", code, out, stderr)
+	}
+}

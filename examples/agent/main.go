@@ -37,6 +37,7 @@ import (
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/rules"
 	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -140,12 +141,20 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 	if err != nil {
 		return nil, err
 	}
-	cfgs, err := upstream.LoadConfig(o.config, getenv)
+	cfg, err := upstream.Load(o.config, getenv)
 	if err != nil {
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	pool := upstream.NewPool(cfgs, &upstream.Options{Logger: log.With("component", "upstream")})
+	popts := &upstream.Options{Logger: log.With("component", "upstream")}
+	if len(cfg.Policies) > 0 {
+		// The configuration's rules on calls hold for the agent's calls
+		// as they do for the gateway's: the same call path asks them.
+		if popts.Policies, err = rules.Open(cfg.Policies...); err != nil {
+			return nil, err
+		}
+	}
+	pool := upstream.NewPool(cfg.Servers, popts)
 	a := &agent{
 		opts: o, log: log, pool: pool, scope: pool.Scope(nil), settings: settings,
 		baseURL:  getenv("ANTHROPIC_BASE_URL"),

@@ -1,0 +1,106 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+// TestRulesThroughTypeScriptSDK drives the rules on calls with the
+// official TypeScript SDK in front of the gateway and real servers:
+// server-filesystem refused a write outside a folder by a rule on its
+// arguments, a directory made only after the person's yes (elicitation
+// answered yes, then no), and a limit hit on the third read.
+func TestRulesThroughTypeScriptSDK(t *testing.T) {
+	requireClients(t)
+	servers, _ := filepath.Abs("../testdata/servers")
+	work := testenv.WritableDir(t)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "team.cedar"), []byte(`@message("writes only under the work folder")
+forbid (principal, action == Action::"call", resource)
+when { resource.name == "write_file" && !(context.args.path like "`+work+`/*") };
+
+@ask("Make this folder?")
+forbid (principal, action == Action::"call", resource)
+when { resource.name == "create_directory" };
+
+@limit("2/minute") @per("tool")
+permit (principal, action == Action::"call", resource)
+when { resource.name == "list_allowed_directories" };
+`), 0o644)
+	cfg := map[string]any{
+		"mcpServers": map[string]any{"filesystem": map[string]any{
+			"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", work},
+			"cwd": servers, "paths": map[string]any{"write": []string{work}}, "timeout": testenv.Timeout(30 * time.Second).String(),
+		}},
+		"policies": []string{filepath.Join(dir, "team.cedar")},
+	}
+	b, _ := json.Marshal(cfg)
+	path := filepath.Join(dir, "servers.json")
+	os.WriteFile(path, b, 0o644)
+	url := testenv.RunHTTPScript(t, gatewayScript(t, path, "--http", "127.0.0.1:0"))
+
+	type result struct {
+		Tool    string
+		IsError bool
+		Text    string
+		Asked   []string
+	}
+	run := func(answer string, calls ...map[string]any) []result {
+		t.Helper()
+		js, _ := json.Marshal(calls)
+		out, err := node(t, "node", "rules-client.mjs", url, answer, string(js))
+		if err != nil {
+			t.Fatalf("rules-client: %v\n%s", err, out)
+		}
+		var rs []result
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			var r result
+			if json.Unmarshal(sc.Bytes(), &r) == nil && r.Tool != "" {
+				rs = append(rs, r)
+			}
+		}
+		if len(rs) != len(calls) {
+			t.Fatalf("%d results for %d calls:\n%s", len(rs), len(calls), out)
+		}
+		return rs
+	}
+	write := func(p string) map[string]any {
+		return map[string]any{"name": "mcp__filesystem__write_file", "arguments": map[string]any{"path": p, "content": "x"}}
+	}
+	mkdir := func(p string) map[string]any {
+		return map[string]any{"name": "mcp__filesystem__create_directory", "arguments": map[string]any{"path": p}}
+	}
+	list := map[string]any{"name": "mcp__filesystem__list_allowed_directories", "arguments": map[string]any{}}
+
+	rs := run("yes", write(filepath.Join(work, "ok.txt")), write("/tmp/outside.txt"), mkdir(filepath.Join(work, "yes")), list, list, list)
+	if rs[0].IsError {
+		t.Errorf("a write inside the folder: %s", rs[0].Text)
+	}
+	if !rs[1].IsError || !strings.Contains(rs[1].Text, "writes only under the work folder") {
+		t.Errorf("a write outside: %s", rs[1].Text)
+	}
+	if rs[2].IsError || len(rs[2].Asked) != 1 || !strings.Contains(rs[2].Asked[0], "Make this folder?") {
+		t.Errorf("ask, yes: %+v", rs[2])
+	}
+	if st, err := os.Stat(filepath.Join(work, "yes")); err != nil || !st.IsDir() {
+		t.Errorf("the folder the person said yes to is not there: %v", err)
+	}
+	if rs[3].IsError || rs[4].IsError || !rs[5].IsError || !strings.Contains(rs[5].Text, "(2/minute): try again in") {
+		t.Errorf("the limit: %+v", rs[3:])
+	}
+	rs = run("no", mkdir(filepath.Join(work, "no")))
+	if !rs[0].IsError || !strings.Contains(rs[0].Text, "the person said no") || len(rs[0].Asked) != 1 {
+		t.Errorf("ask, no: %+v", rs[0])
+	}
+	if _, err := os.Stat(filepath.Join(work, "no")); err == nil {
+		t.Errorf("the folder the person said no to was made")
+	}
+}
