@@ -247,8 +247,13 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 	}
 	params := *req.Params
 	params.Name = p.name
+	ctx = forCaller(ctx, req.Session, req.Params.GetProgressToken())
+	args, _ := json.Marshal(req.Params.Arguments)
+	if err := s.up.Offered(ctx, "prompt", p.server, req.Params.Name, args); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("prompt %s: %v", quoteClipped(req.Params.Name), err)}
+	}
 	var res *mcp.GetPromptResult
-	err := s.up.Session(forCaller(ctx, req.Session, req.Params.GetProgressToken()), p.server, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := s.up.Session(ctx, p.server, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		res, err = cs.GetPrompt(ctx, &params)
 		return err
@@ -265,8 +270,12 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 	}
 	params := *req.Params
 	params.URI = orig
+	ctx = forCaller(ctx, req.Session, req.Params.GetProgressToken())
+	if err := s.up.Offered(ctx, "read", server, req.Params.URI, nil); err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s: %v", quoteClipped(req.Params.URI), err)}
+	}
 	var res *mcp.ReadResourceResult
-	err := s.up.Session(forCaller(ctx, req.Session, req.Params.GetProgressToken()), server, func(ctx context.Context, cs *mcp.ClientSession) error {
+	err := s.up.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
 		var err error
 		res, err = cs.ReadResource(ctx, &params)
 		return err

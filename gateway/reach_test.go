@@ -16,6 +16,7 @@ import (
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/rules"
 
+	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -259,5 +260,33 @@ func TestSearchKnowsTheRules(t *testing.T) {
 	write(`forbid (principal, action resource);`) // does not load: the last good rules stay
 	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{}}); res.IsError {
 		t.Errorf("after a bad change, the last good rules: %s", text(res))
+	}
+}
+
+// TestRulesOnPromptsAndResources: rules that name prompts (Action
+// "prompt") and resources (Action "read") hold for them as for calls.
+func TestRulesOnPromptsAndResources(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "r.cedar")
+	os.WriteFile(file, []byte(`@message("no prompts with arguments here") forbid (principal, action == Action::"prompt", resource) when { resource.name == "test_prompt_with_arguments" };
+@message("static text is off limits") forbid (principal, action == Action::"read", resource) when { resource.name like "*static-text*" };`), 0o644)
+	live, err := rules.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("fx", mcptest.Fixture())}, &upstream.Options{Policies: live})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	pool.Wait(ctx)
+	g := newGateway(t, pool.Scope(nil), nil)
+	cs := connectLegacy(t, g, nil)
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x", "arg2": "y"}}); err == nil || !strings.Contains(err.Error(), "no prompts with arguments here") {
+		t.Errorf("a forbidden prompt: %v", err)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_simple_prompt"}); err != nil {
+		t.Errorf("a permitted prompt: %v", err)
+	}
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"}); err == nil || !strings.Contains(err.Error(), "static text is off limits") {
+		t.Errorf("a forbidden resource: %v", err)
 	}
 }

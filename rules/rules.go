@@ -172,10 +172,15 @@ func (e Effect) String() string { return [...]string{"permit", "forbid", "ask"}[
 // Request is what a rule sees of a call.
 type Request struct {
 	Profile string
-	Action  string // "call"
-	Server  string
-	Tool    string // the server's own name of the tool
-	Name    string // its qualified name
+	// Action is "call" (a tool), "prompt" (get a prompt) or "read" (read
+	// a resource).
+	Action string
+	// Kind is the resource's entity type: "Tool" (the default), "Prompt"
+	// or "Resource".
+	Kind   string
+	Server string
+	Tool   string // the server's own name of the tool (or prompt, or the resource's URI)
+	Name   string // its qualified name (the name or URI a client sees)
 	// Annotations are the tool's hints, as its server gave them.
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
 	Args                                         json.RawMessage
@@ -248,7 +253,11 @@ func (s *Set) Static(r *Request) Decision {
 // cedarRequest is a request as Cedar takes it: the tool as an entity
 // with its attributes, and the request.
 func cedarRequest(r *Request) (types.EntityMap, cedar.Request) {
-	tool := types.NewEntityUID("Tool", types.String(r.Name))
+	kind := r.Kind
+	if kind == "" {
+		kind = "Tool"
+	}
+	tool := types.NewEntityUID(types.EntityType(kind), types.String(r.Name))
 	entities := types.EntityMap{
 		tool: {UID: tool, Attributes: types.NewRecord(types.RecordMap{
 			"server": types.String(r.Server), "name": types.String(r.Tool),

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/rules"
 )
 
@@ -104,7 +105,14 @@ func policies(ctx context.Context, sc *Scope, c *Call) error {
 		}
 		c.release = append(c.release, release)
 		return nil
-	case rules.Forbid:
+	}
+	return enforce(ctx, d, c)
+}
+
+// enforce carries out a decision that is not a permit: a forbid refuses,
+// an ask waits for the person's yes through the caller's asker.
+func enforce(ctx context.Context, d rules.Decision, c *Call) error {
+	if d.Effect == rules.Forbid {
 		return refused("forbidden", d, fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d)))
 	}
 	ask := askerOf(ctx)
@@ -167,4 +175,24 @@ func requestOf(sc *Scope, c *Call) *rules.Request {
 		r.ReadOnly, r.Destructive, r.Idempotent, r.OpenWorld = a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld
 	}
 	return r
+}
+
+// Offered asks the operators' rules about getting a prompt ("prompt") or
+// reading a resource ("read") of a server, as Reach asks them about a
+// call: a forbid refuses, an ask waits for the person's yes. name is the
+// prompt's name or the resource's URI as the client names it.
+func (sc *Scope) Offered(ctx context.Context, action, server, name string, args json.RawMessage) error {
+	live := sc.pool.opts.Policies
+	if live == nil {
+		return nil
+	}
+	kind := map[string]string{"prompt": "Prompt", "read": "Resource"}[action]
+	if kind == "" {
+		return fmt.Errorf("upstream: no such action %q", action)
+	}
+	req := &rules.Request{Profile: sc.Profile(), Action: action, Kind: kind, Server: server, Tool: name, Name: name, Args: args, Time: time.Now()}
+	if d := live.Current().Decide(req); d.Effect != rules.Permit {
+		return enforce(ctx, d, &Call{Tool: &catalog.Entry{Name: name, Server: server}, Args: args, Via: action})
+	}
+	return nil
 }
