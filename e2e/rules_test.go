@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
@@ -103,4 +105,50 @@ when { resource.name == "list_allowed_directories" };
 	if _, err := os.Stat(filepath.Join(work, "no")); err == nil {
 		t.Errorf("the folder the person said no to was made")
 	}
+}
+
+// TestRulesChangeReachesEveryReplica: replicas that read the same rules
+// file (a mounted ConfigMap, a shared folder) each take a change of it
+// while serving, within 2 s, and a forbid reaches every one.
+func TestRulesChangeReachesEveryReplica(t *testing.T) {
+	dir := t.TempDir()
+	rulesFile := filepath.Join(dir, "team.cedar")
+	write := func(text string) {
+		os.WriteFile(rulesFile+".new", []byte(text), 0o644)
+		os.Rename(rulesFile+".new", rulesFile)
+	}
+	write("// nothing forbidden yet\n")
+	cfg := serverConfig(t, dir, "tracker", "create_ticket", map[string]any{"policies": []string{rulesFile}})
+	lb, _, _ := startFleet(t, "", cfg, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	call := func(replica string) string {
+		cs := connectMCP(t, ctx, replica+"/mcp")
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__tracker__create_ticket", "arguments": map[string]any{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cs.Close()
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+	for _, r := range lb.backends {
+		if out := call(r); strings.Contains(out, "forbidden") {
+			t.Fatalf("%s before the change: %s", r, out)
+		}
+	}
+	write(`@message("tickets are closed for the release") forbid (principal, action, resource) when { resource.name == "create_ticket" && context.client != "" };`)
+	changed := time.Now()
+	for _, r := range lb.backends {
+		testenv.Eventually(t, 10*time.Second, "replica "+r+" to take the change", func() bool {
+			return strings.Contains(call(r), "tickets are closed for the release")
+		})
+	}
+	// Eventually waits longer on a loaded machine; the figure is logged.
+	t.Logf("every replica refused %v after the change", time.Since(changed).Round(100*time.Millisecond))
 }
