@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,7 +42,8 @@ type Member struct {
 	keep    time.Duration
 	relay   http.RoundTripper
 	react   func(path, session string, names []string)
-	address string // set by Run
+	address string       // set by Run
+	live    atomic.Int64 // replicas alive at the last beat
 
 	mu      sync.Mutex
 	adopted map[string]string // a session taken over: the client's id → this replica's
@@ -86,6 +88,13 @@ func New(db *store.DB, opts *Options) *Member {
 		}
 	}
 	return m
+}
+
+// Replicas returns how many replicas of the fleet were alive at the last
+// beat (at least 1): the share of a fleet-wide limit one replica counts
+// is the limit divided by it.
+func (m *Member) Replicas() int {
+	return max(1, int(m.live.Load()))
 }
 
 // ID names this replica in the store and in the request states of the
@@ -137,6 +146,14 @@ func (m *Member) beat(ctx context.Context) error {
 	}
 	b.Queue("DELETE FROM sessions WHERE seen < now() - make_interval(secs => $1)", m.keep.Seconds())
 	b.Queue("DELETE FROM replicas WHERE seen < now() - interval '1 hour'")
+	b.Queue("SELECT count(*) FROM replicas WHERE seen > now() - make_interval(secs => $1)", gone.Seconds()).QueryRow(func(row pgx.Row) error {
+		var n int64
+		if err := row.Scan(&n); err != nil {
+			return err
+		}
+		m.live.Store(n)
+		return nil
+	})
 	err := m.db.Pool().SendBatch(ctx, b).Close()
 	if err != nil {
 		// Keep what was used for the next beat.

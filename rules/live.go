@@ -20,7 +20,16 @@ type Live struct {
 	stamp string // the files' names, sizes and times when last read
 	// counts are the limits' counts, kept across reloads.
 	counts *counters
+	// share, when set, says among how many replicas a limit is shared
+	// (SetShare).
+	share atomic.Pointer[func() int]
 }
+
+// SetShare makes every limit a fleet's: each replica counts its share,
+// the limit divided by replicas() (rounded up), so that the fleet as a
+// whole keeps about the limit without a round trip to the store on each
+// call.
+func (l *Live) SetShare(replicas func() int) { l.share.Store(&replicas) }
 
 // Open loads the rules of paths (see Load) and returns them live.
 func Open(paths ...string) (*Live, error) {
@@ -36,7 +45,11 @@ func Open(paths ...string) (*Live, error) {
 // Admit counts a permitted call against the limits in force (see Set);
 // release is to be called when the call ends.
 func (l *Live) Admit(r *Request) (release func(), err error) {
-	return l.Current().admit(r, l.counts, time.Now())
+	share := 1
+	if f := l.share.Load(); f != nil {
+		share = max(1, (*f)())
+	}
+	return l.Current().admit(r, l.counts, time.Now(), share)
 }
 
 // Current returns the rules in force.

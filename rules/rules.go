@@ -286,9 +286,10 @@ func cedarRequest(r *Request) (types.EntityMap, cedar.Request) {
 	}
 }
 
-// admit counts a permitted call against every limit rule it matches;
-// release ends its "at once" counts. The error is a *LimitError.
-func (s *Set) admit(r *Request, c *counters, now time.Time) (release func(), err error) {
+// admit counts a permitted call against every limit rule it matches,
+// each limit divided among share replicas; release ends its "at once"
+// counts. The error is a *LimitError.
+func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release func(), err error) {
 	if len(s.limits) == 0 {
 		return func() {}, nil
 	}
@@ -310,7 +311,13 @@ func (s *Set) admit(r *Request, c *counters, now time.Time) (release func(), err
 		case "tool":
 			key += "\x00" + r.Name
 		}
-		f, err := c.take(key, l.spec, l.id, l.text, now)
+		spec := *l.spec
+		text := l.text
+		if share > 1 {
+			spec.n = (spec.n + share - 1) / share
+			text = fmt.Sprintf("%s, this replica's share of %d: %d", l.text, share, spec.n)
+		}
+		f, err := c.take(key, &spec, l.id, text, now)
 		if err != nil {
 			release()
 			return nil, err

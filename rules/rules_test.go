@@ -106,34 +106,34 @@ permit (principal == Profile::"ci", action, resource);
 	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	pay := &Request{Profile: "ops", Server: "payments", Tool: "refund", Name: "mcp__payments__refund"}
 	for i := range 3 {
-		if _, err := s.admit(pay, c, now.Add(time.Duration(i)*time.Second)); err != nil {
+		if _, err := s.admit(pay, c, now.Add(time.Duration(i)*time.Second), 1); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	_, err = s.admit(pay, c, now.Add(10*time.Second))
+	_, err = s.admit(pay, c, now.Add(10*time.Second), 1)
 	var le *LimitError
 	if !errors.As(err, &le) || le.Retry != 50*time.Second || le.Rule != "limits.cedar:2" {
 		t.Fatalf("the fourth call in a minute: %v", err)
 	}
-	if _, err := s.admit(&Request{Profile: "other", Server: "payments", Name: "mcp__payments__refund"}, c, now.Add(10*time.Second)); err != nil {
+	if _, err := s.admit(&Request{Profile: "other", Server: "payments", Name: "mcp__payments__refund"}, c, now.Add(10*time.Second), 1); err != nil {
 		t.Errorf("another profile has counts of its own: %v", err)
 	}
-	if _, err := s.admit(pay, c, now.Add(61*time.Second)); err != nil {
+	if _, err := s.admit(pay, c, now.Add(61*time.Second), 1); err != nil {
 		t.Errorf("a minute later: %v", err)
 	}
 	ci := &Request{Profile: "ci", Server: "fs", Name: "mcp__fs__read"}
-	r1, err1 := s.admit(ci, c, now)
-	_, err2 := s.admit(ci, c, now)
-	_, err3 := s.admit(ci, c, now)
+	r1, err1 := s.admit(ci, c, now, 1)
+	_, err2 := s.admit(ci, c, now, 1)
+	_, err3 := s.admit(ci, c, now, 1)
 	if err1 != nil || err2 != nil || !errors.As(err3, &le) || !strings.Contains(err3.Error(), "two at once") {
 		t.Fatalf("at once: %v %v %v", err1, err2, err3)
 	}
 	r1()
 	r1() // once
-	if _, err := s.admit(ci, c, now); err != nil {
+	if _, err := s.admit(ci, c, now, 1); err != nil {
 		t.Errorf("after one ended: %v", err)
 	}
-	if _, err := s.admit(ci, c, now); err == nil {
+	if _, err := s.admit(ci, c, now, 1); err == nil {
 		t.Errorf("a release counted twice")
 	}
 	for text, want := range map[string]string{
@@ -144,5 +144,24 @@ permit (principal == Profile::"ci", action, resource);
 		if _, err := Parse("bad.cedar", []byte(text)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", text, err, want)
 		}
+	}
+}
+
+// TestLimitShare: in a fleet, each replica counts its share of a limit.
+func TestLimitShare(t *testing.T) {
+	s, err := Parse("l.cedar", []byte(`@limit("5/minute") permit (principal, action, resource);`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCounters()
+	now := time.Now()
+	r := &Request{Profile: "p", Server: "s", Name: "mcp__s__t"}
+	for i := range 3 { // ceil(5/2)
+		if _, err := s.admit(r, c, now, 2); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if _, err := s.admit(r, c, now, 2); err == nil || !strings.Contains(err.Error(), "this replica's share of 2: 3") {
+		t.Errorf("past the share: %v", err)
 	}
 }

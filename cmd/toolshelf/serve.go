@@ -330,6 +330,10 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 				}
 			}})
 		hopts.Server.Replica, hopts.Relay = o.fleet.ID(), o.fleet.Handler
+		if src.policies != nil {
+			// A limit is the fleet's: each replica counts its share.
+			src.policies.SetShare(o.fleet.Replicas)
+		}
 		if o.activate {
 			hopts.Server.OnActivate = o.fleet.Activated
 		}

@@ -170,6 +170,8 @@ type toolSource struct {
 	db *store.DB
 	// tokens keeps the sign-ins to remote servers.
 	tokens *signin.Store
+	// policies are the configuration's rules on calls, or nil.
+	policies *rules.Live
 }
 
 // openSource chooses the tools a command works on: a catalog file if one
@@ -224,7 +226,7 @@ func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*tool
 		}
 		o.hide = append(o.hide, cfg.Policies...)
 	}
-	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens}, nil
+	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens, policies: o.policies}, nil
 }
 
 // runningPool is a pool that a command runs in the background.
