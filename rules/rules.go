@@ -208,7 +208,7 @@ func (s *Set) Decide(r *Request) Decision {
 
 // decision evaluates a request against a set of rules.
 func decision(set *cedar.PolicySet, entities types.EntityMap, req cedar.Request) Decision {
-	ok, diag := set.IsAuthorized(entities, req)
+	ok, diag := cedar.Authorize(set, entities, req)
 	if ok == cedar.Allow {
 		return Decision{Effect: Permit}
 	}
@@ -301,7 +301,7 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 		}
 	}
 	for _, l := range s.limits {
-		if ok, _ := l.set.IsAuthorized(entities, req); ok != cedar.Allow {
+		if ok, _ := cedar.Authorize(l.set, entities, req); ok != cedar.Allow {
 			continue
 		}
 		key := l.id + "\x00" + r.Profile
