@@ -35,6 +35,10 @@ when { resource.name == "create_directory" };
 @limit("2/minute") @per("tool")
 permit (principal, action == Action::"call", resource)
 when { resource.name == "list_allowed_directories" };
+
+@limit("1/second") @per("tool")
+permit (principal, action == Action::"call", resource)
+when { resource.name == "get_file_info" };
 `), 0o644)
 	cfg := map[string]any{
 		"mcpServers": map[string]any{"filesystem": map[string]any{
@@ -98,6 +102,21 @@ when { resource.name == "list_allowed_directories" };
 	if rs[3].IsError || rs[4].IsError || !rs[5].IsError || !strings.Contains(rs[5].Text, "(2/minute): try again in") {
 		t.Errorf("the limit: %+v", rs[3:])
 	}
+	// A limit hit and then recovered: of ten quick calls some are limited
+	// (one a second), and a call a moment later goes again.
+	info := map[string]any{"name": "mcp__filesystem__get_file_info", "arguments": map[string]any{"path": work}}
+	limited := 0
+	for _, r := range run("yes", info, info, info, info, info, info, info, info, info, info) {
+		if r.IsError && strings.Contains(r.Text, "(1/second): try again in") {
+			limited++
+		}
+	}
+	if limited == 0 {
+		t.Errorf("none of ten quick calls was limited to one a second")
+	}
+	testenv.Eventually(t, 10*time.Second, "the limited tool to answer again", func() bool {
+		return !run("yes", info)[0].IsError
+	})
 	rs = run("no", mkdir(filepath.Join(work, "no")))
 	if !rs[0].IsError || !strings.Contains(rs[0].Text, "the person said no") || len(rs[0].Asked) != 1 {
 		t.Errorf("ask, no: %+v", rs[0])

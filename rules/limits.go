@@ -10,8 +10,8 @@ import (
 	"github.com/cedar-policy/cedar-go"
 )
 
-// A limit rule is a permit rule with @limit: the calls it matches count
-// against it, by principal (and by server or tool with @per), and a call
+// A limit rule is a permit rule with @limit ("N/minute", "N/second",
+// "N/hour" or "N at once"): the calls it matches count against it, by principal (and by server or tool with @per), and a call
 // past the limit is refused with when to try again.
 //
 //	@limit("30/minute") @per("server")
@@ -20,16 +20,19 @@ import (
 //	@limit("2 at once")
 //	permit (principal == Profile::"ci", action, resource);
 
-// limitSpec is a parsed @limit: n calls a minute, or n at once.
+// limitSpec is a parsed @limit: n calls a window (a second, a minute
+// or an hour), or n at once.
 type limitSpec struct {
 	n      int
+	window time.Duration
 	atOnce bool
 	per    string // "", "server" or "tool"
 }
 
 var (
-	perMinute = regexp.MustCompile(`^\s*(\d+)\s*(?:/|per|a)\s*minute\s*$`)
+	perWindow = regexp.MustCompile(`^\s*(\d+)\s*(?:/|per|a)\s*(second|minute|hour)\s*$`)
 	atOnce    = regexp.MustCompile(`^\s*(\d+)\s+at\s+once\s*$`)
+	windows   = map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour}
 )
 
 // parseLimit reads a rule's @limit and @per.
@@ -46,13 +49,14 @@ func parseLimit(p *cedar.Policy) (*limitSpec, error) {
 		return nil, fmt.Errorf("@limit is for permit rules: the calls they match are counted")
 	}
 	s := &limitSpec{}
-	switch m := perMinute.FindStringSubmatch(string(raw)); {
+	switch m := perWindow.FindStringSubmatch(string(raw)); {
 	case m != nil:
 		s.n, _ = strconv.Atoi(m[1])
+		s.window = windows[m[2]]
 	default:
 		m = atOnce.FindStringSubmatch(string(raw))
 		if m == nil {
-			return nil, fmt.Errorf(`@limit(%q): want "N/minute" or "N at once"`, raw)
+			return nil, fmt.Errorf(`@limit(%q): want "N/minute" (or /second, /hour) or "N at once"`, raw)
 		}
 		s.n, _ = strconv.Atoi(m[1])
 		s.atOnce = true
@@ -74,7 +78,7 @@ func parseLimit(p *cedar.Policy) (*limitSpec, error) {
 // by the rule's name and the key its @per gives.
 type counters struct {
 	mu       sync.Mutex
-	recent   map[string][]time.Time // calls of the last minute, oldest first
+	recent   map[string][]time.Time // calls of the last window, oldest first
 	inFlight map[string]int
 }
 
@@ -92,7 +96,7 @@ type LimitError struct {
 
 func (e *LimitError) Error() string {
 	if e.Retry > 0 {
-		return fmt.Sprintf("limited by %s (%s): try again in %s", e.Rule, e.Limit, e.Retry.Round(time.Second))
+		return fmt.Sprintf("limited by %s (%s): try again in %s", e.Rule, e.Limit, max(e.Retry.Round(100*time.Millisecond), 100*time.Millisecond))
 	}
 	return fmt.Sprintf("limited by %s (%s): try again when one of those calls has ended", e.Rule, e.Limit)
 }
@@ -120,13 +124,13 @@ func (c *counters) take(key string, s *limitSpec, rule, text string, now time.Ti
 	}
 	calls := c.recent[key]
 	i := 0
-	for i < len(calls) && now.Sub(calls[i]) >= time.Minute {
+	for i < len(calls) && now.Sub(calls[i]) >= s.window {
 		i++
 	}
 	calls = calls[i:]
 	if len(calls) >= s.n {
 		c.recent[key] = calls
-		return nil, &LimitError{Rule: rule, Limit: text, Retry: calls[0].Add(time.Minute).Sub(now)}
+		return nil, &LimitError{Rule: rule, Limit: text, Retry: calls[0].Add(s.window).Sub(now)}
 	}
 	c.recent[key] = append(calls, now)
 	return func() {}, nil

@@ -137,7 +137,7 @@ permit (principal == Profile::"ci", action, resource);
 		t.Errorf("a release counted twice")
 	}
 	for text, want := range map[string]string{
-		`@limit("many") permit (principal, action, resource);`:                    `want "N/minute" or "N at once"`,
+		`@limit("many") permit (principal, action, resource);`:                    `want "N/minute" (or /second, /hour) or "N at once"`,
 		`@limit("3/minute") forbid (principal, action, resource);`:                "@limit is for permit rules",
 		`@limit("3/minute") @per("person") permit (principal, action, resource);`: `@per("person")`,
 	} {
