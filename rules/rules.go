@@ -6,8 +6,9 @@
 //
 // A rule sees the principal (Profile::"ci"), the action (Action::"call"),
 // the resource (Tool::"mcp__memory__delete_entities", with attributes
-// server, name and the annotations readOnly, destructive, idempotent and
-// openWorld, each false when the server did not say) and the context
+// server, name, the annotations readOnly, destructive, idempotent and
+// openWorld, each false when the server did not say, and its pin state,
+// unreviewed) and the context
 // (args: the arguments as a record; client: the client's name; via: how
 // the tool was reached; hour: the hour of the day, UTC). Everything is
 // permitted unless a forbid rule matches. A forbid annotated
@@ -183,9 +184,12 @@ type Request struct {
 	Name   string // its qualified name (the name or URI a client sees)
 	// Annotations are the tool's hints, as its server gave them.
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
-	Args                                         json.RawMessage
-	Client, Via                                  string
-	Time                                         time.Time
+	// Unreviewed: the tool appeared after its server's tools were pinned
+	// and was trusted on first use, without a person's review.
+	Unreviewed  bool
+	Args        json.RawMessage
+	Client, Via string
+	Time        time.Time
 }
 
 // Decision is what the rules say of a request.
@@ -263,6 +267,7 @@ func cedarRequest(r *Request) (types.EntityMap, cedar.Request) {
 			"server": types.String(r.Server), "name": types.String(r.Tool),
 			"readOnly": types.Boolean(r.ReadOnly), "destructive": types.Boolean(r.Destructive),
 			"idempotent": types.Boolean(r.Idempotent), "openWorld": types.Boolean(r.OpenWorld),
+			"unreviewed": types.Boolean(r.Unreviewed),
 		})},
 	}
 	at := r.Time

@@ -22,6 +22,9 @@ when { resource.destructive };
 
 forbid (principal == Profile::"interns", action, resource)
 when { resource.server == "payments" };
+
+@ask("Nobody has reviewed this tool: call it?")
+forbid (principal, action, resource) when { resource.unreviewed };
 `
 
 func TestDecide(t *testing.T) {
@@ -43,6 +46,7 @@ func TestDecide(t *testing.T) {
 		{"a destructive tool", Request{Profile: "ops", Server: "memory", Tool: "delete_entities", Name: "mcp__memory__delete_entities", Destructive: true}, Ask, "destructive needs a yes (team.cedar:6)", "Run a destructive tool?"},
 		{"destructive and forbidden", Request{Profile: "interns", Server: "payments", Tool: "refund", Name: "mcp__payments__refund", Destructive: true}, Forbid, "", ""},
 		{"read-only", Request{Profile: "ops", Server: "memory", Tool: "read_graph", Name: "mcp__memory__read_graph", ReadOnly: true}, Permit, "", ""},
+		{"unreviewed", Request{Profile: "ops", Server: "memory", Tool: "new_tool", Name: "mcp__memory__new_tool", Unreviewed: true}, Ask, "team.cedar:14", "Nobody has reviewed this tool: call it?"},
 		{"hostile arguments", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100) + `}`)}, Permit, "", ""},
 	} {
 		d := s.Decide(&c.req)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -173,6 +174,9 @@ func requestOf(sc *Scope, c *Call) *rules.Request {
 	if json.Unmarshal(c.Tool.Raw, &t) == nil {
 		a := t.Annotations
 		r.ReadOnly, r.Destructive, r.Idempotent, r.OpenWorld = a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld
+	}
+	if pins := sc.pool.opts.Pins; pins != nil {
+		r.Unreviewed = slices.Contains(pins.Later(c.Tool.Server), c.Tool.Tool)
 	}
 	return r
 }
