@@ -34,16 +34,10 @@ var alwaysLoad = mcp.Meta{catalog.MetaAlwaysLoad: true}
 // gateway's default limit: its matches carry full schemas.
 var searchSchema = shelf.InputSchema(shelf.DefaultLimitWithSchemas)
 
-// callSchema is call_tool's input. Its "name" carries x-mcp-header
-// (SEP-2243): a client on MCP 2026-07-28 sends the tool it calls in an
-// Mcp-Param-Tool header, which infrastructure in front of the gateway
-// (a rate limiter, a firewall) can act on without reading the body, and
-// which the go-sdk checks against the body (-32020 on a mismatch). Behind
-// call_tool, Mcp-Name says only "call_tool".
 var callSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "name": {"type": "string", "x-mcp-header": "Tool", "description": "The qualified name of a tool that search_tools returned, such as mcp__github__create_issue."},
+    "name": {"type": "string", "description": "The qualified name of a tool that search_tools returned, such as mcp__github__create_issue."},
     "arguments": {"type": "object", "description": "The tool's arguments, as its input_schema describes them."}
   },
   "required": ["name"],
