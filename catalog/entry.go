@@ -61,6 +61,8 @@ type Entry struct {
 	// Stale marks a tool from a cached tool list that the server has not
 	// confirmed since toolshelf started.
 	Stale bool
+	// Hints are its annotations' behaviour hints (readOnlyHint, ...).
+	Hints Hints
 	// Asks is the question an operator's rule asks the person before
 	// every call of the tool (package rules): search says so in its
 	// match, so that the model knows.
@@ -76,14 +78,29 @@ func (e *Entry) IsMCP() bool { return e.Server != "" }
 
 // toolJSON is the part of an MCP tool object that toolshelf reads.
 type toolJSON struct {
-	Name        string `json:"name"`
+	Name        string                     `json:"name"`
+	Title       string                     `json:"title"`
+	Description string                     `json:"description"`
+	InputSchema rawRef                     `json:"inputSchema"` // a slice of Raw, not a copy
+	Annotations *annotationsJSON           `json:"annotations"`
+	Meta        map[string]json.RawMessage `json:"_meta"`
+}
+
+// annotationsJSON is the part of a tool's annotations that toolshelf
+// reads: its title and its behaviour hints.
+type annotationsJSON struct {
 	Title       string `json:"title"`
-	Description string `json:"description"`
-	InputSchema rawRef `json:"inputSchema"` // a slice of Raw, not a copy
-	Annotations *struct {
-		Title string `json:"title"`
-	} `json:"annotations"`
-	Meta map[string]json.RawMessage `json:"_meta"`
+	ReadOnly    bool   `json:"readOnlyHint"`
+	Destructive bool   `json:"destructiveHint"`
+	Idempotent  bool   `json:"idempotentHint"`
+	OpenWorld   bool   `json:"openWorldHint"`
+}
+
+// Hints are a tool's behaviour hints as its server gave them; one it did
+// not give is false (the MCP default of destructiveHint, true, would make
+// every tool without annotations destructive).
+type Hints struct {
+	ReadOnly, Destructive, Idempotent, OpenWorld bool
 }
 
 // ParseTool builds an Entry from one tool object of a tools/list result.
@@ -125,8 +142,11 @@ func parseCompact(server string, compact []byte) (Entry, error) {
 		Raw:         compact,
 	}
 	e.Params = params
-	if e.Title == "" && t.Annotations != nil {
-		e.Title = t.Annotations.Title
+	if a := t.Annotations; a != nil {
+		if e.Title == "" {
+			e.Title = a.Title
+		}
+		e.Hints = Hints{ReadOnly: a.ReadOnly, Destructive: a.Destructive, Idempotent: a.Idempotent, OpenWorld: a.OpenWorld}
 	}
 	if v, ok := t.Meta[MetaAlwaysLoad]; ok {
 		var b bool

@@ -44,16 +44,31 @@ func parseFast(b []byte) (t toolJSON, params []Param, ok bool) {
 			params, ok = properties(s)
 			t.InputSchema = rawRef(b[start:s.Pos()])
 		case "annotations":
-			t.Annotations = &struct {
-				Title string `json:"title"`
-			}{}
+			a := &annotationsJSON{}
+			t.Annotations = a
 			ok = objectOf(s, func(key string) bool {
 				if key == "title" {
 					var good bool
-					t.Annotations.Title, good = s.SharedString()
+					a.Title, good = s.SharedString()
 					return good
 				}
-				return !strings.EqualFold(key, "title")
+				if h := a.hint(key); h != nil {
+					// As encoding/json would: true, false, or null
+					// (unchanged); anything else goes the slow way.
+					switch string(s.Value()) {
+					case "true":
+						*h = true
+					case "false":
+						*h = false
+					case "null":
+					default:
+						return false
+					}
+					return true
+				}
+				// Another case of a key it reads: encoding/json matches
+				// keys without case, so it decides.
+				return !strings.EqualFold(key, "title") && !a.anyCase(key)
 			})
 		case "_meta":
 			t.Meta = map[string]json.RawMessage{}
@@ -135,4 +150,29 @@ func properties(s *jsonscan.Scanner) (params []Param, ok bool) {
 		params = nil
 	}
 	return params, true
+}
+
+// hint is the field of a behaviour hint's key, or nil.
+func (a *annotationsJSON) hint(key string) *bool {
+	switch key {
+	case "readOnlyHint":
+		return &a.ReadOnly
+	case "destructiveHint":
+		return &a.Destructive
+	case "idempotentHint":
+		return &a.Idempotent
+	case "openWorldHint":
+		return &a.OpenWorld
+	}
+	return nil
+}
+
+// anyCase reports whether key is a hint's key in another case.
+func (a *annotationsJSON) anyCase(key string) bool {
+	for _, k := range [...]string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} {
+		if strings.EqualFold(key, k) {
+			return true
+		}
+	}
+	return false
 }

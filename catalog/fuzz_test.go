@@ -75,6 +75,8 @@ func FuzzParseFast(f *testing.F) {
 	f.Add(`{"name":"a","inputSchema":{"properties":{"x":{"description":5},"x":{}}}}`)
 	f.Add(`{"name":"a","inputSchema":{"properties":{"x":{"Description":"d"}}}}`)
 	f.Add(`{"name":"a","inputSchema":{"properties":null}}`)
+	f.Add(`{"name":"a","annotations":{"readOnlyHint":true,"destructiveHint":false,"openWorldHint":null,"idempotentHint":true,"idempotentHint":false}}`)
+	f.Add(`{"name":"a","annotations":{"ReadOnlyHint":true,"destructiveHint":"yes"}}`)
 	f.Fuzz(func(t *testing.T, tool string) {
 		var compact bytes.Buffer
 		if json.Compact(&compact, []byte(tool)) != nil {

@@ -321,6 +321,15 @@ func (l *Lock) Judge(server, tool string, def Definition, risk func() string) Ve
 	return Verdict{Status: Trusted, Added: true, Later: later}
 }
 
+// IsLater reports whether a server's tool is one Later lists: trusted on
+// first use after the server's tools were pinned, not yet approved.
+func (l *Lock) IsLater(server, tool string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e, ok := l.pins[server][tool]
+	return ok && e.Later && !e.Denied
+}
+
 // Later returns the tools of a server pinned on first use after the
 // server's first tools were, that no person has approved since: tools to
 // look at, as a renamed tool may be a rug pull.

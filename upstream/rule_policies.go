@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -160,23 +159,10 @@ func requestOf(sc *Scope, c *Call) *rules.Request {
 		Profile: sc.Profile(), Action: "call", Server: c.Tool.Server, Tool: c.Tool.Tool, Name: c.Tool.Name,
 		Args: c.Args, Client: c.Client, Via: c.Via, Time: time.Now(),
 	}
-	// The hints as the server gave them; one it did not give is false
-	// (the MCP default of destructiveHint, true, would make every tool
-	// without annotations destructive).
-	var t struct {
-		Annotations struct {
-			ReadOnly    bool `json:"readOnlyHint"`
-			Destructive bool `json:"destructiveHint"`
-			Idempotent  bool `json:"idempotentHint"`
-			OpenWorld   bool `json:"openWorldHint"`
-		} `json:"annotations"`
-	}
-	if json.Unmarshal(c.Tool.Raw, &t) == nil {
-		a := t.Annotations
-		r.ReadOnly, r.Destructive, r.Idempotent, r.OpenWorld = a.ReadOnly, a.Destructive, a.Idempotent, a.OpenWorld
-	}
+	h := c.Tool.Hints
+	r.ReadOnly, r.Destructive, r.Idempotent, r.OpenWorld = h.ReadOnly, h.Destructive, h.Idempotent, h.OpenWorld
 	if pins := sc.pool.opts.Pins; pins != nil {
-		r.Unreviewed = slices.Contains(pins.Later(c.Tool.Server), c.Tool.Tool)
+		r.Unreviewed = pins.IsLater(c.Tool.Server, c.Tool.Tool)
 	}
 	return r
 }
