@@ -26,8 +26,29 @@ type expander struct {
 	files []string
 }
 
-// maxSecretFile bounds what ${file:PATH} reads: a token or a key.
+// maxSecretFile bounds a secret file: a token, a URL or a key, never
+// more.
 const maxSecretFile = 64 << 10
+
+// ReadSecretFile reads a secret from a file ("${file:PATH}", and the
+// command's --auth-token-file and $..._FILE): its content without the
+// trailing newline that editors and echo add, at most 64 KiB. The error
+// names the file, never its content.
+func ReadSecretFile(name string) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("reading %s: %v", name, err)
+	case len(data) > maxSecretFile:
+		return "", fmt.Errorf("%s is larger than %d KiB; a secret file holds one value", name, maxSecretFile>>10)
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
+}
 
 // readFile expands ${file:PATH}: the file's content without its trailing
 // newline. PATH may start with ~/ (the home folder); a relative one is
@@ -45,23 +66,16 @@ func (x *expander) readFile(name, where string) string {
 	if !filepath.IsAbs(name) && x.dir != "" {
 		name = filepath.Join(x.dir, name)
 	}
-	f, err := os.Open(name)
+	v, err := ReadSecretFile(name)
 	if err != nil {
-		x.fail(fmt.Errorf("${file:%s} (used in %s): %v", name, where, errors.Unwrap(err)))
-		return ""
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	switch {
-	case err != nil:
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the path is said already
+		}
 		x.fail(fmt.Errorf("${file:%s} (used in %s): %v", name, where, err))
-		return ""
-	case len(data) > maxSecretFile:
-		x.fail(fmt.Errorf("${file:%s} (used in %s) is larger than %d KiB; a secret file holds one value", name, where, maxSecretFile>>10))
 		return ""
 	}
 	x.files = append(x.files, name)
-	v := strings.TrimRight(string(data), "\r\n")
 	if v != "" {
 		x.values = append(x.values, v)
 	}

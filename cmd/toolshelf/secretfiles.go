@@ -4,10 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"net/url"
-	"os"
-	"strings"
+
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // secretVars are the variables that hold toolshelf's own secrets. Each may
@@ -15,9 +14,6 @@ import (
 // (as Docker's and PostgreSQL's images do), so that the value is in
 // neither the process's command line nor its environment.
 var secretVars = []string{envAuthToken, envStore, envStoreKey, envProxyToken}
-
-// maxSecretFile bounds a secret file: a token, a URL or a key, never more.
-const maxSecretFile = 64 << 10
 
 // withSecretFiles returns getenv with each secret variable that is unset
 // but has a _FILE companion read from that file, or an error naming the
@@ -49,27 +45,15 @@ func withSecretFiles(getenv func(string) string) (func(string) string, error) {
 	}, nil
 }
 
-// readSecretFile reads a secret from file: its content without the
-// trailing newline that editors and echo add. The error names the file,
-// never its content.
+// readSecretFile reads a secret of toolshelf's own from a file (see
+// upstream.ReadSecretFile); an empty file is an error: a token or a key
+// is never empty.
 func readSecretFile(file string) (string, error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return "", err
+	v, err := upstream.ReadSecretFile(file)
+	if err == nil && v == "" {
+		err = fmt.Errorf("%s is empty", file)
 	}
-	defer f.Close()
-	buf, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
-	if err != nil {
-		return "", fmt.Errorf("reading %s: %v", file, err)
-	}
-	if len(buf) > maxSecretFile {
-		return "", fmt.Errorf("%s is larger than %d KiB; a secret file holds one value", file, maxSecretFile>>10)
-	}
-	v := strings.TrimRight(string(buf), "\r\n")
-	if v == "" {
-		return "", fmt.Errorf("%s is empty", file)
-	}
-	return v, nil
+	return v, err
 }
 
 // hasPassword reports whether a URL carries a password, in its user part
