@@ -207,7 +207,7 @@ func (p *sandboxPlan) args() []string {
 	}
 	m.add("--")
 	if p.asNobody {
-		m.add(p.setpriv, "--reuid", itoa(nobody), "--regid", itoa(nobody), "--clear-groups",
+		m.add(p.setpriv, "--reuid", strconv.Itoa(nobody), "--regid", strconv.Itoa(nobody), "--clear-groups",
 			"--inh-caps=-all", "--bounding-set=-all", "--no-new-privs", "--")
 	}
 	return m.args
@@ -383,7 +383,6 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func isDir(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }
 
-func itoa(n int) string { return strconv.Itoa(n) }
 
 // ownPlaces are toolshelf's folders, which no server sees: its
 // configuration, cache and state, wherever the user's system puts them.
@@ -481,25 +480,37 @@ func envValue(environ []string, name string) string {
 	return ""
 }
 
+// UncontainedGroup is the stdio servers that run uncontained for one
+// reason.
+type UncontainedGroup struct {
+	Why     string
+	Servers []string
+}
+
+// Uncontained groups the servers of statuses that run uncontained by
+// why, the reasons in order: what the start-up log, list, doctor and the
+// console say once for each reason.
+func Uncontained(statuses []Status) []UncontainedGroup {
+	var out []UncontainedGroup
+	for _, st := range statuses {
+		if st.Uncontained == "" || st.State == StateDisabled {
+			continue
+		}
+		i := slices.IndexFunc(out, func(g UncontainedGroup) bool { return g.Why == st.Uncontained })
+		if i < 0 {
+			out = append(out, UncontainedGroup{Why: st.Uncontained})
+			i = len(out) - 1
+		}
+		out[i].Servers = append(out[i].Servers, st.Name)
+	}
+	slices.SortFunc(out, func(a, b UncontainedGroup) int { return strings.Compare(a.Why, b.Why) })
+	return out
+}
+
 // logContainment says once, at start, which stdio servers run
 // uncontained and why, a line for each reason.
 func (p *Pool) logContainment() {
-	var whys []string
-	byWhy := map[string][]string{}
-	for _, s := range p.servers {
-		if s.cfg.Disabled {
-			continue
-		}
-		c := s.cfg.containment()
-		if c.Contained || c.Why == "" {
-			continue
-		}
-		if _, ok := byWhy[c.Why]; !ok {
-			whys = append(whys, c.Why)
-		}
-		byWhy[c.Why] = append(byWhy[c.Why], s.cfg.Name)
-	}
-	for _, why := range whys {
-		p.logger.Warn("stdio servers run uncontained: they can read everything toolshelf's user can, its token files and configuration too", "servers", strings.Join(byWhy[why], ","), "why", why)
+	for _, g := range Uncontained(p.Status()) {
+		p.logger.Warn("stdio servers run uncontained: they can read everything toolshelf's user can, its token files and configuration too", "servers", strings.Join(g.Servers, ","), "why", g.Why)
 	}
 }
