@@ -18,24 +18,15 @@ import (
 // servers' secrets; without it, only their hash.
 func TestAuditArgs(t *testing.T) {
 	for _, keep := range []bool{false, true} {
-		file := filepath.Join(t.TempDir(), "audit.jsonl")
-		l, err := audit.Open(file, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); l.Run(ctx) }()
+		l, records := auditLog(t)
 		cfg := memServer(t, "github", []json.RawMessage{rawTool("create_issue", "Create a new issue", nil)})
 		cfg.Headers = map[string]string{"Authorization": "Bearer tok-0123456789abcdef"}
 		g, _ := gatewayFor(t, &Options{Audit: l, AuditArgs: keep}, cfg)
 		cs := connect(t, g, nil)
 		call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{"text": "leaked tok-0123456789abcdef here"}})
-		cancel()
-		<-done
-		recs, _, err := audit.Read(file, time.Time{})
-		if err != nil || len(recs) != 1 {
-			t.Fatalf("records: %v %v", recs, err)
+		recs := records()
+		if len(recs) != 1 {
+			t.Fatalf("records: %v", recs)
 		}
 		r := recs[0]
 		if r.ArgsSHA256 == "" || r.Tool != "mcp__github__create_issue" || r.Server != "github" || r.Client != "test" {
@@ -82,3 +73,28 @@ func TestLogQuietUnderTraffic(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// auditLog runs an audit log in a file of its own; records stops it and
+// returns what it wrote.
+func auditLog(t *testing.T) (l *audit.Log, records func() []audit.Record) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.Open(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	return l, func() []audit.Record {
+		t.Helper()
+		stop()
+		<-done
+		recs, _, err := audit.Read(file, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs
+	}
+}

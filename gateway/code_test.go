@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/sandbox"
@@ -65,14 +64,7 @@ func codeRunner(t *testing.T) *sandbox.Runner {
 // and a program's calls reach the profile's tools, and only them, each
 // in the audit log as a call made via code.
 func TestCodeMode(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	l, err := audit.Open(file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logCtx, stopLog := context.WithCancel(context.Background())
-	logDone := make(chan struct{})
-	go func() { defer close(logDone); l.Run(logCtx) }()
+	l, records := auditLog(t)
 
 	var deleted int
 	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("files", filesServer()), inMemory("admin", adminServer(&deleted))}, nil)
@@ -127,12 +119,7 @@ func TestCodeMode(t *testing.T) {
 		t.Errorf("arguments against the schema: %s", text(res))
 	}
 
-	stopLog()
-	<-logDone
-	recs, _, err := audit.Read(file, time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs := records()
 	var code, viaCode int
 	for _, r := range recs {
 		switch {

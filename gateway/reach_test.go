@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/rules"
 
 	"github.com/toolshelf/toolshelf/internal/mcptest"
@@ -38,13 +37,7 @@ func TestEveryPathAsksTheRules(t *testing.T) {
 		}
 		return nil
 	}
-	pool := upstream.NewPool(standardUpstreams(t), &upstream.Options{Rules: []upstream.Rule{rule}})
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	if err := pool.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
+	pool := poolWith(t, &upstream.Options{Rules: []upstream.Rule{rule}}, standardUpstreams(t)...)
 	search := newGateway(t, pool.Scope(nil), nil)
 	all := newGateway(t, pool.Scope(nil), &Options{Settings: policy.Settings{Mode: policy.ModeStandard}})
 	code := newGateway(t, pool.Scope(nil), &Options{Code: codeRunner(t)})
@@ -78,9 +71,7 @@ func TestEveryPathAsksTheRules(t *testing.T) {
 // through elicitation before a destructive one: yes lets it through, no
 // stops it, and a client that cannot ask gets a refusal saying so.
 func TestRulesForbidAndAsk(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "team.cedar")
-	os.WriteFile(file, []byte(`
+	live, file := rulesFile(t, `
 @message("notes go under /notes only")
 forbid (principal, action == Action::"call", resource)
 when { resource.name == "write_note" && !(context.args.text like "/notes/*") };
@@ -88,20 +79,12 @@ when { resource.name == "write_note" && !(context.args.text like "/notes/*") };
 @ask("Delete it for good?")
 forbid (principal, action == Action::"call", resource)
 when { resource.destructive };
-`), 0o644)
-	live, err := rules.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	cfg := memServer(t, "notes", []json.RawMessage{
 		rawTool("write_note", "Write a note", nil),
 		rawTool("delete_note", "Delete a note", map[string]any{"annotations": map[string]any{"destructiveHint": true}}),
 	})
-	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, &upstream.Options{Policies: live})
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	pool.Wait(ctx)
+	pool := poolWith(t, &upstream.Options{Policies: live}, cfg)
 	g := newGateway(t, pool.Scope(nil), nil)
 
 	plain := connect(t, g, nil)
@@ -141,34 +124,16 @@ when { resource.destructive };
 // TestRefusalAudited: the audit record of a call the rules stopped names
 // the decision and the rule.
 func TestRefusalAudited(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "r.cedar")
-	os.WriteFile(file, []byte(`@id("no issues") forbid (principal, action, resource) when { resource.name == "create_issue" };`), 0o644)
-	live, err := rules.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := upstream.NewPool(standardUpstreams(t), &upstream.Options{Policies: live})
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	pool.Wait(ctx)
-	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
-	log, err := audit.Open(auditFile, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logCtx, stopLog := context.WithCancel(context.Background())
-	logged := make(chan struct{})
-	go func() { defer close(logged); log.Run(logCtx) }()
+	live, _ := rulesFile(t, `@id("no issues") forbid (principal, action, resource) when { resource.name == "create_issue" };`)
+	pool := poolWith(t, &upstream.Options{Policies: live}, standardUpstreams(t)...)
+	log, records := auditLog(t)
 	g := newGateway(t, pool.Scope(nil), &Options{Audit: log})
 	cs := connect(t, g, nil)
 	call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{}})
 	call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_pull_request", "arguments": map[string]any{}})
-	stopLog()
-	<-logged
-	recs, _, err := audit.Read(auditFile, time.Time{})
-	if err != nil || len(recs) != 2 {
-		t.Fatalf("records: %v %v", recs, err)
+	recs := records()
+	if len(recs) != 2 {
+		t.Fatalf("records: %v", recs)
 	}
 	if r := recs[0]; r.Decision != "forbidden" || !strings.HasPrefix(r.Rule, "no issues (") || r.Outcome != "tool_error" {
 		t.Errorf("the refused call's record: %+v", r)
@@ -182,17 +147,8 @@ func TestRefusalAudited(t *testing.T) {
 // program's inner calls one by one, and the call past it says when to
 // try again.
 func TestLimitsOnEveryPath(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "r.cedar")
-	os.WriteFile(file, []byte(`@limit("3/minute") permit (principal, action, resource) when { resource.server == "github" };`), 0o644)
-	live, err := rules.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := upstream.NewPool(standardUpstreams(t), &upstream.Options{Policies: live})
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	pool.Wait(ctx)
+	live, file := rulesFile(t, `@limit("3/minute") permit (principal, action, resource) when { resource.server == "github" };`)
+	pool := poolWith(t, &upstream.Options{Policies: live}, standardUpstreams(t)...)
 	g := newGateway(t, pool.Scope(nil), &Options{Code: codeRunner(t)})
 	cs := connect(t, g, nil)
 	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__github__create_issue", "arguments": map[string]any{}}); res.IsError {
@@ -230,11 +186,7 @@ func TestSearchKnowsTheRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool(standardUpstreams(t), &upstream.Options{Policies: live})
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	pool.Wait(ctx)
+	pool := poolWith(t, &upstream.Options{Policies: live}, standardUpstreams(t)...)
 	g := newGateway(t, pool.Scope(nil), nil)
 	all := newGateway(t, pool.Scope(nil), &Options{Settings: policy.Settings{Mode: policy.ModeStandard}})
 	cs := connect(t, g, nil)
@@ -266,18 +218,10 @@ func TestSearchKnowsTheRules(t *testing.T) {
 // TestRulesOnPromptsAndResources: rules that name prompts (Action
 // "prompt") and resources (Action "read") hold for them as for calls.
 func TestRulesOnPromptsAndResources(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "r.cedar")
-	os.WriteFile(file, []byte(`@message("no prompts with arguments here") forbid (principal, action == Action::"prompt", resource) when { resource.name == "test_prompt_with_arguments" };
-@message("static text is off limits") forbid (principal, action == Action::"read", resource) when { resource.name like "*static-text*" };`), 0o644)
-	live, err := rules.Open(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("fx", mcptest.Fixture())}, &upstream.Options{Policies: live})
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	pool.Wait(ctx)
+	live, _ := rulesFile(t, `@message("no prompts with arguments here") forbid (principal, action == Action::"prompt", resource) when { resource.name == "test_prompt_with_arguments" };
+@message("static text is off limits") forbid (principal, action == Action::"read", resource) when { resource.name like "*static-text*" };`)
+	pool := poolWith(t, &upstream.Options{Policies: live}, inMemory("fx", mcptest.Fixture()))
+	ctx := context.Background()
 	g := newGateway(t, pool.Scope(nil), nil)
 	cs := connectLegacy(t, g, nil)
 	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x", "arg2": "y"}}); err == nil || !strings.Contains(err.Error(), "no prompts with arguments here") {
@@ -289,4 +233,32 @@ func TestRulesOnPromptsAndResources(t *testing.T) {
 	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"}); err == nil || !strings.Contains(err.Error(), "static text is off limits") {
 		t.Errorf("a forbidden resource: %v", err)
 	}
+}
+
+// rulesFile writes rules to a file of their own and opens them.
+func rulesFile(t *testing.T, text string) (*rules.Live, string) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "rules.cedar")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	live, err := rules.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return live, file
+}
+
+// poolWith runs a pool of cfgs with opts until the test ends, once every
+// server has started.
+func poolWith(t *testing.T, opts *upstream.Options, cfgs ...upstream.ServerConfig) *upstream.Pool {
+	t.Helper()
+	pool := upstream.NewPool(cfgs, opts)
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatalf("servers did not start: %v", err)
+	}
+	return pool
 }
