@@ -383,7 +383,6 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func isDir(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }
 
-
 // ownPlaces are toolshelf's folders, which no server sees: its
 // configuration, cache and state, wherever the user's system puts them.
 func ownPlaces() []string {
