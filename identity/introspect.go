@@ -1,0 +1,136 @@
+package identity
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// introspect asks the provider about a token that is not a JWT (RFC
+// 7662), keeping the answer a short while (Options.CacheFor).
+func (v *Verifier) introspect(ctx context.Context, meta *Metadata, token string) (*Person, error) {
+	switch {
+	case meta.IntrospectionEndpoint == "":
+		return nil, &InvalidError{"not a JWT, and the provider has no introspection endpoint"}
+	case v.cfg.ClientID == "":
+		return nil, &InvalidError{`not a JWT, and introspection needs the gateway's client ("clientId", "clientSecret")`}
+	}
+	key := tokenKey(token)
+	now := v.opts.Now()
+	if p, ok := v.cache.get(key, now); ok {
+		return p, nil
+	}
+	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, meta.IntrospectionEndpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.SetBasicAuth(url.QueryEscape(v.cfg.ClientID), url.QueryEscape(v.cfg.ClientSecret))
+	resp, err := v.opts.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("identity provider: introspection: %w", err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
+	if err != nil {
+		return nil, fmt.Errorf("identity provider: introspection: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("identity provider: introspection answered HTTP %d", resp.StatusCode)
+	}
+	var claims map[string]any
+	if err := json.Unmarshal(data, &claims); err != nil {
+		return nil, fmt.Errorf("identity provider: introspection answered something other than a JSON object")
+	}
+	if active, _ := claims["active"].(bool); !active {
+		return nil, &InvalidError{"the provider says it is not active (expired, revoked or unknown)"}
+	}
+	if iss, ok := claims["iss"].(string); ok && iss != meta.Issuer {
+		return nil, &InvalidError{fmt.Sprintf("issued by %q, not %q", iss, meta.Issuer)}
+	}
+	if aud := claimValues(claims["aud"]); !slices.Contains(aud, v.cfg.Audience) {
+		return nil, &InvalidError{fmt.Sprintf("audience %q does not include %q", aud, v.cfg.Audience)}
+	}
+	p := personOf(claims)
+	if p.Subject == "" {
+		// A client's own token (client credentials) speaks for the
+		// client, as a JWT of it does (RFC 9068).
+		p.Subject, _ = claims["client_id"].(string)
+	}
+	if p.Subject == "" {
+		return nil, &InvalidError{`no "sub"`}
+	}
+	if exp, ok := claims["exp"].(float64); ok {
+		p.Expiry = time.Unix(int64(exp), 0)
+		if p.Expiry.Add(v.opts.Skew).Before(now) {
+			return nil, &InvalidError{fmt.Sprintf("expired at %s", p.Expiry.UTC().Format(time.RFC3339))}
+		}
+	}
+	p.token = token
+	until := now.Add(v.opts.CacheFor)
+	if !p.Expiry.IsZero() && p.Expiry.Before(until) {
+		until = p.Expiry
+	}
+	if v.opts.CacheFor > 0 {
+		v.cache.put(key, p, until, now)
+	}
+	return p, nil
+}
+
+// maxCached bounds the introspection answers kept.
+const maxCached = 4096
+
+// answers are introspection answers by token hash, each until a time.
+type answers struct {
+	mu  sync.Mutex
+	max int
+	m   map[[32]byte]answer
+}
+
+type answer struct {
+	p     *Person
+	until time.Time
+}
+
+func newAnswers(max int) *answers { return &answers{max: max, m: map[[32]byte]answer{}} }
+
+func (a *answers) get(key [32]byte, now time.Time) (*Person, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	x, ok := a.m[key]
+	if !ok || !now.Before(x.until) {
+		delete(a.m, key)
+		return nil, false
+	}
+	return x.p, true
+}
+
+// put keeps an answer; when full, the expired go first, then any (a map's
+// order): the cache saves requests, and losing an entry costs one.
+func (a *answers) put(key [32]byte, p *Person, until, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.m) >= a.max {
+		for k, x := range a.m {
+			if !now.Before(x.until) {
+				delete(a.m, k)
+			}
+		}
+		for k := range a.m {
+			if len(a.m) < a.max {
+				break
+			}
+			delete(a.m, k)
+		}
+	}
+	a.m[key] = answer{p, until}
+}
