@@ -220,7 +220,7 @@ func (v *Verifier) verifyJWT(ctx context.Context, jwt *oidc.IDTokenVerifier, tok
 	// go-oidc allows five minutes on nbf; the gateway allows its skew.
 	if nbf, ok := claims["nbf"].(float64); ok {
 		if at := time.Unix(int64(nbf), 0); at.After(v.opts.Now().Add(v.opts.Skew)) {
-			return nil, &InvalidError{fmt.Sprintf("not valid before %s", at.UTC().Format(time.RFC3339))}
+			return nil, &InvalidError{fmt.Sprintf("not valid yet: its nbf is %s", at.UTC().Format(time.RFC3339))}
 		}
 	}
 	if t.Subject == "" {

@@ -105,7 +105,7 @@ func TestTokensOfTheProvider(t *testing.T) {
 		name, token, reason string
 	}{
 		{"expired", forge(t, rs, with("exp", now-3600), idp.Key, nil), "expired"},
-		{"not yet valid", forge(t, rs, with("nbf", now+3600), idp.Key, nil), "before"},
+		{"not yet valid", forge(t, rs, with("nbf", now+3600), idp.Key, nil), "not valid yet"},
 		{"wrong issuer", forge(t, rs, with("iss", "https://evil.example.com"), idp.Key, nil), "different provider"},
 		{"wrong audience", forge(t, rs, with("aud", "another-api"), idp.Key, nil), "audience"},
 		{"unsigned (alg none)", forge(t, map[string]any{"alg": "none", "typ": "at+jwt"}, good(), nil, nil), "malformed"},
