@@ -29,15 +29,19 @@ import (
 // for; the hash is always there, so that two calls with the same arguments
 // can be matched.
 type Record struct {
-	Time          time.Time `json:"time"`
-	Kind          string    `json:"kind"` // call, search, code (a run_code program), or dropped
-	Profile       string    `json:"profile"`
-	Client        string    `json:"client,omitempty"`
-	ClientVersion string    `json:"clientVersion,omitempty"`
-	Tool          string    `json:"tool,omitempty"`
-	Server        string    `json:"server,omitempty"`
-	DurationMS    float64   `json:"durationMs"`
-	Outcome       string    `json:"outcome,omitempty"`
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"` // call, search, code (a run_code program), or dropped
+	Profile string    `json:"profile"`
+	// Subject and Email are the person who called, when they signed in
+	// with the team's identity provider.
+	Subject       string  `json:"subject,omitempty"`
+	Email         string  `json:"email,omitempty"`
+	Client        string  `json:"client,omitempty"`
+	ClientVersion string  `json:"clientVersion,omitempty"`
+	Tool          string  `json:"tool,omitempty"`
+	Server        string  `json:"server,omitempty"`
+	DurationMS    float64 `json:"durationMs"`
+	Outcome       string  `json:"outcome,omitempty"`
 	// Decision and Rule say why the operators' rules stopped a call:
 	// "forbidden" or "declined" (by the person, or a client that cannot
 	// ask), and the rules that decided.

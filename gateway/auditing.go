@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"github.com/toolshelf/toolshelf/identity"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,9 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 // and its result, and adds it to the audit log.
 func (s *Server) audit(ctx context.Context, ss *mcp.ServerSession, r audit.Record, args json.RawMessage, start time.Time, res *mcp.CallToolResult) {
 	r.Time, r.Profile = start.UTC(), s.up.Profile()
+	if p := identity.PersonOf(ctx); p != nil {
+		r.Subject, r.Email = cut(p.Subject, echoLimit), cut(p.Email, echoLimit)
+	}
 	r.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 	r.RequestBytes, r.ArgsSHA256, r.Outcome = len(args), audit.Hash(args), "ok"
 	if s.opts.AuditArgs {

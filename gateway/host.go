@@ -34,6 +34,9 @@ type HostOptions struct {
 	AdminToken string
 	Stateless  bool
 	Relay      func(http.Handler) http.Handler
+	// People lets the team's people in with their own access tokens
+	// (see HTTPOptions.People).
+	People *People
 }
 
 // Host is what `toolshelf serve` runs: a pool, one gateway per profile
@@ -197,7 +200,7 @@ type Route struct {
 
 // httpOptions are the HTTP surface's options.
 func (h *Host) httpOptions() *HTTPOptions {
-	return &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay}
+	return &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay, People: h.opts.People}
 }
 
 // Routes returns the host's MCP paths.

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -47,6 +48,9 @@ type HTTPOptions struct {
 	// session, or the answers to a call, that another replica holds to
 	// that replica (fleet.Member.Handler).
 	Relay func(http.Handler) http.Handler
+	// People, when set, lets people open profiles with access tokens of
+	// the team's identity provider, beside the static tokens.
+	People *People
 }
 
 // Handler serves the gateway over streamable HTTP at /mcp, each
@@ -79,6 +83,13 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), relay(screenRequests(large, main.mcpHandler(opts))))))
 	for _, p := range others {
 		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), relay(screenRequests(large, p.mcpHandler(opts))))))
+	}
+	if pp := opts.People; pp != nil {
+		mux.Handle(metadataPrefix, pp.metadata("/mcp"))
+		mux.Handle(metadataPrefix+"/mcp", pp.metadata("/mcp"))
+		for _, p := range others {
+			mux.Handle(metadataPrefix+"/mcp/"+p.Profile(), pp.metadata("/mcp/"+p.Profile()))
+		}
 	}
 	// Every gateway of a host records into the host's one telemetry.
 	admin := opts.admin()
@@ -291,7 +302,7 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 			others[string(tok)] = []byte(p)
 		}
 	}
-	if len(own) == 0 && len(o.Tokens) == 0 {
+	if len(own) == 0 && len(o.Tokens) == 0 && o.People == nil {
 		return h
 	}
 	// When profiles carry tokens the operator meant the gateway to be
@@ -314,6 +325,10 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 				return
 			}
 		}
+		if o.People != nil {
+			o.People.personal(profile, w, r, h)
+			return
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toolshelf"`)
 		http.Error(w, refusal, http.StatusUnauthorized)
 	})
@@ -326,6 +341,21 @@ func (o *HTTPOptions) Access(profile string) string {
 		if p == profile {
 			n++
 		}
+	}
+	if o.People != nil {
+		people := "no person (the profile has no \"claims\")"
+		if c := o.People.Claims[o.profileName(profile)]; len(c) > 0 {
+			people = "people with " + identity.DescribeClaims(c)
+		}
+		switch {
+		case o.AuthToken != "" && n > 0:
+			return fmt.Sprintf("%s, its %d token(s) or --auth-token", people, n)
+		case o.AuthToken != "":
+			return people + " or --auth-token"
+		case n > 0:
+			return fmt.Sprintf("%s or its %d token(s)", people, n)
+		}
+		return people
 	}
 	switch {
 	case o.AuthToken != "" && n > 0:

@@ -317,7 +317,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
 	})
-	srv.AddReceivingMiddleware(s.traceRequests, s.watchLevel, s.describeServers, s.awaitLists)
+	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.watchLevel, s.describeServers, s.awaitLists)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
 	s.mu.Lock()
 	s.sessions[srv] = x

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"github.com/toolshelf/toolshelf/identity"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,9 @@ func (s *Server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 				if ip := ss.InitializeParams(); ip != nil {
 					op.Protocol = ip.ProtocolVersion
 				}
+			}
+			if p := identity.PersonOf(ctx); p != nil {
+				op.Person = p.Subject
 			}
 			ctx = s.tel.Extract(ctx, telemetry.Meta(req))
 			ctx, span = s.tel.Start(ctx, trace.SpanKindServer, &op)

@@ -10,7 +10,10 @@
 // openWorld, each false when the server did not say, and its pin state,
 // unreviewed) and the context
 // (args: the arguments as a record; client: the client's name; via: how
-// the tool was reached; hour: the hour of the day, UTC). Everything is
+// the tool was reached; hour: the hour of the day, UTC; person: who is
+// calling when they signed in with the team's identity provider, with
+// sub, email, groups and every claim of their token under claims, all
+// empty for a static token). Everything is
 // permitted unless a forbid rule matches. A forbid annotated
 // @ask("question") asks the person instead (through MCP elicitation); its
 // @message, or a forbid's, is what the model is told.
@@ -190,6 +193,17 @@ type Request struct {
 	Args        json.RawMessage
 	Client, Via string
 	Time        time.Time
+	// Person is who is calling, when the caller signed in with the
+	// team's identity provider (nil for a static token or stdio).
+	Person *Person
+}
+
+// Person is who is calling, as the rules see them (context.person): the
+// token's subject, email, groups and every claim.
+type Person struct {
+	Subject, Email string
+	Groups         []string
+	Claims         map[string]any
 }
 
 // Decision is what the rules say of a request.
@@ -249,7 +263,7 @@ func decision(set *cedar.PolicySet, entities types.EntityMap, req cedar.Request)
 // the person first. r's Args, Client and Time are not read.
 func (s *Set) Static(r *Request) Decision {
 	q := *r
-	q.Args, q.Client, q.Via = nil, "", ""
+	q.Args, q.Client, q.Via, q.Person = nil, "", "", nil
 	entities, req := cedarRequest(&q)
 	return decision(s.static, entities, req)
 }
@@ -287,8 +301,30 @@ func cedarRequest(r *Request) (types.EntityMap, cedar.Request) {
 			"client": types.String(r.Client),
 			"via":    types.String(r.Via),
 			"hour":   types.Long(at.UTC().Hour()),
+			"person": personValue(r.Person),
 		}),
 	}
+}
+
+// personValue is the caller as rules see it: context.person.sub, .email,
+// .groups (a set) and .claims (every claim of the token, a record); all
+// empty for a caller who is no person, so that a rule reading them needs
+// no "has".
+func personValue(p *Person) types.Value {
+	m := types.RecordMap{"sub": types.String(""), "email": types.String(""), "groups": types.NewSet(), "claims": types.NewRecord(nil)}
+	if p != nil {
+		groups := make([]types.Value, 0, len(p.Groups))
+		for _, g := range p.Groups {
+			groups = append(groups, types.String(g))
+		}
+		m["sub"], m["email"], m["groups"] = types.String(p.Subject), types.String(p.Email), types.NewSet(groups...)
+		claims := make(map[string]any, len(p.Claims))
+		for k, v := range p.Claims {
+			claims[k] = v
+		}
+		m["claims"] = recordOf(claims)
+	}
+	return types.NewRecord(m)
 }
 
 // admit counts a permitted call against every limit rule it matches,
@@ -309,7 +345,11 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 		if ok, _ := cedar.Authorize(l.set, entities, req); ok != cedar.Allow {
 			continue
 		}
+		// Each person of a profile has a count of their own.
 		key := l.id + "\x00" + r.Profile
+		if r.Person != nil {
+			key += "\x00person:" + r.Person.Subject
+		}
 		switch l.spec.per {
 		case "server":
 			key += "\x00" + r.Server
@@ -347,6 +387,12 @@ func argsValue(raw json.RawMessage) types.Value {
 	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
 		return types.NewRecord(nil)
 	}
+	return recordOf(v)
+}
+
+// recordOf is a decoded JSON object as a Cedar record, within the same
+// bounds as the arguments; anything else is the empty record.
+func recordOf(v any) types.Value {
 	items := 0
 	var conv func(v any, depth int) (types.Value, bool)
 	conv = func(v any, depth int) (types.Value, bool) {

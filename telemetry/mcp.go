@@ -117,6 +117,7 @@ type Operation struct {
 	Session  string // mcp.session.id, exported hashed (SessionHash)
 	Protocol string // mcp.protocol.version
 	Server   string // for a client span: the upstream server's name
+	Person   string // enduser.id: the subject of the caller's token, if any
 }
 
 // MaxAttr bounds a span's name and each attribute a client or server
@@ -167,6 +168,9 @@ func (op *Operation) attributes() []attribute.KeyValue {
 	}
 	if op.Server != "" {
 		kv = append(kv, attribute.String("toolshelf.server", op.Server))
+	}
+	if op.Person != "" {
+		kv = append(kv, semconv.EnduserIDKey.String(Clip(op.Person)))
 	}
 	return kv
 }

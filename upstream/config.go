@@ -268,6 +268,9 @@ type Config struct {
 	// Policies are "policies": files and folders of rules in Cedar (see
 	// package rules), made absolute against the configuration's folder.
 	Policies []string
+	// Identity is "identity": the team's identity provider, nil when
+	// people do not sign in.
+	Identity *Identity
 }
 
 // Profile returns the profile with the given name.
@@ -281,7 +284,7 @@ func (c *Config) Profile(name string) (*Profile, bool) {
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -322,7 +325,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	}
 	for k := range top {
 		if !slices.Contains(configKeys, k) {
-			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\" and \"policies\")", k, didYouMean(k, configKeys))
+			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\" and \"identity\")", k, didYouMean(k, configKeys))
 		}
 	}
 	cfg := &Config{}
@@ -430,6 +433,18 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 			return nil, cerr(off, "%v", err)
 		}
 		cfg.Profiles = ps
+	}
+	if raw, ok := top["identity"]; ok {
+		id, err := parseIdentity(raw, getenv, dir)
+		if err != nil {
+			var at *keyedError
+			off := catalog.KeyOffset(data, 0, "identity")
+			if errors.As(err, &at) && at.key != "" {
+				off = catalog.KeyOffset(data, max(off, 0), at.key)
+			}
+			return nil, cerr(off, "%v", err)
+		}
+		cfg.Identity = id
 	}
 	return cfg, nil
 }

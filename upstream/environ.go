@@ -44,6 +44,11 @@ func (c *Config) Secrets() Secrets {
 	for _, sc := range c.Servers {
 		s.Files = append(s.Files, sc.files...)
 	}
+	if id := c.Identity; id != nil {
+		s.Add(id.ClientSecret, "")
+		s.Vars = append(s.Vars, id.vars...)
+		s.Files = append(s.Files, id.files...)
+	}
 	if c.Store != "" {
 		s.Values = append(s.Values, c.Store)
 		s.Vars = append(s.Vars, c.storeVars...)

@@ -34,6 +34,10 @@ type Profile struct {
 	// Tokens are the bearer tokens that open the profile over HTTP (at
 	// /mcp/<name>); each token opens one profile only.
 	Tokens []string
+	// Claims say which people open the profile with their own access
+	// token ("identity"): for every claim named, one of the values
+	// listed ({"groups": ["sre"]}).
+	Claims map[string][]string
 	// tokenVars are the variables the tokens were read from.
 	tokenVars []string
 	// tokenFiles are the files ${file:PATH} read them from.
@@ -111,11 +115,12 @@ type profileJSON struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
-	Load   []string `json:"load"`
-	Tokens []string `json:"tokens"`
+	Load   []string            `json:"load"`
+	Tokens []string            `json:"tokens"`
+	Claims map[string][]string `json:"claims"`
 }
 
-var profileKeys = []string{"servers", "tools", "load", "tokens"}
+var profileKeys = []string{"servers", "tools", "load", "tokens", "claims"}
 
 // keyedError is an error about a key of the configuration, so that the
 // caller can name its line.
@@ -203,6 +208,10 @@ func parseProfiles(raw json.RawMessage, servers []ServerConfig, getenv func(stri
 			p.Tokens = append(p.Tokens, v)
 		}
 		p.tokenVars, p.tokenFiles = x.vars, x.files
+		var err error
+		if p.Claims, err = checkClaims(j.Claims); err != nil {
+			return nil, perr("%v", err)
+		}
 		out = append(out, p)
 	}
 	return out, nil

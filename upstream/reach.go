@@ -68,7 +68,7 @@ func (sc *Scope) resolve(name string, find func(*catalog.Catalog) (*catalog.Entr
 	// catalog; named exactly, it is refused by the rule, not unknown.
 	if live := sc.pool.opts.Policies; live != nil {
 		if e, ok := find(sc.pool.Catalog()); ok && (sc.profile == nil || sc.profile.Keeps(e)) {
-			if d := live.Current().Static(requestOf(sc, &Call{Tool: e})); d.Effect == rules.Forbid {
+			if d := live.Current().Static(requestOf(context.Background(), sc, &Call{Tool: e})); d.Effect == rules.Forbid {
 				return nil, refused("forbidden", d, fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d)))
 			}
 		}
@@ -144,7 +144,7 @@ func (sc *Scope) Check(ctx context.Context, c *Call) Verdict {
 		}
 	}
 	if live := sc.pool.opts.Policies; live != nil {
-		d := live.Current().Decide(requestOf(sc, c))
+		d := live.Current().Decide(requestOf(ctx, sc, c))
 		return Verdict{Effect: d.Effect, Rules: d.Rules, Message: d.Message}
 	}
 	return Verdict{Effect: rules.Permit}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/rules"
 )
 
@@ -91,7 +92,7 @@ func policies(ctx context.Context, sc *Scope, c *Call) error {
 	if live == nil {
 		return nil
 	}
-	req := requestOf(sc, c)
+	req := requestOf(ctx, sc, c)
 	d := live.Current().Decide(req)
 	switch d.Effect {
 	case rules.Permit:
@@ -154,10 +155,10 @@ func messageOf(d rules.Decision) string {
 }
 
 // requestOf is what the rules see of a call.
-func requestOf(sc *Scope, c *Call) *rules.Request {
+func requestOf(ctx context.Context, sc *Scope, c *Call) *rules.Request {
 	r := &rules.Request{
 		Profile: sc.Profile(), Action: "call", Server: c.Tool.Server, Tool: c.Tool.Tool, Name: c.Tool.Name,
-		Args: c.Args, Client: c.Client, Via: c.Via, Time: time.Now(),
+		Args: c.Args, Client: c.Client, Via: c.Via, Time: time.Now(), Person: personOf(ctx),
 	}
 	h := c.Tool.Hints
 	r.ReadOnly, r.Destructive, r.Idempotent, r.OpenWorld = h.ReadOnly, h.Destructive, h.Idempotent, h.OpenWorld
@@ -180,9 +181,18 @@ func (sc *Scope) Offered(ctx context.Context, action, server, name string, args 
 	if kind == "" {
 		return fmt.Errorf("upstream: no such action %q", action)
 	}
-	req := &rules.Request{Profile: sc.Profile(), Action: action, Kind: kind, Server: server, Tool: name, Name: name, Args: args, Time: time.Now()}
+	req := &rules.Request{Profile: sc.Profile(), Action: action, Kind: kind, Server: server, Tool: name, Name: name, Args: args, Time: time.Now(), Person: personOf(ctx)}
 	if d := live.Current().Decide(req); d.Effect != rules.Permit {
 		return enforce(ctx, d, &Call{Tool: &catalog.Entry{Name: name, Server: server}, Args: args, Via: action})
 	}
 	return nil
+}
+
+// personOf is the caller's person as the rules see them, nil for none.
+func personOf(ctx context.Context) *rules.Person {
+	p := identity.PersonOf(ctx)
+	if p == nil {
+		return nil
+	}
+	return &rules.Person{Subject: p.Subject, Email: p.Email, Groups: p.Groups, Claims: p.Claims}
 }

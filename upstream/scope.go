@@ -82,7 +82,7 @@ func (sc *Scope) Catalog() *catalog.Catalog {
 		}
 		if set != nil {
 			cat = cat.Map(func(e catalog.Entry) (catalog.Entry, bool) {
-				switch d := set.Static(requestOf(sc, &Call{Tool: &e})); d.Effect {
+				switch d := set.Static(requestOf(context.Background(), sc, &Call{Tool: &e})); d.Effect {
 				case rules.Forbid:
 					return e, false
 				case rules.Ask:

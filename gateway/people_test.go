@@ -1,0 +1,325 @@
+package gateway
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// notesServer is an in-memory server with one tool, add.
+func notesServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "notes", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "add", Description: "Add a note"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		Text string `json:"text"`
+	}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "added " + in.Text}}}, nil, nil
+	})
+	return srv
+}
+
+// peopleHost serves a host whose profiles people open by their groups:
+// ops (sre), dev (dev) and ci (a static token only), with rules.
+func peopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string, records func() []auditRecord) {
+	t.Helper()
+	v, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf", Scopes: []string{"mcp"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := &upstream.Options{}
+	if policy != "" {
+		opts.Policies, _ = rulesFile(t, policy)
+	}
+	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("notes", notesServer())}, opts)
+	log, read := auditLog(t)
+	profiles := []upstream.Profile{
+		{Name: "ops", Servers: []string{"notes"}, Claims: map[string][]string{"groups": {"sre"}}},
+		{Name: "dev", Servers: []string{"notes"}, Claims: map[string][]string{"groups": {"dev"}}},
+		{Name: "ci", Servers: []string{"notes"}, Tokens: []string{"ci-token-0123456789"}},
+	}
+	claims := map[string]map[string][]string{}
+	for _, p := range profiles {
+		claims[p.Name] = p.Claims
+	}
+	h, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, Server: Options{Audit: log}, People: &People{Verifier: v, Claims: claims}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, h.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return srv.URL, func() []auditRecord {
+		var out []auditRecord
+		for _, r := range read() {
+			out = append(out, auditRecord{r.Profile, r.Subject, r.Email, r.Tool, r.Outcome, r.Decision})
+		}
+		return out
+	}
+}
+
+type auditRecord struct{ Profile, Subject, Email, Tool, Outcome, Decision string }
+
+// bearerClient is an HTTP client that sends a bearer token.
+func bearerClient(token string) *http.Client {
+	return &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		r.Header.Set("Authorization", "Bearer "+token)
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+}
+
+func connectAs(t *testing.T, endpoint, token string) (*mcp.ClientSession, error) {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: bearerClient(token), MaxRetries: -1}, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+// TestPeopleOpenTheirProfiles: a person's access token of the team's
+// provider opens the profiles their groups map to and no other; the audit
+// log names the person; a static token still opens its profile.
+func TestPeopleOpenTheirProfiles(t *testing.T) {
+	idp := testenv.StartIDP(t, nil)
+	url, records := peopleHost(t, idp, "")
+	alice, bob, carol := idp.Token(t, "alice"), idp.Token(t, "bob"), idp.Token(t, "carol")
+
+	cs, err := connectAs(t, url+"/mcp/ops", alice)
+	if err != nil {
+		t.Fatalf("alice (sre) opening ops: %v", err)
+	}
+	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__notes__add", "arguments": map[string]any{"text": "x"}}); res.IsError {
+		t.Fatalf("alice's call: %s", text(res))
+	}
+	ci, err := connectAs(t, url+"/mcp/ci", "ci-token-0123456789")
+	if err != nil {
+		t.Fatalf("the ci token: %v", err)
+	}
+	call(t, ci, toolCall, map[string]any{"name": "mcp__notes__add", "arguments": map[string]any{"text": "y"}})
+
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		who, path, token string
+		want             int
+		says             string
+	}{
+		{"bob (dev) at ops", "/mcp/ops", bob, 403, "needs groups=sre"},
+		{"carol (no group) at dev", "/mcp/dev", carol, 403, "needs groups=dev"},
+		{"alice at the default profile, which no claim opens", "/mcp", alice, 403, "profile everything"},
+		{"alice at ci, a profile of tokens only", "/mcp/ci", alice, 403, "profile ci"},
+	} {
+		st, body, err := postWith(url+tc.path, ping, map[string]string{"Authorization": "Bearer " + tc.token})
+		if err != nil || st != tc.want || !strings.Contains(body, tc.says) {
+			t.Errorf("%s: %d %q %v; want %d saying %q", tc.who, st, body, err, tc.want, tc.says)
+		}
+	}
+
+	got := records()
+	want := []auditRecord{
+		{"ops", "alice", "alice@example.com", "mcp__notes__add", "ok", ""},
+		{"ci", "", "", "mcp__notes__add", "ok", ""},
+	}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Errorf("audit records:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestRefusedTokens: each kind of token the gateway must not take gets
+// 401 with a challenge that points at the metadata (the client's cue to
+// sign in), and a token without the needed scope 403 insufficient_scope
+// naming it; the metadata names the provider.
+func TestRefusedTokens(t *testing.T) {
+	idp := testenv.StartIDP(t, nil)
+	url, _ := peopleHost(t, idp, "")
+	now := time.Now().Unix()
+	claims := func(change map[string]any) map[string]any {
+		c := map[string]any{"iss": idp.Issuer, "aud": "toolshelf", "sub": "alice", "groups": []string{"sre"}, "scope": "mcp", "iat": now, "exp": now + 600}
+		for k, v := range change {
+			if v == nil {
+				delete(c, k)
+			} else {
+				c[k] = v
+			}
+		}
+		return c
+	}
+	other, otherKid := testenv.NewSigningKey(t)
+	rs := map[string]any{"alg": "RS256", "kid": idp.Kid}
+	metadata := url + "/.well-known/oauth-protected-resource/mcp/ops"
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		name, token string
+		status      int
+		challenge   []string
+	}{
+		{"none", "", 401, []string{`resource_metadata="` + metadata + `"`}},
+		{"expired", signed(t, rs, claims(map[string]any{"exp": now - 3600}), idp.Key), 401, []string{`error="invalid_token"`, "expired"}},
+		{"not yet valid", signed(t, rs, claims(map[string]any{"nbf": now + 3600}), idp.Key), 401, []string{`error="invalid_token"`, "not valid yet"}},
+		{"wrong issuer", signed(t, rs, claims(map[string]any{"iss": "https://other.example.com"}), idp.Key), 401, []string{`error="invalid_token"`}},
+		{"wrong audience", signed(t, rs, claims(map[string]any{"aud": "another-api"}), idp.Key), 401, []string{`error="invalid_token"`, "audience"}},
+		{"alg none", unsigned(t, claims(nil)), 401, []string{`error="invalid_token"`}},
+		{"unknown kid", signed(t, map[string]any{"alg": "RS256", "kid": otherKid}, claims(nil), other), 401, []string{`error="invalid_token"`}},
+		{"no mcp scope", signed(t, rs, claims(map[string]any{"scope": "read"}), idp.Key), 403, []string{`error="insufficient_scope"`, `scope="mcp"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			headers := map[string]string{}
+			if tc.token != "" {
+				headers["Authorization"] = "Bearer " + tc.token
+			}
+			req, _ := http.NewRequest(http.MethodPost, url+"/mcp/ops", strings.NewReader(ping))
+			for k, v := range headers {
+				req.Header.Set(k, v)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			got := resp.Header.Get("WWW-Authenticate")
+			if resp.StatusCode != tc.status {
+				t.Errorf("status %d, want %d (%s)", resp.StatusCode, tc.status, got)
+			}
+			for _, w := range append(tc.challenge, `resource_metadata="`+metadata+`"`) {
+				if !strings.Contains(got, w) {
+					t.Errorf("WWW-Authenticate %q lacks %q", got, w)
+				}
+			}
+		})
+	}
+	var doc struct {
+		Resource             string   `json:"resource"`
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	if err := json.Unmarshal([]byte(get(t, metadata, nil)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Resource != url+"/mcp/ops" || len(doc.AuthorizationServers) != 1 || doc.AuthorizationServers[0] != idp.Issuer {
+		t.Errorf("metadata: %+v", doc)
+	}
+}
+
+// TestSessionStaysWithItsPerson: a session one person opened refuses
+// another person's requests, though both may open the profile.
+func TestSessionStaysWithItsPerson(t *testing.T) {
+	idp := testenv.StartIDP(t, &testenv.IDPOptions{People: map[string]testenv.IDPPerson{
+		"alice": {Groups: []string{"sre"}}, "dave": {Groups: []string{"sre"}},
+	}})
+	url, _ := peopleHost(t, idp, "")
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+	req, _ := http.NewRequest(http.MethodPost, url+"/mcp/ops", strings.NewReader(init))
+	req.Header.Set("Authorization", "Bearer "+idp.Token(t, "alice"))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	session := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != 200 || session == "" {
+		t.Fatalf("alice's initialize: %d, session %q", resp.StatusCode, session)
+	}
+	st, body, err := postWith(url+"/mcp/ops", `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Authorization": "Bearer " + idp.Token(t, "dave"), "Mcp-Session-Id": session})
+	if err != nil || st != http.StatusForbidden {
+		t.Errorf("dave on alice's session: %d %q %v", st, body, err)
+	}
+}
+
+// TestRulesSeeThePerson: a rule reads who is calling (context.person),
+// and a limit counts each person of a profile apart.
+func TestRulesSeeThePerson(t *testing.T) {
+	idp := testenv.StartIDP(t, &testenv.IDPOptions{People: map[string]testenv.IDPPerson{
+		"alice": {Email: "alice@example.com", Groups: []string{"sre"}},
+		"erin":  {Email: "erin@contractor.example", Groups: []string{"sre"}},
+		"frank": {Email: "frank@example.com", Groups: []string{"sre"}},
+	}})
+	url, records := peopleHost(t, idp, `
+@id("no-contractors")
+@message("contractors may not add notes")
+forbid (principal, action == Action::"call", resource)
+when { context.person.email like "*@contractor.example" };
+
+@id("two-a-minute")
+@limit("2/minute")
+permit (principal == Profile::"ops", action == Action::"call", resource);
+`)
+	add := func(cs *mcp.ClientSession) *mcp.CallToolResult {
+		return call(t, cs, toolCall, map[string]any{"name": "mcp__notes__add", "arguments": map[string]any{"text": "x"}})
+	}
+	erin, err := connectAs(t, url+"/mcp/ops", idp.Token(t, "erin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := add(erin); !res.IsError || !strings.Contains(text(res), "contractors may not") {
+		t.Errorf("erin's call: %s", text(res))
+	}
+	alice, err := connectAs(t, url+"/mcp/ops", idp.Token(t, "alice"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	frank, err := connectAs(t, url+"/mcp/ops", idp.Token(t, "frank"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if res := add(alice); res.IsError {
+			t.Fatalf("alice's call %d: %s", i+1, text(res))
+		}
+	}
+	if res := add(alice); !res.IsError || !strings.Contains(text(res), "two-a-minute") {
+		t.Errorf("alice's third call in a minute: %s", text(res))
+	}
+	if res := add(frank); res.IsError {
+		t.Errorf("frank's first call, after alice used her limit: %s", text(res))
+	}
+	var decisions []string
+	for _, r := range records() {
+		decisions = append(decisions, r.Subject+":"+r.Decision)
+	}
+	if want := "erin:forbidden alice: alice: alice:limited frank:"; strings.Join(decisions, " ") != want {
+		t.Errorf("records: %q, want %q", strings.Join(decisions, " "), want)
+	}
+}
+
+func signed(t *testing.T, header, claims map[string]any, key *rsa.PrivateKey) string {
+	t.Helper()
+	input := jwtPart(t, header) + "." + jwtPart(t, claims)
+	sum := sha256.Sum256([]byte(input))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return input + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+func unsigned(t *testing.T, claims map[string]any) string {
+	return jwtPart(t, map[string]any{"alg": "none"}) + "." + jwtPart(t, claims) + "."
+}
+
+func jwtPart(t *testing.T, v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return base64.RawURLEncoding.EncodeToString(data)
+}
