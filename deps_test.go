@@ -31,7 +31,7 @@ var mayImport = map[string][]string{
 	"signin":              {"store"},
 	"fleet":               {"store"},
 	"sandbox":             {},
-	"gateway":             {"audit", "catalog", "identity", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy", "internal/jsonscan", "sandbox"},
+	"gateway":             {"audit", "catalog", "identity", "signin", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy", "internal/jsonscan", "sandbox"},
 	"learn":               {"search", "store"},
 	"store":               {},
 	"telemetry":           {},

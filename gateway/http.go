@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -89,6 +90,9 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 		mux.Handle(metadataPrefix+"/mcp", pp.metadata("/mcp"))
 		for _, p := range others {
 			mux.Handle(metadataPrefix+"/mcp/"+p.Profile(), pp.metadata("/mcp/"+p.Profile()))
+		}
+		if pp.Flows != nil {
+			mux.Handle(signin.CallbackPath, pp.Flows.Callback())
 		}
 	}
 	// Every gateway of a host records into the host's one telemetry.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -25,6 +27,10 @@ type People struct {
 	// (upstream.DefaultProfile for /mcp); a profile without claims is
 	// opened by no person.
 	Claims map[string]map[string][]string
+	// Flows sign people in to servers that take each person's own
+	// sign-in; the browser comes back to signin.CallbackPath. The pool
+	// starts them (upstream.Options.Flows, the same value).
+	Flows *signin.Flows
 }
 
 // opens reports whether a person opens a profile's path.
@@ -128,7 +134,8 @@ func (pp *People) personal(profile string, w http.ResponseWriter, r *http.Reques
 		http.Error(w, fmt.Sprintf("%s does not open profile %s: it needs %s", p, name, identity.DescribeClaims(pp.Claims[name])), http.StatusForbidden)
 		return
 	}
-	r = r.WithContext(identity.WithPerson(r.Context(), p))
+	ctx := identity.WithPerson(r.Context(), p)
+	r = r.WithContext(signin.WithRedirect(ctx, baseURL(r)+signin.CallbackPath))
 	// The go-sdk binds a session to the user who opened it (TokenInfo's
 	// UserID), refusing another person's requests on it, and hands each
 	// request's TokenInfo to the handlers (knowPerson).
@@ -153,4 +160,34 @@ func (s *Server) knowPerson(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// signInFirst asks the person, through their client's URL elicitation,
+// to sign in to the server a call needs their own sign-in to, and waits
+// for the sign-in to end; it reports whether the call can be made again.
+// A client without URL elicitation gets the URL in the tool error
+// (upstream.SignInError's text) instead.
+func signInFirst(ctx context.Context, ss *mcp.ServerSession, e *upstream.SignInError) bool {
+	if ss == nil {
+		return false
+	}
+	ip := ss.InitializeParams()
+	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.Capabilities.Elicitation.URL == nil {
+		return false
+	}
+	id := rand.Text()
+	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
+		Mode: "url", URL: e.URL, ElicitationID: id,
+		Message: fmt.Sprintf("Sign in to %s: toolshelf calls it with your own account, and the call goes on once you have.", e.Server),
+	})
+	if err != nil || res.Action != "accept" {
+		return false
+	}
+	select {
+	case <-e.Flow.Done():
+	case <-ctx.Done():
+		return false
+	}
+	_ = ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: id})
+	return e.Flow.Err() == nil
 }

@@ -8,15 +8,19 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/internal/oauthtest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -322,4 +326,127 @@ func jwtPart(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return base64.RawURLEncoding.EncodeToString(data)
+}
+
+// whoServer answers whoami with the person of the token it was called
+// with, as its authorization server knows them.
+func whoServer() *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "who", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "whoami", Description: "Say who is calling"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		who := "nobody"
+		if ti := req.Extra.TokenInfo; ti != nil {
+			who = ti.UserID
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: who}}}, nil, nil
+	})
+	return srv
+}
+
+// TestPerPersonSignIn: two people of one profile call a server marked
+// "signin": "per-person". Each is asked to sign in on their first call
+// (alice through URL elicitation, bob, whose client has none, by the URL
+// in the tool error), and each call carries the caller's own token: the
+// server sees alice as alice and bob as bob, never one for the other. A
+// caller who is no person (a static token) is refused.
+func TestPerPersonSignIn(t *testing.T) {
+	idp := testenv.StartIDP(t, &testenv.IDPOptions{People: map[string]testenv.IDPPerson{
+		"alice": {Groups: []string{"sre"}}, "bob": {Groups: []string{"sre"}},
+	}})
+	upstreamSrv := oauthtest.New(t, whoServer())
+	tokens := signin.Open(filepath.Join(t.TempDir(), "tokens.json"))
+	ctx := context.Background()
+	// The gateway's own sign-in lists the tools; people's calls carry theirs.
+	if _, err := signin.Login(ctx, tokens, "who", upstreamSrv.URL, &signin.LoginOptions{Open: func(_ context.Context, u string) error { return oauthtest.Browse(u) }}); err != nil {
+		t.Fatal(err)
+	}
+	flows := signin.NewFlows(tokens, nil)
+	v, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "who", URL: upstreamSrv.URL, Signin: upstream.SigninPerPerson}}, &upstream.Options{Tokens: tokens, Flows: flows})
+	profiles := []upstream.Profile{
+		{Name: "ops", Servers: []string{"who"}, Claims: map[string][]string{"groups": {"sre"}}},
+		{Name: "ci", Servers: []string{"who"}, Tokens: []string{"ci-token-0123456789"}},
+	}
+	h, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Flows: flows,
+		Claims: map[string]map[string][]string{"ops": profiles[0].Claims}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, h.Run)
+	wctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+
+	whoami := map[string]any{"name": "mcp__who__whoami", "arguments": map[string]any{}}
+	asked := 0
+	alice, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked++
+			if req.Params.Mode != "url" || !strings.HasPrefix(req.Params.URL, upstreamSrv.AS.URL) {
+				return nil, fmt.Errorf("asked %q with %q", req.Params.Mode, req.Params.URL)
+			}
+			if err := oauthtest.BrowseAs(req.Params.URL, "alice"); err != nil {
+				return nil, err
+			}
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/ops", HTTPClient: bearerClient(idp.Token(t, "alice")), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer alice.Close()
+	if got := text(call(t, alice, toolCall, whoami)); got != "alice" || asked != 1 {
+		t.Fatalf("alice's first call: %q (asked %d times), want alice after signing in", got, asked)
+	}
+
+	bob, err := connectAs(t, srv.URL+"/mcp/ops", idp.Token(t, "bob"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := call(t, bob, toolCall, whoami)
+	msg := text(res)
+	i := strings.Index(msg, upstreamSrv.AS.URL)
+	if !res.IsError || i < 0 {
+		t.Fatalf("bob's first call, not signed in, from a client without elicitation: %q", msg)
+	}
+	signInURL := strings.Fields(msg[i:])[0]
+	signInURL = strings.TrimRight(signInURL, ",.")
+	if err := oauthtest.BrowseAs(signInURL, "bob"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		cs   *mcp.ClientSession
+		want string
+	}{{bob, "bob"}, {alice, "alice"}, {bob, "bob"}} {
+		if got := text(call(t, tc.cs, toolCall, whoami)); got != tc.want {
+			t.Errorf("a call of %s reached the server as %q", tc.want, got)
+		}
+	}
+
+	ci, err := connectAs(t, srv.URL+"/mcp/ci", "ci-token-0123456789")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, ci, toolCall, whoami); !res.IsError || !strings.Contains(text(res), "no signed-in person") {
+		t.Errorf("a static token's call of a per-person server: %q", text(res))
+	}
+
+	recs, err := tokens.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, r := range recs {
+		subjects = append(subjects, r.Subject)
+	}
+	if got := strings.Join(subjects, ","); got != ",alice,bob" {
+		t.Errorf("sign-ins kept for %q, want the gateway's own, alice's and bob's", got)
+	}
 }

@@ -551,6 +551,10 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 	}
 	start := time.Now()
 	res, err := s.up.Reach(ctx, c)
+	var needs *upstream.SignInError
+	if errors.As(err, &needs) && signInFirst(ctx, ss, needs) {
+		res, err = s.up.Reach(ctx, c)
+	}
 	took := time.Since(start)
 	outcome := "ok"
 	switch {

@@ -86,37 +86,41 @@ func (v *Verifier) introspect(ctx context.Context, meta *Metadata, token string)
 	return p, nil
 }
 
-// maxCached bounds the introspection answers kept.
+// maxCached bounds the answers and tokens kept.
 const maxCached = 4096
 
-// answers are introspection answers by token hash, each until a time.
-type answers struct {
+// expiring keeps values by a hash (never a token itself), each until a
+// time, at most max of them.
+type expiring[V any] struct {
 	mu  sync.Mutex
 	max int
-	m   map[[32]byte]answer
+	m   map[[32]byte]entry[V]
 }
 
-type answer struct {
-	p     *Person
+type entry[V any] struct {
+	v     V
 	until time.Time
 }
 
-func newAnswers(max int) *answers { return &answers{max: max, m: map[[32]byte]answer{}} }
+func newExpiring[V any](max int) *expiring[V] {
+	return &expiring[V]{max: max, m: map[[32]byte]entry[V]{}}
+}
 
-func (a *answers) get(key [32]byte, now time.Time) (*Person, bool) {
+func (a *expiring[V]) get(key [32]byte, now time.Time) (V, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	x, ok := a.m[key]
 	if !ok || !now.Before(x.until) {
 		delete(a.m, key)
-		return nil, false
+		var zero V
+		return zero, false
 	}
-	return x.p, true
+	return x.v, true
 }
 
-// put keeps an answer; when full, the expired go first, then any (a map's
-// order): the cache saves requests, and losing an entry costs one.
-func (a *answers) put(key [32]byte, p *Person, until, now time.Time) {
+// put keeps a value; when full, the expired go first, then any (a map's
+// order): a lost entry costs one more request to the provider.
+func (a *expiring[V]) put(key [32]byte, v V, until, now time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if len(a.m) >= a.max {
@@ -132,5 +136,11 @@ func (a *answers) put(key [32]byte, p *Person, until, now time.Time) {
 			delete(a.m, k)
 		}
 	}
-	a.m[key] = answer{p, until}
+	a.m[key] = entry[V]{v, until}
+}
+
+func (a *expiring[V]) drop(key [32]byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	delete(a.m, key)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
 )
 
 // Config names the identity provider and what a token must be to open
@@ -100,7 +101,8 @@ type Verifier struct {
 	failedAt time.Time // when discovery last failed
 	failure  error
 
-	cache *answers
+	cache     *expiring[*Person]       // introspection's answers
+	exchanged *expiring[*oauth2.Token] // exchanged tokens, by person and audience
 }
 
 // Metadata is what the verifier uses of the provider's metadata.
@@ -143,7 +145,8 @@ func New(cfg Config, opts *Options) (*Verifier, error) {
 	if len(v.cfg.Algorithms) == 0 {
 		v.cfg.Algorithms = DefaultAlgorithms
 	}
-	v.cache = newAnswers(maxCached)
+	v.cache = newExpiring[*Person](maxCached)
+	v.exchanged = newExpiring[*oauth2.Token](maxCached)
 	return v, nil
 }
 

@@ -21,14 +21,25 @@ import (
 var ErrNeedsAuth = errors.New("needs sign-in")
 
 // NeedsAuthError says which server needs sign-in, why, and the command
-// that does it.
+// that does it; for a person's sign-in (Subject), that the person must
+// sign in.
 type NeedsAuthError struct {
 	Server string
 	Reason string
+	// Subject is the person who must sign in; empty for the gateway's
+	// own sign-in, which an operator makes.
+	Subject string
 }
 
 func (e *NeedsAuthError) Error() string {
+	if e.Subject != "" {
+		return fmt.Sprintf("server %s needs %s to sign in (%s)", e.Server, e.Subject, e.Reason)
+	}
 	return fmt.Sprintf("server %s needs sign-in (%s): run 'toolshelf auth login %s'", e.Server, e.Reason, e.Server)
+}
+
+func needsAuth(k Key, reason string) *NeedsAuthError {
+	return &NeedsAuthError{Server: k.Server, Reason: reason, Subject: k.Subject}
 }
 
 func (e *NeedsAuthError) Is(target error) bool { return target == ErrNeedsAuth }
@@ -38,16 +49,23 @@ func (e *NeedsAuthError) Is(target error) bool { return target == ErrNeedsAuth }
 // keeps refreshed tokens, and never opens a browser: with no token the
 // server accepts, Authorize returns a [*NeedsAuthError].
 func (s *Store) Handler(server, resource string, client *http.Client) auth.OAuthHandler {
+	return s.HandlerOf(Key{Server: server, Resource: resource}, client)
+}
+
+// HandlerOf is Handler for any sign-in: a person's (k.Subject) sends that
+// person's token and no other, and with none says the person must sign
+// in.
+func (s *Store) HandlerOf(k Key, client *http.Client) auth.OAuthHandler {
 	if client == nil {
 		client = http.DefaultClient
 	}
-	return &storedHandler{store: s, server: server, resource: resource, client: client}
+	return &storedHandler{store: s, key: k, client: client}
 }
 
 type storedHandler struct {
-	store            *Store
-	server, resource string
-	client           *http.Client
+	store  *Store
+	key    Key
+	client *http.Client
 
 	mu      sync.Mutex
 	rec     *Record
@@ -65,7 +83,7 @@ func (h *storedHandler) load() (oauth2.TokenSource, error) {
 	if h.ts != nil && changes == h.changes {
 		return h.ts, nil
 	}
-	rec, err := h.store.Get(h.server, h.resource)
+	rec, err := h.store.GetKey(h.key)
 	if err != nil {
 		return nil, err
 	}
@@ -109,12 +127,12 @@ func (h *storedHandler) renew(ctx context.Context, stale string) (*Record, error
 	rec := h.rec
 	h.mu.Unlock()
 	if rec == nil {
-		return nil, &NeedsAuthError{Server: h.server, Reason: "not signed in"}
+		return nil, needsAuth(h.key, "not signed in")
 	}
 	if stale == "" {
 		stale = rec.AccessToken
 	}
-	rec, err := h.store.renew(ctx, h.client, h.server, h.resource, stale)
+	rec, err := h.store.renew(ctx, h.client, h.key, stale)
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +163,7 @@ func (h *storedHandler) Authorize(ctx context.Context, req *http.Request, resp *
 		// Step-up needs the user: remember what the server asked for, so
 		// that the next auth login asks for it too.
 		h.want(wanted)
-		return &NeedsAuthError{Server: h.server, Reason: fmt.Sprintf("the server asks for scope %q, which the token lacks", strings.Join(wanted, " "))}
+		return needsAuth(h.key, fmt.Sprintf("the server asks for scope %q, which the token lacks", strings.Join(wanted, " ")))
 	}
 	if _, err := h.load(); err != nil {
 		return err
@@ -182,7 +200,7 @@ func describe(err error) string {
 func (h *storedHandler) want(scopes []string) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	_, _ = h.store.back.update(ctx, h.server, h.resource, func(cur *Record) (*Record, error) {
+	_, _ = h.store.back.update(ctx, h.key, func(cur *Record) (*Record, error) {
 		if cur == nil {
 			return nil, nil
 		}

@@ -52,10 +52,6 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 	if opts == nil || opts.Open == nil {
 		return nil, errors.New("signin: LoginOptions.Open is required")
 	}
-	client := opts.Client
-	if client == nil {
-		client = http.DefaultClient
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("starting the redirect listener: %w", err)
@@ -65,7 +61,18 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 	srv := &http.Server{Handler: callbackHandler(server, back)}
 	go srv.Serve(ln)
 	defer srv.Close()
+	return signIn(ctx, store, Key{Server: server, Resource: resource}, redirect, opts, back)
+}
 
+// signIn runs the authorization code flow for the sign-in k, the browser
+// coming back to redirect, whose handler sends what it brought on back;
+// the token is kept in store.
+func signIn(ctx context.Context, store *Store, k Key, redirect string, opts *LoginOptions, back <-chan callback) (*Record, error) {
+	server, resource := k.Server, k.Resource
+	client := opts.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
 	var (
 		mu  sync.Mutex
 		cfg *oauth2.Config
@@ -103,7 +110,7 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 		RequestRefreshToken: true,
 		Client:              client,
 	}
-	if prev, _ := store.Get(server, resource); prev != nil && len(prev.Want) > 0 {
+	if prev, _ := store.GetKey(k); prev != nil && len(prev.Want) > 0 {
 		// The server asked for more than the last sign-in got (a 403
 		// insufficient_scope while serving): ask for that too.
 		hc.ScopeFilter = func(discovered []string) []string {
@@ -156,7 +163,7 @@ func Login(ctx context.Context, store *Store, server, resource string, opts *Log
 		return nil, ErrNotAsked
 	}
 	rec := &Record{
-		Server: server, Resource: resource, Scopes: cfg.Scopes,
+		Server: server, Resource: resource, Subject: k.Subject, Scopes: cfg.Scopes,
 		AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: tok.Expiry,
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, TokenURL: cfg.Endpoint.TokenURL, AuthStyle: int(cfg.Endpoint.AuthStyle),
 	}
@@ -234,30 +241,42 @@ func callbackHandler(server string, back chan<- callback) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		q := r.URL.Query()
-		cb := callback{code: q.Get("code"), state: q.Get("state"), iss: q.Get("iss")}
-		switch {
-		case q.Get("error") != "":
-			cb.err = fmt.Errorf("the authorization server refused: %s %s", q.Get("error"), q.Get("error_description"))
-		case cb.code == "":
-			cb.err = errors.New("the browser came back without an authorization code")
-		}
+		cb := readCallback(r)
 		sent := false
 		select {
 		case back <- cb:
 			sent = true
 		default:
 		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		switch {
-		case !sent:
-			w.WriteHeader(http.StatusConflict)
-			fmt.Fprint(w, "<p>No sign-in is waiting for this page.</p>")
-		case cb.err != nil:
-			w.WriteHeader(http.StatusBadRequest)
-			fmt.Fprintf(w, "<p>Signing in to %s failed: %s</p>", html.EscapeString(server), html.EscapeString(cb.err.Error()))
-		default:
-			fmt.Fprintf(w, "<p>Signed in to %s. You can close this window.</p>", html.EscapeString(server))
-		}
+		answerCallback(w, server, cb, sent)
 	})
+}
+
+// readCallback reads what the browser brought back.
+func readCallback(r *http.Request) callback {
+	q := r.URL.Query()
+	cb := callback{code: q.Get("code"), state: q.Get("state"), iss: q.Get("iss")}
+	switch {
+	case q.Get("error") != "":
+		cb.err = fmt.Errorf("the authorization server refused: %s %s", q.Get("error"), q.Get("error_description"))
+	case cb.code == "":
+		cb.err = errors.New("the browser came back without an authorization code")
+	}
+	return cb
+}
+
+// answerCallback tells the person in the browser how the sign-in went;
+// sent says whether a sign-in was waiting for the page.
+func answerCallback(w http.ResponseWriter, server string, cb callback, sent bool) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	switch {
+	case !sent:
+		w.WriteHeader(http.StatusConflict)
+		fmt.Fprint(w, "<p>No sign-in is waiting for this page.</p>")
+	case cb.err != nil:
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprintf(w, "<p>Signing in to %s failed: %s</p>", html.EscapeString(server), html.EscapeString(cb.err.Error()))
+	default:
+		fmt.Fprintf(w, "<p>Signed in to %s. You can close this window and go back to your agent.</p>", html.EscapeString(server))
+	}
 }

@@ -59,7 +59,16 @@ type sharedSignins struct {
 	aead cipher.AEAD
 }
 
-func boundTo(server, resource string) []byte { return []byte(server + "\x00" + resource) }
+// boundTo is what a sealed row is bound to: its server, resource and
+// subject, so that a row moved to another's place does not open. The
+// gateway's own sign-ins keep the binding they had before sign-ins had
+// subjects.
+func boundTo(k Key) []byte {
+	if k.Subject == "" {
+		return []byte(k.Server + "\x00" + k.Resource)
+	}
+	return []byte(k.Server + "\x00" + k.Resource + "\x00" + k.Subject)
+}
 
 func (s *sharedSignins) seal(r *Record) ([]byte, error) {
 	data, err := json.Marshal(r)
@@ -70,22 +79,22 @@ func (s *sharedSignins) seal(r *Record) ([]byte, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
 	}
-	return s.aead.Seal(nonce, nonce, data, boundTo(r.Server, r.Resource)), nil
+	return s.aead.Seal(nonce, nonce, data, boundTo(r.key())), nil
 }
 
-func (s *sharedSignins) open(server, resource string, sealed []byte) (*Record, error) {
+func (s *sharedSignins) open(k Key, sealed []byte) (*Record, error) {
 	n := s.aead.NonceSize()
 	var data []byte
 	err := errors.New("too short")
 	if len(sealed) > n {
-		data, err = s.aead.Open(nil, sealed[:n], sealed[n:], boundTo(server, resource))
+		data, err = s.aead.Open(nil, sealed[:n], sealed[n:], boundTo(k))
 	}
 	if err != nil {
-		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store does not open with this store key: it was sealed with another key, or altered", server))
+		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store does not open with this store key: it was sealed with another key, or altered", k.Server))
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store: %v", server, err))
+		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store: %v", k.Server, err))
 	}
 	return &r, nil
 }
@@ -106,19 +115,19 @@ func (s *sharedSignins) unreachable(err error) error {
 }
 
 func (s *sharedSignins) list(ctx context.Context) ([]Record, error) {
-	rows, err := s.db.Pool().Query(ctx, "SELECT server, resource, sealed FROM signins ORDER BY server, resource")
+	rows, err := s.db.Pool().Query(ctx, "SELECT server, resource, subject, sealed FROM signins ORDER BY server, resource, subject")
 	if err != nil {
 		return nil, s.unreachable(err)
 	}
 	defer rows.Close()
 	var out []Record
 	for rows.Next() {
-		var server, resource string
+		var k Key
 		var sealed []byte
-		if err := rows.Scan(&server, &resource, &sealed); err != nil {
+		if err := rows.Scan(&k.Server, &k.Resource, &k.Subject, &sealed); err != nil {
 			return nil, s.unreachable(err)
 		}
-		r, err := s.open(server, resource, sealed)
+		r, err := s.open(k, sealed)
 		if err != nil {
 			return nil, err
 		}
@@ -127,20 +136,20 @@ func (s *sharedSignins) list(ctx context.Context) ([]Record, error) {
 	return out, s.unreachable(rows.Err())
 }
 
-func (s *sharedSignins) update(ctx context.Context, server, resource string, fn func(*Record) (*Record, error)) (*Record, error) {
+func (s *sharedSignins) update(ctx context.Context, k Key, fn func(*Record) (*Record, error)) (*Record, error) {
 	var out *Record
 	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
 		// A lock of the sign-in's own, held until the transaction ends:
 		// it also covers a sign-in not yet in the table.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2, 7))", server, resource); err != nil {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2 || chr(1) || $3, 7))", k.Server, k.Resource, k.Subject); err != nil {
 			return err
 		}
 		var sealed []byte
 		var cur *Record
-		err := tx.QueryRow(ctx, "SELECT sealed FROM signins WHERE server = $1 AND resource = $2", server, resource).Scan(&sealed)
+		err := tx.QueryRow(ctx, "SELECT sealed FROM signins WHERE server = $1 AND resource = $2 AND subject = $3", k.Server, k.Resource, k.Subject).Scan(&sealed)
 		switch {
 		case err == nil:
-			if cur, err = s.open(server, resource, sealed); err != nil {
+			if cur, err = s.open(k, sealed); err != nil {
 				return err
 			}
 		case !errors.Is(err, pgx.ErrNoRows):
@@ -157,20 +166,20 @@ func (s *sharedSignins) update(ctx context.Context, server, resource string, fn 
 		if sealed, err = s.seal(next); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO signins (server, resource, sealed, updated) VALUES ($1, $2, $3, now())
-			ON CONFLICT (server, resource) DO UPDATE SET sealed = $3, updated = now()`, server, resource, sealed); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO signins (server, resource, subject, sealed, updated) VALUES ($1, $2, $3, $4, now())
+			ON CONFLICT (server, resource, subject) DO UPDATE SET sealed = $4, updated = now()`, k.Server, k.Resource, k.Subject, sealed); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", changesChannel, server)
+		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", changesChannel, k.Server)
 		return err
 	})
 	return out, s.unreachable(err)
 }
 
-func (s *sharedSignins) remove(ctx context.Context, server string) (bool, error) {
+func (s *sharedSignins) remove(ctx context.Context, server, subject string, all bool) (int, error) {
 	var n int64
 	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "DELETE FROM signins WHERE server = $1", server)
+		tag, err := tx.Exec(ctx, "DELETE FROM signins WHERE server = $1 AND ($3 OR subject = $2)", server, subject, all)
 		if err != nil {
 			return err
 		}
@@ -178,5 +187,5 @@ func (s *sharedSignins) remove(ctx context.Context, server string) (bool, error)
 		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", changesChannel, server)
 		return err
 	})
-	return n > 0, s.unreachable(err)
+	return int(n), s.unreachable(err)
 }

@@ -33,10 +33,14 @@ import (
 // Record is what is kept of one sign-in: the token and what it takes to
 // refresh it without signing in again.
 type Record struct {
-	Server   string   `json:"server"`
-	Resource string   `json:"resource"` // the server's URL
-	Issuer   string   `json:"issuer,omitempty"`
-	Scopes   []string `json:"scopes,omitempty"`
+	Server   string `json:"server"`
+	Resource string `json:"resource"` // the server's URL
+	// Subject is the person the sign-in is theirs (the subject of their
+	// token at the team's identity provider); empty for the gateway's
+	// own sign-in, which every caller's requests use.
+	Subject string   `json:"subject,omitempty"`
+	Issuer  string   `json:"issuer,omitempty"`
+	Scopes  []string `json:"scopes,omitempty"`
 	// Want are scopes a server asked for that the token lacks
 	// (insufficient_scope): the next login asks for them too.
 	Want []string `json:"wantScopes,omitempty"`
@@ -70,12 +74,27 @@ type Store struct {
 // backend is where a Store's sign-ins are.
 type backend interface {
 	list(ctx context.Context) ([]Record, error)
-	// update calls fn with the sign-in of server at resource (nil when
-	// there is none), holding a lock that excludes every other update of
-	// it, in this process and, for the shared store, in every replica;
-	// what fn returns is kept, unless it is the record fn was given.
-	update(ctx context.Context, server, resource string, fn func(cur *Record) (*Record, error)) (*Record, error)
-	remove(ctx context.Context, server string) (bool, error)
+	// update calls fn with the sign-in k (nil when there is none),
+	// holding a lock that excludes every other update of it, in this
+	// process and, for the shared store, in every replica; what fn
+	// returns is kept, unless it is the record fn was given.
+	update(ctx context.Context, k Key, fn func(cur *Record) (*Record, error)) (*Record, error)
+	// remove forgets a server's sign-ins of a subject ("" the gateway's
+	// own), or of everyone when all.
+	remove(ctx context.Context, server, subject string, all bool) (int, error)
+}
+
+// Key names a sign-in: a server at a resource, for a person (Subject) or
+// for the gateway itself (no Subject).
+type Key struct {
+	Server, Resource, Subject string
+}
+
+func (r *Record) key() Key { return Key{r.Server, r.Resource, r.Subject} }
+
+// removes reports whether remove(server, subject, all) forgets r.
+func removes(r *Record, server, subject string, all bool) bool {
+	return r.Server == server && (all || r.Subject == subject)
 }
 
 // DefaultPath is toolshelf/tokens.json under the user's configuration
@@ -132,7 +151,7 @@ func (f *tokenFile) read() ([]Record, error) {
 
 func (f *tokenFile) write(recs []Record) error {
 	slices.SortFunc(recs, func(a, b Record) int {
-		return strings.Compare(a.Server+"\x00"+a.Resource, b.Server+"\x00"+b.Resource)
+		return strings.Compare(a.Server+"\x00"+a.Resource+"\x00"+a.Subject, b.Server+"\x00"+b.Resource+"\x00"+b.Subject)
 	})
 	data, err := json.MarshalIndent(file{Tokens: recs}, "", "  ")
 	if err != nil {
@@ -167,7 +186,7 @@ func (f *tokenFile) list(context.Context) ([]Record, error) {
 	return f.read()
 }
 
-func (f *tokenFile) update(_ context.Context, server, resource string, fn func(*Record) (*Record, error)) (*Record, error) {
+func (f *tokenFile) update(_ context.Context, k Key, fn func(*Record) (*Record, error)) (*Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	recs, err := f.read()
@@ -175,60 +194,74 @@ func (f *tokenFile) update(_ context.Context, server, resource string, fn func(*
 		return nil, err
 	}
 	var cur *Record
-	if i := slices.IndexFunc(recs, func(x Record) bool { return x.Server == server && x.Resource == resource }); i >= 0 {
+	if i := slices.IndexFunc(recs, func(x Record) bool { return x.key() == k }); i >= 0 {
 		cur = &recs[i]
 	}
 	next, err := fn(cur)
 	if err != nil || next == cur || next == nil {
 		return next, err
 	}
-	recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Server == server && x.Resource == resource })
+	recs = slices.DeleteFunc(recs, func(x Record) bool { return x.key() == k })
 	return next, f.write(append(recs, *next))
 }
 
-func (f *tokenFile) remove(_ context.Context, server string) (bool, error) {
+func (f *tokenFile) remove(_ context.Context, server, subject string, all bool) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	recs, err := f.read()
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	n := len(recs)
-	recs = slices.DeleteFunc(recs, func(x Record) bool { return x.Server == server })
+	recs = slices.DeleteFunc(recs, func(x Record) bool { return removes(&x, server, subject, all) })
 	if len(recs) == n {
-		return false, nil
+		return 0, nil
 	}
-	return true, f.write(recs)
+	return n - len(recs), f.write(recs)
 }
 
-// Get returns the sign-in of a server at a resource.
+// Get returns the gateway's own sign-in of a server at a resource.
 func (s *Store) Get(server, resource string) (*Record, error) {
+	return s.GetKey(Key{Server: server, Resource: resource})
+}
+
+// GetKey returns a sign-in, nil when there is none.
+func (s *Store) GetKey(k Key) (*Record, error) {
 	recs, err := s.List()
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range recs {
-		if r.Server == server && r.Resource == resource {
+		if r.key() == k {
 			return &r, nil
 		}
 	}
 	return nil, nil
 }
 
-// Put keeps a sign-in, replacing the server's earlier one at the resource.
+// Put keeps a sign-in, replacing the earlier one of its server, resource
+// and subject.
 func (s *Store) Put(r *Record) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	_, err := s.back.update(ctx, r.Server, r.Resource, func(*Record) (*Record, error) { return r, nil })
+	_, err := s.back.update(ctx, r.key(), func(*Record) (*Record, error) { return r, nil })
 	return err
 }
 
-// Delete forgets every sign-in of a server and reports whether there was
-// one.
+// Delete forgets the gateway's own sign-ins of a server and reports
+// whether there was one; the people's stay (see DeletePerson).
 func (s *Store) Delete(server string) (bool, error) {
+	n, err := s.DeletePerson(server, "")
+	return n > 0, err
+}
+
+// DeletePerson forgets a person's sign-ins of a server (the gateway's own
+// when subject is empty; everyone's, the gateway's too, when it is "*")
+// and says how many there were.
+func (s *Store) DeletePerson(server, subject string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	return s.back.remove(ctx, server)
+	return s.back.remove(ctx, server, subject, subject == "*")
 }
 
 // List returns every sign-in, sorted by server.
@@ -245,21 +278,21 @@ func (s *Store) List() ([]Record, error) {
 // with the refresh token, kept before the lock is let go. Under the
 // store's lock, two replicas that renew together refresh once: a
 // refresh token that rotates is used once.
-func (s *Store) renew(ctx context.Context, client *http.Client, server, resource, stale string) (*Record, error) {
+func (s *Store) renew(ctx context.Context, client *http.Client, k Key, stale string) (*Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	return s.back.update(ctx, server, resource, func(cur *Record) (*Record, error) {
+	return s.back.update(ctx, k, func(cur *Record) (*Record, error) {
 		switch {
 		case cur == nil:
-			return nil, &NeedsAuthError{Server: server, Reason: "not signed in"}
+			return nil, needsAuth(k, "not signed in")
 		case cur.AccessToken != stale && cur.token().Valid():
 			return cur, nil
 		case cur.RefreshToken == "":
-			return nil, &NeedsAuthError{Server: server, Reason: "the token was refused and cannot be refreshed"}
+			return nil, needsAuth(k, "the token was refused and cannot be refreshed")
 		}
 		tok, err := refresh(ctx, client, cur)
 		if err != nil {
-			return nil, &NeedsAuthError{Server: server, Reason: "the token was refused and refreshing it failed: " + describe(err)}
+			return nil, needsAuth(k, "the token was refused and refreshing it failed: "+describe(err))
 		}
 		next := *cur
 		next.AccessToken, next.TokenType, next.Expiry, next.RefreshToken = tok.AccessToken, tok.TokenType, tok.Expiry, tok.RefreshToken

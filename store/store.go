@@ -213,6 +213,11 @@ var migrations = []string{
 		updated  timestamptz NOT NULL,
 		PRIMARY KEY (server, resource)
 	)`,
+	// 6: a sign-in per person (a server marked "signin": "per-person"):
+	// the subject of the person's token, '' for the gateway's own.
+	`ALTER TABLE signins ADD COLUMN subject text NOT NULL DEFAULT '';
+	ALTER TABLE signins DROP CONSTRAINT signins_pkey;
+	ALTER TABLE signins ADD PRIMARY KEY (server, resource, subject)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -98,6 +98,16 @@ type ServerConfig struct {
 	// for sign-in ("oauth" in the configuration); nil registers
 	// dynamically. Tokens come from Options.Tokens (toolshelf auth login).
 	OAuth *OAuthConfig
+	// Signin says whose credentials a remote server's calls carry
+	// ("signin"): the gateway's own (SigninShared, the default), each
+	// person's own sign-in to the server (SigninPerPerson), or a token
+	// the gateway gets by exchanging the person's access token at the
+	// team's identity provider for one meant for the server
+	// (SigninExchange, RFC 8693). Tools are listed with the gateway's own.
+	Signin string
+	// Audience is the audience asked for in a token exchange ("audience";
+	// the server's URL when empty).
+	Audience string
 
 	// Dial, when set, is used instead of Command or URL to reach the
 	// server: for in-process servers. It is called for every connection
@@ -135,6 +145,13 @@ type OAuthConfig struct {
 	// toolshelf gets tokens itself with ClientID and ClientSecret).
 	Grant string `json:"grant"`
 }
+
+// Whose credentials a server's calls carry (ServerConfig.Signin).
+const (
+	SigninShared    = "shared"
+	SigninPerPerson = "per-person"
+	SigninExchange  = "exchange"
+)
 
 // The grants an OAuthConfig may name.
 const (
@@ -207,14 +224,16 @@ type serverJSON struct {
 		Read  []string `json:"read"`
 		Write []string `json:"write"`
 	} `json:"paths"`
-	Tools *struct {
+	Signin   string `json:"signin"`
+	Audience string `json:"audience"`
+	Tools    *struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
 }
 
 // serverKeys are the keys a server entry may have.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv", "contain", "network", "paths"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv", "contain", "network", "paths", "signin", "audience"}
 
 // LoadConfig reads a configuration file in the "mcpServers" shape that
 // Claude Desktop, Claude Code (.mcp.json) and Cursor use:
@@ -554,6 +573,20 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			return sc, fmt.Errorf(`"oauth": unknown grant %q (want authorization_code or client_credentials)`, j.OAuth.Grant)
 		}
 	}
+	switch j.Signin {
+	case "", SigninShared:
+	case SigninPerPerson, SigninExchange:
+		if j.URL == "" {
+			return sc, fmt.Errorf(`"signin": %q is for remote servers ("url")`, j.Signin)
+		}
+		sc.Signin = j.Signin
+	default:
+		return sc, fmt.Errorf(`"signin": unknown %q (want shared, per-person or exchange)`, j.Signin)
+	}
+	if j.Audience != "" && sc.Signin != SigninExchange {
+		return sc, errors.New(`"audience" is the audience of a token exchange: it goes with "signin": "exchange"`)
+	}
+	sc.Audience = j.Audience
 	if j.Contain != nil || j.Network != nil || j.Paths != nil {
 		if j.Command == "" {
 			return sc, errors.New(`"contain", "network" and "paths" are for stdio servers ("command")`)

@@ -33,6 +33,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/rules"
 	"github.com/toolshelf/toolshelf/signin"
@@ -131,6 +132,13 @@ type Options struct {
 	Policies *rules.Live
 	// Rules are asked after those about every call.
 	Rules []Rule
+	// Flows sign people in to servers marked "signin": "per-person"
+	// through the gateway's callback; nil: such a server's calls of a
+	// person not signed in fail, saying so.
+	Flows *signin.Flows
+	// Identity is the team's identity provider, which exchanges a
+	// person's token for servers marked "signin": "exchange".
+	Identity *identity.Verifier
 	// NoContain runs every stdio server uncontained, as a program that
 	// contains toolshelf itself may choose; servers are contained by
 	// default where the system allows (see [Containment]).
@@ -369,7 +377,13 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 	if s == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
-	c, err := s.waitReady(ctx)
+	var c *conn
+	var err error
+	if s.cfg.Signin == SigninPerPerson || s.cfg.Signin == SigninExchange {
+		c, err = s.personConn(ctx)
+	} else {
+		c, err = s.waitReady(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -386,6 +400,12 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 		s.flights.drain(ctx, token)
 	}
 	if err != nil {
+		var na *signin.NeedsAuthError
+		if who := identity.PersonOf(ctx); who != nil && errors.As(err, &na) {
+			// The person's token was refused mid-session (revoked,
+			// expired past refreshing): the next call dials anew.
+			s.dropPerson(who.Subject)
+		}
 		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
 	}
 	p.redact.cutResult(res)

@@ -27,6 +27,7 @@ type server struct {
 	client      *mcp.Client // with the handlers that route to clients
 	flights     flights     // requests in flight, with their clients
 	offers      offerState
+	people      people // connections of people (Signin)
 
 	mu          sync.Mutex
 	state       State
@@ -63,6 +64,7 @@ func (s *server) status() Status {
 // lost, wait, reconnect; until ctx is done.
 func (s *server) run(ctx context.Context) {
 	defer s.settle()
+	defer s.closePeople()
 	if s.cfg.err != nil {
 		// The configuration is at fault (an unset variable); retrying
 		// cannot help.

@@ -345,13 +345,11 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		if _, ok := src.config.Profile(o.profile); o.profile != "" && !ok {
 			return usagef("--profile %q: %s has no such profile%s", o.profile, path, profileList(src.config))
 		}
-		if id := src.config.Identity; id != nil {
+		if src.config.Identity != nil {
 			if o.http == "" {
 				logger.Warn(`"identity" applies to --http only: over stdio the person is whoever started toolshelf`)
 			}
-			if hopts.People, err = people(src.config); err != nil {
-				return badInput(err)
-			}
+			hopts.People = people(src)
 		}
 	} else {
 		logger.Info("no configuration; serving "+src.name+" for search only", "tools", src.pool.Catalog().Len())

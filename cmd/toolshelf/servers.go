@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/rules"
@@ -141,6 +142,11 @@ type connectOptions struct {
 	// contained server sees.
 	policies *rules.Live
 	hide     []string
+	// identity is the configuration's identity provider, and flows the
+	// people's sign-ins through the gateway: for servers marked
+	// "signin": "per-person" or "exchange".
+	identity *identity.Verifier
+	flows    *signin.Flows
 }
 
 // newPool makes a pool of the configured servers; nothing starts yet.
@@ -150,7 +156,7 @@ func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.P
 		tokens = signin.Open(e.getenv(envTokens))
 	}
 	opts := &upstream.Options{Logger: o.logger, Tokens: tokens, Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry,
-		Policies: o.policies, Hide: o.hide}
+		Policies: o.policies, Hide: o.hide, Identity: o.identity, Flows: o.flows}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}
@@ -172,6 +178,10 @@ type toolSource struct {
 	tokens *signin.Store
 	// policies are the configuration's rules on calls, or nil.
 	policies *rules.Live
+	// identity and flows are the configuration's identity provider and
+	// the people's sign-ins (connectOptions), or nil.
+	identity *identity.Verifier
+	flows    *signin.Flows
 }
 
 // openSource chooses the tools a command works on: a catalog file if one
@@ -226,7 +236,14 @@ func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*tool
 		}
 		o.hide = append(o.hide, cfg.Policies...)
 	}
-	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens, policies: o.policies}, nil
+	if cfg.Identity != nil {
+		if o.identity, err = identity.New(cfg.Identity.Config, nil); err != nil {
+			return nil, badInput(err)
+		}
+		o.flows = signin.NewFlows(o.tokens, nil)
+	}
+	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens, policies: o.policies,
+		identity: o.identity, flows: o.flows}, nil
 }
 
 // runningPool is a pool that a command runs in the background.

@@ -1,13 +1,16 @@
 // Package oauthtest is an MCP server protected by OAuth and its
 // authorization server, both on loopback, for tests of signing in: the
 // authorization server registers clients (RFC 7591), approves every
-// authorization request at once (redirecting with a code), checks PKCE,
-// and issues access and refresh tokens; the MCP server takes only its
-// current access tokens.
+// authorization request at once (redirecting with a code) for the person
+// its "user" parameter names (BrowseAs), checks PKCE, and issues access
+// and refresh tokens; the MCP server takes only its current access
+// tokens, and gives its tools the token's person (the request's
+// TokenInfo.UserID; "operator" when no user was named).
 package oauthtest
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -19,7 +22,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -31,9 +36,9 @@ type Server struct {
 	Scopes []string
 
 	mu       sync.Mutex
-	codes    map[string]grant  // by code
-	access   map[string]string // valid access tokens → their scopes
-	refresh  map[string]string // valid refresh tokens → their scopes
+	codes    map[string]grant // by code
+	access   map[string]grant // valid access tokens → their scopes and person
+	refresh  map[string]grant // valid refresh tokens → their scopes and person
 	n        int
 	Refreshs int // refresh grants served
 	Calls    int // MCP requests with a valid token
@@ -52,7 +57,7 @@ type Server struct {
 // New starts both servers; they stop when the test ends. mcpServer is
 // the protected server (its tools are what the tests call).
 func New(t interface{ Cleanup(func()) }, mcpServer *mcp.Server) *Server {
-	s := &Server{codes: map[string]grant{}, access: map[string]string{}, refresh: map[string]string{}, Scopes: []string{"tools"}}
+	s := &Server{codes: map[string]grant{}, access: map[string]grant{}, refresh: map[string]grant{}, Scopes: []string{"tools"}}
 	s.AS = httptest.NewServer(http.HandlerFunc(s.serveAS))
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return mcpServer }, nil)
 	s.MCP = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -68,11 +73,12 @@ func New(t interface{ Cleanup(func()) }, mcpServer *mcp.Server) *Server {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		s.mu.Lock()
-		scopes, ok := s.access[tok]
+		g, ok := s.access[tok]
 		if ok {
 			s.Calls++
 		}
 		s.mu.Unlock()
+		scopes := g.scope
 		prm := fmt.Sprintf(`resource_metadata="%s/.well-known/oauth-protected-resource/mcp"`, s.MCP.URL)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", "Bearer "+prm)
@@ -84,7 +90,11 @@ func New(t interface{ Cleanup(func()) }, mcpServer *mcp.Server) *Server {
 			http.Error(w, "more scope needed", http.StatusForbidden)
 			return
 		}
-		h.ServeHTTP(w, r)
+		// The go-sdk binds a session to its person and hands tools the
+		// TokenInfo.
+		auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+			return &auth.TokenInfo{UserID: g.subject, Scopes: strings.Fields(g.scope), Expiration: time.Now().Add(time.Hour)}, nil
+		}, nil)(h).ServeHTTP(w, r)
 	}))
 	s.URL = s.MCP.URL + "/mcp"
 	t.Cleanup(func() { s.MCP.Close(); s.AS.Close() })
@@ -130,7 +140,11 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.n++
 		code := fmt.Sprintf("code-%d", s.n)
-		s.codes[code] = grant{challenge: q.Get("code_challenge"), scope: q.Get("scope")}
+		user := q.Get("user")
+		if user == "" {
+			user = "operator"
+		}
+		s.codes[code] = grant{challenge: q.Get("code_challenge"), scope: q.Get("scope"), subject: user}
 		s.mu.Unlock()
 		u, _ := url.Parse(q.Get("redirect_uri"))
 		v := u.Query()
@@ -150,24 +164,24 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		r.ParseForm()
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		var scope string
+		var g grant
 		switch r.Form.Get("grant_type") {
 		case "authorization_code":
-			g, ok := s.codes[r.Form.Get("code")]
+			var ok bool
+			g, ok = s.codes[r.Form.Get("code")]
 			sum := sha256.Sum256([]byte(r.Form.Get("code_verifier")))
 			if !ok || base64.RawURLEncoding.EncodeToString(sum[:]) != g.challenge {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
 				return
 			}
 			delete(s.codes, r.Form.Get("code"))
-			scope = g.scope
 		case "refresh_token":
 			if r.Form.Get("resource") != s.URL {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_target"})
 				return
 			}
 			var ok bool
-			if scope, ok = s.refresh[r.Form.Get("refresh_token")]; !ok {
+			if g, ok = s.refresh[r.Form.Get("refresh_token")]; !ok {
 				writeJSON(w, http.StatusBadRequest, map[string]any{"error": "invalid_grant"})
 				return
 			}
@@ -179,14 +193,15 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		}
 		s.n++
 		at, rt := fmt.Sprintf("access-%d", s.n), fmt.Sprintf("refresh-%d", s.n)
-		s.access[at], s.refresh[rt] = scope, scope
-		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt, "expires_in": 3600, "scope": scope})
+		g.challenge = ""
+		s.access[at], s.refresh[rt] = g, g
+		writeJSON(w, http.StatusOK, map[string]any{"access_token": at, "token_type": "Bearer", "refresh_token": rt, "expires_in": 3600, "scope": g.scope})
 	default:
 		http.NotFound(w, r)
 	}
 }
 
-type grant struct{ challenge, scope string }
+type grant struct{ challenge, scope, subject string }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -196,7 +211,21 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Browse is a headless browser: it follows the authorization URL, with
 // its redirects, back to the client's loopback listener.
-func Browse(authURL string) error {
+func Browse(authURL string) error { return BrowseAs(authURL, "") }
+
+// BrowseAs is Browse for a person: the authorization server signs user
+// in (the operator when empty).
+func BrowseAs(authURL, user string) error {
+	if user != "" {
+		u, err := url.Parse(authURL)
+		if err != nil {
+			return err
+		}
+		q := u.Query()
+		q.Set("user", user)
+		u.RawQuery = q.Encode()
+		authURL = u.String()
+	}
 	resp, err := http.Get(authURL)
 	if err != nil {
 		return err

@@ -1,0 +1,184 @@
+package signin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// CallbackPath is where a person's browser comes back to the gateway
+// after signing in to a server (see [Flows]).
+const CallbackPath = "/oauth/callback"
+
+// FlowTimeout bounds a person's sign-in: a URL not followed within it
+// starts over.
+const FlowTimeout = 10 * time.Minute
+
+// Flows are people's sign-ins to servers that take each person's own
+// token ("signin": "per-person"): the person opens a URL, signs in at the
+// server's authorization server, and the browser comes back to the
+// gateway's callback ([Flows.Callback]); the token is kept under the
+// person's subject, and used for no one else. One flow per person and
+// server is under way at a time. It is safe for concurrent use.
+type Flows struct {
+	store *Store
+	opts  LoginOptions
+
+	mu      sync.Mutex
+	byState map[string]*Flow
+	byKey   map[Key]*Flow
+}
+
+// Flow is one person's sign-in under way.
+type Flow struct {
+	// URL is what the person opens.
+	URL string
+	key Key
+	// back takes what the browser brings back.
+	back chan callback
+	done chan struct{}
+	err  error
+}
+
+// Done is closed when the sign-in has ended; Err then says how.
+func (f *Flow) Done() <-chan struct{} { return f.done }
+
+// Err is nil for a sign-in that ended with a token kept.
+func (f *Flow) Err() error {
+	<-f.done
+	return f.err
+}
+
+// NewFlows returns the flows of store; opts (nil for none) carries the
+// HTTP client and a preregistered client, as for Login. Open is not used.
+func NewFlows(store *Store, opts *LoginOptions) *Flows {
+	f := &Flows{store: store, byState: map[string]*Flow{}, byKey: map[Key]*Flow{}}
+	if opts != nil {
+		f.opts = *opts
+	}
+	return f
+}
+
+// Begin starts the sign-in k (which names the person) or returns the one
+// under way. redirect is the gateway's callback URL as the person's
+// client reaches it. headers are sent with the request that finds out
+// what the server asks for.
+func (f *Flows) Begin(ctx context.Context, k Key, redirect string, headers map[string]string) (*Flow, error) {
+	if k.Subject == "" {
+		return nil, errors.New("signin: a flow is a person's: the key needs a subject")
+	}
+	f.mu.Lock()
+	if fl := f.byKey[k]; fl != nil {
+		f.mu.Unlock()
+		return fl, nil
+	}
+	fl := &Flow{key: k, back: make(chan callback, 1), done: make(chan struct{})}
+	f.byKey[k] = fl
+	f.mu.Unlock()
+
+	opened := make(chan string, 1)
+	opts := f.opts
+	opts.Headers = headers
+	opts.Open = func(_ context.Context, u string) error {
+		parsed, err := url.Parse(u)
+		if err != nil {
+			return err
+		}
+		f.mu.Lock()
+		f.byState[parsed.Query().Get("state")] = fl
+		f.mu.Unlock()
+		select {
+		case opened <- u:
+		default: // a second round (step-up): the person has the first URL's page
+		}
+		return nil
+	}
+	// The flow outlives the call that started it: the person may take
+	// minutes, and the call has long ended.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlowTimeout)
+	go func() {
+		defer cancel()
+		_, err := signIn(fctx, f.store, k, redirect, &opts, fl.back)
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("the sign-in to %s was not finished within %v", k.Server, FlowTimeout)
+		}
+		fl.err = err
+		f.mu.Lock()
+		delete(f.byKey, k)
+		for st, x := range f.byState {
+			if x == fl {
+				delete(f.byState, st)
+			}
+		}
+		f.mu.Unlock()
+		close(fl.done)
+	}()
+	select {
+	case u := <-opened:
+		fl.URL = u
+		return fl, nil
+	case <-fl.done:
+		if fl.err == nil {
+			// The server took the person's token as it was (another
+			// request signed them in meanwhile).
+			return fl, nil
+		}
+		return nil, fl.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Callback serves the browser's return from a server's authorization
+// server: what it brings goes to the flow its state names.
+func (f *Flows) Callback() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cb := readCallback(r)
+		f.mu.Lock()
+		fl := f.byState[cb.state]
+		f.mu.Unlock()
+		sent := false
+		server := ""
+		if fl != nil {
+			server = fl.key.Server
+			select {
+			case fl.back <- cb:
+				sent = true
+			default:
+			}
+		}
+		if sent && cb.err == nil {
+			// The page says signed in once the token is kept (or, for a
+			// server that asks again, after a while).
+			t := time.NewTimer(30 * time.Second)
+			defer t.Stop()
+			select {
+			case <-fl.done:
+				cb.err = fl.err
+			case <-t.C:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		answerCallback(w, server, cb, sent)
+	})
+}
+
+type redirectKey struct{}
+
+// WithRedirect returns ctx carrying the gateway's callback URL as the
+// caller's client reaches the gateway: where a person's sign-in comes
+// back to.
+func WithRedirect(ctx context.Context, url string) context.Context {
+	return context.WithValue(ctx, redirectKey{}, url)
+}
+
+// RedirectOf returns the callback URL ctx carries, or "".
+func RedirectOf(ctx context.Context) string {
+	u, _ := ctx.Value(redirectKey{}).(string)
+	return u
+}
