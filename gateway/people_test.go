@@ -13,9 +13,11 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/oauthtest"
@@ -448,5 +450,87 @@ func TestPerPersonSignIn(t *testing.T) {
 	}
 	if got := strings.Join(subjects, ","); got != ",alice,bob" {
 		t.Errorf("sign-ins kept for %q, want the gateway's own, alice's and bob's", got)
+	}
+}
+
+// TestTokenExchange: a server marked "signin": "exchange" gets, on each
+// person's calls, a token the provider issued for its audience in
+// exchange for the person's (RFC 8693, here in the real oidc-provider's
+// token endpoint, written in testdata/idp/idp.mjs since oidc-provider has
+// no exchange grant), naming the gateway as the actor; the person's own
+// token never reaches it.
+func TestTokenExchange(t *testing.T) {
+	idp := testenv.StartIDP(t, &testenv.IDPOptions{People: map[string]testenv.IDPPerson{
+		"alice": {Groups: []string{"sre"}}, "bob": {Groups: []string{"sre"}},
+	}})
+	ctx := context.Background()
+	apiCheck, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "notes-api"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]bool{} // every token the server was sent
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return whoServer() }, nil)
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		mu.Lock()
+		seen[tok] = true
+		mu.Unlock()
+		who := "gateway" // its own key lists the tools
+		if tok != "listing-key-0123456789" {
+			p, err := apiCheck.Verify(r.Context(), tok)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusUnauthorized)
+				return
+			}
+			act, _ := p.Claims["act"].(map[string]any)
+			who = p.Subject + " via " + fmt.Sprint(act["sub"])
+		}
+		auth.RequireBearerToken(func(context.Context, string, *http.Request) (*auth.TokenInfo, error) {
+			return &auth.TokenInfo{UserID: who, Expiration: time.Now().Add(time.Hour)}, nil
+		}, nil)(h).ServeHTTP(w, r)
+	}))
+	t.Cleanup(api.Close)
+
+	v, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf", ClientID: testenv.GatewayClient, ClientSecret: testenv.GatewaySecret}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "api", URL: api.URL, Signin: upstream.SigninExchange, Audience: "notes-api",
+		Headers: map[string]string{"Authorization": "Bearer listing-key-0123456789"}}}, &upstream.Options{Identity: v})
+	profiles := []upstream.Profile{{Name: "ops", Servers: []string{"api"}, Claims: map[string][]string{"groups": {"sre"}}}}
+	host, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Claims: map[string]map[string][]string{"ops": profiles[0].Claims}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, host.Run)
+	wctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(host.Handler())
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+
+	whoami := map[string]any{"name": "mcp__api__whoami", "arguments": map[string]any{}}
+	own := map[string]string{"alice": idp.Token(t, "alice"), "bob": idp.Token(t, "bob")}
+	for _, who := range []string{"alice", "bob", "alice"} {
+		cs, err := connectAs(t, srv.URL+"/mcp/ops", own[who])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := text(call(t, cs, toolCall, whoami)), who+" via "+testenv.GatewayClient; got != want {
+			t.Errorf("%s's call reached the server as %q, want %q", who, got, want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for who, tok := range own {
+		if seen[tok] {
+			t.Errorf("%s's own token reached the server", who)
+		}
+	}
+	if n := len(idp.Exchanges(t)); n != 2 {
+		t.Errorf("%d exchanges at the provider, want one per person (the tokens are kept)", n)
 	}
 }

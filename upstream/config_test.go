@@ -76,6 +76,17 @@ func TestParseConfigErrors(t *testing.T) {
 		{"bad pattern", `{"mcpServers": {"a": {"command": "x", "tools": {"allow": ["[a"]}}}}`, `tools pattern "[a" is malformed`},
 		{"server not object", `{"mcpServers": {"a": 3}}`, `server "a" must be an object`},
 		{"null servers", `{"mcpServers": null}`, `servers.json:1: "mcpServers" must be an object of servers by name`},
+		{"signin unknown", `{"mcpServers": {"a": {"url": "https://x/mcp", "signin": "per-user"}}}`, `"signin": unknown "per-user" (want shared, per-person or exchange)`},
+		{"signin on a stdio server", `{"mcpServers": {"a": {"command": "x", "signin": "per-person"}}}`, `"signin": "per-person" is for remote servers`},
+		{"audience without exchange", `{"mcpServers": {"a": {"url": "https://x/mcp", "audience": "api"}}}`, `"audience" is the audience of a token exchange`},
+		{"identity without issuer", `{"mcpServers": {}, "identity": {"audience": "toolshelf"}}`, `identity: "issuer" is required`},
+		{"identity over http", `{"mcpServers": {}, "identity": {"issuer": "http://idp.example.com", "audience": "toolshelf"}}`, `must be an https URL (http only on loopback)`},
+		{"identity without audience", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com"}}`, `"audience" is required`},
+		{"identity unknown key", "{\"mcpServers\": {},\n \"identity\": {\"issuer\": \"https://idp.example.com\", \"audience\": \"t\",\n \"claim\": {}}}", `servers.json:3: identity: unknown key "claim" (did you mean "claims"?)`},
+		{"identity HS256", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "algorithms": ["HS256"]}}`, `"algorithms": "HS256" is not accepted`},
+		{"identity secret without id", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "clientSecret": "s"}}`, `"clientId" and "clientSecret" go together`},
+		{"identity claims empty", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "claims": {"groups": []}}}`, `claim "groups" lists no values`},
+		{"profile claims wrong type", `{"mcpServers": {"a": {"command": "x"}}, "profiles": {"ops": {"servers": ["a"], "claims": {"groups": "sre"}}}}`, `profile "ops": "claims" has the wrong type: want []string`},
 		{"twice", "{\"mcpServers\": {\n \"a\": {\"command\": \"x\"},\n \"b\": {\"command\": \"y\"},\n \"a\": {\"command\": \"z\"}}}",
 			`servers.json:4: server "a" is defined twice, at lines 2 and 4: JSON keeps only the last`},
 	}
@@ -204,5 +215,35 @@ func TestFileSecrets(t *testing.T) {
 	}
 	if e := cfg.Servers[0].err; e == nil || !strings.Contains(e.Error(), "secrets/missing") || !strings.Contains(e.Error(), "env.T") {
 		t.Errorf("missing file: %v", e)
+	}
+}
+
+// "identity" and a profile's "claims" are read, and the client secret,
+// from a file, is one of toolshelf's secrets.
+func TestParseIdentity(t *testing.T) {
+	dir := t.TempDir()
+	secretFile := filepath.Join(dir, "idp-secret")
+	os.WriteFile(secretFile, []byte("client-secret-of-the-gateway\n"), 0o600)
+	data := `{"mcpServers": {"notes": {"url": "https://notes.example.com/mcp", "signin": "exchange", "audience": "notes-api"}},
+		"identity": {"issuer": "https://idp.example.com", "audience": "toolshelf", "scopes": ["mcp"],
+			"clientId": "toolshelf", "clientSecret": "${file:idp-secret}", "claims": {"groups": ["admins"]}},
+		"profiles": {"ops": {"servers": ["notes"], "claims": {"groups": ["sre", "ops"], "email_verified": ["true"]}}}}`
+	cfg, err := Parse([]byte(data), filepath.Join(dir, "servers.json"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := cfg.Identity
+	if id == nil || id.Issuer != "https://idp.example.com" || id.Audience != "toolshelf" || id.ClientSecret != "client-secret-of-the-gateway" || id.Claims["groups"][0] != "admins" {
+		t.Fatalf("identity: %+v", id)
+	}
+	if ops, _ := cfg.Profile("ops"); len(ops.Claims) != 2 {
+		t.Errorf("ops claims: %v", ops.Claims)
+	}
+	if s := cfg.Servers[0]; s.Signin != SigninExchange || s.Audience != "notes-api" {
+		t.Errorf("notes: signin %q audience %q", s.Signin, s.Audience)
+	}
+	secrets := cfg.Secrets()
+	if !slices.Contains(secrets.Values, "client-secret-of-the-gateway") || !slices.Contains(secrets.Files, secretFile) {
+		t.Errorf("the client secret is not one of toolshelf's secrets: %+v", secrets)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/url"
 	"os/exec"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -63,7 +64,7 @@ const loginWait = 5 * time.Minute
 var authCommand = &command{
 	name:    "auth",
 	summary: "sign in to remote servers that ask for OAuth, and out",
-	usage:   "login (SERVER | --url URL [--name NAME]) [--no-browser] [--client-id ID [--client-secret S] | --client-metadata-url URL] | status [--json] | logout SERVER   [--config FILE] [--store URL]",
+	usage:   "login (SERVER | --url URL [--name NAME]) [--no-browser] [--client-id ID [--client-secret S] | --client-metadata-url URL] | status [--json] | logout SERVER [--person SUBJECT | --everyone]   [--config FILE] [--store URL]",
 	help: `
 Remote MCP servers (type http or sse) that answer 401 ask for OAuth sign-in,
 as the MCP authorization specification describes. toolshelf signs in once,
@@ -88,8 +89,13 @@ tools stay searchable from the cache, and calls to them say how to sign in.
                  server's tools to prove the token, signing in again with
                  more scopes if the server asks for them.
   status         which remote servers are signed in, until when, with which
-                 scopes. Tokens are never printed.
-  logout SERVER  forgets the server's tokens.
+                 scopes: the gateway's own sign-in, and for a server marked
+                 "signin": "per-person" each person's (by the subject of
+                 their token at the identity provider). Tokens are never
+                 printed.
+  logout SERVER  forgets the gateway's own token of the server; with
+                 --person SUBJECT that person's (they sign in again on
+                 their next call), with --everyone every sign-in of it.
 
 Tokens are kept in toolshelf/tokens.json under the user's configuration
 folder (or $TOOLSHELF_TOKENS), mode 0600, replaced whole on every change.
@@ -106,6 +112,8 @@ is refreshed once for all of them.
 		storeURL := storeFlag(fs)
 		noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL only")
 		asJSON := fs.Bool("json", false, "status: print JSON")
+		person := fs.String("person", "", "logout: forget the sign-in of the person with this `SUBJECT`, not the gateway's own")
+		everyone := fs.Bool("everyone", false, "logout: forget every sign-in of the server, the gateway's and each person's")
 		rawURL := fs.String("url", "", "login: sign in to the server at `URL`, not one of the configuration (named by --name)")
 		name := fs.String("name", "", "login --url: the `NAME` to keep the token under (default: the URL's host)")
 		var client upstream.OAuthConfig
@@ -156,7 +164,14 @@ is refreshed once for all of them.
 				if len(rest) != 1 {
 					return usagef("auth logout needs the name of one server")
 				}
-				return authLogout(e, store, rest[0])
+				if *person != "" && *everyone {
+					return usagef("--person and --everyone go one at a time")
+				}
+				who := *person
+				if *everyone {
+					who = "*"
+				}
+				return authLogout(e, store, rest[0], who)
 			case "status":
 				if len(rest) > 0 {
 					return usagef("unexpected arguments: %v", rest)
@@ -268,22 +283,38 @@ func expiryNote(r *signin.Record) string {
 	return note
 }
 
-func authLogout(e *env, store *signin.Store, name string) error {
-	ok, err := store.Delete(name)
+// authLogout forgets sign-ins of a server: the gateway's own (who empty),
+// a person's, or every one (who "*").
+func authLogout(e *env, store *signin.Store, name, who string) error {
+	n, err := store.DeletePerson(name, who)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		fmt.Fprintf(e.stdout, "%s was not signed in.\n", name)
+	whose := ""
+	switch who {
+	case "":
+	case "*":
+		whose = " (every sign-in)"
+	default:
+		whose = " for " + who
+	}
+	if n == 0 {
+		fmt.Fprintf(e.stdout, "%s was not signed in%s.\n", name, whose)
 		return nil
 	}
-	fmt.Fprintf(e.stdout, "Signed out of %s.\n", name)
+	fmt.Fprintf(e.stdout, "Signed out of %s%s.\n", name, whose)
+	if who == "*" {
+		fmt.Fprintf(e.stdout, "%d sign-ins forgotten.\n", n)
+	}
 	return nil
 }
 
 // authEntry is one line of auth status. Its JSON form is stable.
 type authEntry struct {
-	Server     string    `json:"server"`
+	Server string `json:"server"`
+	// Person is the subject whose sign-in this is; empty for the
+	// gateway's own.
+	Person     string    `json:"person,omitempty"`
 	URL        string    `json:"url,omitempty"`
 	State      string    `json:"state"` // signed-in, expired, not-signed-in
 	Expiry     time.Time `json:"expiry,omitzero"`
@@ -301,7 +332,7 @@ func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) 
 	add := func(name, url string) {
 		entry := authEntry{Server: name, URL: url, State: "not-signed-in"}
 		for _, r := range recs {
-			if r.Server == name && (url == "" || r.Resource == url) {
+			if r.Server == name && r.Subject == "" && (url == "" || r.Resource == url) {
 				entry.URL, entry.Expiry, entry.Scopes, entry.Refreshing = r.Resource, r.Expiry, r.Scopes, r.RefreshToken != ""
 				entry.State = "signed-in"
 				if !r.Expiry.IsZero() && time.Now().After(r.Expiry) {
@@ -324,6 +355,23 @@ func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) 
 			add(r.Server, "")
 		}
 	}
+	// Each person's sign-in, after the gateway's own of its server.
+	for _, r := range recs {
+		if r.Subject == "" {
+			continue
+		}
+		entry := authEntry{Server: r.Server, Person: r.Subject, URL: r.Resource, State: "signed-in", Expiry: r.Expiry, Scopes: r.Scopes, Refreshing: r.RefreshToken != ""}
+		if !r.Expiry.IsZero() && time.Now().After(r.Expiry) {
+			entry.State = "expired"
+		}
+		i := len(entries)
+		for j, en := range entries {
+			if en.Server == r.Server {
+				i = j + 1
+			}
+		}
+		entries = slices.Insert(entries, i, entry)
+	}
 	if asJSON {
 		if entries == nil {
 			entries = []authEntry{}
@@ -335,7 +383,7 @@ func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) 
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tSTATE\tEXPIRES\tSCOPES")
+	fmt.Fprintln(tw, "SERVER\tPERSON\tSTATE\tEXPIRES\tSCOPES")
 	for _, en := range entries {
 		expires := "-"
 		if !en.Expiry.IsZero() {
@@ -344,11 +392,11 @@ func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) 
 				expires += " (refreshable)"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", en.Server, en.State, expires, strings.Join(en.Scopes, " "))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", en.Server, cmp.Or(en.Person, "(gateway)"), en.State, expires, strings.Join(en.Scopes, " "))
 	}
 	tw.Flush()
 	for _, en := range entries {
-		if en.State != "signed-in" {
+		if en.State != "signed-in" && en.Person == "" {
 			fmt.Fprintf(e.stdout, "\nSign in with: toolshelf auth login SERVER\n")
 			break
 		}

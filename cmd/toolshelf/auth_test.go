@@ -13,6 +13,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/oauthtest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -101,4 +102,53 @@ func TestAuthEndToEnd(t *testing.T) {
 		t.Errorf("call_tool after logout: %s", got)
 	}
 	s.hangUp()
+}
+
+// auth status lists each person's sign-in of a per-person server beside
+// the gateway's own, and auth logout --person forgets one person's only.
+func TestAuthPerPerson(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	os.WriteFile(cfg, []byte(`{"mcpServers": {"notes": {"url": "https://notes.example.com/mcp", "signin": "per-person"}}}`), 0o644)
+	tokens := filepath.Join(dir, "tokens.json")
+	t.Setenv(envTokens, tokens)
+	store := signin.Open(tokens)
+	for _, who := range []string{"", "alice", "bob"} {
+		if err := store.Put(&signin.Record{Server: "notes", Resource: "https://notes.example.com/mcp", Subject: who, AccessToken: "secret-of-" + who, RefreshToken: "r"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runCLI(t, "auth", "status", "--config", cfg, "--json")
+	var status []authEntry
+	if err := json.Unmarshal([]byte(r.stdout), &status); err != nil {
+		t.Fatalf("%v: %s", err, r.stdout)
+	}
+	var people []string
+	for _, s := range status {
+		people = append(people, s.Server+":"+s.Person+":"+s.State)
+	}
+	if got, want := strings.Join(people, " "), "notes::signed-in notes:alice:signed-in notes:bob:signed-in"; got != want || strings.Contains(r.stdout, "secret-of") {
+		t.Errorf("auth status: %q, want %q\n%s", got, want, r.stdout)
+	}
+	r = runCLI(t, "auth", "status", "--config", cfg)
+	if !strings.Contains(r.stdout, "PERSON") || !strings.Contains(r.stdout, "alice") || !strings.Contains(r.stdout, "(gateway)") {
+		t.Errorf("auth status table:\n%s", r.stdout)
+	}
+
+	r = runCLI(t, "auth", "logout", "notes", "--person", "alice", "--config", cfg)
+	if r.code != 0 || !strings.Contains(r.stdout, "Signed out of notes for alice") {
+		t.Errorf("logout --person alice: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	recs, _ := store.List()
+	var left []string
+	for _, rec := range recs {
+		left = append(left, rec.Subject)
+	}
+	if got := strings.Join(left, ","); got != ",bob" {
+		t.Errorf("sign-ins left after alice's logout: %q", got)
+	}
+	r = runCLI(t, "auth", "logout", "notes", "--everyone", "--config", cfg)
+	if recs, _ := store.List(); r.code != 0 || len(recs) != 0 {
+		t.Errorf("logout --everyone: %d %s, %d sign-ins left", r.code, r.stdout, len(recs))
+	}
 }
