@@ -138,6 +138,10 @@ func TestPeopleOpenTheirProfiles(t *testing.T) {
 		}
 	}
 
+	// Metrics keep bounded labels: no person is in one.
+	if m := get(t, url+"/metrics", adminHeader); !strings.Contains(m, "mcp_server_operation_duration") || strings.Contains(m, "alice") {
+		t.Errorf("/metrics names a person, or measures nothing:\n%.2000s", m)
+	}
 	got := records()
 	want := []auditRecord{
 		{"ops", "alice", "alice@example.com", "mcp__notes__add", "ok", ""},
