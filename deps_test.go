@@ -37,7 +37,7 @@ var mayImport = map[string][]string{
 	"telemetry":           {},
 	"proxy":               {"catalog", "messages", "policy", "search", "shelf", "telemetry"},
 	"audit":               {"store"},
-	"console":             {"audit", "catalog", "gateway", "learn", "pin", "search", "upstream"},
+	"console":             {"audit", "catalog", "gateway", "identity", "learn", "pin", "search", "upstream"},
 	"internal/builtin":    {"catalog"},
 	"internal/wordvec":    {},
 	"internal/zhdict":     {},

@@ -2,7 +2,8 @@
 // of a running gateway on a few server-rendered pages (servers and what
 // their tools cost, a search playground, the quarantined tools with
 // approve and deny, the audit log, what was learned), for the operator
-// who holds the admin token.
+// who holds the admin token and, with an identity provider, for the
+// team's people its claim rules let look or act ([People]).
 //
 // Every value that came from a server is escaped by html/template; the
 // pages run no inline script (a Content-Security-Policy forbids it) and
@@ -29,6 +30,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/pin"
 )
@@ -56,6 +58,9 @@ type Options struct {
 	Learn *learn.Store
 	// Logger receives approvals, denials and forgotten pairs.
 	Logger *slog.Logger
+	// People, when set, lets the team's people sign in with the identity
+	// provider, beside the admin token.
+	People *People
 }
 
 // Console is the web console. It is safe for concurrent use.
@@ -99,6 +104,10 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("GET "+Prefix+"/static/", http.StripPrefix(Prefix+"/static/", http.FileServerFS(static)))
 	mux.HandleFunc("GET "+Prefix+"/login", c.loginPage)
 	mux.HandleFunc("POST "+Prefix+"/login", c.login)
+	if c.opts.People != nil {
+		mux.HandleFunc("GET "+Prefix+"/login/provider", c.startSignIn)
+		mux.HandleFunc("GET "+callbackPath, c.finishSignIn)
+	}
 	mux.Handle("GET "+Prefix+"/{$}", c.auth(c.serversPage))
 	mux.Handle("GET "+Prefix+"/servers.part", c.auth(c.serversPart))
 	mux.Handle("GET "+Prefix+"/events", c.auth(c.events))
@@ -139,26 +148,32 @@ func (c *Console) sign(parts ...string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
-// session is who the request is: the login cookie's value, or "bearer";
-// ok is false for a request without the token or the cookie, and for
-// every request when the console has no token.
-func (c *Console) session(r *http.Request) (string, bool) {
+// session is who the request is: the admin, by the token (as a bearer
+// token, or the login cookie derived from it), or a person who signed in
+// with the identity provider (People); ok is false for anyone else, and
+// for the admin's ways in when the console has no token.
+func (c *Console) session(r *http.Request) (*viewer, bool) {
+	ck, cerr := r.Cookie(cookieName)
+	if cerr == nil && strings.HasPrefix(ck.Value, "p.") {
+		return c.person(strings.TrimPrefix(ck.Value, "p."))
+	}
 	if c.opts.AuthToken == "" {
-		return "", false
+		return nil, false
 	}
 	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "bearer ") &&
 		subtle.ConstantTimeCompare([]byte(h[7:]), []byte(c.opts.AuthToken)) == 1 {
-		return "bearer", true
+		return &viewer{Name: "admin", CanAct: true, raw: "bearer"}, true
 	}
 	want := c.sign("login", c.opts.AuthToken)
-	if ck, err := r.Cookie(cookieName); err == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(want)) == 1 {
-		return ck.Value, true
+	if cerr == nil && subtle.ConstantTimeCompare([]byte(ck.Value), []byte(want)) == 1 {
+		return &viewer{Name: "admin", CanAct: true, raw: ck.Value}, true
 	}
-	return "", false
+	return nil, false
 }
 
-// auth serves h to a request with the token, and sends others to the
-// login form (a page) or refuses them (anything else).
+// auth serves h to a request with the token or a person's session, and
+// sends others to the login form (a page) or refuses them (anything
+// else).
 func (c *Console) auth(h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := c.session(r); !ok {
@@ -166,7 +181,7 @@ func (c *Console) auth(h http.HandlerFunc) http.Handler {
 				http.Redirect(w, r, Prefix+"/login", http.StatusSeeOther)
 				return
 			}
-			http.Error(w, "toolshelf console: the admin token is required", http.StatusUnauthorized)
+			http.Error(w, "toolshelf console: sign in first (the admin token, or your team's account)", http.StatusUnauthorized)
 			return
 		}
 		h(w, r)
@@ -176,8 +191,11 @@ func (c *Console) auth(h http.HandlerFunc) http.Handler {
 // csrf is the token a page's forms carry: bound to the session, so a
 // page of another site cannot know it.
 func (c *Console) csrf(r *http.Request) string {
-	s, _ := c.session(r)
-	return c.sign("csrf", s)
+	raw := ""
+	if v, ok := c.session(r); ok {
+		raw = v.raw
+	}
+	return c.sign("csrf", raw)
 }
 
 // changing guards a request that changes state: it must come from a page
@@ -191,6 +209,14 @@ func (c *Console) changing(h http.HandlerFunc) http.HandlerFunc {
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		if subtle.ConstantTimeCompare([]byte(r.PostFormValue("csrf")), []byte(c.csrf(r))) != 1 {
 			http.Error(w, "toolshelf console: the form's CSRF token is missing or wrong; reload the page", http.StatusForbidden)
+			return
+		}
+		if v, _ := c.session(r); v == nil || !v.CanAct {
+			needs := "the admin token"
+			if c.opts.People != nil {
+				needs += " or a person with " + identity.DescribeClaims(c.opts.People.Act)
+			}
+			http.Error(w, "toolshelf console: you may look, not change: approving, denying and forgetting take "+needs, http.StatusForbidden)
 			return
 		}
 		h(w, r)
@@ -219,6 +245,32 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.render(w, r, "login", map[string]any{"Failed": r.URL.Query().Has("failed")})
+}
+
+// renderStatus is render with an HTTP status.
+func (c *Console) renderStatus(w http.ResponseWriter, r *http.Request, status int, name string, data map[string]any) {
+	c.render(&statusWriter{ResponseWriter: w, status: status}, r, name, data)
+}
+
+// statusWriter writes status instead of 200.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) WriteHeader(code int) {
+	if s.status != 0 {
+		code, s.status = s.status, 0
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	if s.status != 0 {
+		s.ResponseWriter.WriteHeader(s.status)
+		s.status = 0
+	}
+	return s.ResponseWriter.Write(b)
 }
 
 // login checks the token typed into the form and sets the cookie.
@@ -261,6 +313,10 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, da
 	data["Page"] = name
 	data["CSRF"] = c.csrf(r)
 	data["Prefix"] = Prefix
+	data["Provider"] = c.opts.People != nil
+	if v, ok := c.session(r); ok {
+		data["Viewer"], data["CanAct"] = v.Name, v.CanAct
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := c.pages.ExecuteTemplate(w, name, data); err != nil {
 		c.log.Warn("console page", "page", name, "error", err)

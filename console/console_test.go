@@ -40,6 +40,14 @@ const signedInToken = "token-of-a-signed-in-browser"
 // consoleWith is consoleOf with more options (Host is set here).
 func consoleWith(t *testing.T, opts *Options) string {
 	t.Helper()
+	srv := httptest.NewServer(consoleHandler(t, opts))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// consoleHandler is the handler of consoleWith's console.
+func consoleHandler(t *testing.T, opts *Options) http.Handler {
+	t.Helper()
 	raw := func(name, desc string) json.RawMessage {
 		b, _ := json.Marshal(map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}})
 		return b
@@ -76,9 +84,7 @@ func consoleWith(t *testing.T, opts *Options) string {
 			inner.ServeHTTP(w, r)
 		})
 	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL
+	return h
 }
 
 func get(t *testing.T, c *http.Client, u string, hdr ...string) (int, string) {

@@ -302,7 +302,7 @@ const maxActivity = 500
 
 func (c *Console) activityPage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := map[string]string{"profile": q.Get("profile"), "server": q.Get("server"), "tool": q.Get("tool"), "outcome": q.Get("outcome")}
+	f := map[string]string{"profile": q.Get("profile"), "server": q.Get("server"), "tool": q.Get("tool"), "outcome": q.Get("outcome"), "person": q.Get("person")}
 	data := map[string]any{"F": f, "File": c.opts.Audit != nil}
 	if c.opts.Audit == nil {
 		c.render(w, r, "activity", data)
@@ -317,7 +317,8 @@ func (c *Console) activityPage(w http.ResponseWriter, r *http.Request) {
 	for i := len(recs) - 1; i >= 0 && len(rows) < maxActivity; i-- {
 		rec := recs[i]
 		if rec.Kind == "dropped" || f["profile"] != "" && rec.Profile != f["profile"] || f["server"] != "" && rec.Server != f["server"] ||
-			f["tool"] != "" && !strings.Contains(rec.Tool, f["tool"]) || f["outcome"] != "" && rec.Outcome != f["outcome"] {
+			f["tool"] != "" && !strings.Contains(rec.Tool, f["tool"]) || f["outcome"] != "" && rec.Outcome != f["outcome"] ||
+			f["person"] != "" && rec.Subject != f["person"] && rec.Email != f["person"] {
 			continue
 		}
 		rows = append(rows, rec)

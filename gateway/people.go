@@ -45,10 +45,10 @@ func (pp *People) opens(profile string, p *identity.Person) bool {
 // is: /.well-known/oauth-protected-resource/mcp/ops for /mcp/ops.
 const metadataPrefix = "/.well-known/oauth-protected-resource"
 
-// baseURL is the gateway's URL as the client reached it: the scheme a
+// BaseURL is the gateway's URL as the client reached it: the scheme a
 // TLS-terminating proxy says (X-Forwarded-Proto) or the connection's, and
 // the Host header (which CheckHost has vetted).
-func baseURL(r *http.Request) string {
+func BaseURL(r *http.Request) string {
 	scheme := "http"
 	if r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https") {
 		scheme = "https"
@@ -66,7 +66,7 @@ func (pp *People) metadata(mcpPath string) http.Handler {
 		}
 		cfg := pp.Verifier.Config()
 		doc := oauthex.ProtectedResourceMetadata{
-			Resource:               baseURL(r) + mcpPath,
+			Resource:               BaseURL(r) + mcpPath,
 			AuthorizationServers:   []string{cfg.Issuer},
 			ScopesSupported:        cfg.Scopes,
 			BearerMethodsSupported: []string{"header"},
@@ -81,7 +81,7 @@ func (pp *People) metadata(mcpPath string) http.Handler {
 // challenge is the WWW-Authenticate value of a refusal on path: where the
 // metadata is, and the error when there is one (RFC 6750, 3).
 func challenge(r *http.Request, errCode, description, scope string) string {
-	parts := []string{fmt.Sprintf("resource_metadata=%q", baseURL(r)+metadataPrefix+r.URL.Path)}
+	parts := []string{fmt.Sprintf("resource_metadata=%q", BaseURL(r)+metadataPrefix+r.URL.Path)}
 	if errCode != "" {
 		parts = append(parts, fmt.Sprintf("error=%q", errCode))
 	}
@@ -135,7 +135,7 @@ func (pp *People) personal(profile string, w http.ResponseWriter, r *http.Reques
 		return
 	}
 	ctx := identity.WithPerson(r.Context(), p)
-	r = r.WithContext(signin.WithRedirect(ctx, baseURL(r)+signin.CallbackPath))
+	r = r.WithContext(signin.WithRedirect(ctx, BaseURL(r)+signin.CallbackPath))
 	// The go-sdk binds a session to the user who opened it (TokenInfo's
 	// UserID), refusing another person's requests on it, and hands each
 	// request's TokenInfo to the handlers (knowPerson).

@@ -98,6 +98,7 @@ type Verifier struct {
 	mu       sync.Mutex
 	meta     *Metadata
 	verifier *oidc.IDTokenVerifier
+	keys     oidc.KeySet
 	failedAt time.Time // when discovery last failed
 	failure  error
 
@@ -112,6 +113,9 @@ type Metadata struct {
 	TokenEndpoint         string `json:"token_endpoint"`
 	JWKSURI               string `json:"jwks_uri"`
 	IntrospectionEndpoint string `json:"introspection_endpoint"`
+	UserinfoEndpoint      string `json:"userinfo_endpoint"`
+	// ScopesSupported are the scopes the provider says it knows.
+	ScopesSupported []string `json:"scopes_supported"`
 	// GrantTypes are the grants the provider says it supports.
 	GrantTypes []string `json:"grant_types_supported"`
 }
@@ -229,6 +233,11 @@ func (v *Verifier) verifyJWT(ctx context.Context, jwt *oidc.IDTokenVerifier, tok
 	if t.Subject == "" {
 		return nil, &InvalidError{`no "sub"`}
 	}
+	if _, ok := claims["nonce"]; ok {
+		// An ID token (of the console's sign-in, say) proves who signed
+		// in to a client; it is not an access token for the gateway.
+		return nil, &InvalidError{"an ID token is not an access token"}
+	}
 	p := personOf(claims)
 	p.Expiry, p.token = t.Expiry, token
 	return p, nil
@@ -270,7 +279,7 @@ func (v *Verifier) provider(ctx context.Context) (*Metadata, *oidc.IDTokenVerifi
 	}
 	keys := &http.Client{Transport: &keyFetches{base: v.opts.Client, every: v.opts.KeyInterval, now: v.opts.Now}, Timeout: v.opts.Client.Timeout}
 	keySet := oidc.NewRemoteKeySet(oidc.ClientContext(context.WithoutCancel(ctx), keys), meta.JWKSURI)
-	v.meta = meta
+	v.meta, v.keys = meta, keySet
 	v.verifier = oidc.NewVerifier(meta.Issuer, keySet, &oidc.Config{
 		ClientID:             v.cfg.Audience,
 		SupportedSigningAlgs: v.cfg.Algorithms,

@@ -113,6 +113,7 @@ func TestTokensOfTheProvider(t *testing.T) {
 		{"a kid the provider never had", forge(t, map[string]any{"alg": "RS256", "kid": otherKid}, good(), other, nil), "signature"},
 		{"the provider's kid, another key", forge(t, rs, good(), other, nil), "signature"},
 		{"no subject", forge(t, rs, with("sub", nil), idp.Key, nil), "sub"},
+		{"an ID token", forge(t, rs, with("nonce", "n-0123"), idp.Key, nil), "an ID token is not an access token"},
 		{"garbage", "not.a.token", "malformed"},
 		{"an opaque token the provider never issued", "opaque-token-of-nobody", "not active"},
 	} {

@@ -85,6 +85,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"identity unknown key", "{\"mcpServers\": {},\n \"identity\": {\"issuer\": \"https://idp.example.com\", \"audience\": \"t\",\n \"claim\": {}}}", `servers.json:3: identity: unknown key "claim" (did you mean "claims"?)`},
 		{"identity HS256", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "algorithms": ["HS256"]}}`, `"algorithms": "HS256" is not accepted`},
 		{"identity secret without id", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "clientSecret": "s"}}`, `"clientId" and "clientSecret" go together`},
+		{"identity console without act", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "clientId": "c", "clientSecret": "s", "console": {"view": {"groups": ["dev"]}}}}`, `"console" needs "act"`},
+		{"identity console without client", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "console": {"act": {"groups": ["sre"]}}}}`, `"console" signs people in as the gateway's client`},
 		{"identity claims empty", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "claims": {"groups": []}}}`, `claim "groups" lists no values`},
 		{"profile claims wrong type", `{"mcpServers": {"a": {"command": "x"}}, "profiles": {"ops": {"servers": ["a"], "claims": {"groups": "sre"}}}}`, `profile "ops": "claims" has the wrong type: want []string`},
 		{"twice", "{\"mcpServers\": {\n \"a\": {\"command\": \"x\"},\n \"b\": {\"command\": \"y\"},\n \"a\": {\"command\": \"z\"}}}",
@@ -226,7 +228,8 @@ func TestParseIdentity(t *testing.T) {
 	os.WriteFile(secretFile, []byte("client-secret-of-the-gateway\n"), 0o600)
 	data := `{"mcpServers": {"notes": {"url": "https://notes.example.com/mcp", "signin": "exchange", "audience": "notes-api"}},
 		"identity": {"issuer": "https://idp.example.com", "audience": "toolshelf", "scopes": ["mcp"],
-			"clientId": "toolshelf", "clientSecret": "${file:idp-secret}", "claims": {"groups": ["admins"]}},
+			"clientId": "toolshelf", "clientSecret": "${file:idp-secret}", "claims": {"groups": ["admins"]},
+			"console": {"view": {"groups": ["sre", "dev"]}, "act": {"groups": ["sre"]}}},
 		"profiles": {"ops": {"servers": ["notes"], "claims": {"groups": ["sre", "ops"], "email_verified": ["true"]}}}}`
 	cfg, err := Parse([]byte(data), filepath.Join(dir, "servers.json"), func(string) string { return "" })
 	if err != nil {
@@ -235,6 +238,9 @@ func TestParseIdentity(t *testing.T) {
 	id := cfg.Identity
 	if id == nil || id.Issuer != "https://idp.example.com" || id.Audience != "toolshelf" || id.ClientSecret != "client-secret-of-the-gateway" || id.Claims["groups"][0] != "admins" {
 		t.Fatalf("identity: %+v", id)
+	}
+	if len(id.ConsoleView["groups"]) != 2 || id.ConsoleAct["groups"][0] != "sre" {
+		t.Errorf("console rules: %v %v", id.ConsoleView, id.ConsoleAct)
 	}
 	if ops, _ := cfg.Profile("ops"); len(ops.Claims) != 2 {
 		t.Errorf("ops claims: %v", ops.Claims)

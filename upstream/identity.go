@@ -18,6 +18,11 @@ type Identity struct {
 	// Claims say who opens the default profile (/mcp), as a profile's
 	// "claims" do; without them no person opens it.
 	Claims map[string][]string
+	// ConsoleView and ConsoleAct say who may sign in to the web console
+	// with the provider and look, and who may also approve, deny and
+	// forget ("console": {"view": {...}, "act": {...}}); without "act"
+	// only the admin token opens the console.
+	ConsoleView, ConsoleAct map[string][]string
 	// vars and files are where the client secret came from.
 	vars, files []string
 }
@@ -31,9 +36,13 @@ type identityJSON struct {
 	ClientSecret string              `json:"clientSecret"`
 	Algorithms   []string            `json:"algorithms"`
 	Claims       map[string][]string `json:"claims"`
+	Console      *struct {
+		View map[string][]string `json:"view"`
+		Act  map[string][]string `json:"act"`
+	} `json:"console"`
 }
 
-var identityKeys = []string{"issuer", "audience", "scopes", "clientId", "clientSecret", "algorithms", "claims"}
+var identityKeys = []string{"issuer", "audience", "scopes", "clientId", "clientSecret", "algorithms", "claims", "console"}
 
 // parseIdentity reads "identity".
 func parseIdentity(raw json.RawMessage, getenv func(string) string, dir string) (*Identity, error) {
@@ -74,6 +83,19 @@ func parseIdentity(raw json.RawMessage, getenv func(string) string, dir string) 
 		return nil, &keyedError{"claims", "identity: " + err.Error()}
 	}
 	id.Claims = claims
+	if c := j.Console; c != nil {
+		if id.ConsoleView, err = checkClaims(c.View); err == nil {
+			id.ConsoleAct, err = checkClaims(c.Act)
+		}
+		switch {
+		case err != nil:
+			return nil, &keyedError{"console", "identity: console: " + err.Error()}
+		case len(id.ConsoleAct) == 0:
+			return nil, &keyedError{"console", `identity: "console" needs "act": the claims of the people who may approve, deny and forget`}
+		case id.ClientID == "":
+			return nil, &keyedError{"console", `identity: "console" signs people in as the gateway's client: it needs "clientId" and "clientSecret"`}
+		}
+	}
 	return id, nil
 }
 

@@ -370,6 +370,10 @@ func (o *serveOptions) newConsole(host *gateway.Host, src *toolSource, learned *
 		return nil
 	}
 	co := &console.Options{Host: host, AuthToken: o.adminToken, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console")}
+	if src.config != nil && src.config.Identity != nil && len(src.config.Identity.ConsoleAct) > 0 {
+		id := src.config.Identity
+		co.People = &console.People{Verifier: src.identity, View: id.ConsoleView, Act: id.ConsoleAct}
+	}
 	if o.audit == auditStore {
 		co.Audit = func(ctx context.Context, since time.Time) ([]audit.Record, error) {
 			return audit.ReadShared(ctx, src.db, since)

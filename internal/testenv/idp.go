@@ -49,6 +49,10 @@ type IDPOptions struct {
 	Scope string
 	// Clients are more clients, as oidc-provider takes them.
 	Clients []map[string]any
+	// Redirects are where the gateway's client may send a person's
+	// browser back after signing in (the console's callback): with them
+	// it may use the authorization code grant.
+	Redirects []string
 }
 
 // GatewayClient is the client the gateway is registered as, with the
@@ -73,13 +77,18 @@ func StartIDP(t testing.TB, opts *IDPOptions) *IDP {
 			"carol": {Email: "carol@example.com"},
 		}
 	}
-	clients := []map[string]any{{
+	gw := map[string]any{
 		"client_id": GatewayClient, "client_secret": GatewaySecret,
 		"grant_types":    []string{"client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange"},
 		"redirect_uris":  []string{},
 		"response_types": []string{},
-		"scope":          "mcp",
-	}}
+		"scope":          "mcp openid email profile groups",
+	}
+	if len(opts.Redirects) > 0 {
+		gw["grant_types"] = []string{"client_credentials", "urn:ietf:params:oauth:grant-type:token-exchange", "authorization_code"}
+		gw["redirect_uris"], gw["response_types"] = opts.Redirects, []string{"code"}
+	}
+	clients := []map[string]any{gw}
 	for name := range people {
 		clients = append(clients, map[string]any{
 			"client_id": name, "client_secret": name + "-secret",

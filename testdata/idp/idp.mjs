@@ -54,8 +54,11 @@ function build(keys) {
       claims: async () => ({ sub, ...personClaims(sub) }),
     } : undefined),
     claims: { openid: ['sub'], email: ['email'], groups: ['groups'] },
-    scopes: ['openid', 'offline_access', 'email', 'groups', ...(spec.scope || 'mcp').split(' ')],
+    scopes: ['openid', 'offline_access', 'email', 'profile', 'groups', ...(spec.scope || 'mcp').split(' ')],
     pkce: { required: () => true },
+    // The ID token carries the claims its scopes ask for (email, groups),
+    // as most providers' do.
+    conformIdTokenClaims: false,
     ttl: { AccessToken: spec.ttl || 600, ClientCredentials: spec.ttl || 600 },
     features: {
       devInteractions: { enabled: true },
