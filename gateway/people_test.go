@@ -23,6 +23,8 @@ import (
 	"github.com/toolshelf/toolshelf/internal/oauthtest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/signin"
+	"github.com/toolshelf/toolshelf/telemetry"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -40,6 +42,12 @@ func notesServer() *mcp.Server {
 // peopleHost serves a host whose profiles people open by their groups:
 // ops (sre), dev (dev) and ci (a static token only), with rules.
 func peopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string, records func() []auditRecord) {
+	url, records, _ = tracedPeopleHost(t, idp, policy)
+	return url, records
+}
+
+// tracedPeopleHost is peopleHost whose spans are kept.
+func tracedPeopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string, records func() []auditRecord, spans *tracetest.InMemoryExporter) {
 	t.Helper()
 	v, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf", Scopes: []string{"mcp"}}, nil)
 	if err != nil {
@@ -60,7 +68,12 @@ func peopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string, reco
 	for _, p := range profiles {
 		claims[p.Name] = p.Claims
 	}
-	h, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, Server: Options{Audit: log}, People: &People{Verifier: v, Claims: claims}})
+	spans = tracetest.NewInMemoryExporter()
+	tel, err := telemetry.New(context.Background(), &telemetry.Options{Getenv: noEnv, SpanExporter: spans, Synchronous: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, Server: Options{Audit: log, Telemetry: tel}, People: &People{Verifier: v, Claims: claims}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +91,7 @@ func peopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string, reco
 			out = append(out, auditRecord{r.Profile, r.Subject, r.Email, r.Tool, r.Outcome, r.Decision})
 		}
 		return out
-	}
+	}, spans
 }
 
 type auditRecord struct{ Profile, Subject, Email, Tool, Outcome, Decision string }
@@ -105,7 +118,7 @@ func connectAs(t *testing.T, endpoint, token string) (*mcp.ClientSession, error)
 // log names the person; a static token still opens its profile.
 func TestPeopleOpenTheirProfiles(t *testing.T) {
 	idp := testenv.StartIDP(t, nil)
-	url, records := peopleHost(t, idp, "")
+	url, records, spans := tracedPeopleHost(t, idp, "")
 	alice, bob, carol := idp.Token(t, "alice"), idp.Token(t, "bob"), idp.Token(t, "carol")
 
 	cs, err := connectAs(t, url+"/mcp/ops", alice)
@@ -138,6 +151,18 @@ func TestPeopleOpenTheirProfiles(t *testing.T) {
 		}
 	}
 
+	// The call's span names the person (enduser.id); the ci token's none.
+	people := map[string]bool{}
+	for _, sp := range spans.GetSpans() {
+		for _, a := range sp.Attributes {
+			if a.Key == "enduser.id" {
+				people[a.Value.AsString()] = true
+			}
+		}
+	}
+	if !people["alice"] || len(people) != 1 {
+		t.Errorf("spans name %v, want alice alone", people)
+	}
 	// Metrics keep bounded labels: no person is in one.
 	if m := get(t, url+"/metrics", adminHeader); !strings.Contains(m, "mcp_server_operation_duration") || strings.Contains(m, "alice") {
 		t.Errorf("/metrics names a person, or measures nothing:\n%.2000s", m)

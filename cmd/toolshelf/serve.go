@@ -95,6 +95,15 @@ A search followed by a call of a tool it found teaches search to rank
 that tool higher for queries in closely similar words (see 'toolshelf
 learned'); --no-learn, or "learn": false in the configuration, turns it off.
 
+With an "identity" section, people open profiles with access tokens of
+the team's identity provider, beside the static tokens: each MCP path
+serves its protected resource metadata (RFC 9728) so that clients find
+the provider and sign the person in; a profile's "claims" say whose tokens
+open it. Servers marked "signin": "per-person" are called with each
+person's own sign-in (the browser comes back to /oauth/callback), and
+"signin": "exchange" with a token exchanged for the person's (RFC 8693).
+The audit log, spans and rules carry the person.
+
 Every call of a tool, however it is reached, passes the same rules: the
 profile, the server's tool filter, the lock file, then the configuration's
 "policies" (rules in Cedar: forbid, ask the person through elicitation,
