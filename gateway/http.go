@@ -93,6 +93,7 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 		}
 		if pp.Flows != nil {
 			mux.Handle(signin.CallbackPath, pp.Flows.Callback())
+			mux.Handle(SigninsPath, pp.signins())
 		}
 	}
 	// Every gateway of a host records into the host's one telemetry.

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -190,4 +191,64 @@ func signInFirst(ctx context.Context, ss *mcp.ServerSession, e *upstream.SignInE
 	}
 	_ = ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: id})
 	return e.Flow.Err() == nil
+}
+
+// SigninsPath is where a person lists their own sign-ins to per-person
+// servers (GET) and signs out of one (DELETE ?server=NAME), with their
+// access token.
+const SigninsPath = "/oauth/signins"
+
+// signins serves SigninsPath: a person sees and ends their own sign-ins,
+// never another's.
+func (pp *People) signins() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		p, err := pp.Verifier.Verify(r.Context(), strings.TrimSpace(token))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", challenge(r, "invalid_token", "", ""))
+			http.Error(w, "sign in: "+err.Error(), http.StatusUnauthorized)
+			return
+		}
+		store := pp.Flows.Store()
+		switch r.Method {
+		case http.MethodGet:
+			recs, err := store.List()
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			type signedIn struct {
+				Server string    `json:"server"`
+				URL    string    `json:"url"`
+				Expiry time.Time `json:"expiry,omitzero"`
+			}
+			out := []signedIn{}
+			for _, rec := range recs {
+				if rec.Subject == p.Subject {
+					out = append(out, signedIn{rec.Server, rec.Resource, rec.Expiry})
+				}
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(out)
+		case http.MethodDelete:
+			server := r.URL.Query().Get("server")
+			if server == "" {
+				http.Error(w, "name the server: ?server=NAME", http.StatusBadRequest)
+				return
+			}
+			n, err := store.DeletePerson(server, p.Subject)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusServiceUnavailable)
+				return
+			}
+			if n == 0 {
+				http.Error(w, fmt.Sprintf("%s is not signed in to %s", p, server), http.StatusNotFound)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.Header().Set("Allow", "GET, DELETE")
+			http.Error(w, "GET lists your sign-ins; DELETE ?server=NAME signs you out of one", http.StatusMethodNotAllowed)
+		}
+	})
 }

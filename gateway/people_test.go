@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -469,6 +470,31 @@ func TestPerPersonSignIn(t *testing.T) {
 		t.Errorf("a static token's call of a per-person server: %q", text(res))
 	}
 
+	// A person sees and ends their own sign-ins, and no one else's.
+	mine := func(token string) string {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+SigninsPath, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	bobToken := idp.Token(t, "bob")
+	if got := mine(bobToken); !strings.Contains(got, `"server":"who"`) || strings.Count(got, `"server"`) != 1 {
+		t.Errorf("bob's sign-ins: %s", got)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, srv.URL+SigninsPath+"?server=who", nil)
+	req.Header.Set("Authorization", "Bearer "+bobToken)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("bob signing out: %v %v", resp, err)
+	}
+	if got := mine(bobToken); got != "[]\n" {
+		t.Errorf("bob's sign-ins after signing out: %q", got)
+	}
+
 	recs, err := tokens.List()
 	if err != nil {
 		t.Fatal(err)
@@ -477,8 +503,8 @@ func TestPerPersonSignIn(t *testing.T) {
 	for _, r := range recs {
 		subjects = append(subjects, r.Subject)
 	}
-	if got := strings.Join(subjects, ","); got != ",alice,bob" {
-		t.Errorf("sign-ins kept for %q, want the gateway's own, alice's and bob's", got)
+	if got := strings.Join(subjects, ","); got != ",alice" {
+		t.Errorf("sign-ins kept for %q, want the gateway's own and alice's (bob signed out)", got)
 	}
 }
 

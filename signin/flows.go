@@ -63,6 +63,9 @@ func NewFlows(store *Store, opts *LoginOptions) *Flows {
 	return f
 }
 
+// Store is where the flows keep the sign-ins.
+func (f *Flows) Store() *Store { return f.store }
+
 // Begin starts the sign-in k (which names the person) or returns the one
 // under way. redirect is the gateway's callback URL as the person's
 // client reaches it. headers are sent with the request that finds out
