@@ -25,8 +25,8 @@ import (
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/telemetry"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"github.com/toolshelf/toolshelf/upstream"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // notesServer is an in-memory server with one tool, add.
