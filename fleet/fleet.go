@@ -146,6 +146,7 @@ func (m *Member) beat(ctx context.Context) error {
 	}
 	b.Queue("DELETE FROM sessions WHERE seen < now() - make_interval(secs => $1)", m.keep.Seconds())
 	b.Queue("DELETE FROM replicas WHERE seen < now() - interval '1 hour'")
+	b.Queue("DELETE FROM signin_flows WHERE expires < now()")
 	b.Queue("SELECT count(*) FROM replicas WHERE seen > now() - make_interval(secs => $1)", gone.Seconds()).QueryRow(func(row pgx.Row) error {
 		var n int64
 		if err := row.Scan(&n); err != nil {

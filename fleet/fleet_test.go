@@ -2,12 +2,14 @@ package fleet
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -39,6 +41,9 @@ func startReplica(t *testing.T, ctx context.Context, url, name string) *replicaA
 		})
 		mux.Handle(path, m.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)))
 	}
+	mux.Handle("/oauth/callback", m.FlowHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "the return of %s, at %s", r.URL.Query().Get("state"), name)
+	})))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	if err := m.beat(ctx); err != nil {
@@ -116,5 +121,42 @@ func TestSessionStaysOnItsPath(t *testing.T) {
 	}
 	if h, _, _ := b.m.holder(ctx, session); h.id != b.m.ID() {
 		t.Errorf("holder after the takeover: %s, want b", h.id)
+	}
+}
+
+// A person's browser comes back from a sign-in to whichever replica the
+// load balancer picks: a return whose flow waits in another replica is
+// served by that one; an unknown state is served here (which says no
+// sign-in waits); one whose replica is gone says to sign in again.
+func TestSignInReturnReachesItsReplica(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+	if err := a.m.NoteFlow(ctx, "state-of-a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	get := func(u string) (int, string) {
+		resp, err := http.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, tc := range []struct{ via, state, want string }{
+		{b.srv.URL, "state-of-a", "the return of state-of-a, at a"},
+		{a.srv.URL, "state-of-a", "the return of state-of-a, at a"},
+		{b.srv.URL, "state-of-nobody", "the return of state-of-nobody, at b"},
+	} {
+		if code, body := get(tc.via + "/oauth/callback?code=c&state=" + tc.state); code != 200 || body != tc.want {
+			t.Errorf("%s through %s: %d %q, want %q", tc.state, tc.via, code, body, tc.want)
+		}
+	}
+	a.srv.CloseClientConnections()
+	a.srv.Close()
+	if code, body := get(b.srv.URL + "/oauth/callback?code=c&state=state-of-a"); code != http.StatusBadGateway || !strings.Contains(body, "sign in again") {
+		t.Errorf("its replica gone: %d %q", code, body)
 	}
 }

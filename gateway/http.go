@@ -92,7 +92,11 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 			mux.Handle(metadataPrefix+"/mcp/"+p.Profile(), pp.metadata("/mcp/"+p.Profile()))
 		}
 		if pp.Flows != nil {
-			mux.Handle(signin.CallbackPath, pp.Flows.Callback())
+			callback := pp.Flows.Callback()
+			if pp.Relay != nil {
+				callback = pp.Relay(callback)
+			}
+			mux.Handle(signin.CallbackPath, callback)
 			mux.Handle(SigninsPath, pp.signins())
 		}
 	}

@@ -32,6 +32,10 @@ type People struct {
 	// sign-in; the browser comes back to signin.CallbackPath. The pool
 	// starts them (upstream.Options.Flows, the same value).
 	Flows *signin.Flows
+	// Relay, when set, wraps the callback: in a fleet, a browser's return
+	// goes to the replica whose flow waits for it
+	// (fleet.Member.FlowHandler).
+	Relay func(http.Handler) http.Handler
 }
 
 // opens reports whether a person opens a profile's path.

@@ -31,6 +31,17 @@ type Flows struct {
 	mu      sync.Mutex
 	byState map[string]*Flow
 	byKey   map[Key]*Flow
+	note    func(ctx context.Context, state string, ttl time.Duration) error
+}
+
+// SetNote makes the flows tell note each state they wait on: a fleet's
+// replica records it in the store, so that the browser's return reaches
+// it whichever replica it lands on (fleet.Member.NoteFlow). Call it before
+// the first flow begins.
+func (f *Flows) SetNote(note func(ctx context.Context, state string, ttl time.Duration) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.note = note
 }
 
 // Flow is one person's sign-in under way.
@@ -86,14 +97,21 @@ func (f *Flows) Begin(ctx context.Context, k Key, redirect string, headers map[s
 	opened := make(chan string, 1)
 	opts := f.opts
 	opts.Headers = headers
-	opts.Open = func(_ context.Context, u string) error {
+	opts.Open = func(ctx context.Context, u string) error {
 		parsed, err := url.Parse(u)
 		if err != nil {
 			return err
 		}
+		state := parsed.Query().Get("state")
 		f.mu.Lock()
-		f.byState[parsed.Query().Get("state")] = fl
+		f.byState[state] = fl
+		note := f.note
 		f.mu.Unlock()
+		if note != nil {
+			if err := note(ctx, state, FlowTimeout); err != nil {
+				return fmt.Errorf("recording the sign-in in the fleet's store: %w", err)
+			}
+		}
 		select {
 		case opened <- u:
 		default: // a second round (step-up): the person has the first URL's page

@@ -146,3 +146,44 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+// People's sign-ins in the shared store are each their own: kept apart
+// by subject, each seal bound to its subject (a row moved to another
+// person's place does not open), and one person's sign-out leaves the
+// others'.
+func TestSharedSignInsPerPerson(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := make([]byte, 32)
+	rand.Read(key)
+	s, db := replicaStore(t, ctx, url, key)
+	const server, resource = "notes", "https://notes.example.com/mcp"
+	for _, who := range []string{"", "alice", "bob"} {
+		if err := s.Put(&Record{Server: server, Resource: resource, Subject: who, AccessToken: "token-of-" + who}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, who := range []string{"", "alice", "bob"} {
+		rec, err := s.GetKey(Key{server, resource, who})
+		if err != nil || rec == nil || rec.AccessToken != "token-of-"+who {
+			t.Errorf("%q's sign-in: %+v %v", who, rec, err)
+		}
+	}
+	// Bob's row in alice's place: it does not open as alice's.
+	if _, err := db.Pool().Exec(ctx, `UPDATE signins SET sealed = (SELECT sealed FROM signins WHERE subject = 'bob') WHERE subject = 'alice'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetKey(Key{server, resource, "alice"}); err == nil || !strings.Contains(err.Error(), "does not open") {
+		t.Errorf("bob's sealed row in alice's place: %v", err)
+	}
+	if _, err := db.Pool().Exec(ctx, `DELETE FROM signins WHERE subject = 'alice'`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.DeletePerson(server, "bob"); n != 1 || err != nil {
+		t.Errorf("bob's sign-out: %d %v", n, err)
+	}
+	if rec, _ := s.Get(server, resource); rec == nil || rec.AccessToken != "token-of-" {
+		t.Errorf("the gateway's own sign-in after bob's sign-out: %+v", rec)
+	}
+}

@@ -218,6 +218,13 @@ var migrations = []string{
 	`ALTER TABLE signins ADD COLUMN subject text NOT NULL DEFAULT '';
 	ALTER TABLE signins DROP CONSTRAINT signins_pkey;
 	ALTER TABLE signins ADD PRIMARY KEY (server, resource, subject)`,
+	// 7: people's sign-ins under way, by their OAuth state: the replica
+	// whose flow waits for the browser's return (package fleet).
+	`CREATE TABLE signin_flows (
+		state   text PRIMARY KEY,
+		replica text NOT NULL,
+		expires timestamptz NOT NULL
+	)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

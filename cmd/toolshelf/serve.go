@@ -339,6 +339,10 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 				}
 			}})
 		hopts.Server.Replica, hopts.Relay = o.fleet.ID(), o.fleet.Handler
+		if src.flows != nil {
+			// A person's browser comes back to any replica.
+			src.flows.SetNote(o.fleet.NoteFlow)
+		}
 		if src.policies != nil {
 			// A limit is the fleet's: each replica counts its share.
 			src.policies.SetShare(o.fleet.Replicas)
@@ -359,6 +363,9 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 				logger.Warn(`"identity" applies to --http only: over stdio the person is whoever started toolshelf`)
 			}
 			hopts.People = people(src)
+			if o.fleet != nil {
+				hopts.People.Relay = o.fleet.FlowHandler
+			}
 		}
 	} else {
 		logger.Info("no configuration; serving "+src.name+" for search only", "tools", src.pool.Catalog().Len())

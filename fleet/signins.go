@@ -1,0 +1,58 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A person's sign-in to a per-person server waits in the replica that
+// started it (package signin's Flows), for the browser to come back from
+// the server's authorization server; the load balancer may send that
+// return to any replica. So each replica notes its flows' states in the
+// store, and a return whose state another replica noted is sent there.
+
+// NoteFlow records that the sign-in with state waits in this replica, for
+// as long as ttl.
+func (m *Member) NoteFlow(ctx context.Context, state string, ttl time.Duration) error {
+	_, err := m.db.Pool().Exec(ctx, `INSERT INTO signin_flows (state, replica, expires) VALUES ($1, $2, now() + make_interval(secs => $3))
+		ON CONFLICT (state) DO UPDATE SET replica = $2, expires = now() + make_interval(secs => $3)`, state, m.id, ttl.Seconds())
+	return err
+}
+
+// FlowHandler serves the browser's return from a sign-in (next): one whose
+// state another replica noted goes to that replica; the others are served
+// here.
+func (m *Member) FlowHandler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		state := r.URL.Query().Get("state")
+		if state == "" || r.Header.Get(forwardedHeader) != "" {
+			r.Header.Del(forwardedHeader)
+			next.ServeHTTP(w, r)
+			return
+		}
+		var owner string
+		err := m.db.Pool().QueryRow(r.Context(), "SELECT replica FROM signin_flows WHERE state = $1 AND expires > now()", state).Scan(&owner)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows) || (err == nil && owner == m.id):
+			next.ServeHTTP(w, r)
+			return
+		case err != nil:
+			m.logger.Warn("fleet: the store cannot be reached to find a sign-in's replica", "error", err)
+			http.Error(w, "toolshelf: the fleet's store cannot be reached to find where this sign-in waits; try again", http.StatusServiceUnavailable)
+			return
+		}
+		holder, ok, err := m.replicaByID(r.Context(), owner)
+		if err != nil || !ok {
+			http.Error(w, "toolshelf: the replica this sign-in waited in is gone: sign in again from your agent", http.StatusGone)
+			return
+		}
+		if err := m.forward(w, r, nil, holder.address); err != nil {
+			m.logger.Warn("fleet: a sign-in's replica does not answer", "replica", owner, "error", err)
+			http.Error(w, "toolshelf: the replica this sign-in waits in does not answer: sign in again from your agent", http.StatusBadGateway)
+		}
+	})
+}
