@@ -46,7 +46,7 @@ type Member struct {
 	live    atomic.Int64 // replicas alive at the last beat
 
 	mu      sync.Mutex
-	adopted map[string]string // a session taken over: the client's id → this replica's
+	adopted map[adoptedKey]string // a session taken over → its id here
 	touched map[string]bool   // sessions served since the last beat
 }
 
@@ -72,7 +72,7 @@ func New(db *store.DB, opts *Options) *Member {
 		opts = &Options{}
 	}
 	m := &Member{db: db, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport, react: opts.Reactivate,
-		adopted: map[string]string{}, touched: map[string]bool{}}
+		adopted: map[adoptedKey]string{}, touched: map[string]bool{}}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
 	}
@@ -228,7 +228,11 @@ func (m *Member) record(ctx context.Context, session, path string, initialize []
 // forget removes a session the client ended.
 func (m *Member) forget(ctx context.Context, session string) {
 	m.mu.Lock()
-	delete(m.adopted, session)
+	for k := range m.adopted {
+		if k.session == session {
+			delete(m.adopted, k)
+		}
+	}
 	m.mu.Unlock()
 	if _, err := m.db.Pool().Exec(ctx, "DELETE FROM sessions WHERE id = $1", session); err != nil {
 		m.logger.Warn("fleet: a closed session stays in the store until it expires", "error", err)
@@ -257,9 +261,9 @@ const maxActivated = 1000
 func (m *Member) Activated(ctx context.Context, local string, names []string) {
 	m.mu.Lock()
 	session := local
-	for client, id := range m.adopted {
+	for k, id := range m.adopted {
 		if id == local {
-			session = client
+			session = k.session
 		}
 	}
 	m.mu.Unlock()

@@ -160,3 +160,76 @@ func TestSignInReturnReachesItsReplica(t *testing.T) {
 		t.Errorf("its replica gone: %d %q", code, body)
 	}
 }
+
+// A request over the bound, sent with a session's id to a replica that
+// does not hold it, is refused there with 413; the holder, alive, keeps
+// the session.
+func TestOversizedRequestKeepsTheSession(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	big := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"whoami","arguments":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}}`
+	req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/mcp/a", strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("an oversized request through b: %d, want 413", resp.StatusCode)
+	}
+	if h, _, _ := b.m.holder(ctx, cs.ID()); h.id != a.m.ID() {
+		t.Errorf("the session's holder after it: %s, want a", h.id)
+	}
+	if code, body := post(t, b.srv.URL+"/mcp/a", cs.ID(), nil); code != http.StatusOK || !strings.Contains(body, "a/mcp/a") {
+		t.Errorf("the next request through b: %d %s", code, body)
+	}
+}
+
+// A session taken over keeps its path: a client of another profile who
+// knows its id cannot end it on its own path.
+func TestAdoptedSessionKeepsItsPath(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	session := cs.ID()
+	// a leaves (as a stopped replica does), and b takes the session over.
+	a.srv.CloseClientConnections()
+	a.srv.Close()
+	if _, err := a.m.db.Pool().Exec(ctx, "DELETE FROM replicas WHERE id = $1", a.m.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := post(t, b.srv.URL+"/mcp/a", session, nil); code != http.StatusOK || !strings.Contains(body, "b/mcp/a") {
+		t.Fatalf("taken over by b: %d %s", code, body)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, b.srv.URL+"/mcp/b", nil)
+	req.Header.Set("Mcp-Session-Id", session)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("ending the session on another profile's path: %d, want 404", resp.StatusCode)
+	}
+	if code, body := post(t, b.srv.URL+"/mcp/a", session, nil); code != http.StatusOK || !strings.Contains(body, "b/mcp/a") {
+		t.Errorf("the session after: %d %s", code, body)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -35,13 +36,20 @@ func (m *Member) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		forwarded := r.Header.Get(forwardedHeader) != ""
 		r.Header.Del(forwardedHeader)
-		body := readBody(r)
+		body, tooLarge := readBody(r)
+		if tooLarge {
+			// Refused here, wherever the session is: sent on, a body the
+			// holder stops reading midway fails the forward, which must
+			// not be taken for the holder being gone.
+			http.Error(w, fmt.Sprintf("toolshelf: a request body is limited to %d bytes", maxBody-1), http.StatusRequestEntityTooLarge)
+			return
+		}
 		session := r.Header.Get(sessionHeader)
 		if session == "" {
 			m.serveNew(w, r, body, forwarded, next)
 			return
 		}
-		if local, ok := m.local(session); ok {
+		if local, ok := m.local(r.URL.Path, session); ok {
 			m.serveAs(w, r, session, local, next)
 			return
 		}
@@ -62,17 +70,21 @@ func (m *Member) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// readBody reads a POST's body for routing, and puts it back.
-func readBody(r *http.Request) []byte {
+// readBody reads a POST's body for routing, and puts it back; tooLarge
+// reports one over maxBody-1 bytes.
+func readBody(r *http.Request) (body []byte, tooLarge bool) {
 	if r.Method != http.MethodPost || r.Body == nil {
-		return nil
+		return nil, false
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
-	if err != nil || len(body) >= maxBody {
-		return nil
+	if len(body) >= maxBody {
+		return nil, true
 	}
-	return body
+	if err != nil {
+		return nil, false
+	}
+	return body, false
 }
 
 // message is what routing needs of a JSON-RPC request.
@@ -122,13 +134,18 @@ func (m *Member) serveNew(w http.ResponseWriter, r *http.Request, body []byte, f
 	next.ServeHTTP(w, r)
 }
 
-// local returns this replica's id of a session it took over.
-func (m *Member) local(session string) (string, bool) {
+// local returns this replica's id of a session of path it took over. A
+// session is its path's: the same id on another profile's path is no
+// session there.
+func (m *Member) local(path, session string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	id, ok := m.adopted[session]
+	id, ok := m.adopted[adoptedKey{path, session}]
 	return id, ok
 }
+
+// adoptedKey names a session taken over: its path and the client's id.
+type adoptedKey struct{ path, session string }
 
 // serveAs serves a request of a session taken over, under the session's
 // id here.
@@ -145,7 +162,7 @@ func (m *Member) serveAs(w http.ResponseWriter, r *http.Request, session, local 
 	if code == http.StatusNotFound {
 		// Ended here too (idle, or closed).
 		m.mu.Lock()
-		delete(m.adopted, session)
+		delete(m.adopted, adoptedKey{r.URL.Path, session})
 		m.mu.Unlock()
 	}
 	m.served(r, session, code)
@@ -179,18 +196,29 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
-		resend := true
 		if holder.alive {
 			err := m.forward(w, r, body, holder.address)
 			if err == nil {
 				return
 			}
-			// A holder that could not be reached never saw the request,
-			// which is served here after the takeover; one that failed
-			// while serving it may have acted on it, so it is not sent
-			// again.
-			resend = errors.Is(err, errUnreached)
-			m.logger.Warn("fleet: a session's replica does not answer; taking the session over", "replica", holder.id, "error", err)
+			// A holder whose heartbeat is fresh keeps its session,
+			// whatever went wrong on the way: taking it over would leave
+			// two replicas holding it. It is taken over once it stops
+			// beating.
+			m.logger.Warn("fleet: a session's replica did not serve a request sent on to it", "replica", holder.id, "error", err)
+			if !errors.Is(err, errUnreached) {
+				http.Error(w, "toolshelf: the replica holding this session failed the request; the session goes on there", http.StatusBadGateway)
+				return
+			}
+			// Not reached: killed, most likely. Its heartbeat goes stale
+			// within gone; the request waits for that, then the session
+			// is taken over (or found with whoever took it first).
+			if !m.waitGone(ctx, session, holder.id) {
+				w.Header().Set("Retry-After", strconv.Itoa(int(gone.Seconds())))
+				http.Error(w, "toolshelf: the replica holding this session cannot be reached, yet it still beats; try again shortly", http.StatusServiceUnavailable)
+				return
+			}
+			continue
 		}
 		initialize, activated, ok, err := m.claim(ctx, session, r.URL.Path, holder.id)
 		if err != nil {
@@ -207,21 +235,40 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			return
 		}
 		m.mu.Lock()
-		m.adopted[session] = local
+		m.adopted[adoptedKey{r.URL.Path, session}] = local
 		m.mu.Unlock()
 		if len(activated) > 0 && m.react != nil {
 			m.react(r.URL.Path, local, activated)
 		}
 		m.logger.Info("fleet: took over a session of a replica that is gone", "replica", holder.id)
-		if !resend {
-			http.Error(w, "toolshelf: the replica serving this request stopped before it answered; the session goes on, and the request may be sent again", http.StatusBadGateway)
-			return
-		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		m.serveAs(w, r, session, local, next)
 		return
 	}
 	http.Error(w, "toolshelf: this session moved between replicas while it was looked for; try again", http.StatusServiceUnavailable)
+}
+
+// waitGone waits until the replica holding a session (by id) is no
+// longer alive in the store, or holds it no longer; false when it still
+// beats after gone and a beat more, or ctx ends.
+func (m *Member) waitGone(ctx context.Context, session, id string) bool {
+	deadline := time.NewTimer(gone + Beat)
+	defer deadline.Stop()
+	tick := time.NewTicker(Beat / 4)
+	defer tick.Stop()
+	for {
+		h, ok, err := m.holder(ctx, session)
+		if err == nil && (!ok || h.id != id || !h.alive) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline.C:
+			return false
+		case <-tick.C:
+		}
+	}
 }
 
 // errUnreached is a forward's error when the other replica could not be
