@@ -47,7 +47,7 @@ type Member struct {
 
 	mu      sync.Mutex
 	adopted map[adoptedKey]string // a session taken over → its id here
-	touched map[string]bool   // sessions served since the last beat
+	touched map[string]bool       // sessions served since the last beat
 }
 
 // Options configure New; nil is the zero value.
