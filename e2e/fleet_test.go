@@ -36,7 +36,7 @@ func TestLearnedAcrossReplicas(t *testing.T) {
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, "notes", "append_entry,list_entries,archive_book", nil)
 	replica := func() string {
-		return runHTTPScript(t, testenv.ServeScript(t, toolshelf, map[string]string{"TOOLSHELF_STORE": storeURL}, cfg, "--http", "127.0.0.1:0"))
+		return runHTTPScript(t, testenv.ServeScript(t, toolshelf, fleetEnv(t, storeURL), cfg, "--http", "127.0.0.1:0"))
 	}
 	a, other := replica(), replica()
 
@@ -88,7 +88,7 @@ func TestApprovalReachesEveryReplica(t *testing.T) {
 	url := testenv.Postgres(t)
 	dir := t.TempDir()
 	cfg := serverConfig(t, dir, "tracker", "create_ticket", map[string]any{"trust": "approve"})
-	env := map[string]string{"TOOLSHELF_STORE": url}
+	env := fleetEnv(t, url)
 	replicas := []string{
 		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0", "--audit", "store")),
 		runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0", "--audit", "store")),
@@ -254,6 +254,17 @@ func TestFleetBehindBalancer(t *testing.T) {
 	work("one replica killed")
 }
 
+// fleetEnv is the environment of a replica of the fleet whose store is
+// at url: the store, and the fleet's key in a file.
+func fleetEnv(t *testing.T, url string) map[string]string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "fleet-key")
+	if err := os.WriteFile(file, []byte("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return map[string]string{"TOOLSHELF_STORE": url, "TOOLSHELF_FLEET_KEY_FILE": file}
+}
+
 // startFleet starts n replicas of serve --http on the store at url (none
 // when empty) with
 // the configuration cfg and flags, behind a round-robin balancer whose
@@ -265,7 +276,7 @@ func startFleet(t *testing.T, url, cfg string, n int, flags ...string) (*balance
 	for range n {
 		var env map[string]string
 		if url != "" {
-			env = map[string]string{"TOOLSHELF_STORE": url}
+			env = fleetEnv(t, url)
 		}
 		cmd := exec.Command(testenv.ServeScript(t, toolshelf, env, cfg, append([]string{"--http", "127.0.0.1:0"}, flags...)...))
 		u := testenv.Listening(t, cmd, "a replica", testenv.URLLine)

@@ -37,6 +37,7 @@ const Beat = 2 * time.Second
 // Member is this replica's place in the fleet.
 type Member struct {
 	db      *store.DB
+	keys    *keys
 	id      string
 	logger  *slog.Logger
 	keep    time.Duration
@@ -65,13 +66,18 @@ type Options struct {
 	Reactivate func(path, session string, names []string)
 }
 
-// New returns this replica's membership of the fleet whose store is db.
-// It takes part once Run has announced its address.
-func New(db *store.DB, opts *Options) *Member {
+// New returns this replica's membership of the fleet whose store is db
+// and whose replicas share key (see ParseKey): 32 random bytes that the
+// store does not hold. It takes part once Run has announced its address.
+func New(db *store.DB, key []byte, opts *Options) (*Member, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
-	m := &Member{db: db, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport, react: opts.Reactivate,
+	k, err := newKeys(key)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{db: db, keys: k, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport, react: opts.Reactivate,
 		adopted: map[adoptedKey]string{}, touched: map[string]bool{}}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
@@ -87,7 +93,7 @@ func New(db *store.DB, opts *Options) *Member {
 			IdleConnTimeout:     90 * time.Second,
 		}
 	}
-	return m
+	return m, nil
 }
 
 // Replicas returns how many replicas of the fleet were alive at the last
@@ -138,22 +144,32 @@ func (m *Member) beat(ctx context.Context) error {
 	clear(m.touched)
 	address := m.address
 	m.mu.Unlock()
+	at := time.Now().Unix()
 	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO replicas (id, address, seen) VALUES ($1, $2, now())
-		ON CONFLICT (id) DO UPDATE SET address = $2, seen = now()`, m.id, address)
+	b.Queue(`INSERT INTO replicas (id, address, seen, signed_at, sig) VALUES ($1, $2, now(), $3, $4)
+		ON CONFLICT (id) DO UPDATE SET address = $2, seen = now(), signed_at = $3, sig = $4`, m.id, address, at, m.keys.heartbeat(m.id, address, at))
 	if len(touched) > 0 {
 		b.Queue("UPDATE sessions SET seen = now() WHERE id = ANY($1)", touched)
 	}
 	b.Queue("DELETE FROM sessions WHERE seen < now() - make_interval(secs => $1)", m.keep.Seconds())
 	b.Queue("DELETE FROM replicas WHERE seen < now() - interval '1 hour'")
 	b.Queue("DELETE FROM signin_flows WHERE expires < now()")
-	b.Queue("SELECT count(*) FROM replicas WHERE seen > now() - make_interval(secs => $1)", gone.Seconds()).QueryRow(func(row pgx.Row) error {
+	b.Queue("SELECT id, address, signed_at, sig FROM replicas WHERE seen > now() - make_interval(secs => $1)", gone.Seconds()).Query(func(rows pgx.Rows) error {
+		// Only the rows a replica of this fleet signed count.
 		var n int64
-		if err := row.Scan(&n); err != nil {
-			return err
+		now := time.Now()
+		for rows.Next() {
+			var id, address, sig string
+			var at int64
+			if err := rows.Scan(&id, &address, &at, &sig); err != nil {
+				return err
+			}
+			if m.keys.trusted(id, address, at, sig, now) {
+				n++
+			}
 		}
 		m.live.Store(n)
-		return nil
+		return rows.Err()
 	})
 	err := m.db.Pool().SendBatch(ctx, b).Close()
 	if err != nil {
@@ -188,11 +204,15 @@ const gone = 3 * Beat
 
 // holder returns the replica that holds a session; ok is false when the
 // store knows no such session.
+// A replica's row counts as alive only when its heartbeat is fresh and
+// signed with the fleet key: a row someone wrote into the store without
+// the key is a replica that is gone, and nothing is sent to its address.
 func (m *Member) holder(ctx context.Context, session string) (r replica, ok bool, err error) {
-	var address *string
+	var address, sig *string
 	var alive *bool
-	err = m.db.Pool().QueryRow(ctx, `SELECT s.owner, s.path, r.address, r.seen > now() - make_interval(secs => $2)
-		FROM sessions s LEFT JOIN replicas r ON r.id = s.owner WHERE s.id = $1`, session, gone.Seconds()).Scan(&r.id, &r.path, &address, &alive)
+	var at *int64
+	err = m.db.Pool().QueryRow(ctx, `SELECT s.owner, s.path, r.address, r.seen > now() - make_interval(secs => $2), r.signed_at, r.sig
+		FROM sessions s LEFT JOIN replicas r ON r.id = s.owner WHERE s.id = $1`, session, gone.Seconds()).Scan(&r.id, &r.path, &address, &alive, &at, &sig)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil
 	}
@@ -202,19 +222,35 @@ func (m *Member) holder(ctx context.Context, session string) (r replica, ok bool
 	if address != nil {
 		r.address = *address
 	}
-	r.alive = alive != nil && *alive
+	r.alive = alive != nil && *alive && at != nil && sig != nil && m.trust(r.id, r.address, *at, *sig)
 	return r, true, nil
 }
 
+// trust checks a replica row's signature, and says when one does not
+// hold: someone wrote it without the fleet key.
+func (m *Member) trust(id, address string, at int64, sig string) bool {
+	if m.keys.trusted(id, address, at, sig, time.Now()) {
+		return true
+	}
+	m.logger.Warn("fleet: a replica row in the store is not signed with this fleet's key; nothing is sent to it", "replica", id, "address", address)
+	return false
+}
+
 // replicaByID returns a replica by its id; ok is false when it is not
-// serving.
+// serving, or its row is not signed with the fleet key.
 func (m *Member) replicaByID(ctx context.Context, id string) (r replica, ok bool, err error) {
 	r.id = id
-	err = m.db.Pool().QueryRow(ctx, "SELECT address, seen > now() - make_interval(secs => $2) FROM replicas WHERE id = $1", id, gone.Seconds()).Scan(&r.address, &r.alive)
+	var at int64
+	var sig string
+	err = m.db.Pool().QueryRow(ctx, "SELECT address, seen > now() - make_interval(secs => $2), signed_at, sig FROM replicas WHERE id = $1", id, gone.Seconds()).Scan(&r.address, &r.alive, &at, &sig)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, false, nil
 	}
-	return r, err == nil && r.alive, err
+	if err != nil {
+		return r, false, err
+	}
+	r.alive = r.alive && m.trust(id, r.address, at, sig)
+	return r, r.alive, nil
 }
 
 // record keeps a new session of this replica's in the store, with the

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,9 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// testKey is the test fleet's key.
+var testKey = []byte("0123456789abcdef0123456789abcdef")
 
 // replicaAt is one replica of the test's fleet: two MCP paths, each a
 // go-sdk server whose tool names the replica, behind the member's relay.
@@ -32,7 +36,10 @@ func startReplica(t *testing.T, ctx context.Context, url, name string) *replicaA
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	m := New(db, nil)
+	m, err := New(db, testKey, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
 	for _, path := range []string{"/mcp/a", "/mcp/b"} {
 		s := mcp.NewServer(&mcp.Implementation{Name: name, Version: "1"}, nil)
@@ -83,7 +90,8 @@ func post(t *testing.T, url, session string, header map[string]string) (int, str
 // land, and only on the path (profile) it was started on: a session id
 // taken to another profile's path is unknown there, before and after its
 // replica is gone, and cannot be taken over through it; a client that
-// marks its request as sent on by a replica only loses the relay.
+// marks its request as sent on by a replica, without the fleet key's
+// signature, is refused.
 func TestSessionStaysOnItsPath(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,8 +112,8 @@ func TestSessionStaysOnItsPath(t *testing.T) {
 	if code, _ := post(t, b.srv.URL+"/mcp/b", session, nil); code != http.StatusNotFound {
 		t.Errorf("on the other profile's path: %d", code)
 	}
-	if code, _ := post(t, b.srv.URL+"/mcp/a", session, map[string]string{forwardedHeader: "x"}); code != http.StatusNotFound {
-		t.Errorf("marked as sent on: %d", code)
+	if code, _ := post(t, b.srv.URL+"/mcp/a", session, map[string]string{forwardedHeader: "x"}); code != http.StatusForbidden {
+		t.Errorf("marked as sent on, unsigned: %d", code)
 	}
 
 	a.srv.CloseClientConnections()
@@ -231,5 +239,75 @@ func TestAdoptedSessionKeepsItsPath(t *testing.T) {
 	}
 	if code, body := post(t, b.srv.URL+"/mcp/a", session, nil); code != http.StatusOK || !strings.Contains(body, "b/mcp/a") {
 		t.Errorf("the session after: %d %s", code, body)
+	}
+}
+
+// Someone who can write to the store but lacks the fleet key adds a
+// replica row and moves a session to it: no replica sends it a request or
+// a token (the session is taken over as one whose holder is gone), and a
+// request that says a replica sent it on, unsigned, is refused.
+func TestStoreWriterWithoutFleetKey(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+	var mu sync.Mutex
+	var stolen []string
+	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		stolen = append(stolen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, "thanks", http.StatusTeapot)
+	}))
+	defer thief.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	session := cs.ID()
+	db := a.m.db.Pool()
+	// A row like a replica's: fresh, with a signature of the right shape
+	// (another replica's, copied), at the thief's address.
+	var copiedAt int64
+	var copiedSig string
+	if err := db.QueryRow(ctx, "SELECT signed_at, sig FROM replicas WHERE id = $1", a.m.ID()).Scan(&copiedAt, &copiedSig); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "INSERT INTO replicas (id, address, seen, signed_at, sig) VALUES ('thief', $1, now(), $2, $3)", thief.URL, copiedAt, copiedSig); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(ctx, "UPDATE sessions SET owner = 'thief' WHERE id = $1", session); err != nil {
+		t.Fatal(err)
+	}
+	code, body := post(t, b.srv.URL+"/mcp/a", session, map[string]string{"Authorization": "Bearer the-admins-token"})
+	if code != http.StatusOK || !strings.Contains(body, "b/mcp/a") {
+		t.Errorf("the session after the store was written: %d %s", code, body)
+	}
+	mu.Lock()
+	if len(stolen) > 0 {
+		t.Errorf("the thief's address received %q", stolen)
+	}
+	mu.Unlock()
+	if n := b.m.Replicas(); n != 2 {
+		// b beats to count: its count must not include the thief.
+		if err := b.m.beat(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.m.beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := b.m.Replicas(); n != 2 {
+		t.Errorf("%d replicas counted, want 2 (the thief's row is not one)", n)
+	}
+
+	// A request that says it was sent on, unsigned or signed wrongly.
+	for _, sig := range []string{"", "t=1,sig=00", fmt.Sprintf("t=%d,sig=%s", time.Now().Unix(), strings.Repeat("ab", 32))} {
+		code, body := post(t, a.srv.URL+"/mcp/a", session, map[string]string{forwardedHeader: b.m.ID(), signatureHeader: sig})
+		if code != http.StatusForbidden {
+			t.Errorf("a forged forwarded request (%q): %d %s", sig, code, body)
+		}
 	}
 }

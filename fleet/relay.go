@@ -34,8 +34,15 @@ const (
 // to a call another replica parked go to that replica.
 func (m *Member) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		forwarded := r.Header.Get(forwardedHeader) != ""
-		r.Header.Del(forwardedHeader)
+		// A request another replica sent on is served from what this one
+		// holds, and sent nowhere else; one that only says so is refused.
+		_, forwarded, err := m.Vouched(r)
+		if err != nil {
+			m.logger.Warn("fleet: refused a request marked as sent on by a replica, with no valid signature", "client", r.RemoteAddr)
+			http.Error(w, "toolshelf: "+err.Error(), http.StatusForbidden)
+			return
+		}
+		clearFleetHeaders(r)
 		body, tooLarge := readBody(r)
 		if tooLarge {
 			// Refused here, wherever the session is: sent on, a body the
@@ -68,6 +75,13 @@ func (m *Member) Handler(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		m.elsewhere(w, r, body, session, next)
 	})
+}
+
+// clearFleetHeaders removes what a forwarding replica added, once read.
+func clearFleetHeaders(r *http.Request) {
+	for _, h := range []string{forwardedHeader, signatureHeader, principalHeader} {
+		r.Header.Del(h)
+	}
 }
 
 // readBody reads a POST's body for routing, and puts it back; tooLarge
@@ -282,11 +296,15 @@ func (m *Member) forward(w http.ResponseWriter, r *http.Request, body []byte, ad
 	if err != nil || target.Host == "" {
 		return fmt.Errorf("%w: address %q", errUnreached, address)
 	}
+	principal, err := m.sealedPrincipal(r.Context())
+	if err != nil {
+		return err
+	}
 	var failed error
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
-			pr.Out.Header.Set(forwardedHeader, m.id)
+			m.sign(pr.Out, body, principal)
 		},
 		Transport:     m.relay,
 		FlushInterval: -1, // event streams as they come

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -34,6 +35,8 @@ type HostOptions struct {
 	AdminToken string
 	Stateless  bool
 	Relay      func(http.Handler) http.Handler
+	// Vouch is the HTTP surface's (see HTTPOptions.Vouch).
+	Vouch func(r *http.Request) (*identity.Person, bool, error)
 	// People lets the team's people in with their own access tokens
 	// (see HTTPOptions.People).
 	People *People
@@ -200,7 +203,7 @@ type Route struct {
 
 // httpOptions are the HTTP surface's options.
 func (h *Host) httpOptions() *HTTPOptions {
-	return &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay, People: h.opts.People}
+	return &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay, People: h.opts.People, Vouch: h.opts.Vouch}
 }
 
 // Routes returns the host's MCP paths.

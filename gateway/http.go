@@ -52,6 +52,12 @@ type HTTPOptions struct {
 	// People, when set, lets people open profiles with access tokens of
 	// the team's identity provider, beside the static tokens.
 	People *People
+	// Vouch, when set, reports whether a request was sent on by another
+	// replica of the fleet (fleet.Member.Vouched): such a request carries
+	// no token, for the replica that received it checked the client's,
+	// and it is served as the person that replica authenticated (nil for
+	// a static token). An error is a request that claims so falsely.
+	Vouch func(r *http.Request) (*identity.Person, bool, error)
 }
 
 // Handler serves the gateway over streamable HTTP at /mcp, each
@@ -311,7 +317,7 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 			others[string(tok)] = []byte(p)
 		}
 	}
-	if len(own) == 0 && len(o.Tokens) == 0 && o.People == nil {
+	if len(own) == 0 && len(o.Tokens) == 0 && o.People == nil && o.Vouch == nil {
 		return h
 	}
 	// When profiles carry tokens the operator meant the gateway to be
@@ -322,6 +328,24 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 		refusal = fmt.Sprintf("profile %s is closed: the configuration's profiles have tokens, and this path needs one of its own or --auth-token, which is not set", o.profileName(profile))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if o.Vouch != nil {
+			p, ok, err := o.Vouch(r)
+			switch {
+			case err != nil:
+				http.Error(w, "toolshelf: "+err.Error(), http.StatusForbidden)
+				return
+			case ok && p != nil:
+				asPerson(p, w, r, h)
+				return
+			case ok:
+				h.ServeHTTP(w, r)
+				return
+			}
+		}
+		if len(own) == 0 && len(o.Tokens) == 0 && o.People == nil {
+			h.ServeHTTP(w, r) // an open gateway
+			return
+		}
 		for _, t := range own {
 			if validBearer(r, t) {
 				h.ServeHTTP(w, r)

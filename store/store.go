@@ -225,6 +225,11 @@ var migrations = []string{
 		replica text NOT NULL,
 		expires timestamptz NOT NULL
 	)`,
+	// 8: a replica's heartbeat signed with the fleet key, which the store
+	// does not hold: a row anyone with the store's password writes is
+	// no replica (package fleet).
+	`ALTER TABLE replicas ADD COLUMN signed_at bigint NOT NULL DEFAULT 0;
+	ALTER TABLE replicas ADD COLUMN sig text NOT NULL DEFAULT ''`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -24,6 +24,9 @@ const envTokens = "TOOLSHELF_TOKENS"
 // envStoreKey is the key that seals sign-ins in the shared store.
 const envStoreKey = "TOOLSHELF_STORE_KEY"
 
+// envFleetKey is the key the replicas of a fleet prove themselves with.
+const envFleetKey = "TOOLSHELF_FLEET_KEY"
+
 // openTokens is where sign-ins are kept: sealed in the shared store db
 // when there is one and $TOOLSHELF_STORE_KEY is set, else the token file.
 func openTokens(e *env, db *store.DB) (*signin.Store, error) {

@@ -181,7 +181,13 @@ act as one: a request of a session, or the answers to a parked call, that
 reaches a replica other than the one holding it is sent on to that one
 (at the --advertise URL it announced in the store), and the session of a
 replica that is gone is taken over by the next replica it reaches, with
-the client's own initialize request. --advertise defaults to the --http
+the client's own initialize request. Replicas prove who they are with the
+fleet key (--fleet-key-file, or $TOOLSHELF_FLEET_KEY_FILE: 32 random bytes,
+base64, the same file for every replica, not in the store): heartbeats and
+forwarded requests are signed, a replica sends requests only to an
+address whose signed heartbeat it checked, and a client's token stays
+with the replica that checked it (the person it authenticated travels
+sealed). Without the key a replica serves alone. --advertise defaults to the --http
 address, or, when that listens on every interface, this machine's first
 address that is not loopback.
 
@@ -218,6 +224,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.console, "console", false, "with --http, serve the web console at /console (for the admin token)")
 		fs.StringVar(&o.store, "store", "", "keep what replicas share in the PostgreSQL store at `URL` (postgres://...; default $"+envStore+" or the configuration's \"store\")")
 		fs.StringVar(&o.advertise, "advertise", "", "with --store and --http, the `URL` other replicas reach this one at (such as http://10.1.2.3:8080)")
+		fs.StringVar(&o.fleetKeyFile, "fleet-key-file", "", "with --store and --http, the `FILE` of the fleet key (32 random bytes, base64) every replica is given (default $TOOLSHELF_FLEET_KEY_FILE); without it the replica serves alone")
 		fs.Func("allowed-host", "with --http, also serve requests whose Host is `NAME` (repeat or separate with commas); others get 403, so a web page whose name rebinds to this address reaches nothing", func(v string) error {
 			for _, n := range strings.Split(v, ",") {
 				if n = strings.TrimSpace(n); n != "" {
@@ -253,6 +260,14 @@ servers have started) makes it collect earlier when large requests arrive.`,
 			default:
 				o.token = e.getenv(envAuthToken)
 			}
+			o.fleetKey = e.getenv(envFleetKey)
+			if o.fleetKeyFile != "" {
+				v, err := readSecretFile(o.fleetKeyFile)
+				if err != nil {
+					return usagef("--fleet-key-file: %v", err)
+				}
+				o.fleetKey = v
+			}
 			if hasPassword(o.store) {
 				o.onCommandLine = append(o.onCommandLine, "--store (its password)")
 			}
@@ -267,7 +282,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
-	tokenFile                                    string
+	tokenFile, fleetKeyFile, fleetKey            string
 	allowedHosts                                 []string
 	adminToken                                   string   // the admin token, given or made (see serveHTTP)
 	madeToken                                    bool     // adminToken was made for this run
@@ -331,14 +346,24 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	own.Add(o.adminToken, "")
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, AdminToken: o.adminToken, Stateless: o.stateless}
 	var host *gateway.Host
-	if src.db != nil && o.http != "" {
-		o.fleet = fleet.New(src.db, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: gopts.SessionIdle,
+	if src.db != nil && o.http != "" && o.fleetKey == "" {
+		logger.Warn("serving alone: replicas act as one only with the fleet key (--fleet-key-file or $TOOLSHELF_FLEET_KEY_FILE), with which they prove who they are to each other")
+	} else if src.db != nil && o.http != "" {
+		key, err := fleet.ParseKey(o.fleetKey)
+		if err != nil {
+			return usagef("the fleet key: %v", err)
+		}
+		own.Add(o.fleetKey, envFleetKey)
+		o.fleet, err = fleet.New(src.db, key, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: gopts.SessionIdle,
 			Reactivate: func(path, session string, names []string) {
 				if g := host.At(path); g != nil {
 					g.Reactivate(session, names)
 				}
 			}})
-		hopts.Server.Replica, hopts.Relay = o.fleet.ID(), o.fleet.Handler
+		if err != nil {
+			return err
+		}
+		hopts.Server.Replica, hopts.Relay, hopts.Vouch = o.fleet.ID(), o.fleet.Handler, o.fleet.Vouched
 		if src.flows != nil {
 			// A person's browser comes back to any replica.
 			src.flows.SetNote(o.fleet.NoteFlow)
