@@ -61,6 +61,25 @@ type Options struct {
 	// People, when set, lets the team's people sign in with the identity
 	// provider, beside the admin token.
 	People *People
+	// Key signs the sign-in cookies and the forms' CSRF tokens: a fleet's
+	// replicas share one (fleet.Member.Key), so that a sign-in holds on
+	// every replica. When nil, a key of this process's own, so that a
+	// restart signs everyone out.
+	Key []byte
+	// Attempts, when set, counts failed sign-ins across a fleet
+	// (fleet.Member), beside this process's own count.
+	Attempts Attempts
+}
+
+// Attempts count failed sign-ins by client address over a window, for
+// every replica of a fleet.
+type Attempts interface {
+	// Failed records a failure of addr and returns how many addr made in
+	// the last window.
+	Failed(ctx context.Context, addr string, window time.Duration) (int, error)
+	// Failures returns how many failures addr made in the last window,
+	// and how long until the oldest of them is out of it.
+	Failures(ctx context.Context, addr string, window time.Duration) (int, time.Duration, error)
 }
 
 // Console is the web console. It is safe for concurrent use.
@@ -77,7 +96,7 @@ type Console struct {
 
 // New returns a console of opts.Host.
 func New(opts *Options) *Console {
-	c := &Console{opts: *opts, key: make([]byte, 32), tries: newLimiter(signInFailures, time.Minute)}
+	c := &Console{opts: *opts, key: opts.Key, tries: newLimiter(signInFailures, time.Minute)}
 	if c.opts.Audit == nil && c.opts.AuditFile != "" {
 		file := c.opts.AuditFile
 		c.opts.Audit = func(_ context.Context, since time.Time) ([]audit.Record, error) {
@@ -85,7 +104,10 @@ func New(opts *Options) *Console {
 			return recs, err
 		}
 	}
-	rand.Read(c.key)
+	if len(c.key) == 0 {
+		c.key = make([]byte, 32)
+		rand.Read(c.key)
+	}
 	c.log = c.opts.Logger
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -292,13 +314,13 @@ const signInFailures = 5
 // minute, the address is refused until the minute is over.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request, token string) {
 	client := clientAddr(r)
-	if wait := c.tries.blocked(client); wait > 0 {
+	if wait := c.blocked(r.Context(), client); wait > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait.Seconds())+1))
 		http.Error(w, "toolshelf console: too many failed sign-ins from this address; try again in a minute", http.StatusTooManyRequests)
 		return
 	}
 	if c.opts.AuthToken == "" || subtle.ConstantTimeCompare([]byte(token), []byte(c.opts.AuthToken)) != 1 {
-		n := c.tries.fail(client)
+		n := c.failed(r.Context(), client)
 		c.log.Warn("console sign-in failed", "client", client, "failures", n)
 		http.Redirect(w, r, Prefix+"/login?failed", http.StatusSeeOther)
 		return

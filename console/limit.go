@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"sync"
@@ -83,4 +84,31 @@ func clientAddr(r *http.Request) string {
 		return h
 	}
 	return r.RemoteAddr
+}
+
+// blocked returns how long a client address must wait before it signs in
+// again: by this process's count, and by the fleet's when there is one.
+// A fleet's count that cannot be read leaves this process's.
+func (c *Console) blocked(ctx context.Context, addr string) time.Duration {
+	wait := c.tries.blocked(addr)
+	if c.opts.Attempts != nil {
+		if n, left, err := c.opts.Attempts.Failures(ctx, addr, time.Minute); err == nil && n >= signInFailures {
+			wait = max(wait, left)
+		}
+	}
+	return wait
+}
+
+// failed counts a failed sign-in, here and in the fleet, and returns the
+// larger count.
+func (c *Console) failed(ctx context.Context, addr string) int {
+	n := c.tries.fail(addr)
+	if c.opts.Attempts != nil {
+		if m, err := c.opts.Attempts.Failed(ctx, addr, time.Minute); err == nil {
+			n = max(n, m)
+		} else {
+			c.log.Warn("console: a failed sign-in could not be counted for the fleet", "error", err)
+		}
+	}
+	return n
 }

@@ -154,6 +154,7 @@ func (m *Member) beat(ctx context.Context) error {
 	b.Queue("DELETE FROM sessions WHERE seen < now() - make_interval(secs => $1)", m.keep.Seconds())
 	b.Queue("DELETE FROM replicas WHERE seen < now() - interval '1 hour'")
 	b.Queue("DELETE FROM signin_flows WHERE expires < now()")
+	b.Queue("DELETE FROM signin_failures WHERE at < now() - interval '1 hour'")
 	b.Queue("SELECT id, address, signed_at, sig FROM replicas WHERE seen > now() - make_interval(secs => $1)", gone.Seconds()).Query(func(rows pgx.Rows) error {
 		// Only the rows a replica of this fleet signed count.
 		var n int64

@@ -230,6 +230,13 @@ var migrations = []string{
 	// no replica (package fleet).
 	`ALTER TABLE replicas ADD COLUMN signed_at bigint NOT NULL DEFAULT 0;
 	ALTER TABLE replicas ADD COLUMN sig text NOT NULL DEFAULT ''`,
+	// 9: failed sign-ins to the console, by client address, counted for
+	// the whole fleet (package fleet).
+	`CREATE TABLE signin_failures (
+		address text NOT NULL,
+		at      timestamptz NOT NULL
+	);
+	CREATE INDEX signin_failures_address ON signin_failures (address, at)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -411,6 +411,10 @@ func (o *serveOptions) newConsole(host *gateway.Host, src *toolSource, learned *
 		return nil
 	}
 	co := &console.Options{Host: host, AuthToken: o.adminToken, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console")}
+	if o.fleet != nil {
+		// A sign-in holds on every replica, and guesses count for all.
+		co.Key, co.Attempts = o.fleet.Key("console"), o.fleet
+	}
 	if src.config != nil && src.config.Identity != nil && len(src.config.Identity.ConsoleAct) > 0 {
 		id := src.config.Identity
 		co.People = &console.People{Verifier: src.identity, View: id.ConsoleView, Act: id.ConsoleAct}
