@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/toolshelf/toolshelf/store"
@@ -20,21 +22,27 @@ import (
 const changesChannel = "toolshelf_signins"
 
 // OpenShared returns the sign-ins of a fleet's replicas, kept in the
-// shared store db, each sealed with key (AES-256-GCM, the server and
-// resource bound to it) so that the database and its backups hold no
-// usable token. Until ctx is done the store hears of the sign-ins,
-// sign-outs and refreshes made through other replicas, which the next
-// request to a server then uses.
-func OpenShared(ctx context.Context, db *store.DB, key []byte) (*Store, error) {
-	block, err := aes.NewCipher(key)
-	if err != nil || len(key) != 32 {
-		return nil, errors.New("the store key must be 32 bytes")
+// shared store db, each sealed with key (AES-256-GCM, the server,
+// resource, subject and version bound to it) so that the database and its
+// backups hold no usable token. old are keys the sign-ins may still be
+// sealed with while the key is rotated: they open rows, key seals them.
+// Until ctx is done the store hears of the sign-ins, sign-outs and
+// refreshes made through other replicas, which the next request to a
+// server then uses.
+func OpenShared(ctx context.Context, db *store.DB, key []byte, old ...[]byte) (*Store, error) {
+	var aeads []cipher.AEAD
+	for _, k := range append([][]byte{key}, old...) {
+		block, err := aes.NewCipher(k)
+		if err != nil || len(k) != 32 {
+			return nil, errors.New("the store key must be 32 bytes")
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, err
+		}
+		aeads = append(aeads, aead)
 	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	s := &Store{where: db.Where(), back: &sharedSignins{db: db, aead: aead}}
+	s := &Store{where: db.Where(), back: &sharedSignins{db: db, aeads: aeads, seen: map[Key]int64{}}}
 	go db.Listen(ctx, changesChannel, func(string) { s.changes.Add(1) })
 	return s, nil
 }
@@ -55,51 +63,87 @@ func ParseKey(s string) ([]byte, error) {
 
 // sharedSignins is the signins table of the shared store.
 type sharedSignins struct {
-	db   *store.DB
-	aead cipher.AEAD
+	db    *store.DB
+	aeads []cipher.AEAD // the first seals; all open
+
+	mu sync.Mutex
+	// seen is the highest version of each sign-in this process has read
+	// or written: a row older than that was put back, and is refused.
+	seen map[Key]int64
 }
 
-// boundTo is what a sealed row is bound to: its server, resource and
-// subject, so that a row moved to another's place does not open. The
-// gateway's own sign-ins keep the binding they had before sign-ins had
-// subjects.
-func boundTo(k Key) []byte {
-	if k.Subject == "" {
-		return []byte(k.Server + "\x00" + k.Resource)
+// boundTo is what a sealed row is bound to: its server, resource,
+// subject and version, so that a row moved to another's place, or put
+// back after a change, does not open. Rows of before versions (0) keep
+// the binding they had.
+func boundTo(k Key, version int64) []byte {
+	b := k.Server + "\x00" + k.Resource
+	if k.Subject != "" {
+		b += "\x00" + k.Subject
 	}
-	return []byte(k.Server + "\x00" + k.Resource + "\x00" + k.Subject)
+	if version > 0 {
+		b += "\x00v" + strconv.FormatInt(version, 10)
+	}
+	return []byte(b)
 }
 
-func (s *sharedSignins) seal(r *Record) ([]byte, error) {
+func (s *sharedSignins) seal(r *Record, version int64) ([]byte, error) {
 	data, err := json.Marshal(r)
 	if err != nil {
 		return nil, err
 	}
-	nonce := make([]byte, s.aead.NonceSize())
+	aead := s.aeads[0]
+	nonce := make([]byte, aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
 	}
-	return s.aead.Seal(nonce, nonce, data, boundTo(r.key())), nil
+	return aead.Seal(nonce, nonce, data, boundTo(r.key(), version)), nil
 }
 
-func (s *sharedSignins) open(k Key, sealed []byte) (*Record, error) {
-	n := s.aead.NonceSize()
+// open reads a row: nil for a tombstone (a sign-out), an unsealError for
+// one that does not open with any key or is older than a version seen.
+func (s *sharedSignins) open(k Key, version int64, sealed []byte) (*Record, error) {
+	s.mu.Lock()
+	seen := s.seen[k]
+	if version > seen {
+		s.seen[k] = version
+	}
+	s.mu.Unlock()
+	if version < seen {
+		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store is version %d, older than version %d this replica has seen: an old row was put back, and is refused", describeKey(k), version, seen))
+	}
+	if len(sealed) == 0 {
+		return nil, nil
+	}
 	var data []byte
 	err := errors.New("too short")
-	if len(sealed) > n {
-		data, err = s.aead.Open(nil, sealed[:n], sealed[n:], boundTo(k))
+	for _, aead := range s.aeads {
+		n := aead.NonceSize()
+		if len(sealed) > n {
+			if data, err = aead.Open(nil, sealed[:n], sealed[n:], boundTo(k, version)); err == nil {
+				break
+			}
+		}
 	}
 	if err != nil {
-		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store does not open with this store key: it was sealed with another key, or altered", k.Server))
+		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store does not open with this store key: it was sealed with another key, or altered", describeKey(k)))
 	}
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store: %v", k.Server, err))
+		return nil, unsealError(fmt.Sprintf("the sign-in of %s in the store: %v", describeKey(k), err))
 	}
 	return &r, nil
 }
 
-// unsealError is a sign-in the store key does not open.
+func describeKey(k Key) string {
+	if k.Subject != "" {
+		return k.Server + " for " + k.Subject
+	}
+	return k.Server
+}
+
+// unsealError is a sign-in the store key does not open, or a row put
+// back.
 type unsealError string
 
 func (e unsealError) Error() string { return string(e) }
@@ -114,26 +158,32 @@ func (s *sharedSignins) unreachable(err error) error {
 	return fmt.Errorf("sign-ins are kept in the shared store %s, which cannot be reached or failed: %w", s.db.Where(), err)
 }
 
-func (s *sharedSignins) list(ctx context.Context) ([]Record, error) {
-	rows, err := s.db.Pool().Query(ctx, "SELECT server, resource, subject, sealed FROM signins ORDER BY server, resource, subject")
+func (s *sharedSignins) list(ctx context.Context) ([]Record, []Unreadable, error) {
+	rows, err := s.db.Pool().Query(ctx, "SELECT server, resource, subject, version, sealed FROM signins ORDER BY server, resource, subject")
 	if err != nil {
-		return nil, s.unreachable(err)
+		return nil, nil, s.unreachable(err)
 	}
 	defer rows.Close()
 	var out []Record
+	var bad []Unreadable
 	for rows.Next() {
 		var k Key
+		var version int64
 		var sealed []byte
-		if err := rows.Scan(&k.Server, &k.Resource, &k.Subject, &sealed); err != nil {
-			return nil, s.unreachable(err)
+		if err := rows.Scan(&k.Server, &k.Resource, &k.Subject, &version, &sealed); err != nil {
+			return nil, nil, s.unreachable(err)
 		}
-		r, err := s.open(k, sealed)
-		if err != nil {
-			return nil, err
+		// A row that does not open is reported alone: it hides none of
+		// the others.
+		r, err := s.open(k, version, sealed)
+		switch {
+		case err != nil:
+			bad = append(bad, Unreadable{Key: k, Reason: err.Error()})
+		case r != nil:
+			out = append(out, *r)
 		}
-		out = append(out, *r)
 	}
-	return out, s.unreachable(rows.Err())
+	return out, bad, s.unreachable(rows.Err())
 }
 
 func (s *sharedSignins) update(ctx context.Context, k Key, fn func(*Record) (*Record, error)) (*Record, error) {
@@ -145,16 +195,25 @@ func (s *sharedSignins) update(ctx context.Context, k Key, fn func(*Record) (*Re
 			return err
 		}
 		var sealed []byte
+		var version int64
 		var cur *Record
-		err := tx.QueryRow(ctx, "SELECT sealed FROM signins WHERE server = $1 AND resource = $2 AND subject = $3", k.Server, k.Resource, k.Subject).Scan(&sealed)
+		err := tx.QueryRow(ctx, "SELECT version, sealed FROM signins WHERE server = $1 AND resource = $2 AND subject = $3", k.Server, k.Resource, k.Subject).Scan(&version, &sealed)
 		switch {
 		case err == nil:
-			if cur, err = s.open(k, sealed); err != nil {
+			// A row that cannot be trusted (another key's, or put back)
+			// is as good as none: a new sign-in replaces it.
+			var ue unsealError
+			if cur, err = s.open(k, version, sealed); errors.As(err, &ue) {
+				cur = nil
+			} else if err != nil {
 				return err
 			}
 		case !errors.Is(err, pgx.ErrNoRows):
 			return err
 		}
+		s.mu.Lock()
+		version = max(version, s.seen[k])
+		s.mu.Unlock()
 		next, err := fn(cur)
 		if err != nil {
 			return err
@@ -163,29 +222,82 @@ func (s *sharedSignins) update(ctx context.Context, k Key, fn func(*Record) (*Re
 		if next == nil || next == cur {
 			return nil
 		}
-		if sealed, err = s.seal(next); err != nil {
+		version++
+		if sealed, err = s.seal(next, version); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO signins (server, resource, subject, sealed, updated) VALUES ($1, $2, $3, $4, now())
-			ON CONFLICT (server, resource, subject) DO UPDATE SET sealed = $4, updated = now()`, k.Server, k.Resource, k.Subject, sealed); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO signins (server, resource, subject, version, sealed, updated) VALUES ($1, $2, $3, $4, $5, now())
+			ON CONFLICT (server, resource, subject) DO UPDATE SET version = $4, sealed = $5, updated = now()`, k.Server, k.Resource, k.Subject, version, sealed); err != nil {
 			return err
 		}
+		s.mu.Lock()
+		s.seen[k] = max(s.seen[k], version)
+		s.mu.Unlock()
 		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", changesChannel, k.Server)
 		return err
 	})
 	return out, s.unreachable(err)
 }
 
+// remove leaves a tombstone in each sign-in's place: an empty row with
+// the next version, so that the row signed out cannot be put back.
 func (s *sharedSignins) remove(ctx context.Context, server, subject string, all bool) (int, error) {
-	var n int64
+	var n int
 	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, "DELETE FROM signins WHERE server = $1 AND ($3 OR subject = $2)", server, subject, all)
+		rows, err := tx.Query(ctx, `UPDATE signins SET sealed = ''::bytea, version = version + 1, updated = now()
+			WHERE server = $1 AND ($3 OR subject = $2) AND length(sealed) > 0 RETURNING resource, subject, version`, server, subject, all)
 		if err != nil {
 			return err
 		}
-		n = tag.RowsAffected()
+		var gone []struct {
+			k Key
+			v int64
+		}
+		for rows.Next() {
+			k := Key{Server: server}
+			var v int64
+			if err := rows.Scan(&k.Resource, &k.Subject, &v); err != nil {
+				return err
+			}
+			gone = append(gone, struct {
+				k Key
+				v int64
+			}{k, v})
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		n = len(gone)
+		s.mu.Lock()
+		for _, g := range gone {
+			s.seen[g.k] = max(s.seen[g.k], g.v)
+		}
+		s.mu.Unlock()
 		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", changesChannel, server)
 		return err
 	})
-	return int(n), s.unreachable(err)
+	return n, s.unreachable(err)
+}
+
+// reseal seals every sign-in again with the first key, each with the next
+// version: the end of a key rotation, after which the old keys can go.
+// A row that opens with no key is left as it is, and counted in bad.
+func (s *sharedSignins) reseal(ctx context.Context) (resealed int, bad []Unreadable, err error) {
+	recs, unreadable, err := s.list(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	for _, r := range recs {
+		if _, err := s.update(ctx, r.key(), func(cur *Record) (*Record, error) {
+			if cur == nil {
+				return nil, nil
+			}
+			next := *cur
+			return &next, nil
+		}); err != nil {
+			return resealed, unreadable, err
+		}
+		resealed++
+	}
+	return resealed, unreadable, nil
 }

@@ -128,10 +128,111 @@ func TestSharedSignInNeedsItsKey(t *testing.T) {
 	if err != nil || got == nil || got.AccessToken != rec.AccessToken {
 		t.Fatalf("read back with its key: %+v %v", got, err)
 	}
-	_, err = b.List()
-	if err == nil || !strings.Contains(err.Error(), "does not open with this store key") || strings.Contains(err.Error(), "secret") {
-		t.Errorf("with another key: %v", err)
+	recs, bad, err := b.ListAll()
+	if err != nil || len(recs) != 0 || len(bad) != 1 || !strings.Contains(bad[0].Reason, "does not open with this store key") || strings.Contains(bad[0].Reason, "secret") {
+		t.Errorf("with another key: %v %+v %v", recs, bad, err)
 	}
+	if _, err := b.Get("remote", rec.Resource); err == nil || !strings.Contains(err.Error(), "does not open") {
+		t.Errorf("the sign-in itself, with another key: %v", err)
+	}
+}
+
+// A row sealed with another key (an operator's laptop signed in with its
+// own) is reported alone: every other sign-in reads as before.
+func TestForeignRowHidesNoOther(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key, laptop := make([]byte, 32), make([]byte, 32)
+	rand.Read(key)
+	rand.Read(laptop)
+	fleet, _ := replicaStore(t, ctx, url, key)
+	foreign, _ := replicaStore(t, ctx, url, laptop)
+	for _, name := range []string{"alpha", "gamma"} {
+		if err := fleet.Put(&Record{Server: name, Resource: "https://" + name + "/mcp", AccessToken: "t-" + name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := foreign.Put(&Record{Server: "beta", Resource: "https://beta/mcp", AccessToken: "t-beta"}); err != nil {
+		t.Fatal(err)
+	}
+	recs, bad, err := fleet.ListAll()
+	if err != nil || len(recs) != 2 || recs[0].Server != "alpha" || recs[1].Server != "gamma" || len(bad) != 1 || bad[0].Key.Server != "beta" {
+		t.Errorf("the fleet's sign-ins beside a foreign row: %+v %+v %v", recs, bad, err)
+	}
+	if got, err := fleet.Get("gamma", "https://gamma/mcp"); err != nil || got == nil {
+		t.Errorf("a sign-in beside the foreign row: %+v %v", got, err)
+	}
+}
+
+// A saved sealed row put back is refused: after a refresh (it would undo
+// the refresh) and after a sign-out (it would undo the sign-out), by the
+// replica that saw the change and by another that heard of it. A new
+// sign-in replaces it.
+func TestRolledBackRowRefused(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	key := make([]byte, 32)
+	rand.Read(key)
+	s, db := replicaStore(t, ctx, url, key)
+	other, _ := replicaStore(t, ctx, url, key)
+	const server, resource = "remote", "https://remote/mcp"
+	type row struct {
+		sealed  []byte
+		version int64
+	}
+	save := func() row {
+		t.Helper()
+		var r row
+		if err := db.Pool().QueryRow(ctx, "SELECT sealed, version FROM signins WHERE server = $1", server).Scan(&r.sealed, &r.version); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	putBack := func(r row) {
+		t.Helper()
+		if _, err := db.Pool().Exec(ctx, "UPDATE signins SET sealed = $2, version = $3 WHERE server = $1", server, r.sealed, r.version); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refused := func(what string) {
+		t.Helper()
+		for name, st := range map[string]*Store{"the replica that changed it": s, "another replica": other} {
+			if got, err := st.Get(server, resource); err == nil || !strings.Contains(err.Error(), "put back") {
+				t.Errorf("%s, through %s: %+v %v", what, name, got, err)
+			}
+		}
+	}
+
+	if err := s.Put(&Record{Server: server, Resource: resource, AccessToken: "first"}); err != nil {
+		t.Fatal(err)
+	}
+	first := save()
+	if err := s.Put(&Record{Server: server, Resource: resource, AccessToken: "refreshed"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := other.Get(server, resource); err != nil || got.AccessToken != "refreshed" {
+		t.Fatalf("the refreshed sign-in through another replica: %+v %v", got, err)
+	}
+	putBack(first)
+	refused("the row before a refresh, put back")
+
+	if err := s.Put(&Record{Server: server, Resource: resource, AccessToken: "signed in again"}); err != nil {
+		t.Fatalf("a new sign-in over a row put back: %v", err)
+	}
+	signedIn := save()
+	if got, err := other.Get(server, resource); err != nil || got.AccessToken != "signed in again" {
+		t.Fatalf("the new sign-in: %+v %v", got, err)
+	}
+	if ok, err := s.Delete(server); !ok || err != nil {
+		t.Fatalf("sign-out: %v %v", ok, err)
+	}
+	if got, err := other.Get(server, resource); err != nil || got != nil {
+		t.Fatalf("after the sign-out: %+v %v", got, err)
+	}
+	putBack(signedIn)
+	refused("the signed-in row put back after a sign-out")
 }
 
 func TestParseKey(t *testing.T) {
@@ -185,5 +286,47 @@ func TestSharedSignInsPerPerson(t *testing.T) {
 	}
 	if rec, _ := s.Get(server, resource); rec == nil || rec.AccessToken != "token-of-" {
 		t.Errorf("the gateway's own sign-in after bob's sign-out: %+v", rec)
+	}
+}
+
+// The store key is rotated: replicas given the new key and the old one
+// read every sign-in; Reseal seals them all with the new key, after which
+// the old key is needed no more (and opens none).
+func TestRotateStoreKey(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	oldKey, newKey := make([]byte, 32), make([]byte, 32)
+	rand.Read(oldKey)
+	rand.Read(newKey)
+	before, _ := replicaStore(t, ctx, url, oldKey)
+	for _, who := range []string{"", "alice"} {
+		if err := before.Put(&Record{Server: "remote", Resource: "https://remote/mcp", Subject: who, AccessToken: "t" + who}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db, err := store.Open(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	during, err := OpenShared(ctx, db, newKey, oldKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs, bad, err := during.ListAll(); len(recs) != 2 || len(bad) != 0 || err != nil {
+		t.Fatalf("with the new key and the old: %d read, %v, %v", len(recs), bad, err)
+	}
+	n, bad, err := during.Reseal(ctx)
+	if n != 2 || len(bad) != 0 || err != nil {
+		t.Fatalf("Reseal: %d %v %v", n, bad, err)
+	}
+	after, _ := replicaStore(t, ctx, url, newKey)
+	if recs, bad, err := after.ListAll(); len(recs) != 2 || len(bad) != 0 || err != nil {
+		t.Errorf("with the new key alone: %d read, %v, %v", len(recs), bad, err)
+	}
+	stale, _ := replicaStore(t, ctx, url, oldKey)
+	if recs, bad, _ := stale.ListAll(); len(recs) != 0 || len(bad) != 2 {
+		t.Errorf("with the old key alone: %d read, %d not", len(recs), len(bad))
 	}
 }

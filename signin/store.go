@@ -73,7 +73,8 @@ type Store struct {
 
 // backend is where a Store's sign-ins are.
 type backend interface {
-	list(ctx context.Context) ([]Record, error)
+	// list returns the sign-ins, and apart those that cannot be read.
+	list(ctx context.Context) ([]Record, []Unreadable, error)
 	// update calls fn with the sign-in k (nil when there is none),
 	// holding a lock that excludes every other update of it, in this
 	// process and, for the shared store, in every replica; what fn
@@ -82,6 +83,13 @@ type backend interface {
 	// remove forgets a server's sign-ins of a subject ("" the gateway's
 	// own), or of everyone when all.
 	remove(ctx context.Context, server, subject string, all bool) (int, error)
+}
+
+// Unreadable is a sign-in of the store that cannot be read: sealed with
+// another key, altered, or an old row put back. It hides no other.
+type Unreadable struct {
+	Key    Key
+	Reason string
 }
 
 // Key names a sign-in: a server at a resource, for a person (Subject) or
@@ -180,10 +188,11 @@ func (f *tokenFile) write(recs []Record) error {
 	return werr
 }
 
-func (f *tokenFile) list(context.Context) ([]Record, error) {
+func (f *tokenFile) list(context.Context) ([]Record, []Unreadable, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.read()
+	recs, err := f.read()
+	return recs, nil, err
 }
 
 func (f *tokenFile) update(_ context.Context, k Key, fn func(*Record) (*Record, error)) (*Record, error) {
@@ -225,15 +234,21 @@ func (s *Store) Get(server, resource string) (*Record, error) {
 	return s.GetKey(Key{Server: server, Resource: resource})
 }
 
-// GetKey returns a sign-in, nil when there is none.
+// GetKey returns a sign-in, nil when there is none; a sign-in that
+// cannot be read is an error saying why.
 func (s *Store) GetKey(k Key) (*Record, error) {
-	recs, err := s.List()
+	recs, bad, err := s.ListAll()
 	if err != nil {
 		return nil, err
 	}
 	for _, r := range recs {
 		if r.key() == k {
 			return &r, nil
+		}
+	}
+	for _, u := range bad {
+		if u.Key == k {
+			return nil, unsealError(u.Reason)
 		}
 	}
 	return nil, nil
@@ -264,11 +279,30 @@ func (s *Store) DeletePerson(server, subject string) (int, error) {
 	return s.back.remove(ctx, server, subject, subject == "*")
 }
 
-// List returns every sign-in, sorted by server.
+// List returns every sign-in that can be read, sorted by server.
 func (s *Store) List() ([]Record, error) {
+	recs, _, err := s.ListAll()
+	return recs, err
+}
+
+// ListAll returns every sign-in that can be read, and apart those that
+// cannot (sealed with another key, altered, or put back).
+func (s *Store) ListAll() ([]Record, []Unreadable, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	return s.back.list(ctx)
+}
+
+// Reseal seals every sign-in of the shared store again with its key (the
+// first given to OpenShared), ending a rotation of the store key: the
+// old keys are needed no more. It returns how many it sealed, and the
+// rows it could not read, which it left.
+func (s *Store) Reseal(ctx context.Context) (int, []Unreadable, error) {
+	sh, ok := s.back.(*sharedSignins)
+	if !ok {
+		return 0, nil, errors.New("sign-ins in a token file are not sealed: there is no key to rotate")
+	}
+	return sh.reseal(ctx)
 }
 
 // renew returns a sign-in to use instead of the access token stale, which

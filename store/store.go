@@ -237,6 +237,10 @@ var migrations = []string{
 		at      timestamptz NOT NULL
 	);
 	CREATE INDEX signin_failures_address ON signin_failures (address, at)`,
+	// 10: a sign-in's version, which only grows and is sealed with it: a
+	// saved row put back is older than what replicas have seen. A
+	// sign-out leaves an empty row (a tombstone) with the next version.
+	`ALTER TABLE signins ADD COLUMN version bigint NOT NULL DEFAULT 0`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

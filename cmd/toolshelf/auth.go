@@ -24,6 +24,10 @@ const envTokens = "TOOLSHELF_TOKENS"
 // envStoreKey is the key that seals sign-ins in the shared store.
 const envStoreKey = "TOOLSHELF_STORE_KEY"
 
+// envStoreOldKey is the store key being rotated away from: it opens
+// sign-ins, the store key seals them (see 'toolshelf store rotate-key').
+const envStoreOldKey = "TOOLSHELF_STORE_OLD_KEY"
+
 // envFleetKey is the key the replicas of a fleet prove themselves with.
 const envFleetKey = "TOOLSHELF_FLEET_KEY"
 
@@ -38,7 +42,15 @@ func openTokens(e *env, db *store.DB) (*signin.Store, error) {
 	if err != nil {
 		return nil, usagef("$%s: %v", envStoreKey, err)
 	}
-	return signin.OpenShared(context.Background(), db, key)
+	var old [][]byte
+	if raw := e.getenv(envStoreOldKey); raw != "" {
+		k, err := signin.ParseKey(raw)
+		if err != nil {
+			return nil, usagef("$%s: %v", envStoreOldKey, err)
+		}
+		old = append(old, k)
+	}
+	return signin.OpenShared(context.Background(), db, key, old...)
 }
 
 // authTokens opens the sign-ins the auth command works on: those of the
@@ -210,6 +222,14 @@ func remoteServer(cfg *upstream.Config, path, name string) (*upstream.ServerConf
 func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *upstream.ServerConfig, browser bool) error {
 	ctx, cancel := context.WithTimeout(ctx, loginWait)
 	defer cancel()
+	// A key that opens none of the store's sign-ins is most likely the
+	// wrong one (another fleet's, a laptop's): what it sealed, the fleet
+	// could not read.
+	if recs, bad, err := store.ListAll(); err != nil {
+		return err
+	} else if len(recs) == 0 && len(bad) > 0 {
+		return usagef("the store key ($%s) opens none of the %d sign-ins in %s: it is not this fleet's key (%s). Give the fleet's key, or rotate it (toolshelf store rotate-key)", envStoreKey, len(bad), store.Where(), bad[0].Reason)
+	}
 	if o := cfg.OAuth; o != nil && o.Grant == upstream.GrantClientCredentials {
 		// Machine to machine: nothing to sign in to or keep; check that the
 		// credentials are taken.
@@ -317,16 +337,18 @@ type authEntry struct {
 	Server string `json:"server"`
 	// Person is the subject whose sign-in this is; empty for the
 	// gateway's own.
-	Person     string    `json:"person,omitempty"`
-	URL        string    `json:"url,omitempty"`
-	State      string    `json:"state"` // signed-in, expired, not-signed-in
+	Person string `json:"person,omitempty"`
+	URL    string `json:"url,omitempty"`
+	State  string `json:"state"` // signed-in, expired, not-signed-in, unreadable
+	// Why says why a sign-in is unreadable.
+	Why        string    `json:"why,omitempty"`
 	Expiry     time.Time `json:"expiry,omitzero"`
 	Refreshing bool      `json:"refreshable"`
 	Scopes     []string  `json:"scopes,omitempty"`
 }
 
 func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) error {
-	recs, err := store.List()
+	recs, bad, err := store.ListAll()
 	if err != nil {
 		return err
 	}
@@ -375,6 +397,11 @@ func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) 
 		}
 		entries = slices.Insert(entries, i, entry)
 	}
+	// The rows that cannot be read are listed, each alone: they hide
+	// none of the others.
+	for _, u := range bad {
+		entries = append(entries, authEntry{Server: u.Key.Server, Person: u.Key.Subject, URL: u.Key.Resource, State: "unreadable", Why: u.Reason})
+	}
 	if asJSON {
 		if entries == nil {
 			entries = []authEntry{}
@@ -399,7 +426,12 @@ func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) 
 	}
 	tw.Flush()
 	for _, en := range entries {
-		if en.State != "signed-in" && en.Person == "" {
+		if en.State == "unreadable" {
+			fmt.Fprintf(e.stdout, "\n%s: %s\n", en.Server, en.Why)
+		}
+	}
+	for _, en := range entries {
+		if en.State != "signed-in" && en.State != "unreadable" && en.Person == "" {
 			fmt.Fprintf(e.stdout, "\nSign in with: toolshelf auth login SERVER\n")
 			break
 		}

@@ -75,6 +75,7 @@ var commands = byName([]*command{
 	learnedCommand,
 	evalCommand,
 	policyCommand,
+	storeCommand,
 })
 
 // byName indexes commands by name.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/sandbox"
 )
 
@@ -243,6 +244,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	os.Unsetenv(envConfig)
 	code := m.Run()
+	testenv.StopPostgres()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

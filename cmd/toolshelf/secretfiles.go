@@ -13,7 +13,7 @@ import (
 // be given as a file instead, named by the variable with _FILE appended
 // (as Docker's and PostgreSQL's images do), so that the value is in
 // neither the process's command line nor its environment.
-var secretVars = []string{envAuthToken, envStore, envStoreKey, envFleetKey, envProxyToken}
+var secretVars = []string{envAuthToken, envStore, envStoreKey, envStoreOldKey, envFleetKey, envProxyToken}
 
 // withSecretFiles returns getenv with each secret variable that is unset
 // but has a _FILE companion read from that file, or an error naming the
