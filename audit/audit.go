@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/store"
 )
 
@@ -63,6 +64,10 @@ type Record struct {
 	// Via says how a call was made when not by the client itself: "code"
 	// for a call a run_code program made.
 	Via string `json:"via,omitempty"`
+
+	// origin is the record's place in the journal, until the store has
+	// it.
+	origin string
 }
 
 // Hash is the hex SHA-256 of a request's arguments.
@@ -83,6 +88,11 @@ type Options struct {
 	// Queue is how many records may wait for the writer (default 4096).
 	Queue  int
 	Logger *slog.Logger
+	// Journal, for a log in the shared store, holds each record on this
+	// machine's disk (fsynced) from Add until the store has it: Add
+	// returns once it is there, and a replica killed before the store
+	// took its records leaves them for the next one to land.
+	Journal *journal.Journal
 }
 
 // Log is an audit log file. Add may be called from any goroutine; Run
@@ -96,6 +106,8 @@ type Log struct {
 	dropped atomic.Int64 // not yet reported in the file
 	total   atomic.Int64 // dropped since Open
 	waiting atomic.Int64 // for the shared store, while it is away
+	// journalFailed counts the records the journal did not take.
+	journalFailed atomic.Int64
 }
 
 // Open returns the log at path, creating the file (mode 0600: it names
@@ -127,9 +139,21 @@ func Open(path string, opts *Options) (*Log, error) {
 	return l, nil
 }
 
-// Add queues a record without waiting; when the queue is full the record
-// is dropped and counted.
+// Add queues a record; when the queue is full the record is dropped and
+// counted. With a journal (Options.Journal) it first waits for the record
+// to be on disk, so that the answer it goes with promises nothing that a
+// crash could lose.
 func (l *Log) Add(r Record) {
+	if j := l.opts.Journal; j != nil && l.shared != nil {
+		origin, err := j.Append(context.Background(), "audit", r)
+		if err != nil {
+			if n := l.journalFailed.Add(1); n&(n-1) == 0 {
+				l.logger.Warn("audit: a record is not in the journal; it waits in memory only", "journal", j.Where(), "error", err, "times", n)
+			}
+		} else {
+			r.origin = origin
+		}
+	}
 	select {
 	case l.queue <- r:
 	default:

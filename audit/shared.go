@@ -35,8 +35,24 @@ func OpenShared(db *store.DB, opts *Options) *Log {
 // done, then what is still waiting (for a few seconds at most).
 func (l *Log) runShared(ctx context.Context) error {
 	var pending []Record
+	if j := l.opts.Journal; j != nil {
+		// What replicas gone (or this one's last run) left unlanded.
+		for _, e := range j.Pending("audit") {
+			var r Record
+			if json.Unmarshal(e.Data, &r) == nil {
+				r.origin = e.Origin
+				pending = append(pending, r)
+			}
+		}
+		if len(pending) > 0 {
+			l.logger.Info("audit: landing the records a journal left", "records", len(pending))
+		}
+	}
 	retry := time.NewTimer(0)
 	<-retry.C
+	if len(pending) > 0 {
+		retry.Reset(0) // land the journal's records now
+	}
 	delay, away := 200*time.Millisecond, false
 	take := func(r Record) {
 		if len(pending) >= l.opts.Queue {
@@ -65,6 +81,15 @@ func (l *Log) runShared(ctx context.Context) error {
 		}
 		if away {
 			l.logger.Info("audit: the store is back; waiting records written", "records", len(pending))
+		}
+		if j := l.opts.Journal; j != nil {
+			var landed []string
+			for _, r := range pending {
+				if r.origin != "" {
+					landed = append(landed, r.origin)
+				}
+			}
+			j.Done(landed...)
 		}
 		pending, away, delay = pending[:0], false, 200*time.Millisecond
 		l.waiting.Store(0)
@@ -117,7 +142,9 @@ func (l *Log) insert(ctx context.Context, recs []Record) error {
 			if err != nil {
 				continue
 			}
-			b.Queue("INSERT INTO audit_records (time, record) VALUES ($1, $2)", r.Time, raw)
+			// A record landed twice (its journal's mark lost in a crash)
+			// is taken once.
+			b.Queue("INSERT INTO audit_records (time, record, origin) VALUES ($1, $2, NULLIF($3, '')) ON CONFLICT (origin) DO NOTHING", r.Time, raw, r.origin)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})

@@ -8,14 +8,19 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/store"
 )
 
 // OpenShared returns a store whose pairs live in a PostgreSQL store that
 // several replicas share (serve --store): a pair one replica learns ranks
-// on every other once written (FlushEvery) and announced.
-func OpenShared(db *store.DB, logger *slog.Logger) *Store {
-	return newStore(&shared{db: db}, logger)
+// on every other once written (FlushEvery) and announced. With j, each
+// pair is on this machine's disk from Record until the store has it, and
+// Run lands what a journal left unlanded.
+func OpenShared(db *store.DB, logger *slog.Logger, j *journal.Journal) *Store {
+	s := newStore(&shared{db: db}, logger)
+	s.journal = j
+	return s
 }
 
 // channel is where replicas announce new pairs.
@@ -41,11 +46,16 @@ func (s *shared) write(ctx context.Context, batch []Pair) error {
 	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		for _, p := range batch {
-			b.Queue(`INSERT INTO learned_pairs (profile, tool, query, count, last) VALUES ($1, $2, $3, $4, $5)
+			// A pair of a journal is counted once, however many times it
+			// is landed (its journal's mark lost in a crash).
+			b.Queue(`WITH fresh AS (INSERT INTO journal_landed (origin) SELECT $6 WHERE $6 <> '' ON CONFLICT DO NOTHING RETURNING 1)
+				INSERT INTO learned_pairs (profile, tool, query, count, last)
+				SELECT $1, $2, $3, $4, $5 WHERE $6 = '' OR EXISTS (SELECT 1 FROM fresh)
 				ON CONFLICT (profile, tool, query) DO UPDATE
 				SET count = learned_pairs.count + excluded.count, last = greatest(learned_pairs.last, excluded.last)`,
-				p.Profile, p.Tool, p.Query, p.Count, p.Last)
+				p.Profile, p.Tool, p.Query, p.Count, p.Last, p.origin)
 		}
+		b.Queue(`DELETE FROM journal_landed WHERE at < now() - interval '7 days'`)
 		b.Queue(`DELETE FROM learned_pairs WHERE last < $1`, time.Now().Add(-MaxAge))
 		b.Queue(`DELETE FROM learned_pairs WHERE (profile, tool, query) IN
 			(SELECT profile, tool, query FROM learned_pairs ORDER BY last DESC OFFSET $1)`, MaxPairs)

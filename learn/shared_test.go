@@ -39,7 +39,7 @@ func TestSharedAcrossReplicas(t *testing.T) {
 		t.Fatalf("migrations recorded: %d (%v)", migrated, err)
 	}
 
-	a, b := OpenShared(dbs[0], nil), OpenShared(dbs[1], nil)
+	a, b := OpenShared(dbs[0], nil, nil), OpenShared(dbs[1], nil, nil)
 	var running sync.WaitGroup
 	for _, st := range []*Store{a, b} {
 		running.Go(func() { st.Run(ctx) })

@@ -14,6 +14,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/journal"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
@@ -87,6 +89,9 @@ type Pair struct {
 	Tool    string    `json:"tool"` // qualified name
 	Count   int       `json:"count"`
 	Last    time.Time `json:"last"`
+
+	// origin is the pair's place in the journal, until the store has it.
+	origin string
 }
 
 var bucket = []byte("pairs")
@@ -97,6 +102,10 @@ var bucket = []byte("pairs")
 type Store struct {
 	b      backend
 	logger *slog.Logger
+
+	// journal holds each pair on disk from Record until the store has
+	// it (a shared store's; see OpenShared).
+	journal *journal.Journal
 
 	mu      sync.Mutex
 	pending []Pair
@@ -156,10 +165,19 @@ func (s *Store) Record(profile, query, tool string) {
 	if query == "" || tool == "" || strings.ContainsRune(profile+tool, 0) {
 		return
 	}
+	p := Pair{Profile: profile, Query: query, Tool: tool, Count: 1, Last: time.Now().UTC()}
+	if s.journal != nil {
+		// On disk before the answer the pair was learned from leaves.
+		if origin, err := s.journal.Append(context.Background(), "learn", p); err == nil {
+			p.origin = origin
+		} else {
+			s.logger.Warn("a learned pair is not in the journal; it waits in memory only", "error", err)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.pending) < MaxPairs {
-		s.pending = append(s.pending, Pair{Profile: profile, Query: query, Tool: tool, Count: 1, Last: time.Now().UTC()})
+		s.pending = append(s.pending, p)
 		return
 	}
 	if s.dropped++; s.dropped&(s.dropped-1) == 0 { // log at 1, 2, 4, 8, ...
@@ -183,6 +201,21 @@ func CutQuery(query string) string {
 // Run writes queued pairs every FlushEvery until ctx is done, then once
 // more.
 func (s *Store) Run(ctx context.Context) {
+	if s.journal != nil {
+		// What replicas gone (or this one's last run) left unlanded.
+		var left []Pair
+		for _, e := range s.journal.Pending("learn") {
+			var p Pair
+			if json.Unmarshal(e.Data, &p) == nil {
+				p.origin = e.Origin
+				left = append(left, p)
+			}
+		}
+		if len(left) > 0 {
+			s.logger.Info("landing the learned pairs a journal left", "pairs", len(left))
+			s.requeue(left)
+		}
+	}
 	done := make(chan struct{})
 	go func() { defer close(done); s.b.run(ctx) }()
 	defer func() { <-done }()
@@ -279,6 +312,15 @@ func (s *Store) Flush() error {
 	if err := s.b.write(context.Background(), batch); err != nil {
 		s.requeue(batch)
 		return err
+	}
+	if s.journal != nil {
+		var landed []string
+		for _, p := range batch {
+			if p.origin != "" {
+				landed = append(landed, p.origin)
+			}
+		}
+		s.journal.Done(landed...)
 	}
 	s.mu.Lock()
 	s.gen++

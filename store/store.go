@@ -241,6 +241,15 @@ var migrations = []string{
 	// saved row put back is older than what replicas have seen. A
 	// sign-out leaves an empty row (a tombstone) with the next version.
 	`ALTER TABLE signins ADD COLUMN version bigint NOT NULL DEFAULT 0`,
+	// 11: where a record or pair came from in a replica's journal (package
+	// journal): one landed twice (after a crash between the store's
+	// commit and the journal's mark) is taken once.
+	`ALTER TABLE audit_records ADD COLUMN origin text;
+	CREATE UNIQUE INDEX audit_records_origin ON audit_records (origin);
+	CREATE TABLE journal_landed (
+		origin text PRIMARY KEY,
+		at     timestamptz NOT NULL DEFAULT now()
+	)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -62,7 +62,7 @@ PostgreSQL store that serve --store replicas share), at most 20,000 and for 180 
 			}
 			if db != nil {
 				defer db.Close()
-				st = learn.OpenShared(db, nil)
+				st = learn.OpenShared(db, nil, nil)
 			}
 			if st.Path() == "" {
 				return usagef("no state folder: set $%s to the file of what was learned", envLearned)

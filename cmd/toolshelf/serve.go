@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/toolshelf/toolshelf/console"
 	"github.com/toolshelf/toolshelf/fleet"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/sandbox"
@@ -224,6 +226,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.console, "console", false, "with --http, serve the web console at /console (for the admin token)")
 		fs.StringVar(&o.store, "store", "", "keep what replicas share in the PostgreSQL store at `URL` (postgres://...; default $"+envStore+" or the configuration's \"store\")")
 		fs.StringVar(&o.advertise, "advertise", "", "with --store and --http, the `URL` other replicas reach this one at (such as http://10.1.2.3:8080)")
+		fs.StringVar(&o.journal, "journal", "", "with a shared store, the `DIR` of this replica's journal, where audit records and learned pairs wait, fsynced, for the store (default toolshelf/journal in the state folder); on a volume that outlives the replica")
 		fs.StringVar(&o.fleetKeyFile, "fleet-key-file", "", "with --store and --http, the `FILE` of the fleet key (32 random bytes, base64) every replica is given (default $TOOLSHELF_FLEET_KEY_FILE); without it the replica serves alone")
 		fs.Func("allowed-host", "with --http, also serve requests whose Host is `NAME` (repeat or separate with commas); others get 403, so a web page whose name rebinds to this address reaches nothing", func(v string) error {
 			for _, n := range strings.Split(v, ",") {
@@ -282,7 +285,8 @@ servers have started) makes it collect earlier when large requests arrive.`,
 
 type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
-	tokenFile, fleetKeyFile, fleetKey            string
+	tokenFile, fleetKeyFile, fleetKey, journal   string
+	journalOpen                                  *journal.Journal // with a store
 	allowedHosts                                 []string
 	adminToken                                   string   // the admin token, given or made (see serveHTTP)
 	madeToken                                    bool     // adminToken was made for this run
@@ -397,6 +401,11 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	if err := o.openStores(e, src, logger, &hopts.Server); err != nil {
 		return err
+	}
+	if o.journalOpen != nil {
+		// Closed after the host, whose audit log and learning land what
+		// they can first.
+		defer o.journalOpen.Close()
 	}
 	host, err = gateway.NewHost(src.pool, hopts)
 	if err != nil {
@@ -527,11 +536,24 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 // what was learned: in the shared store the source's pins are in, or in
 // the state folder. The host runs them.
 func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, gopts *gateway.Options) error {
+	if src.db != nil {
+		// What the store is to keep is on this machine's disk before an
+		// answer promises it (see package journal).
+		dir := o.journal
+		if dir == "" {
+			dir = filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "journal")
+		}
+		j, err := journal.Open(dir, logger.With("component", "journal"))
+		if err != nil {
+			return fmt.Errorf("--journal: %w", err)
+		}
+		o.journalOpen = j
+	}
 	switch {
 	case o.audit == auditStore && src.db == nil:
 		return usagef("--audit %s needs a shared store (--store, $%s or the configuration's \"store\")", auditStore, envStore)
 	case o.audit == auditStore:
-		gopts.Audit = audit.OpenShared(src.db, &audit.Options{Logger: logger})
+		gopts.Audit = audit.OpenShared(src.db, &audit.Options{Logger: logger, Journal: o.journalOpen})
 	case o.audit != "":
 		l, err := audit.Open(o.audit, &audit.Options{Logger: logger})
 		if err != nil {
@@ -543,7 +565,7 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 		return nil
 	}
 	if src.db != nil {
-		gopts.Learn = learn.OpenShared(src.db, logger.With("component", "learn"))
+		gopts.Learn = learn.OpenShared(src.db, logger.With("component", "learn"), o.journalOpen)
 	} else if path := learnedPath(e); path != "" {
 		gopts.Learn = learn.Open(path, logger.With("component", "learn"))
 	}

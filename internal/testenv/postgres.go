@@ -109,6 +109,17 @@ func (s *PGServer) Restart(t testing.TB) {
 	}
 }
 
+// Down stops the server (a fast shutdown) until Up.
+func (s *PGServer) Down() { s.halt() }
+
+// Up starts the server Down stopped, on the same port with the same data.
+func (s *PGServer) Up(t testing.TB) {
+	t.Helper()
+	if err := s.run(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func startPostgres() (*PGServer, error) {
 	initdb, postgres := pgBin("initdb"), pgBin("postgres")
 	if initdb == "" || postgres == "" || pgBin("psql") == "" {
