@@ -26,8 +26,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/journal"
+	"github.com/toolshelf/toolshelf/search"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 )
