@@ -88,10 +88,11 @@ type Options struct {
 	// Queue is how many records may wait for the writer (default 4096).
 	Queue  int
 	Logger *slog.Logger
-	// Journal, for a log in the shared store, holds each record on this
-	// machine's disk (fsynced) from Add until the store has it: Add
-	// returns once it is there, and a replica killed before the store
-	// took its records leaves them for the next one to land.
+	// Journal, for a log in the shared store, holds each record in this
+	// machine's journal file from Add until the store has it: a replica
+	// killed before the store took its records leaves them for the next
+	// one to land. The journal's Sync (the gateway's Options.Sync) puts
+	// them on disk before an answer leaves.
 	Journal *journal.Journal
 }
 
@@ -140,12 +141,11 @@ func Open(path string, opts *Options) (*Log, error) {
 }
 
 // Add queues a record; when the queue is full the record is dropped and
-// counted. With a journal (Options.Journal) it first waits for the record
-// to be on disk, so that the answer it goes with promises nothing that a
-// crash could lose.
+// counted. With a journal (Options.Journal) the record is first written
+// there.
 func (l *Log) Add(r Record) {
 	if j := l.opts.Journal; j != nil && l.shared != nil {
-		origin, err := j.Append(context.Background(), "audit", r)
+		origin, err := j.Add("audit", r)
 		if err != nil {
 			if n := l.journalFailed.Add(1); n&(n-1) == 0 {
 				l.logger.Warn("audit: a record is not in the journal; it waits in memory only", "journal", j.Where(), "error", err, "times", n)

@@ -16,12 +16,27 @@ import (
 // was given, or the listed tool); kind is "call", "search" or "code".
 func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, tool string, handle func(context.Context) *mcp.CallToolResult) *mcp.CallToolResult {
 	if s.opts.Audit == nil {
-		return handle(ctx)
+		return s.durable(ctx, kind, handle(ctx))
 	}
 	start := time.Now()
 	note := &callNote{}
 	res := handle(context.WithValue(ctx, callNoteKey{}, note))
 	s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank, Decision: note.decision, Rule: note.rule}, req.Params.Arguments, start, res)
+	return s.durable(ctx, kind, res)
+}
+
+// durable returns res once what the audit log and learning took for it
+// is on disk (Options.Sync): the answer to a call promises nothing a
+// crash could lose. A search's record is in the journal file at once (a
+// killed process loses none) and goes to disk with the next call's flush:
+// flushing for searches too costs a disk wait per search for a record
+// that acts on nothing. A sync that fails is logged; the answer goes.
+func (s *Server) durable(ctx context.Context, kind string, res *mcp.CallToolResult) *mcp.CallToolResult {
+	if s.opts.Sync != nil && kind != "search" {
+		if err := s.opts.Sync(context.WithoutCancel(ctx)); err != nil {
+			s.logger.Warn("the journal could not be flushed to disk; the answer goes, and what it promised waits in the file", "error", err)
+		}
+	}
 	return res
 }
 

@@ -102,6 +102,11 @@ type Options struct {
 	// the request state of each call parked for a client's answers, so
 	// that the replica the answers reach knows which one holds the call.
 	Replica string
+	// Sync, when set, is called before an answer to a tool call leaves:
+	// what the audit log and learning took for it is then durable (the
+	// journal's Sync: one disk flush serves the answers that wait
+	// together).
+	Sync func(ctx context.Context) error
 	// OnActivate, when set, is told of the tools a search added to a
 	// session's tool list (Activate), by the session's id: a fleet keeps
 	// them for the replica that may take the session over (Reactivate).

@@ -5,9 +5,11 @@
 // leaves its file behind; the next replica to open a journal in the same
 // folder takes the file's entries over and lands them.
 //
-// Appends are committed in groups: while one fsync runs, the appends that
-// arrive wait for the next, which takes them all, so that durability
-// costs a disk flush per group, not per call.
+// An entry is written into the file as it is added (so that it outlives
+// the process at once), and Sync waits for it to be on disk. Syncs are
+// served in groups: while one fsync runs, the syncs that arrive wait for
+// the next, which serves them all, so that durability costs a disk flush
+// per group of answers, not per call.
 package journal
 
 import (
@@ -57,18 +59,12 @@ type Journal struct {
 	f       *os.File
 	size    int64
 	next    uint64
-	buf     []byte
-	batch   *batch // the appends waiting for the next fsync
+	written uint64 // entries written
+	durable uint64 // entries fsynced
 	syncing bool
 	synced  *sync.Cond // broadcast when an fsync ends
 	undone  map[string]bool
 	pending map[string][]Entry // entries of an earlier run, by kind, until taken
-}
-
-// batch is a group of appends committed by one fsync.
-type batch struct {
-	done chan struct{}
-	err  error
 }
 
 // Open opens a journal of this process's own in dir (made if need be), and
@@ -84,7 +80,7 @@ func Open(dir string, logger *slog.Logger) (*Journal, error) {
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
-	j := &Journal{dir: dir, id: hex.EncodeToString(idb), logger: logger, undone: map[string]bool{}, pending: map[string][]Entry{}, batch: newBatch()}
+	j := &Journal{dir: dir, id: hex.EncodeToString(idb), logger: logger, undone: map[string]bool{}, pending: map[string][]Entry{}}
 	j.synced = sync.NewCond(&j.mu)
 	j.path = filepath.Join(dir, "journal-"+j.id+".wal")
 	f, err := os.OpenFile(j.path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
@@ -102,8 +98,6 @@ func Open(dir string, logger *slog.Logger) (*Journal, error) {
 	}
 	return j, nil
 }
-
-func newBatch() *batch { return &batch{done: make(chan struct{})} }
 
 // adopt takes over the files of journals whose process is gone (no lock
 // held on them).
@@ -220,64 +214,82 @@ func (j *Journal) Pending(kind string) []Entry {
 // ErrFull is an append to a journal at MaxBytes.
 var ErrFull = errors.New("journal: the file is full; the store has not taken what waits in it")
 
-// Append writes an entry of kind with data (JSON-encoded) and returns
-// once it is on disk (fsynced), with its origin. Appends that arrive
-// while an fsync runs are committed together by the next. ctx is checked
-// before the entry is written: once it is, the append waits for its
-// fsync, which a disk bounds.
-func (j *Journal) Append(ctx context.Context, kind string, data any) (string, error) {
-	if err := ctx.Err(); err != nil {
-		return "", err
-	}
+// Add writes an entry of kind with data (JSON-encoded) into the file and
+// returns its origin without waiting for the disk: written, it outlives
+// this process; Sync makes it outlive the machine.
+func (j *Journal) Add(kind string, data any) (string, error) {
 	raw, err := json.Marshal(data)
 	if err != nil {
 		return "", err
 	}
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	if j.f == nil {
-		j.mu.Unlock()
 		return "", errors.New("journal: closed")
 	}
 	origin := j.id + "." + strconv.FormatUint(j.next, 10)
 	b, _ := json.Marshal(line{Entry: Entry{Origin: origin, Kind: kind, Data: raw}})
-	if j.size+int64(len(j.buf)+len(b)) >= MaxBytes {
-		j.mu.Unlock()
+	if j.size+int64(len(b)+1) >= MaxBytes {
 		return "", ErrFull
 	}
+	n, err := j.f.Write(append(b, '\n'))
+	j.size += int64(n)
+	if err != nil {
+		return "", fmt.Errorf("journal: %w", err)
+	}
 	j.next++
-	j.buf = append(append(j.buf, b...), '\n')
+	j.written++
 	j.undone[origin] = true
-	mine := j.batch
-	for {
-		select {
-		case <-mine.done:
-			j.mu.Unlock()
-			return origin, mine.err
-		default:
+	return origin, nil
+}
+
+// Sync returns once every entry added before it is on disk (fsynced).
+// Syncs that arrive while an fsync runs are served together by the next,
+// so that a disk flush serves a group of answers.
+func (j *Journal) Sync(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	target := j.written
+	for j.durable < target {
+		if j.f == nil {
+			return errors.New("journal: closed")
 		}
 		if !j.syncing {
-			// Lead: commit everything buffered (this entry's batch, and
-			// any other waiting) with one fsync.
+			// Lead: one fsync for everything written so far.
 			j.syncing = true
-			buf, b := j.buf, j.batch
-			j.buf, j.batch = nil, newBatch()
+			upto := j.written
+			f := j.f
 			j.mu.Unlock()
-			n, err := j.f.Write(buf)
-			if err == nil {
-				err = j.f.Sync()
-			}
+			err := f.Sync()
 			j.mu.Lock()
-			j.size += int64(n)
 			j.syncing = false
-			b.err = err
-			close(b.done)
+			if err == nil {
+				j.durable = max(j.durable, upto)
+			}
 			j.synced.Broadcast()
+			if err != nil {
+				return fmt.Errorf("journal: %w", err)
+			}
 			continue
 		}
-		// Wait for the fsync under way; then this batch is done, or
-		// leads the next.
 		j.synced.Wait()
 	}
+	return nil
+}
+
+// Append adds an entry and syncs: it returns once the entry is on disk.
+func (j *Journal) Append(ctx context.Context, kind string, data any) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	origin, err := j.Add(kind, data)
+	if err != nil {
+		return "", err
+	}
+	return origin, j.Sync(ctx)
 }
 
 // Done marks entries as landed in the store. The mark is written but not
@@ -296,7 +308,7 @@ func (j *Journal) Done(origins ...string) {
 	for _, o := range origins {
 		delete(j.undone, o)
 	}
-	if len(j.undone) == 0 && !j.syncing && len(j.buf) == 0 {
+	if len(j.undone) == 0 && !j.syncing {
 		if err := j.f.Truncate(0); err == nil {
 			if _, err := j.f.Seek(0, io.SeekStart); err == nil {
 				j.size = 0
@@ -304,18 +316,13 @@ func (j *Journal) Done(origins ...string) {
 			}
 		}
 	}
+	// Written now (into the kernel, which outlives a killed process),
+	// without waiting for a disk flush.
 	b, _ := json.Marshal(line{Done: origins})
-	b = append(b, '\n')
-	j.buf = append(j.buf, b...)
-	if !j.syncing {
-		// Written now (into the kernel, which outlives a killed process),
-		// without waiting for a disk flush.
-		n, err := j.f.Write(j.buf)
-		j.size += int64(n)
-		j.buf = nil
-		if err != nil {
-			j.logger.Warn("journal: marking entries landed failed; they will be landed again", "error", err)
-		}
+	n, err := j.f.Write(append(b, '\n'))
+	j.size += int64(n)
+	if err != nil {
+		j.logger.Warn("journal: marking entries landed failed; they will be landed again", "error", err)
 	}
 }
 
@@ -334,14 +341,7 @@ func (j *Journal) Close() error {
 	if j.f == nil {
 		return nil
 	}
-	var err error
-	if len(j.buf) > 0 {
-		_, err = j.f.Write(j.buf)
-		j.buf = nil
-	}
-	if e := j.f.Sync(); err == nil {
-		err = e
-	}
+	err := j.f.Sync()
 	empty := len(j.undone) == 0
 	if e := j.f.Close(); err == nil {
 		err = e

@@ -15,8 +15,9 @@ import (
 // OpenShared returns a store whose pairs live in a PostgreSQL store that
 // several replicas share (serve --store): a pair one replica learns ranks
 // on every other once written (FlushEvery) and announced. With j, each
-// pair is on this machine's disk from Record until the store has it, and
-// Run lands what a journal left unlanded.
+// pair is in this machine's journal from Record until the store has it
+// (the journal's Sync puts it on disk), and Run lands what a journal left
+// unlanded.
 func OpenShared(db *store.DB, logger *slog.Logger, j *journal.Journal) *Store {
 	s := newStore(&shared{db: db}, logger)
 	s.journal = j

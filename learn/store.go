@@ -167,8 +167,9 @@ func (s *Store) Record(profile, query, tool string) {
 	}
 	p := Pair{Profile: profile, Query: query, Tool: tool, Count: 1, Last: time.Now().UTC()}
 	if s.journal != nil {
-		// On disk before the answer the pair was learned from leaves.
-		if origin, err := s.journal.Append(context.Background(), "learn", p); err == nil {
+		// In the journal before the answer the pair was learned from
+		// leaves (its Sync puts it on disk).
+		if origin, err := s.journal.Add("learn", p); err == nil {
 			p.origin = origin
 		} else {
 			s.logger.Warn("a learned pair is not in the journal; it waits in memory only", "error", err)

@@ -548,6 +548,7 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 			return fmt.Errorf("--journal: %w", err)
 		}
 		o.journalOpen = j
+		gopts.Sync = j.Sync
 	}
 	switch {
 	case o.audit == auditStore && src.db == nil:
