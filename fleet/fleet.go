@@ -60,10 +60,15 @@ type Options struct {
 	// Transport carries requests to other replicas; when nil, direct
 	// connections (no proxy).
 	Transport http.RoundTripper
-	// Reactivate, when set, gives a session taken over (by its id here)
-	// the tools its client had found (see Member.Activated); path is the
-	// session's MCP path.
-	Reactivate func(path, session string, names []string)
+}
+
+// OnTakeover sets what gives a session taken over (by its id here) the
+// tools its client had found (see Member.Activated); path is the
+// session's MCP path. Set it before the member serves.
+func (m *Member) OnTakeover(reactivate func(path, session string, names []string)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.react = reactivate
 }
 
 // New returns this replica's membership of the fleet whose store is db
@@ -77,7 +82,7 @@ func New(db *store.DB, key []byte, opts *Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{db: db, keys: k, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport, react: opts.Reactivate,
+	m := &Member{db: db, keys: k, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport,
 		adopted: map[adoptedKey]string{}, touched: map[string]bool{}}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)

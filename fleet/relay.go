@@ -250,9 +250,10 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 		}
 		m.mu.Lock()
 		m.adopted[adoptedKey{r.URL.Path, session}] = local
+		react := m.react
 		m.mu.Unlock()
-		if len(activated) > 0 && m.react != nil {
-			m.react(r.URL.Path, local, activated)
+		if len(activated) > 0 && react != nil {
+			react(r.URL.Path, local, activated)
 		}
 		m.logger.Info("fleet: took over a session of a replica that is gone", "replica", holder.id)
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -29,14 +28,15 @@ type HostOptions struct {
 	// Only, when set, names the one profile served, at /mcp and over
 	// stdio (serve --profile); the others are not served.
 	Only string
-	// AuthToken, AdminToken, Stateless and Relay are the HTTP surface's
-	// (see HTTPOptions).
+	// AuthToken, AdminToken and Stateless are the HTTP surface's (see
+	// HTTPOptions).
 	AuthToken  string
 	AdminToken string
 	Stateless  bool
-	Relay      func(http.Handler) http.Handler
-	// Vouch is the HTTP surface's (see HTTPOptions.Vouch).
-	Vouch func(r *http.Request) (*identity.Person, bool, error)
+	// Fleet, when set, is the fleet this host is a replica of: the host
+	// runs it, and the fleet sends on the requests of sessions other
+	// replicas hold.
+	Fleet Fleet
 	// People lets the team's people in with their own access tokens
 	// (see HTTPOptions.People).
 	People *People
@@ -53,12 +53,15 @@ type Host struct {
 	main   *Server   // at /mcp and over stdio
 	others []*Server // at /mcp/<profile>
 	tokens map[string]string
+	// announce carries the address of a fleet's replica to runFleet.
+	announce chan string
+	mounts   []mount
 }
 
 // NewHost returns a host of pool's tools. The error is a profile that
 // Only names and the profiles lack, or an unknown engine.
 func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
-	h := &Host{pool: pool, tokens: map[string]string{}}
+	h := &Host{pool: pool, tokens: map[string]string{}, announce: make(chan string, 1)}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -68,6 +71,13 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	}
 	so := h.opts.Server
 	so.Logger = h.logger
+	if f := h.opts.Fleet; f != nil {
+		so.Replica = f.ID()
+		if so.Activate {
+			so.OnActivate = f.Activated
+		}
+		f.OnTakeover(h.reactivate)
+	}
 	if so.Telemetry == nil {
 		// One for every profile's gateway: /metrics serves them all.
 		tel, err := telemetry.New(context.Background(), &telemetry.Options{Getenv: noEnv})
@@ -170,6 +180,9 @@ func (h *Host) Run(ctx context.Context) error {
 		wg.Go(func() { g.Run(ctx) })
 	}
 	wg.Go(func() { h.warnProfiles(ctx) })
+	if h.opts.Fleet != nil {
+		wg.Go(func() { h.runFleet(ctx) })
+	}
 	wg.Wait()
 
 	stopTail()
@@ -203,7 +216,16 @@ type Route struct {
 
 // httpOptions are the HTTP surface's options.
 func (h *Host) httpOptions() *HTTPOptions {
-	return &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, Relay: h.opts.Relay, People: h.opts.People, Vouch: h.opts.Vouch}
+	o := &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, People: h.opts.People}
+	if f := h.opts.Fleet; f != nil {
+		o.Relay, o.Vouch = f.Handler, f.Vouched
+		if o.People != nil {
+			pp := *o.People
+			pp.Relay = f.FlowHandler
+			o.People = &pp
+		}
+	}
+	return o
 }
 
 // Routes returns the host's MCP paths.
@@ -220,5 +242,15 @@ func (h *Host) Routes() []Route {
 // each profile's at /mcp/<profile>, the servers' state at /healthz and
 // every gateway's metrics at /metrics.
 func (h *Host) Handler() http.Handler {
-	return handler(h.main, h.others, h.httpOptions())
+	hd := handler(h.main, h.others, h.httpOptions())
+	if len(h.mounts) == 0 {
+		return hd
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", hd)
+	for _, m := range h.mounts {
+		mux.Handle(m.prefix, m.handler)
+		mux.Handle(m.prefix+"/", m.handler)
+	}
+	return mux
 }

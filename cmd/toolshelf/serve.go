@@ -309,28 +309,66 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if len(o.onCommandLine) > 0 {
 		logger.Warn("a secret was given on the command line, which every local user can read (ps, /proc/PID/cmdline); give it in a file: --auth-token-file, $TOOLSHELF_STORE_FILE", "flags", strings.Join(o.onCommandLine, ", "))
 	}
-	path := configPath(e, o.config)
-	if o.profile != "" && (o.catalog != "" || path == "") {
-		return usagef("--profile needs a configuration with \"profiles\"")
-	}
-	// The tokens that open the gateway reach no server: a server's
-	// output could hand them to a client of a smaller profile.
-	var own upstream.Secrets
-	own.Add(o.token, envAuthToken)
-	own.Add(o.store, envStore)
-	own.Add(e.getenv(envStoreKey), envStoreKey)
 	tel, err := openTelemetry(ctx, e, logger)
 	if err != nil {
 		return err
 	}
 	defer shutdownTelemetry(tel, logger)
 	gopts.Telemetry, gopts.TraceQueries = tel, o.traceQueries
-	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: own, telemetry: tel, storeURL: o.store})
+	src, own, err := o.openSource(e, tel, logger)
 	if err != nil {
 		return err
 	}
 	if src.db != nil {
 		defer src.db.Close()
+	}
+	hopts, err := o.hostOptions(e, src, gopts, own, logger)
+	if err != nil {
+		return err
+	}
+	if o.journalOpen != nil {
+		// Closed after the host, whose audit log and learning land what
+		// they can first.
+		defer o.journalOpen.Close()
+	}
+	host, err := gateway.NewHost(src.pool, hopts)
+	if err != nil {
+		return badInput(err)
+	}
+	if cons := o.newConsole(host, src, hopts.Server.Learn, logger); cons != nil {
+		host.Mount(console.Prefix, cons.Handler())
+	}
+	return serveHost(ctx, e, host, o, logger)
+}
+
+// openSource opens serve's tools (see the package's openSource), keeping
+// toolshelf's own secrets from the servers: the tokens that open the
+// gateway reach no server, whose output could hand them to a client of a
+// smaller profile.
+func (o *serveOptions) openSource(e *env, tel *telemetry.Telemetry, logger *slog.Logger) (*toolSource, *upstream.Secrets, error) {
+	path := configPath(e, o.config)
+	if o.profile != "" && (o.catalog != "" || path == "") {
+		return nil, nil, usagef("--profile needs a configuration with \"profiles\"")
+	}
+	own := &upstream.Secrets{}
+	own.Add(o.token, envAuthToken)
+	own.Add(o.store, envStore)
+	own.Add(e.getenv(envStoreKey), envStoreKey)
+	o.adminToken = o.token
+	if o.http != "" && o.adminToken == "" {
+		// Every route fails closed: /metrics, /healthz's details and the
+		// console need a token, this run's when none was given.
+		o.adminToken, o.madeToken = newToken(), true
+	}
+	own.Add(o.adminToken, "")
+	if o.fleetKey != "" {
+		own.Add(o.fleetKey, envFleetKey)
+	}
+	src, err := openSource(e, o.catalog, o.config, connectOptions{useCache: true, logger: logger.With("component", "upstream"), secrets: *own, telemetry: tel, storeURL: o.store})
+	if err != nil {
+		return nil, nil, err
+	}
+	if src.db != nil {
 		holds := "pins and approvals, what was learned from use, sessions"
 		switch {
 		case src.tokens == nil: // a catalog file: no servers to sign in to
@@ -341,77 +379,66 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 		}
 		logger.Info("shared store", "url", src.db.Where(), "holds", holds)
 	}
-	o.adminToken = o.token
-	if o.http != "" && o.adminToken == "" {
-		// Every route fails closed: /metrics, /healthz's details and the
-		// console need a token, this run's when none was given.
-		o.adminToken, o.madeToken = newToken(), true
-	}
-	own.Add(o.adminToken, "")
+	return src, own, nil
+}
+
+// hostOptions are the host's: the gateways', the fleet it joins, the
+// profiles and people, and the audit log and learning.
+func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Options, own *upstream.Secrets, logger *slog.Logger) (*gateway.HostOptions, error) {
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, AdminToken: o.adminToken, Stateless: o.stateless}
-	var host *gateway.Host
-	if src.db != nil && o.http != "" && o.fleetKey == "" {
-		logger.Warn("serving alone: replicas act as one only with the fleet key (--fleet-key-file or $TOOLSHELF_FLEET_KEY_FILE), with which they prove who they are to each other")
-	} else if src.db != nil && o.http != "" {
-		key, err := fleet.ParseKey(o.fleetKey)
-		if err != nil {
-			return usagef("the fleet key: %v", err)
-		}
-		own.Add(o.fleetKey, envFleetKey)
-		o.fleet, err = fleet.New(src.db, key, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: gopts.SessionIdle,
-			Reactivate: func(path, session string, names []string) {
-				if g := host.At(path); g != nil {
-					g.Reactivate(session, names)
-				}
-			}})
-		if err != nil {
-			return err
-		}
-		hopts.Server.Replica, hopts.Relay, hopts.Vouch = o.fleet.ID(), o.fleet.Handler, o.fleet.Vouched
-		if src.flows != nil {
-			// A person's browser comes back to any replica.
-			src.flows.SetNote(o.fleet.NoteFlow)
-		}
-		if src.policies != nil {
-			// A limit is the fleet's: each replica counts its share.
-			src.policies.SetShare(o.fleet.Replicas)
-		}
-		if o.activate {
-			hopts.Server.OnActivate = o.fleet.Activated
-		}
-	} else if o.advertise != "" {
-		return usagef("--advertise needs --http and a shared store (--store)")
+	if err := o.joinFleet(src, hopts, logger); err != nil {
+		return nil, err
 	}
 	if src.config != nil {
 		hopts.Profiles = src.config.Profiles
 		if _, ok := src.config.Profile(o.profile); o.profile != "" && !ok {
-			return usagef("--profile %q: %s has no such profile%s", o.profile, path, profileList(src.config))
+			return nil, usagef("--profile %q: %s has no such profile%s", o.profile, src.name, profileList(src.config))
 		}
 		if src.config.Identity != nil {
 			if o.http == "" {
 				logger.Warn(`"identity" applies to --http only: over stdio the person is whoever started toolshelf`)
 			}
 			hopts.People = people(src)
-			if o.fleet != nil {
-				hopts.People.Relay = o.fleet.FlowHandler
-			}
 		}
 	} else {
 		logger.Info("no configuration; serving "+src.name+" for search only", "tools", src.pool.Catalog().Len())
 	}
 	if err := o.openStores(e, src, logger, &hopts.Server); err != nil {
+		return nil, err
+	}
+	return hopts, nil
+}
+
+// joinFleet makes this replica a member of the fleet of its store, with
+// --http and the fleet key: without the key it serves alone.
+func (o *serveOptions) joinFleet(src *toolSource, hopts *gateway.HostOptions, logger *slog.Logger) error {
+	switch {
+	case (src.db == nil || o.http == "") && o.advertise != "":
+		return usagef("--advertise needs --http and a shared store (--store)")
+	case src.db == nil || o.http == "":
+		return nil
+	case o.fleetKey == "":
+		logger.Warn("serving alone: replicas act as one only with the fleet key (--fleet-key-file or $TOOLSHELF_FLEET_KEY_FILE), with which they prove who they are to each other")
+		return nil
+	}
+	key, err := fleet.ParseKey(o.fleetKey)
+	if err != nil {
+		return usagef("the fleet key: %v", err)
+	}
+	member, err := fleet.New(src.db, key, &fleet.Options{Logger: logger.With("component", "fleet"), Keep: hopts.Server.SessionIdle})
+	if err != nil {
 		return err
 	}
-	if o.journalOpen != nil {
-		// Closed after the host, whose audit log and learning land what
-		// they can first.
-		defer o.journalOpen.Close()
+	o.fleet, hopts.Fleet = member, member
+	if src.flows != nil {
+		// A person's browser comes back to any replica.
+		src.flows.SetNote(member.NoteFlow)
 	}
-	host, err = gateway.NewHost(src.pool, hopts)
-	if err != nil {
-		return badInput(err)
+	if src.policies != nil {
+		// A limit is the fleet's: each replica counts its share.
+		src.policies.SetShare(member.Replicas)
 	}
-	return serveHost(ctx, e, host, o.newConsole(host, src, hopts.Server.Learn, logger), o, logger)
+	return nil
 }
 
 // newConsole is the web console of --console over host, or nil.
@@ -462,7 +489,7 @@ func shutdownTelemetry(tel *telemetry.Telemetry, logger *slog.Logger) {
 
 // serveHost runs the host and serves it over stdio or HTTP until either
 // ends, then stops the host and waits for everything it started.
-func serveHost(ctx context.Context, e *env, host *gateway.Host, cons *console.Console, o serveOptions, logger *slog.Logger) error {
+func serveHost(ctx context.Context, e *env, host *gateway.Host, o serveOptions, logger *slog.Logger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	ran := make(chan error, 1)
@@ -480,7 +507,7 @@ func serveHost(ctx context.Context, e *env, host *gateway.Host, cons *console.Co
 		logger.Info("serving MCP over stdio", "mode", host.Main().Mode(), "profile", host.Main().Profile())
 		err = host.Main().ServeStdio(ctx, gateway.StdioTransport(e.stdin, e.stdout))
 	} else {
-		err = serveHTTP(ctx, host, cons, o, logger)
+		err = serveHTTP(ctx, host, o, logger)
 	}
 	cancel()
 	return errors.Join(err, <-ran)
@@ -651,7 +678,7 @@ func advertised(flag string, addr net.Addr) (string, error) {
 	return "", usagef("--http %s listens on every interface and this machine has no address to announce to the other replicas: set --advertise", addr)
 }
 
-func serveHTTP(ctx context.Context, host *gateway.Host, cons *console.Console, o serveOptions, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, host *gateway.Host, o serveOptions, logger *slog.Logger) error {
 	l, err := net.Listen("tcp", o.http)
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
@@ -665,24 +692,11 @@ func serveHTTP(ctx context.Context, host *gateway.Host, cons *console.Console, o
 			l.Close()
 			return err
 		}
-		ctx, stop := context.WithCancel(ctx)
-		left := make(chan struct{})
-		go func() {
-			defer close(left)
-			if err := o.fleet.Run(ctx, address); err != nil {
-				logger.Warn("fleet: leaving: the store did not take it; other replicas will take this one's sessions over when it is silent", "error", err)
-			}
-		}()
-		defer func() { stop(); <-left }()
+		host.Announce(address)
 		logger.Info("serving as a replica of the fleet", "replica", o.fleet.ID(), "address", address)
 	}
 	h := host.Handler()
-	if cons != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/", h)
-		mux.Handle(console.Prefix, cons.Handler())
-		mux.Handle(console.Prefix+"/", cons.Handler())
-		h = mux
+	if o.console {
 		logger.Info("serving the console", "url", "http://"+l.Addr().String()+console.Prefix+"/")
 		if o.madeToken {
 			// Once, on stderr and not in the log, as Jupyter does: the

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/toolshelf/toolshelf/identity"
+)
+
+// Fleet is the fleet of replicas a host is one of (fleet.Member is one).
+// The host runs it once its address is known (Host.Announce), sends each
+// MCP path's requests and the sign-in callback through it, trusts the
+// requests it vouches for, and tells it of the tools a session's searches
+// added; the fleet gives a session it took over its tools back through
+// the host.
+type Fleet interface {
+	// ID names this replica; it leads the request states of parked
+	// calls.
+	ID() string
+	// Run announces this replica at address until ctx is done.
+	Run(ctx context.Context, address string) error
+	// Handler wraps an MCP path's handler, after authorization.
+	Handler(next http.Handler) http.Handler
+	// FlowHandler wraps the callback of people's sign-ins.
+	FlowHandler(next http.Handler) http.Handler
+	// Vouched reports whether another replica sent r on, and the person
+	// it authenticated (see HTTPOptions.Vouch).
+	Vouched(r *http.Request) (*identity.Person, bool, error)
+	// Activated keeps the tools a search added to a session's list.
+	Activated(ctx context.Context, session string, names []string)
+	// OnTakeover sets what gives a session taken over (by its id here,
+	// on its MCP path) the tools its client had found.
+	OnTakeover(reactivate func(path, session string, names []string))
+}
+
+// Announce tells the host the address other replicas reach it at: its
+// fleet starts saying so (Run runs it). Called once, after the listener
+// is open.
+func (h *Host) Announce(address string) {
+	if h.opts.Fleet != nil {
+		h.announce <- address
+	}
+}
+
+// runFleet runs the fleet member once the host is announced, until ctx
+// is done.
+func (h *Host) runFleet(ctx context.Context) {
+	select {
+	case address := <-h.announce:
+		if err := h.opts.Fleet.Run(ctx, address); err != nil {
+			h.logger.Warn("fleet: leaving: the store did not take it; other replicas will take this one's sessions over when it is silent", "error", err)
+		}
+	case <-ctx.Done():
+	}
+}
+
+// reactivate gives a session the fleet took over its client's tools.
+func (h *Host) reactivate(path, session string, names []string) {
+	if g := h.At(path); g != nil {
+		g.Reactivate(session, names)
+	}
+}
+
+// Mount serves h under prefix beside the host's own routes (the console
+// at /console).
+func (h *Host) Mount(prefix string, handler http.Handler) {
+	h.mounts = append(h.mounts, mount{prefix, handler})
+}
+
+type mount struct {
+	prefix  string
+	handler http.Handler
+}
