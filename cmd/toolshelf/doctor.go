@@ -7,13 +7,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/toolshelf/toolshelf/anthropic"
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -36,7 +39,10 @@ shared by servers, schemas that had to be normalised, descriptions over
 characters) as a tool-poisoning check. Servers' prompts, resources and
 resource templates are counted too: they are listed to clients (as slash
 commands, @-mentions), not sent to the model every turn. Tools quarantined
-by toolshelf.lock (see 'toolshelf tools') are listed with why.
+by toolshelf.lock (see 'toolshelf tools') are listed with why. With an
+"identity" section, the identity provider is asked for its metadata: it
+answers or not (and why), and whether opaque tokens (introspection) and
+"signin": "exchange" servers (the token exchange grant) can be served.
 
 --profile NAME reports what a client of the configuration's profile NAME
 sees: its servers and tools, its cost and its deferral decision.
@@ -114,6 +120,37 @@ type doctorReport struct {
 	// --profile); Quarantined the tools toolshelf.lock keeps out.
 	Profile     string                 `json:"profile"`
 	Quarantined []upstream.Quarantined `json:"quarantined"`
+	// Identity is the check of the configuration's identity provider,
+	// when it names one.
+	Identity *identityCheck `json:"identity,omitempty"`
+}
+
+// identityCheck says whether the identity provider answers as the
+// gateway needs: its metadata, and what it offers for the configuration.
+type identityCheck struct {
+	Issuer string `json:"issuer"`
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	// Introspection and Exchange say whether opaque tokens and "signin":
+	// "exchange" servers can be served.
+	Introspection bool `json:"introspection"`
+	Exchange      bool `json:"exchange"`
+}
+
+// checkIdentity asks the provider for its metadata.
+func checkIdentity(ctx context.Context, id *upstream.Identity) *identityCheck {
+	c := &identityCheck{Issuer: id.Issuer}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	meta, err := identity.Discover(ctx, &http.Client{Timeout: 10 * time.Second}, id.Issuer)
+	if err != nil {
+		c.Error = err.Error()
+		return c
+	}
+	c.OK = true
+	c.Introspection = meta.IntrospectionEndpoint != "" && id.ClientID != ""
+	c.Exchange = slices.Contains(meta.GrantTypes, "urn:ietf:params:oauth:grant-type:token-exchange") && id.ClientID != ""
+	return c
 }
 
 type doctorServer struct {
@@ -204,6 +241,9 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	if rep.Warnings == nil {
 		rep.Warnings = []catalog.Finding{}
 	}
+	if src.config != nil && src.config.Identity != nil {
+		rep.Identity = checkIdentity(ctx, src.config.Identity)
+	}
 	offers := map[string]upstream.Offer{}
 	if src.pool != nil {
 		for _, o := range src.pool.Offers() {
@@ -283,6 +323,13 @@ func (r *doctorReport) write(w io.Writer) {
 	}
 	writeUncontained(w, statuses)
 
+	if c := r.Identity; c != nil {
+		if c.OK {
+			fmt.Fprintf(w, "\nIdentity provider %s answers (opaque tokens: %s; token exchange: %s).\n", c.Issuer, yesNo(c.Introspection), yesNo(c.Exchange))
+		} else {
+			fmt.Fprintf(w, "\nIdentity provider %s does not answer: %s\n  People's tokens are refused (503) until it does.\n", c.Issuer, c.Error)
+		}
+	}
 	if len(r.Quarantined) > 0 {
 		fmt.Fprintf(w, "\nQuarantined by toolshelf.lock (%d; review with toolshelf tools diff):\n", len(r.Quarantined))
 		for _, h := range r.Quarantined {
@@ -345,4 +392,11 @@ func offerTokens(ctx context.Context, o upstream.Offer) int {
 	}
 	n, _ := policy.Tokenizer{}.CountTokens(ctx, defs)
 	return n
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }

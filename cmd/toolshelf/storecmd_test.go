@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -58,5 +59,37 @@ func TestStoreKeyRotation(t *testing.T) {
 	r = runCLI(t, "auth", "status", "--json")
 	if err := json.Unmarshal([]byte(r.stdout), &status); err != nil || len(status) != 1 || status[0].State != "signed-in" {
 		t.Errorf("auth status with the new key after the rotation: %s %s", r.stdout, r.stderr)
+	}
+}
+
+// doctor checks the configuration's identity provider: a real one
+// answers (with introspection and the exchange grant for the gateway's
+// client), one that does not answer is named with why.
+func TestDoctorChecksIdentityProvider(t *testing.T) {
+	idp := testenv.StartIDP(t, nil)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		issuer string
+		ok     bool
+	}{{idp.Issuer, true}, {"http://127.0.0.1:1", false}} {
+		cfg := dir + "/servers.json"
+		data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{},
+			"identity": map[string]any{"issuer": tc.issuer, "audience": "toolshelf", "clientId": testenv.GatewayClient, "clientSecret": testenv.GatewaySecret}})
+		if err := os.WriteFile(cfg, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		r := runCLI(t, "doctor", "--config", cfg, "--json")
+		var rep doctorReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || rep.Identity == nil {
+			t.Fatalf("doctor: %v %s %s", err, r.stdout, r.stderr)
+		}
+		c := rep.Identity
+		if c.OK != tc.ok || (tc.ok && (!c.Introspection || !c.Exchange)) || (!tc.ok && c.Error == "") {
+			t.Errorf("the check of %s: %+v", tc.issuer, c)
+		}
+		text := runCLI(t, "doctor", "--config", cfg)
+		if want := map[bool]string{true: "answers", false: "does not answer"}[tc.ok]; !strings.Contains(text.stdout, "Identity provider "+tc.issuer+" "+want) {
+			t.Errorf("doctor's text for %s:\n%s", tc.issuer, text.stdout)
+		}
 	}
 }
