@@ -26,7 +26,7 @@ const changesChannel = "toolshelf_signins"
 // resource, subject and version bound to it) so that the database and its
 // backups hold no usable token. old are keys the sign-ins may still be
 // sealed with while the key is rotated: they open rows, key seals them.
-// Until ctx is done the store hears of the sign-ins, sign-outs and
+// While Run runs, the store hears of the sign-ins, sign-outs and
 // refreshes made through other replicas, which the next request to a
 // server then uses.
 func OpenShared(ctx context.Context, db *store.DB, key []byte, old ...[]byte) (*Store, error) {
@@ -42,9 +42,12 @@ func OpenShared(ctx context.Context, db *store.DB, key []byte, old ...[]byte) (*
 		}
 		aeads = append(aeads, aead)
 	}
-	s := &Store{where: db.Where(), back: &sharedSignins{db: db, aeads: aeads, seen: map[Key]int64{}}}
-	go db.Listen(ctx, changesChannel, func(string) { s.changes.Add(1) })
-	return s, nil
+	return &Store{where: db.Where(), back: &sharedSignins{db: db, aeads: aeads, seen: map[Key]int64{}}}, nil
+}
+
+// follow hears of the changes other processes make, until ctx is done.
+func (s *sharedSignins) follow(ctx context.Context, changed func()) {
+	s.db.Listen(ctx, changesChannel, func(string) { changed() })
 }
 
 // ParseKey reads a store key: 32 random bytes, base64 or hex encoded.

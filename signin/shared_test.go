@@ -31,6 +31,11 @@ func replicaStore(t *testing.T, ctx context.Context, url string, key []byte) (*S
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As the pool runs it: followed until the test ends, and waited for.
+	fctx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); s.Run(fctx) }()
+	t.Cleanup(func() { stop(); <-done })
 	return s, db
 }
 

@@ -124,6 +124,16 @@ func Open(path string) *Store {
 	return &Store{where: path, back: &tokenFile{path: path}}
 }
 
+// Run follows, until ctx is done, the sign-ins, sign-outs and refreshes
+// other processes make in a shared store (OpenShared), so that handlers
+// read them again; for a token file it returns at once. Its caller owns
+// it (the pool runs it).
+func (s *Store) Run(ctx context.Context) {
+	if sh, ok := s.back.(*sharedSignins); ok {
+		sh.follow(ctx, func() { s.changes.Add(1) })
+	}
+}
+
 // Where says where the sign-ins are kept: the token file's path, or the
 // shared store's URL without its password.
 func (s *Store) Where() string { return s.where }
