@@ -91,12 +91,6 @@ func (d *DB) Close() {
 	d.pool.Close()
 }
 
-// Notify tells every replica listening on channel that something changed.
-func (d *DB) Notify(ctx context.Context, channel, payload string) error {
-	_, err := d.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload)
-	return err
-}
-
 // Listen calls onChange for each notification on channel, and once each
 // time it starts listening, first or again after a loss (what changed
 // before was not heard of), until ctx is done or the DB is closed.
