@@ -221,7 +221,7 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			// beating.
 			m.logger.Warn("fleet: a session's replica did not serve a request sent on to it", "replica", holder.id, "error", err)
 			if !errors.Is(err, errUnreached) {
-				http.Error(w, "toolshelf: the replica holding this session failed the request; the session goes on there", http.StatusBadGateway)
+				http.Error(w, "toolshelf: the replica holding this session failed while serving this request, and may have acted on it; the session goes on (taken over once that replica is silent, if it is gone), and the request may be sent again", http.StatusBadGateway)
 				return
 			}
 			// Not reached: killed, most likely. Its heartbeat goes stale
