@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -109,6 +110,7 @@ type Log struct {
 	waiting atomic.Int64 // for the shared store, while it is away
 	// journalFailed counts the records the journal did not take.
 	journalFailed atomic.Int64
+	running       atomic.Bool
 }
 
 // Open returns the log at path, creating the file (mode 0600: it names
@@ -170,6 +172,11 @@ func (l *Log) Dropped() int64 { return l.total.Load() }
 // Run writes queued records until ctx is done, then writes what is still
 // queued and returns.
 func (l *Log) Run(ctx context.Context) error {
+	// Two writers of one queue would split it between them and write
+	// over each other's file.
+	if !l.running.CompareAndSwap(false, true) {
+		return errors.New("audit: the log is already running")
+	}
 	if l.shared != nil {
 		return l.runShared(ctx)
 	}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/oauthtest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -59,7 +60,12 @@ func tracedPeopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string
 		opts.Policies, _ = rulesFile(t, policy)
 	}
 	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("notes", notesServer())}, opts)
-	log, read := auditLog(t)
+	// The host runs the audit log: records() stops the host to read it.
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	log, err := audit.Open(auditFile, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	profiles := []upstream.Profile{
 		{Name: "ops", Servers: []string{"notes"}, Claims: map[string][]string{"groups": {"sre"}}},
 		{Name: "dev", Servers: []string{"notes"}, Claims: map[string][]string{"groups": {"dev"}}},
@@ -78,7 +84,11 @@ func tracedPeopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string
 	if err != nil {
 		t.Fatal(err)
 	}
-	background(t, h.Run)
+	hctx, stopHost := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); h.Run(hctx) }()
+	stop := func() { stopHost(); <-stopped }
+	t.Cleanup(stop)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
@@ -87,8 +97,13 @@ func tracedPeopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	return srv.URL, func() []auditRecord {
+		stop()
+		recs, _, err := audit.Read(auditFile, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		var out []auditRecord
-		for _, r := range read() {
+		for _, r := range recs {
 			out = append(out, auditRecord{r.Profile, r.Subject, r.Email, r.Tool, r.Outcome, r.Decision})
 		}
 		return out
