@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,9 +25,76 @@ func (v *Verifier) introspect(ctx context.Context, meta *Metadata, token string)
 	}
 	key := tokenKey(token)
 	now := v.opts.Now()
-	if p, ok := v.cache.get(key, now); ok {
-		return p, nil
+	for {
+		if a, ok := v.cache.get(key, now); ok {
+			if a.refused != "" {
+				return nil, &InvalidError{a.refused}
+			}
+			return a.p, nil
+		}
+		// One question per token at a time: the others wait for its
+		// answer, kept in the cache.
+		v.mu.Lock()
+		wait, asked := v.inflight[key]
+		if !asked {
+			v.inflight[key] = make(chan struct{})
+		}
+		v.mu.Unlock()
+		if !asked || v.opts.CacheFor < 0 {
+			break
+		}
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	defer func() {
+		v.mu.Lock()
+		if done, ok := v.inflight[key]; ok {
+			close(done)
+			delete(v.inflight, key)
+		}
+		v.mu.Unlock()
+	}()
+	// At most maxAsking questions to the provider at once: made-up
+	// tokens cost a client nothing, and the provider must not pay for
+	// each at once.
+	select {
+	case v.asking <- struct{}{}:
+		defer func() { <-v.asking }()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	p, err := v.ask(ctx, meta, token, now)
+	var invalid *InvalidError
+	switch {
+	case errors.As(err, &invalid) && v.opts.CacheFor > 0:
+		// A refused token stays refused: it is not asked about again for
+		// a while either.
+		v.cache.put(key, introspected{refused: invalid.Reason}, now.Add(v.opts.CacheFor), now)
+	case err == nil && v.opts.CacheFor > 0:
+		until := now.Add(v.opts.CacheFor)
+		if !p.Expiry.IsZero() && p.Expiry.Before(until) {
+			until = p.Expiry
+		}
+		v.cache.put(key, introspected{p: p}, until, now)
+	}
+	return p, err
+}
+
+// maxAsking bounds the introspection requests in flight.
+const maxAsking = 16
+
+// introspected is a kept answer: the person, or why the token was
+// refused.
+type introspected struct {
+	p       *Person
+	refused string
+}
+
+// ask asks the provider's introspection endpoint about a token.
+func (v *Verifier) ask(ctx context.Context, meta *Metadata, token string, now time.Time) (*Person, error) {
 	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, meta.IntrospectionEndpoint, strings.NewReader(form.Encode()))
 	if err != nil {
@@ -76,13 +144,6 @@ func (v *Verifier) introspect(ctx context.Context, meta *Metadata, token string)
 		}
 	}
 	p.token = token
-	until := now.Add(v.opts.CacheFor)
-	if !p.Expiry.IsZero() && p.Expiry.Before(until) {
-		until = p.Expiry
-	}
-	if v.opts.CacheFor > 0 {
-		v.cache.put(key, p, until, now)
-	}
 	return p, nil
 }
 

@@ -102,8 +102,10 @@ type Verifier struct {
 	failedAt time.Time // when discovery last failed
 	failure  error
 
-	cache     *expiring[*Person]       // introspection's answers
-	exchanged *expiring[*oauth2.Token] // exchanged tokens, by person and audience
+	cache     *expiring[introspected]    // introspection's answers
+	exchanged *expiring[*oauth2.Token]   // exchanged tokens, by person and audience
+	asking    chan struct{}              // introspections in flight
+	inflight  map[[32]byte]chan struct{} // the tokens asked about now (under mu)
 }
 
 // Metadata is what the verifier uses of the provider's metadata.
@@ -149,7 +151,9 @@ func New(cfg Config, opts *Options) (*Verifier, error) {
 	if len(v.cfg.Algorithms) == 0 {
 		v.cfg.Algorithms = DefaultAlgorithms
 	}
-	v.cache = newExpiring[*Person](maxCached)
+	v.cache = newExpiring[introspected](maxCached)
+	v.asking = make(chan struct{}, maxAsking)
+	v.inflight = map[[32]byte]chan struct{}{}
 	v.exchanged = newExpiring[*oauth2.Token](maxCached)
 	return v, nil
 }

@@ -12,8 +12,11 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -198,5 +201,47 @@ func TestKeysAreFetchedAtMostOnceAnInterval(t *testing.T) {
 	// is refused, which shows no fetch happened.
 	if _, err := v.Verify(ctx, idp.Token(t, "bob")); err == nil {
 		t.Fatal("the keys were fetched again within the interval")
+	}
+}
+
+// counting counts the requests a client makes to paths ending in suffix.
+type counting struct {
+	suffix string
+	n      atomic.Int64
+}
+
+func (c *counting) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, c.suffix) {
+		c.n.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// Made-up opaque tokens cost the provider one question each, not one per
+// request: a refused token is kept refused for a while, and questions in
+// flight are bounded.
+func TestMadeUpTokensAskTheProviderOnce(t *testing.T) {
+	idp := testenv.StartIDP(t, &testenv.IDPOptions{Format: "opaque"})
+	c := &counting{suffix: "/introspection"}
+	v := verifier(t, idp, &identity.Options{Client: &http.Client{Transport: c}})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 50 {
+		wg.Go(func() {
+			if _, err := v.Verify(ctx, "made-up-opaque-token"); err == nil {
+				t.Error("a made-up token was taken")
+			}
+		})
+	}
+	wg.Wait()
+	if n := c.n.Load(); n < 1 || n > 16 {
+		t.Errorf("%d introspections for 50 requests with one made-up token, want between 1 and 16", n)
+	}
+	before := c.n.Load()
+	for range 20 {
+		v.Verify(ctx, "made-up-opaque-token")
+	}
+	if n := c.n.Load() - before; n != 0 {
+		t.Errorf("%d more introspections for a token already refused", n)
 	}
 }
