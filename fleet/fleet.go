@@ -72,7 +72,7 @@ func (m *Member) OnTakeover(reactivate func(path, session string, names []string
 }
 
 // New returns this replica's membership of the fleet whose store is db
-// and whose replicas share key (see ParseKey): 32 random bytes that the
+// and whose replicas share key (signin.ParseKey reads one): 32 random bytes that the
 // store does not hold. It takes part once Run has announced its address.
 func New(db *store.DB, key []byte, opts *Options) (*Member, error) {
 	if opts == nil {

@@ -35,21 +35,6 @@ type keys struct {
 	seal cipher.AEAD
 }
 
-// ParseKey reads a fleet key: 32 random bytes, base64 or hex encoded
-// (openssl rand -base64 32).
-func ParseKey(s string) ([]byte, error) {
-	s = strings.TrimSpace(s)
-	for _, decode := range []func(string) ([]byte, error){
-		base64.StdEncoding.DecodeString, base64.RawStdEncoding.DecodeString,
-		base64.URLEncoding.DecodeString, base64.RawURLEncoding.DecodeString, hex.DecodeString,
-	} {
-		if b, err := decode(s); err == nil && len(b) == 32 {
-			return b, nil
-		}
-	}
-	return nil, errors.New("want 32 random bytes, base64-encoded (openssl rand -base64 32)")
-}
-
 func newKeys(key []byte) (*keys, error) {
 	if len(key) != 32 {
 		return nil, errors.New("fleet: the fleet key must be 32 bytes")

@@ -25,6 +25,7 @@ import (
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/sandbox"
+	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -421,7 +422,7 @@ func (o *serveOptions) joinFleet(src *toolSource, hopts *gateway.HostOptions, lo
 		logger.Warn("serving alone: replicas act as one only with the fleet key (--fleet-key-file or $TOOLSHELF_FLEET_KEY_FILE), with which they prove who they are to each other")
 		return nil
 	}
-	key, err := fleet.ParseKey(o.fleetKey)
+	key, err := signin.ParseKey(o.fleetKey) // the same form as the store key
 	if err != nil {
 		return usagef("the fleet key: %v", err)
 	}
