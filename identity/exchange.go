@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -48,19 +46,7 @@ func (v *Verifier) Exchange(ctx context.Context, p *Person, audience string) (*o
 		"grant_type": {exchangeGrant}, "subject_token": {p.token}, "subject_token_type": {accessTokenType},
 		"requested_token_type": {accessTokenType}, "audience": {audience},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, meta.TokenEndpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(v.cfg.ClientID), url.QueryEscape(v.cfg.ClientSecret))
-	resp, err := v.opts.Client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("token exchange: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
+	status, data, err := v.postForm(ctx, meta.TokenEndpoint, form)
 	if err != nil {
 		return nil, fmt.Errorf("token exchange: %w", err)
 	}
@@ -72,11 +58,11 @@ func (v *Verifier) Exchange(ctx context.Context, p *Person, audience string) (*o
 	}
 	jerr := json.Unmarshal(data, &out)
 	switch {
-	case resp.StatusCode != http.StatusOK && out.Error != "":
+	case status != http.StatusOK && out.Error != "":
 		// The description may echo the token: only the code is told.
 		return nil, fmt.Errorf("token exchange for %s: the provider answered %s", audience, out.Error)
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("token exchange for %s: the provider answered HTTP %d", audience, resp.StatusCode)
+	case status != http.StatusOK:
+		return nil, fmt.Errorf("token exchange for %s: the provider answered HTTP %d", audience, status)
 	case jerr != nil || out.AccessToken == "":
 		return nil, fmt.Errorf("token exchange for %s: the provider answered something other than a token", audience)
 	}

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -95,25 +93,12 @@ type introspected struct {
 
 // ask asks the provider's introspection endpoint about a token.
 func (v *Verifier) ask(ctx context.Context, meta *Metadata, token string, now time.Time) (*Person, error) {
-	form := url.Values{"token": {token}, "token_type_hint": {"access_token"}}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, meta.IntrospectionEndpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.SetBasicAuth(url.QueryEscape(v.cfg.ClientID), url.QueryEscape(v.cfg.ClientSecret))
-	resp, err := v.opts.Client.Do(req)
+	status, data, err := v.postForm(ctx, meta.IntrospectionEndpoint, url.Values{"token": {token}, "token_type_hint": {"access_token"}})
 	if err != nil {
 		return nil, fmt.Errorf("identity provider: introspection: %w", err)
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
-	if err != nil {
-		return nil, fmt.Errorf("identity provider: introspection: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("identity provider: introspection answered HTTP %d", resp.StatusCode)
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("identity provider: introspection answered HTTP %d", status)
 	}
 	var claims map[string]any
 	if err := json.Unmarshal(data, &claims); err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -100,26 +99,15 @@ func (v *Verifier) SignIn(ctx context.Context, oc *oauth2.Config, code, verifier
 }
 
 func (v *Verifier) userinfo(ctx context.Context, endpoint, access string) (map[string]any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint, nil)
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+access)
-	req.Header.Set("Accept", "application/json")
-	resp, err := v.opts.Client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("userinfo: %w", err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
+	status, data, err := get(ctx, v.opts.Client, endpoint, access)
 	if err != nil {
 		return nil, fmt.Errorf("userinfo: %w", err)
 	}
 	switch {
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
-		return nil, &refusedError{resp.StatusCode}
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("userinfo answered HTTP %d", resp.StatusCode)
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return nil, &refusedError{status}
+	case status != http.StatusOK:
+		return nil, fmt.Errorf("userinfo answered HTTP %d", status)
 	}
 	var info map[string]any
 	if err := json.Unmarshal(data, &info); err != nil {

@@ -334,22 +334,12 @@ func Discover(ctx context.Context, client *http.Client, issuer string) (*Metadat
 }
 
 func getJSON(ctx context.Context, client *http.Client, where string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, where, nil)
+	status, data, err := get(ctx, client, where, "")
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %d", where, resp.StatusCode)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadata))
-	if err != nil {
-		return err
+	if status != http.StatusOK {
+		return fmt.Errorf("%s: HTTP %d", where, status)
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("%s: %v", where, err)
