@@ -140,13 +140,9 @@ is refreshed once for all of them.
 			if len(args) == 0 {
 				return usagef("auth needs login, status or logout")
 			}
-			path := configPath(e, *config)
-			var cfg *upstream.Config
-			if path != "" {
-				var err error
-				if cfg, err = loadConfig(e, path); err != nil {
-					return err
-				}
+			cfg, path, err := optionalConfig(e, *config)
+			if err != nil {
+				return err
 			}
 			store, closeStore, err := authTokens(e, cfg, *storeURL)
 			if err != nil {

@@ -51,6 +51,17 @@ func configPath(e *env, flagValue string) string {
 	return ""
 }
 
+// optionalConfig reads the configuration that --config (flag) or the
+// defaults name, if any: nil and "" when there is none.
+func optionalConfig(e *env, flag string) (*upstream.Config, string, error) {
+	path := configPath(e, flag)
+	if path == "" {
+		return nil, "", nil
+	}
+	cfg, err := loadConfig(e, path)
+	return cfg, path, err
+}
+
 // loadConfig reads a whole configuration file; its problems are usage
 // errors.
 func loadConfig(e *env, path string) (*upstream.Config, error) {

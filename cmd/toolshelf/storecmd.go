@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 var storeCommand = &command{
@@ -40,12 +38,9 @@ rows sealed with the old key cannot be put back.
 			if e.getenv(envStoreKey) == "" || e.getenv(envStoreOldKey) == "" {
 				return usagef("rotate-key needs the new key in $%s_FILE and the old in $%s_FILE (or the variables themselves)", envStoreKey, envStoreOldKey)
 			}
-			var cfg *upstream.Config
-			if path := configPath(e, *config); path != "" {
-				var err error
-				if cfg, err = loadConfig(e, path); err != nil {
-					return err
-				}
+			cfg, _, err := optionalConfig(e, *config)
+			if err != nil {
+				return err
 			}
 			store, closeStore, err := authTokens(e, cfg, *storeURL)
 			if err != nil {
