@@ -189,6 +189,19 @@ func (s *sharedSignins) list(ctx context.Context) ([]Record, []Unreadable, error
 	return out, bad, s.unreachable(rows.Err())
 }
 
+func (s *sharedSignins) get(ctx context.Context, k Key) (*Record, error) {
+	var version int64
+	var sealed []byte
+	err := s.db.Pool().QueryRow(ctx, "SELECT version, sealed FROM signins WHERE server = $1 AND resource = $2 AND subject = $3", k.Server, k.Resource, k.Subject).Scan(&version, &sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.unreachable(err)
+	}
+	return s.open(k, version, sealed)
+}
+
 func (s *sharedSignins) update(ctx context.Context, k Key, fn func(*Record) (*Record, error)) (*Record, error) {
 	var out *Record
 	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {

@@ -75,6 +75,9 @@ type Store struct {
 type backend interface {
 	// list returns the sign-ins, and apart those that cannot be read.
 	list(ctx context.Context) ([]Record, []Unreadable, error)
+	// get returns one sign-in (nil when there is none; an error saying
+	// why when it cannot be read).
+	get(ctx context.Context, k Key) (*Record, error)
 	// update calls fn with the sign-in k (nil when there is none),
 	// holding a lock that excludes every other update of it, in this
 	// process and, for the shared store, in every replica; what fn
@@ -205,6 +208,19 @@ func (f *tokenFile) list(context.Context) ([]Record, []Unreadable, error) {
 	return recs, nil, err
 }
 
+func (f *tokenFile) get(_ context.Context, k Key) (*Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	recs, err := f.read()
+	if err != nil {
+		return nil, err
+	}
+	if i := slices.IndexFunc(recs, func(x Record) bool { return x.key() == k }); i >= 0 {
+		return &recs[i], nil
+	}
+	return nil, nil
+}
+
 func (f *tokenFile) update(_ context.Context, k Key, fn func(*Record) (*Record, error)) (*Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -247,21 +263,9 @@ func (s *Store) Get(server, resource string) (*Record, error) {
 // GetKey returns a sign-in, nil when there is none; a sign-in that
 // cannot be read is an error saying why.
 func (s *Store) GetKey(k Key) (*Record, error) {
-	recs, bad, err := s.ListAll()
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range recs {
-		if r.key() == k {
-			return &r, nil
-		}
-	}
-	for _, u := range bad {
-		if u.Key == k {
-			return nil, unsealError(u.Reason)
-		}
-	}
-	return nil, nil
+	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
+	defer cancel()
+	return s.back.get(ctx, k)
 }
 
 // Put keeps a sign-in, replacing the earlier one of its server, resource
