@@ -441,29 +441,25 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		}
 		cfg.Servers = append(cfg.Servers, sc)
 	}
-	if raw, ok := top["profiles"]; ok {
-		ps, err := parseProfiles(raw, cfg.Servers, getenv, dir)
-		if err != nil {
-			var at *keyedError
-			off := catalog.KeyOffset(data, 0, "profiles")
-			if errors.As(err, &at) && at.key != "" {
-				off = catalog.KeyOffset(data, max(off, 0), at.key)
-			}
-			return nil, cerr(off, "%v", err)
+	// section words an error of a top-level section at its line: the
+	// line of the key a keyedError names inside it, else the section's.
+	section := func(name string, err error) error {
+		var at *keyedError
+		off := catalog.KeyOffset(data, 0, name)
+		if errors.As(err, &at) && at.key != "" {
+			off = catalog.KeyOffset(data, max(off, 0), at.key)
 		}
-		cfg.Profiles = ps
+		return cerr(off, "%v", err)
+	}
+	if raw, ok := top["profiles"]; ok {
+		if cfg.Profiles, err = parseProfiles(raw, cfg.Servers, getenv, dir); err != nil {
+			return nil, section("profiles", err)
+		}
 	}
 	if raw, ok := top["identity"]; ok {
-		id, err := parseIdentity(raw, getenv, dir)
-		if err != nil {
-			var at *keyedError
-			off := catalog.KeyOffset(data, 0, "identity")
-			if errors.As(err, &at) && at.key != "" {
-				off = catalog.KeyOffset(data, max(off, 0), at.key)
-			}
-			return nil, cerr(off, "%v", err)
+		if cfg.Identity, err = parseIdentity(raw, getenv, dir); err != nil {
+			return nil, section("identity", err)
 		}
-		cfg.Identity = id
 	}
 	return cfg, nil
 }
