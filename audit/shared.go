@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/store"
 )
 
@@ -37,15 +38,11 @@ func (l *Log) runShared(ctx context.Context) error {
 	var pending []Record
 	if j := l.opts.Journal; j != nil {
 		// What replicas gone (or this one's last run) left unlanded.
-		for _, e := range j.Pending("audit") {
-			var r Record
-			if json.Unmarshal(e.Data, &r) == nil {
-				r.origin = e.Origin
-				pending = append(pending, r)
-			}
-		}
-		if len(pending) > 0 {
-			l.logger.Info("audit: landing the records a journal left", "records", len(pending))
+		if n := journal.Take(j, "audit", func(r Record, origin string) {
+			r.origin = origin
+			pending = append(pending, r)
+		}); n > 0 {
+			l.logger.Info("audit: landing the records a journal left", "records", n)
 		}
 	}
 	retry := time.NewTimer(0)

@@ -211,6 +211,21 @@ func (j *Journal) Pending(kind string) []Entry {
 	return es
 }
 
+// Take hands the entries of a kind that an earlier run left unlanded
+// (see Pending) to keep, each decoded into a T with its origin; an entry
+// that does not decode is skipped. It returns how many it handed.
+func Take[T any](j *Journal, kind string, keep func(v T, origin string)) int {
+	n := 0
+	for _, e := range j.Pending(kind) {
+		var v T
+		if json.Unmarshal(e.Data, &v) == nil {
+			keep(v, e.Origin)
+			n++
+		}
+	}
+	return n
+}
+
 // ErrFull is an append to a journal at MaxBytes.
 var ErrFull = errors.New("journal: the file is full; the store has not taken what waits in it")
 

@@ -14,7 +14,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -205,14 +204,10 @@ func (s *Store) Run(ctx context.Context) {
 	if s.journal != nil {
 		// What replicas gone (or this one's last run) left unlanded.
 		var left []Pair
-		for _, e := range s.journal.Pending("learn") {
-			var p Pair
-			if json.Unmarshal(e.Data, &p) == nil {
-				p.origin = e.Origin
-				left = append(left, p)
-			}
-		}
-		if len(left) > 0 {
+		if journal.Take(s.journal, "learn", func(p Pair, origin string) {
+			p.origin = origin
+			left = append(left, p)
+		}) > 0 {
 			s.logger.Info("landing the learned pairs a journal left", "pairs", len(left))
 			s.requeue(left)
 		}
