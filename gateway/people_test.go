@@ -112,6 +112,25 @@ func tracedPeopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string
 
 type auditRecord struct{ Profile, Subject, Email, Tool, Outcome, Decision string }
 
+// servedHost runs a host of pool until the test ends, once its servers
+// have started, and serves it over HTTP on loopback.
+func servedHost(t *testing.T, pool *upstream.Pool, opts *HostOptions) *httptest.Server {
+	t.Helper()
+	h, err := NewHost(pool, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, h.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.Handler())
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	return srv
+}
+
 // bearerClient is an HTTP client that sends a bearer token.
 func bearerClient(token string) *http.Client {
 	return &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
@@ -416,19 +435,8 @@ func TestPerPersonSignIn(t *testing.T) {
 		{Name: "ops", Servers: []string{"who"}, Claims: map[string][]string{"groups": {"sre"}}},
 		{Name: "ci", Servers: []string{"who"}, Tokens: []string{"ci-token-0123456789"}},
 	}
-	h, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Flows: flows,
+	srv := servedHost(t, pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Flows: flows,
 		Claims: map[string]map[string][]string{"ops": profiles[0].Claims}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	background(t, h.Run)
-	wctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	if err := pool.Wait(wctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h.Handler())
-	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 
 	whoami := map[string]any{"name": "mcp__who__whoami", "arguments": map[string]any{}}
 	asked := 0
@@ -533,7 +541,6 @@ func TestTokenExchange(t *testing.T) {
 	idp := testenv.StartIDP(t, &testenv.IDPOptions{People: map[string]testenv.IDPPerson{
 		"alice": {Groups: []string{"sre"}}, "bob": {Groups: []string{"sre"}},
 	}})
-	ctx := context.Background()
 	apiCheck, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "notes-api"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -569,18 +576,7 @@ func TestTokenExchange(t *testing.T) {
 	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "api", URL: api.URL, Signin: upstream.SigninExchange, Audience: "notes-api",
 		Headers: map[string]string{"Authorization": "Bearer listing-key-0123456789"}}}, &upstream.Options{Identity: v})
 	profiles := []upstream.Profile{{Name: "ops", Servers: []string{"api"}, Claims: map[string][]string{"groups": {"sre"}}}}
-	host, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Claims: map[string]map[string][]string{"ops": profiles[0].Claims}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	background(t, host.Run)
-	wctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*upstream.DefaultTimeout))
-	defer cancel()
-	if err := pool.Wait(wctx); err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(host.Handler())
-	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	srv := servedHost(t, pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Claims: map[string]map[string][]string{"ops": profiles[0].Claims}}})
 
 	whoami := map[string]any{"name": "mcp__api__whoami", "arguments": map[string]any{}}
 	own := map[string]string{"alice": idp.Token(t, "alice"), "bob": idp.Token(t, "bob")}
