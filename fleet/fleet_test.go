@@ -65,6 +65,29 @@ func startReplica(t *testing.T, ctx context.Context, url, name string) *replicaA
 	return &replicaAt{m: m, srv: srv}
 }
 
+// twoReplicas starts replicas a and b of a fleet on a store of the test's
+// own; they run until the test ends.
+func twoReplicas(t *testing.T) (context.Context, *replicaAt, *replicaAt) {
+	t.Helper()
+	url := testenv.Postgres(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	return ctx, startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+}
+
+// connectToA opens a client's session on replica a's path /mcp/a, closed
+// when the test ends.
+func connectToA(t *testing.T, ctx context.Context, a *replicaAt) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 // post sends a tools/call of whoami in a session, and returns the status
 // and body.
 func post(t *testing.T, url, session string, header map[string]string) (int, string) {
@@ -93,17 +116,9 @@ func post(t *testing.T, url, session string, header map[string]string) (int, str
 // marks its request as sent on by a replica, without the fleet key's
 // signature, is refused.
 func TestSessionStaysOnItsPath(t *testing.T) {
-	url := testenv.Postgres(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+	ctx, a, b := twoReplicas(t)
 
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectToA(t, ctx, a)
 	session := cs.ID()
 
 	if code, body := post(t, b.srv.URL+"/mcp/a", session, nil); code != http.StatusOK || !strings.Contains(body, "a/mcp/a") {
@@ -137,10 +152,7 @@ func TestSessionStaysOnItsPath(t *testing.T) {
 // served by that one; an unknown state is served here (which says no
 // sign-in waits); one whose replica is gone says to sign in again.
 func TestSignInReturnReachesItsReplica(t *testing.T) {
-	url := testenv.Postgres(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+	ctx, a, b := twoReplicas(t)
 	if err := a.m.NoteFlow(ctx, "state-of-a", time.Minute); err != nil {
 		t.Fatal(err)
 	}
@@ -173,16 +185,8 @@ func TestSignInReturnReachesItsReplica(t *testing.T) {
 // does not hold it, is refused there with 413; the holder, alive, keeps
 // the session.
 func TestOversizedRequestKeepsTheSession(t *testing.T) {
-	url := testenv.Postgres(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, a, b := twoReplicas(t)
+	cs := connectToA(t, ctx, a)
 	big := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"whoami","arguments":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}}`
 	req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/mcp/a", strings.NewReader(big))
 	req.Header.Set("Content-Type", "application/json")
@@ -207,16 +211,8 @@ func TestOversizedRequestKeepsTheSession(t *testing.T) {
 // A session taken over keeps its path: a client of another profile who
 // knows its id cannot end it on its own path.
 func TestAdoptedSessionKeepsItsPath(t *testing.T) {
-	url := testenv.Postgres(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	ctx, a, b := twoReplicas(t)
+	cs := connectToA(t, ctx, a)
 	session := cs.ID()
 	// a leaves (as a stopped replica does), and b takes the session over.
 	a.srv.CloseClientConnections()
@@ -247,10 +243,7 @@ func TestAdoptedSessionKeepsItsPath(t *testing.T) {
 // a token (the session is taken over as one whose holder is gone), and a
 // request that says a replica sent it on, unsigned, is refused.
 func TestStoreWriterWithoutFleetKey(t *testing.T) {
-	url := testenv.Postgres(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a, b := startReplica(t, ctx, url, "a"), startReplica(t, ctx, url, "b")
+	ctx, a, b := twoReplicas(t)
 	var mu sync.Mutex
 	var stolen []string
 	thief := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -260,12 +253,7 @@ func TestStoreWriterWithoutFleetKey(t *testing.T) {
 		http.Error(w, "thanks", http.StatusTeapot)
 	}))
 	defer thief.Close()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: a.srv.URL + "/mcp/a"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
+	cs := connectToA(t, ctx, a)
 	session := cs.ID()
 	db := a.m.db.Pool()
 	// A row like a replica's: fresh, with a signature of the right shape

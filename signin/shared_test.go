@@ -18,6 +18,13 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
+// newKey is a random store key.
+func newKey() []byte {
+	k := make([]byte, 32)
+	rand.Read(k)
+	return k
+}
+
 // replicaStore opens the shared sign-ins as one replica does: a
 // connection pool of its own to the store at url.
 func replicaStore(t *testing.T, ctx context.Context, url string, key []byte) (*Store, *store.DB) {
@@ -48,8 +55,7 @@ func TestSharedSignInAcrossReplicas(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	key := make([]byte, 32)
-	rand.Read(key)
+	key := newKey()
 	a, db := replicaStore(t, ctx, url, key)
 	b, _ := replicaStore(t, ctx, url, key)
 	s := protected(t)
@@ -120,9 +126,7 @@ func TestSharedSignInNeedsItsKey(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	key, other := make([]byte, 32), make([]byte, 32)
-	rand.Read(key)
-	rand.Read(other)
+	key, other := newKey(), newKey()
 	a, _ := replicaStore(t, ctx, url, key)
 	b, _ := replicaStore(t, ctx, url, other)
 	rec := &Record{Server: "remote", Resource: "http://127.0.0.1:1/mcp", AccessToken: "at-secret-123", RefreshToken: "rt-secret-456"}
@@ -148,9 +152,7 @@ func TestForeignRowHidesNoOther(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	key, laptop := make([]byte, 32), make([]byte, 32)
-	rand.Read(key)
-	rand.Read(laptop)
+	key, laptop := newKey(), newKey()
 	fleet, _ := replicaStore(t, ctx, url, key)
 	foreign, _ := replicaStore(t, ctx, url, laptop)
 	for _, name := range []string{"alpha", "gamma"} {
@@ -178,8 +180,7 @@ func TestRolledBackRowRefused(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	key := make([]byte, 32)
-	rand.Read(key)
+	key := newKey()
 	s, db := replicaStore(t, ctx, url, key)
 	other, _ := replicaStore(t, ctx, url, key)
 	const server, resource = "remote", "https://remote/mcp"
@@ -261,8 +262,7 @@ func TestSharedSignInsPerPerson(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	key := make([]byte, 32)
-	rand.Read(key)
+	key := newKey()
 	s, db := replicaStore(t, ctx, url, key)
 	const server, resource = "notes", "https://notes.example.com/mcp"
 	for _, who := range []string{"", "alice", "bob"} {
@@ -301,9 +301,7 @@ func TestRotateStoreKey(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	oldKey, newKey := make([]byte, 32), make([]byte, 32)
-	rand.Read(oldKey)
-	rand.Read(newKey)
+	oldKey, newKey := newKey(), newKey()
 	before, _ := replicaStore(t, ctx, url, oldKey)
 	for _, who := range []string{"", "alice"} {
 		if err := before.Put(&Record{Server: "remote", Resource: "https://remote/mcp", Subject: who, AccessToken: "t" + who}); err != nil {
