@@ -190,7 +190,11 @@ base64, the same file for every replica, not in the store): heartbeats and
 forwarded requests are signed, a replica sends requests only to an
 address whose signed heartbeat it checked, and a client's token stays
 with the replica that checked it (the person it authenticated travels
-sealed). Without the key a replica serves alone. --advertise defaults to the --http
+sealed). Without the key a replica serves alone. With a store, an
+answered call's audit record and learned pair wait in this replica's
+journal (--journal DIR), flushed to disk before the answer leaves, until
+the store has them; a replica started on the same folder lands what a
+killed one left. --advertise defaults to the --http
 address, or, when that listens on every interface, this machine's first
 address that is not loopback.
 
