@@ -25,7 +25,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -376,6 +375,3 @@ func (j *Journal) Close() error {
 
 // Where is the journal's file.
 func (j *Journal) Where() string { return j.path }
-
-// String names the journal for logs.
-func (j *Journal) String() string { return strings.TrimSuffix(filepath.Base(j.path), ".wal") }

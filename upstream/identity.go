@@ -111,17 +111,3 @@ func checkClaims(c map[string][]string) (map[string][]string, error) {
 	}
 	return c, nil
 }
-
-// Opens reports whether a person opens a profile: the default profile by
-// the identity's claims, another by its own. Nobody opens a profile
-// whose claims are not set.
-func (id *Identity) Opens(cfg *Config, profile string, p *identity.Person) bool {
-	if id == nil || p == nil {
-		return false
-	}
-	if profile == "" || profile == DefaultProfile {
-		return p.Matches(id.Claims)
-	}
-	pr, ok := cfg.Profile(profile)
-	return ok && p.Matches(pr.Claims)
-}
