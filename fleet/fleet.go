@@ -48,7 +48,10 @@ type Member struct {
 
 	mu      sync.Mutex
 	adopted map[adoptedKey]string // a session taken over → its id here
-	touched map[string]bool       // sessions served since the last beat
+	// restoring are the sessions being taken over here: closed once
+	// adopted (or given up).
+	restoring map[adoptedKey]chan struct{}
+	touched   map[string]bool // sessions served since the last beat
 }
 
 // Options configure New; nil is the zero value.
@@ -83,7 +86,7 @@ func New(db *store.DB, key []byte, opts *Options) (*Member, error) {
 		return nil, err
 	}
 	m := &Member{db: db, keys: k, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport,
-		adopted: map[adoptedKey]string{}, touched: map[string]bool{}}
+		adopted: map[adoptedKey]string{}, restoring: map[adoptedKey]chan struct{}{}, touched: map[string]bool{}}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)
 	}

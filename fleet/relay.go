@@ -56,7 +56,7 @@ func (m *Member) Handler(next http.Handler) http.Handler {
 			m.serveNew(w, r, body, forwarded, next)
 			return
 		}
-		if local, ok := m.local(r.URL.Path, session); ok {
+		if local, ok := m.local(r.Context(), r.URL.Path, session); ok {
 			m.serveAs(w, r, session, local, next)
 			return
 		}
@@ -151,11 +151,45 @@ func (m *Member) serveNew(w http.ResponseWriter, r *http.Request, body []byte, f
 // local returns this replica's id of a session of path it took over. A
 // session is its path's: the same id on another profile's path is no
 // session there.
-func (m *Member) local(path, session string) (string, bool) {
+// A session being taken over here is waited for: a request that arrives
+// while it starts again (the client's other requests, sent here or on by
+// another replica) is served by it, not told it does not exist.
+func (m *Member) local(ctx context.Context, path, session string) (string, bool) {
+	k := adoptedKey{path, session}
+	m.mu.Lock()
+	id, ok := m.adopted[k]
+	starting := m.restoring[k]
+	m.mu.Unlock()
+	if ok || starting == nil {
+		return id, ok
+	}
+	select {
+	case <-starting:
+	case <-ctx.Done():
+		return "", false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	id, ok := m.adopted[adoptedKey{path, session}]
+	id, ok = m.adopted[k]
 	return id, ok
+}
+
+// startRestore marks a session as being taken over here; it returns
+// false when it already is (by another request).
+func (m *Member) startRestore(k adoptedKey) (done func(), ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.restoring[k] != nil {
+		return nil, false
+	}
+	ch := make(chan struct{})
+	m.restoring[k] = ch
+	return func() {
+		m.mu.Lock()
+		delete(m.restoring, k)
+		m.mu.Unlock()
+		close(ch)
+	}, true
 }
 
 // adoptedKey names a session taken over: its path and the client's id.
@@ -198,6 +232,11 @@ func (m *Member) served(r *http.Request, session string, code int) {
 func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, session string, next http.Handler) {
 	ctx := r.Context()
 	for range 3 {
+		// Taken over here meanwhile (by another request of the client).
+		if local, ok := m.local(ctx, r.URL.Path, session); ok {
+			m.serveAs(w, r, session, local, next)
+			return
+		}
 		holder, ok, err := m.holder(ctx, session)
 		if err != nil {
 			m.logger.Warn("fleet: the store cannot be reached to find a session's replica", "error", err)
@@ -234,16 +273,23 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			}
 			continue
 		}
+		done, ok := m.startRestore(adoptedKey{r.URL.Path, session})
+		if !ok {
+			continue // another request is taking it over here: served by it above
+		}
 		initialize, activated, ok, err := m.claim(ctx, session, r.URL.Path, holder.id)
 		if err != nil {
+			done()
 			http.Error(w, "toolshelf: this session's replica is gone, and the fleet's store cannot be reached to take it over", http.StatusServiceUnavailable)
 			return
 		}
 		if !ok {
+			done()
 			continue // another replica took it over first: find that one
 		}
 		local, err := m.restore(r, initialize, next)
 		if err != nil {
+			done()
 			m.logger.Warn("fleet: a session could not be started again here", "error", err)
 			http.Error(w, fmt.Sprintf("toolshelf: this session's replica is gone, and starting the session again failed: %v", err), http.StatusBadGateway)
 			return
@@ -252,6 +298,7 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 		m.adopted[adoptedKey{r.URL.Path, session}] = local
 		react := m.react
 		m.mu.Unlock()
+		done()
 		if len(activated) > 0 && react != nil {
 			react(r.URL.Path, local, activated)
 		}
