@@ -102,3 +102,23 @@ func TestPurePackagesHaveNoIO(t *testing.T) {
 		}
 	}
 }
+
+// Only the store speaks to PostgreSQL (and the tests' kit, which plays
+// someone holding the store's password): a package that needs shared
+// state asks the store's interface for its kind.
+func TestOnlyTheStoreImportsPgx(t *testing.T) {
+	out, err := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		fields := strings.Fields(line)
+		pkg := strings.TrimPrefix(fields[0], module)
+		pkg, _, _ = strings.Cut(pkg, " ")
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, "github.com/jackc/pgx") && pkg != "store" && pkg != "internal/testenv" {
+				t.Errorf("%s imports %s: only the store may", fields[0], imp)
+			}
+		}
+	}
+}

@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/journal"
-	"github.com/toolshelf/toolshelf/store"
 )
 
 // Record is one line of the log. Argument values are kept only when asked
@@ -101,7 +100,7 @@ type Options struct {
 // writes.
 type Log struct {
 	path    string
-	shared  *store.DB // the store the records go to instead of a file
+	shared  Shared // the store the records go to instead of a file
 	opts    Options
 	logger  *slog.Logger
 	queue   chan Record

@@ -6,18 +6,24 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/store"
 )
 
-// OpenShared returns a log whose records go to a PostgreSQL store that
-// replicas share (serve --store with --audit store): the fleet's trail in
+// Shared is a store that keeps the records of several replicas
+// (store.DB is one).
+type Shared interface {
+	store.Audit
+	Where() string
+}
+
+// OpenShared returns a log whose records go to a store that replicas
+// share (serve --store with --audit store): the fleet's trail in
 // one place. While the store is away, records wait in memory (at most
 // Options.Queue of them; past that they are dropped and counted, and the
 // count is written as a record when the store is back).
-func OpenShared(db *store.DB, opts *Options) *Log {
-	l := &Log{shared: db}
+func OpenShared(st Shared, opts *Options) *Log {
+	l := &Log{shared: st}
 	if opts != nil {
 		l.opts = *opts
 	}
@@ -128,38 +134,32 @@ func (l *Log) runShared(ctx context.Context) error {
 // them (0 for a file, and while the store is well).
 func (l *Log) Waiting() int { return int(l.waiting.Load()) }
 
-// insert writes a batch in one transaction.
+// insert writes a batch in one transaction. A record landed twice (its
+// journal's mark lost in a crash) is taken once.
 func (l *Log) insert(ctx context.Context, recs []Record) error {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return pgx.BeginFunc(ctx, l.shared.Pool(), func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		for _, r := range recs {
-			raw, err := json.Marshal(r)
-			if err != nil {
-				continue
-			}
-			// A record landed twice (its journal's mark lost in a crash)
-			// is taken once.
-			b.Queue("INSERT INTO audit_records (time, record, origin) VALUES ($1, $2, NULLIF($3, '')) ON CONFLICT (origin) DO NOTHING", r.Time, raw, r.origin)
+	rows := make([]store.AuditRow, 0, len(recs))
+	for _, r := range recs {
+		raw, err := json.Marshal(r)
+		if err != nil {
+			continue
 		}
-		return tx.SendBatch(ctx, b).Close()
-	})
+		rows = append(rows, store.AuditRow{Time: r.Time, Record: raw, Origin: r.origin})
+	}
+	return l.shared.AddRecords(ctx, rows)
 }
 
 // ReadShared returns the store's records from since on (all when since is
 // zero), oldest first.
-func ReadShared(ctx context.Context, db *store.DB, since time.Time) ([]Record, error) {
-	rows, err := db.Pool().Query(ctx, "SELECT record FROM audit_records WHERE time >= $1 ORDER BY time, id", since)
+func ReadShared(ctx context.Context, st store.Audit, since time.Time) ([]Record, error) {
+	raws, err := st.Records(ctx, since)
 	if err != nil {
-		return nil, fmt.Errorf("reading the audit records in %s: %w", db.Where(), err)
+		return nil, err
 	}
-	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Record, error) {
-		var raw []byte
-		var rec Record
-		if err := r.Scan(&raw); err != nil {
-			return rec, err
+	recs := make([]Record, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &recs[i]); err != nil {
+			return nil, err
 		}
-		return rec, json.Unmarshal(raw, &rec)
-	})
+	}
+	return recs, nil
 }

@@ -19,7 +19,7 @@ func TestSharedLogSurvivesAnOutage(t *testing.T) {
 	url := testenv.Postgres(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	db, err := store.Open(ctx, url, nil)
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,14 +37,14 @@ func TestSharedLogSurvivesAnOutage(t *testing.T) {
 	l.Add(Record{Time: time.Now().UTC(), Kind: "call", Tool: "mcp__a__b", Outcome: "ok"})
 	testenv.Eventually(t, 5*time.Second, "the first record to land", func() bool { return count() == 1 })
 
-	if _, err := db.Pool().Exec(ctx, "ALTER TABLE audit_records RENAME TO audit_records_away"); err != nil {
+	if _, err := testenv.SQL(t, url).Exec(ctx, "ALTER TABLE audit_records RENAME TO audit_records_away"); err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
 		l.Add(Record{Time: time.Now().UTC(), Kind: "search", Tool: "search_tools", Outcome: "ok"})
 	}
 	testenv.Eventually(t, 5*time.Second, "the records to wait for the store", func() bool { return l.Waiting() == 5 })
-	if _, err := db.Pool().Exec(ctx, "ALTER TABLE audit_records_away RENAME TO audit_records"); err != nil {
+	if _, err := testenv.SQL(t, url).Exec(ctx, "ALTER TABLE audit_records_away RENAME TO audit_records"); err != nil {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, 15*time.Second, "the waiting records to land", func() bool { return count() == 6 })

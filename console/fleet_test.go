@@ -24,7 +24,7 @@ func TestConsoleAcrossReplicas(t *testing.T) {
 	ctx := context.Background()
 	key := []byte("0123456789abcdef0123456789abcdef")
 	replica := func() string {
-		db, err := store.Open(ctx, dbURL, nil)
+		db, err := store.Open(ctx, dbURL)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/store"
 )
 
 var fleetLoad = flag.Duration("fleet-load", 3*time.Second, "how long TestFleetUnderLoad loads each setup (docs/benchmarks.md used 60s)")
@@ -62,10 +61,10 @@ func TestStoreRestartUnderLoad(t *testing.T) {
 		t.Fatalf("%d of %d calls failed across the restart", failed.Load(), failed.Load()+answered.Load())
 	}
 
-	db := openDB(t, ctx, url)
+	db := testenv.SQL(t, url)
 	var stored int64
 	testenv.Eventually(t, 30*time.Second, "every answered call's record in the store", func() bool {
-		err := db.Pool().QueryRow(ctx, "SELECT count(*) FROM audit_records WHERE record->>'kind' = 'call'").Scan(&stored)
+		err := db.QueryRow(ctx, "SELECT count(*) FROM audit_records WHERE record->>'kind' = 'call'").Scan(&stored)
 		return err == nil && stored >= answered.Load()
 	})
 	t.Logf("%d calls answered across a restart of the store; %d records in the store", answered.Load(), stored)
@@ -140,15 +139,4 @@ func TestFleetUnderLoad(t *testing.T) {
 			}
 		})
 	}
-}
-
-// openDB connects the test to the store at url.
-func openDB(t *testing.T, ctx context.Context, url string) *store.DB {
-	t.Helper()
-	db, err := store.Open(ctx, url, nil)
-	if err != nil {
-		t.Fatalf("the store: %v", err)
-	}
-	t.Cleanup(db.Close)
-	return db
 }

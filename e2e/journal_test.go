@@ -54,12 +54,12 @@ func TestNothingAcknowledgedIsLost(t *testing.T) {
 		}
 		cs.Close()
 	}
-	db := openDB(t, ctx, url)
+	db := testenv.SQL(t, url)
 	landed := func(want int, when string) {
 		t.Helper()
 		var records, pairs int
 		testenv.Eventually(t, 60*time.Second, when, func() bool {
-			err := db.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM audit_records WHERE record->>'kind' = 'call'),
+			err := db.QueryRow(ctx, `SELECT (SELECT count(*) FROM audit_records WHERE record->>'kind' = 'call'),
 				(SELECT coalesce(sum(count), 0) FROM learned_pairs WHERE tool = 'mcp__tracker__create_ticket')`).Scan(&records, &pairs)
 			return err == nil && records >= want && pairs >= want
 		})

@@ -87,9 +87,9 @@ func TestSessionOutlivesItsReplica(t *testing.T) {
 	}
 	lb.checkEveryReplicaServed(t)
 
-	db := openDB(t, ctx, url)
+	db := testenv.SQL(t, url)
 	var holder string
-	err := db.Pool().QueryRow(ctx, "SELECT r.address FROM sessions s JOIN replicas r ON r.id = s.owner WHERE s.id = $1", cs.ID()).Scan(&holder)
+	err := db.QueryRow(ctx, "SELECT r.address FROM sessions s JOIN replicas r ON r.id = s.owner WHERE s.id = $1", cs.ID()).Scan(&holder)
 	if err != nil {
 		t.Fatalf("the session's replica in the store: %v", err)
 	}
@@ -132,7 +132,7 @@ func TestSessionOutlivesItsReplica(t *testing.T) {
 		}
 	}
 	var owner string
-	if err := db.Pool().QueryRow(ctx, "SELECT r.address FROM sessions s JOIN replicas r ON r.id = s.owner WHERE s.id = $1", cs.ID()).Scan(&owner); err != nil || owner == holder {
+	if err := db.QueryRow(ctx, "SELECT r.address FROM sessions s JOIN replicas r ON r.id = s.owner WHERE s.id = $1", cs.ID()).Scan(&owner); err != nil || owner == holder {
 		t.Errorf("the session is held by %q (%v), not by a living replica", owner, err)
 	}
 }
@@ -257,10 +257,10 @@ func TestRequestNotSentTwice(t *testing.T) {
 	if err != nil || code != http.StatusOK || !strings.Contains(body, "create_ticket") {
 		t.Fatalf("a call after the takeover: %d %s %v", code, body, err)
 	}
-	db := openDB(t, ctx, url)
+	db := testenv.SQL(t, url)
 	var client, version string
 	testenv.Eventually(t, 30*time.Second, "the call's audit record", func() bool {
-		err := db.Pool().QueryRow(ctx, `SELECT coalesce(record->>'client', ''), coalesce(record->>'clientVersion', '') FROM audit_records
+		err := db.QueryRow(ctx, `SELECT coalesce(record->>'client', ''), coalesce(record->>'clientVersion', '') FROM audit_records
 			WHERE record->>'tool' = 'mcp__tracker__create_ticket' ORDER BY id DESC LIMIT 1`).Scan(&client, &version)
 		return err == nil
 	})

@@ -20,18 +20,11 @@ func (m *Member) Key(purpose string) []byte {
 // fleet, and returns how many that address made in the last window
 // (console.Attempts).
 func (m *Member) Failed(ctx context.Context, addr string, window time.Duration) (int, error) {
-	var n int
-	err := m.db.Pool().QueryRow(ctx, `WITH added AS (INSERT INTO signin_failures (address, at) VALUES ($1, now()))
-		SELECT count(*) + 1 FROM signin_failures WHERE address = $1 AND at > now() - make_interval(secs => $2)`, addr, window.Seconds()).Scan(&n)
-	return n, err
+	return m.db.AddFailure(ctx, addr, window)
 }
 
 // Failures returns how many failed sign-ins a client address made in the
 // last window across the fleet, and how long until the oldest leaves it.
 func (m *Member) Failures(ctx context.Context, addr string, window time.Duration) (int, time.Duration, error) {
-	var n int
-	var left float64
-	err := m.db.Pool().QueryRow(ctx, `SELECT count(*), coalesce(extract(epoch FROM min(at) + make_interval(secs => $2) - now()), 0)
-		FROM signin_failures WHERE address = $1 AND at > now() - make_interval(secs => $2)`, addr, window.Seconds()).Scan(&n, &left)
-	return n, time.Duration(left * float64(time.Second)), err
+	return m.db.Failures(ctx, addr, window)
 }

@@ -18,7 +18,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -26,7 +25,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/toolshelf/toolshelf/store"
 )
 
@@ -34,9 +32,17 @@ import (
 // heard from for three beats is taken for gone.
 const Beat = 2 * time.Second
 
+// Store is where the fleet keeps its replicas, sessions, sign-in flows
+// and failed console sign-ins (store.DB is one).
+type Store interface {
+	store.Sessions
+	store.Flows
+	store.Attempts
+}
+
 // Member is this replica's place in the fleet.
 type Member struct {
-	db      *store.DB
+	db      Store
 	keys    *keys
 	id      string
 	logger  *slog.Logger
@@ -75,9 +81,10 @@ func (m *Member) OnTakeover(reactivate func(path, session string, names []string
 }
 
 // New returns this replica's membership of the fleet whose store is db
-// and whose replicas share key (signin.ParseKey reads one): 32 random bytes that the
-// store does not hold. It takes part once Run has announced its address.
-func New(db *store.DB, key []byte, opts *Options) (*Member, error) {
+// and whose replicas share key (signin.ParseKey reads one): 32 random
+// bytes that the store does not hold. It takes part once Run has
+// announced its address.
+func New(db Store, key []byte, opts *Options) (*Member, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
@@ -134,8 +141,7 @@ func (m *Member) Run(ctx context.Context, address string) error {
 		case <-ctx.Done():
 			leave, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 			defer cancel()
-			_, err := m.db.Pool().Exec(leave, "DELETE FROM replicas WHERE id = $1", m.id)
-			return err
+			return m.db.Leave(leave, m.id)
 		case <-t.C:
 		}
 	}
@@ -153,34 +159,18 @@ func (m *Member) beat(ctx context.Context) error {
 	address := m.address
 	m.mu.Unlock()
 	at := time.Now().Unix()
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO replicas (id, address, seen, signed_at, sig) VALUES ($1, $2, now(), $3, $4)
-		ON CONFLICT (id) DO UPDATE SET address = $2, seen = now(), signed_at = $3, sig = $4`, m.id, address, at, m.keys.heartbeat(m.id, address, at))
-	if len(touched) > 0 {
-		b.Queue("UPDATE sessions SET seen = now() WHERE id = ANY($1)", touched)
-	}
-	b.Queue("DELETE FROM sessions WHERE seen < now() - make_interval(secs => $1)", m.keep.Seconds())
-	b.Queue("DELETE FROM replicas WHERE seen < now() - interval '1 hour'")
-	b.Queue("DELETE FROM signin_flows WHERE expires < now()")
-	b.Queue("DELETE FROM signin_failures WHERE at < now() - interval '1 hour'")
-	b.Queue("SELECT id, address, signed_at, sig FROM replicas WHERE seen > now() - make_interval(secs => $1)", gone.Seconds()).Query(func(rows pgx.Rows) error {
+	live, err := m.db.Beat(ctx, store.Replica{ID: m.id, Address: address, SignedAt: at, Sig: m.keys.heartbeat(m.id, address, at)}, touched, m.keep, gone)
+	if err == nil {
 		// Only the rows a replica of this fleet signed count.
 		var n int64
 		now := time.Now()
-		for rows.Next() {
-			var id, address, sig string
-			var at int64
-			if err := rows.Scan(&id, &address, &at, &sig); err != nil {
-				return err
-			}
-			if m.keys.trusted(id, address, at, sig, now) {
+		for _, r := range live {
+			if m.keys.trusted(r.ID, r.Address, r.SignedAt, r.Sig, now) {
 				n++
 			}
 		}
 		m.live.Store(n)
-		return rows.Err()
-	})
-	err := m.db.Pool().SendBatch(ctx, b).Close()
+	}
 	if err != nil {
 		// Keep what was used for the next beat.
 		m.mu.Lock()
@@ -217,21 +207,12 @@ const gone = 3 * Beat
 // signed with the fleet key: a row someone wrote into the store without
 // the key is a replica that is gone, and nothing is sent to its address.
 func (m *Member) holder(ctx context.Context, session string) (r replica, ok bool, err error) {
-	var address, sig *string
-	var alive *bool
-	var at *int64
-	err = m.db.Pool().QueryRow(ctx, `SELECT s.owner, s.path, r.address, r.seen > now() - make_interval(secs => $2), r.signed_at, r.sig
-		FROM sessions s LEFT JOIN replicas r ON r.id = s.owner WHERE s.id = $1`, session, gone.Seconds()).Scan(&r.id, &r.path, &address, &alive, &at, &sig)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, false, nil
-	}
-	if err != nil {
+	path, h, ok, err := m.db.Holder(ctx, session, gone)
+	if err != nil || !ok {
 		return r, false, err
 	}
-	if address != nil {
-		r.address = *address
-	}
-	r.alive = alive != nil && *alive && at != nil && sig != nil && m.trust(r.id, r.address, *at, *sig)
+	r = replica{id: h.ID, address: h.Address, path: path}
+	r.alive = h.Alive && m.trust(h.ID, h.Address, h.SignedAt, h.Sig)
 	return r, true, nil
 }
 
@@ -248,26 +229,19 @@ func (m *Member) trust(id, address string, at int64, sig string) bool {
 // replicaByID returns a replica by its id; ok is false when it is not
 // serving, or its row is not signed with the fleet key.
 func (m *Member) replicaByID(ctx context.Context, id string) (r replica, ok bool, err error) {
-	r.id = id
-	var at int64
-	var sig string
-	err = m.db.Pool().QueryRow(ctx, "SELECT address, seen > now() - make_interval(secs => $2), signed_at, sig FROM replicas WHERE id = $1", id, gone.Seconds()).Scan(&r.address, &r.alive, &at, &sig)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return r, false, nil
+	h, ok, err := m.db.ReplicaByID(ctx, id, gone)
+	if err != nil || !ok {
+		return replica{id: id}, false, err
 	}
-	if err != nil {
-		return r, false, err
-	}
-	r.alive = r.alive && m.trust(id, r.address, at, sig)
+	r = replica{id: id, address: h.Address}
+	r.alive = h.Alive && m.trust(id, h.Address, h.SignedAt, h.Sig)
 	return r, r.alive, nil
 }
 
 // record keeps a new session of this replica's in the store, with the
 // client's initialize request.
 func (m *Member) record(ctx context.Context, session, path string, initialize []byte) error {
-	_, err := m.db.Pool().Exec(ctx, `INSERT INTO sessions (id, owner, path, initialize, seen) VALUES ($1, $2, $3, $4, now())
-		ON CONFLICT (id) DO UPDATE SET owner = $2, path = $3, initialize = $4, seen = now()`, session, m.id, path, initialize)
-	return err
+	return m.db.AddSession(ctx, store.Session{ID: session, Holder: m.id, Path: path, Initialize: initialize})
 }
 
 // forget removes a session the client ended.
@@ -279,7 +253,7 @@ func (m *Member) forget(ctx context.Context, session string) {
 		}
 	}
 	m.mu.Unlock()
-	if _, err := m.db.Pool().Exec(ctx, "DELETE FROM sessions WHERE id = $1", session); err != nil {
+	if err := m.db.EndSession(ctx, session); err != nil {
 		m.logger.Warn("fleet: a closed session stays in the store until it expires", "error", err)
 	}
 }
@@ -288,12 +262,8 @@ func (m *Member) forget(ctx context.Context, session string) {
 // held, and returns the client's initialize request; ok is false when
 // another replica claimed it first or it is gone.
 func (m *Member) claim(ctx context.Context, session, path, from string) (initialize []byte, activated []string, ok bool, err error) {
-	err = m.db.Pool().QueryRow(ctx, "UPDATE sessions SET owner = $3, seen = now() WHERE id = $1 AND owner = $2 AND path = $4 RETURNING initialize, activated",
-		session, from, m.id, path).Scan(&initialize, &activated)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, false, nil
-	}
-	return initialize, activated, err == nil, err
+	sess, ok, err := m.db.ClaimSession(ctx, session, path, from, m.id)
+	return sess.Initialize, sess.Activated, ok, err
 }
 
 // maxActivated bounds the tool names kept for one session.
@@ -316,9 +286,7 @@ func (m *Member) Activated(ctx context.Context, local string, names []string) {
 	// the tools in its list when it comes back.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	_, err := m.db.Pool().Exec(ctx, `UPDATE sessions SET activated = ARRAY(SELECT DISTINCT unnest(activated || $2::text[]))
-		WHERE id = $1 AND cardinality(activated) < $3`, session, names, maxActivated)
-	if err != nil {
+	if err := m.db.AddActivated(ctx, session, names, maxActivated); err != nil {
 		m.logger.Warn("fleet: a session's found tools are not in the store; a replica that takes it over lists the deferred tools only", "error", err)
 	}
 }

@@ -27,11 +27,12 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 type replicaAt struct {
 	m   *Member
 	srv *httptest.Server
+	url string // the store's
 }
 
 func startReplica(t *testing.T, ctx context.Context, url, name string) *replicaAt {
 	t.Helper()
-	db, err := store.Open(ctx, url, nil)
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func startReplica(t *testing.T, ctx context.Context, url, name string) *replicaA
 	if err := m.beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	return &replicaAt{m: m, srv: srv}
+	return &replicaAt{m: m, srv: srv, url: url}
 }
 
 // twoReplicas starts replicas a and b of a fleet on a store of the test's
@@ -217,7 +218,7 @@ func TestAdoptedSessionKeepsItsPath(t *testing.T) {
 	// a leaves (as a stopped replica does), and b takes the session over.
 	a.srv.CloseClientConnections()
 	a.srv.Close()
-	if _, err := a.m.db.Pool().Exec(ctx, "DELETE FROM replicas WHERE id = $1", a.m.ID()); err != nil {
+	if err := a.m.db.Leave(ctx, a.m.ID()); err != nil {
 		t.Fatal(err)
 	}
 	if code, body := post(t, b.srv.URL+"/mcp/a", session, nil); code != http.StatusOK || !strings.Contains(body, "b/mcp/a") {
@@ -255,7 +256,7 @@ func TestStoreWriterWithoutFleetKey(t *testing.T) {
 	defer thief.Close()
 	cs := connectToA(t, ctx, a)
 	session := cs.ID()
-	db := a.m.db.Pool()
+	db := testenv.SQL(t, a.url)
 	// A row like a replica's: fresh, with a signature of the right shape
 	// (another replica's, copied), at the thief's address.
 	var copiedAt int64

@@ -2,11 +2,8 @@ package fleet
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // A person's sign-in to a per-person server waits in the replica that
@@ -18,9 +15,7 @@ import (
 // NoteFlow records that the sign-in with state waits in this replica, for
 // as long as ttl.
 func (m *Member) NoteFlow(ctx context.Context, state string, ttl time.Duration) error {
-	_, err := m.db.Pool().Exec(ctx, `INSERT INTO signin_flows (state, replica, expires) VALUES ($1, $2, now() + make_interval(secs => $3))
-		ON CONFLICT (state) DO UPDATE SET replica = $2, expires = now() + make_interval(secs => $3)`, state, m.id, ttl.Seconds())
-	return err
+	return m.db.NoteFlow(ctx, state, m.id, ttl)
 }
 
 // FlowHandler serves the browser's return from a sign-in (next): one whose
@@ -34,10 +29,9 @@ func (m *Member) FlowHandler(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		var owner string
-		err := m.db.Pool().QueryRow(r.Context(), "SELECT replica FROM signin_flows WHERE state = $1 AND expires > now()", state).Scan(&owner)
+		owner, ok, err := m.db.FlowReplica(r.Context(), state)
 		switch {
-		case errors.Is(err, pgx.ErrNoRows) || (err == nil && owner == m.id):
+		case err == nil && (!ok || owner == m.id):
 			next.ServeHTTP(w, r)
 			return
 		case err != nil:

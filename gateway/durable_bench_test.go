@@ -29,7 +29,7 @@ func BenchmarkDurableCalls(b *testing.B) {
 		for _, clients := range []int{1, 16} {
 			b.Run(fmt.Sprintf("durable=%v/clients=%d", durable, clients), func(b *testing.B) {
 				ctx, cancel := context.WithCancel(context.Background())
-				db, err := store.Open(ctx, url, nil)
+				db, err := store.Open(ctx, url)
 				if err != nil {
 					b.Fatal(err)
 				}

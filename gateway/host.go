@@ -40,6 +40,18 @@ type HostOptions struct {
 	// People lets the team's people in with their own access tokens
 	// (see HTTPOptions.People).
 	People *People
+	// Changes, when set, is the shared store's change feed: the host
+	// follows it while it runs, so that what other replicas change (pins,
+	// sign-ins, learned pairs) reaches this one.
+	Changes Changes
+}
+
+// Changes is a feed of the changes replicas make to a shared store
+// (store.DB is one).
+type Changes interface {
+	// Follow hears of changes until ctx is done, and logs to logger
+	// when it loses the store and tries again.
+	Follow(ctx context.Context, logger *slog.Logger)
 }
 
 // Host is what `toolshelf serve` runs: a pool, one gateway per profile
@@ -157,8 +169,9 @@ func (h *Host) At(path string) *Server {
 	return nil
 }
 
-// Run runs the pool, every gateway, the audit log and the usage store
-// until ctx is done, and returns once all of them have: the audit log and
+// Run runs the pool, every gateway, the audit log, the usage store and,
+// in a fleet, the fleet member and the store's change feed until ctx is
+// done, and returns once all of them have: the audit log and
 // the usage store last, so that the records of the last calls are kept.
 // The error is the pool's or the audit log's.
 func (h *Host) Run(ctx context.Context) error {
@@ -182,6 +195,9 @@ func (h *Host) Run(ctx context.Context) error {
 	wg.Go(func() { h.warnProfiles(ctx) })
 	if h.opts.Fleet != nil {
 		wg.Go(func() { h.runFleet(ctx) })
+	}
+	if h.opts.Changes != nil {
+		wg.Go(func() { h.opts.Changes.Follow(ctx, h.logger) })
 	}
 	wg.Wait()
 

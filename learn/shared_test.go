@@ -25,7 +25,7 @@ func TestSharedAcrossReplicas(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 3)
 	for i := range dbs {
-		wg.Go(func() { dbs[i], errs[i] = store.Open(ctx, url, nil) })
+		wg.Go(func() { dbs[i], errs[i] = store.Open(ctx, url) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -35,14 +35,15 @@ func TestSharedAcrossReplicas(t *testing.T) {
 		defer dbs[i].Close()
 	}
 	var migrated int
-	if err := dbs[0].Pool().QueryRow(ctx, "SELECT count(*) FROM toolshelf_migrations").Scan(&migrated); err != nil || migrated != store.Migrations() {
+	if err := testenv.SQL(t, url).QueryRow(ctx, "SELECT count(*) FROM toolshelf_migrations").Scan(&migrated); err != nil || migrated != store.Migrations() {
 		t.Fatalf("migrations recorded: %d (%v)", migrated, err)
 	}
 
 	a, b := OpenShared(dbs[0], nil, nil), OpenShared(dbs[1], nil, nil)
 	var running sync.WaitGroup
-	for _, st := range []*Store{a, b} {
+	for i, st := range []*Store{a, b} {
 		running.Go(func() { st.Run(ctx) })
+		running.Go(func() { dbs[i].Follow(ctx, nil) })
 	}
 	defer running.Wait()
 	defer cancel()
@@ -52,7 +53,7 @@ func TestSharedAcrossReplicas(t *testing.T) {
 	if err := a.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, 2*time.Second, "the other replica to hear of the pair", func() bool { return b.Version() != before })
+	testenv.Eventually(t, 30*time.Second, "the other replica to hear of the pair", func() bool { return b.Version() != before })
 	pairs, err := b.Pairs()
 	if err != nil || len(pairs) != 1 || pairs[0].Count != 2 || pairs[0].Profile != "ops" || pairs[0].Last.IsZero() {
 		t.Fatalf("the other replica reads %+v (%v)", pairs, err)

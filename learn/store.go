@@ -113,7 +113,7 @@ type Store struct {
 }
 
 // backend is where the pairs are kept: a bbolt file of one machine
-// (boltFile), or a PostgreSQL store that replicas share (shared).
+// (boltFile), or the store that replicas share (shared).
 type backend interface {
 	// write adds a batch of pairs (counts add up) and ages out old ones
 	// and those past MaxPairs.
@@ -124,9 +124,6 @@ type backend interface {
 	stamp() string
 	// where names it in messages: a path, or a URL without password.
 	where() string
-	// run follows other processes' writes until ctx is done (a no-op
-	// where stamp needs nothing running).
-	run(ctx context.Context)
 }
 
 // boltFile keeps the pairs in a bbolt file.
@@ -212,9 +209,6 @@ func (s *Store) Run(ctx context.Context) {
 			s.requeue(left)
 		}
 	}
-	done := make(chan struct{})
-	go func() { defer close(done); s.b.run(ctx) }()
-	defer func() { <-done }()
 	t := time.NewTicker(FlushEvery)
 	defer t.Stop()
 	for {
@@ -284,8 +278,7 @@ func (f *boltFile) openLocked(readOnly bool) (*bolt.DB, error) {
 	return db, err
 }
 
-func (f *boltFile) where() string           { return f.path }
-func (f *boltFile) run(ctx context.Context) {}
+func (f *boltFile) where() string { return f.path }
 
 // stamp is the file's size and time: another process's write changes it.
 func (f *boltFile) stamp() string {

@@ -5,109 +5,75 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"time"
+	"sync"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/toolshelf/toolshelf/store"
 )
 
-// OpenShared returns the pins kept in a PostgreSQL store that replicas
-// share (serve --store): an approval or a denial through one replica is
-// seen by every other the next time it asks Reload (every two seconds in
-// a gateway), and tools pinned on first use by any replica are pinned for
-// all.
-func OpenShared(db *store.DB, trust Trust) (*Lock, error) {
-	return open(&sharedPins{db: db}, trust)
+// Shared is a store that keeps pins for several replicas, and counts
+// the changes it hears of (store.DB is one).
+type Shared interface {
+	store.Pins
+	Changes(store.Kind) uint64
+	Where() string
 }
 
-// sharedPins keeps the pins in the store's pins table; pins_version
-// counts saves.
-type sharedPins struct{ db *store.DB }
+// OpenShared returns the pins kept in a store that replicas share (serve
+// --store): an approval or a denial through one replica is seen by every
+// other once its store's feed tells of it (the next Reload), and tools
+// pinned on first use by any replica are pinned for all.
+func OpenShared(s Shared, trust Trust) (*Lock, error) {
+	return open(&sharedPins{st: s}, trust)
+}
 
-// storeTimeout bounds one round trip to the store: a gateway asks every
-// two seconds, and must not hang on a database that is away.
-const storeTimeout = 10 * time.Second
+// sharedPins adapts a shared store to a lock's storage.
+type sharedPins struct {
+	st Shared
 
-func (s *sharedPins) where() string { return s.db.Where() + " (pins)" }
+	mu      sync.Mutex
+	heard   uint64 // the store's change count when version was read
+	version string
+}
 
+func (s *sharedPins) where() string { return s.st.Where() + " (pins)" }
+
+// current asks the store only when its feed heard of a change of pins.
 func (s *sharedPins) current() (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	var v int64
-	if err := s.db.Pool().QueryRow(ctx, "SELECT version FROM pins_version").Scan(&v); err != nil {
-		return "", fmt.Errorf("the store %s is unreachable: %w", s.db.Where(), err)
+	heard := s.st.Changes(store.KindPins)
+	s.mu.Lock()
+	if heard == s.heard && s.version != "" {
+		defer s.mu.Unlock()
+		return s.version, nil
 	}
+	s.mu.Unlock()
+	v, err := s.st.PinsVersion(context.Background())
+	if err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	s.heard, s.version = heard, strconv.FormatInt(v, 10)
+	s.mu.Unlock()
 	return strconv.FormatInt(v, 10), nil
 }
 
 func (s *sharedPins) load() (map[string]map[string]entry, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
-	var pins map[string]map[string]entry
-	var version string
-	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
-		var err error
-		pins, version, err = loadPins(ctx, tx, false)
-		return err
-	})
-	if err != nil {
-		return nil, "", fmt.Errorf("reading the pins in %s: %w", s.db.Where(), err)
-	}
-	return pins, version, nil
-}
-
-// loadPins reads every pin and the version in tx, checking each as the
-// lock file's are checked; forUpdate locks the version row, so that saves
-// follow one another.
-func loadPins(ctx context.Context, tx pgx.Tx, forUpdate bool) (map[string]map[string]entry, string, error) {
-	q := "SELECT version FROM pins_version"
-	if forUpdate {
-		q += " FOR UPDATE"
-	}
-	var v int64
-	if err := tx.QueryRow(ctx, q).Scan(&v); err != nil {
-		return nil, "", err
-	}
-	rows, err := tx.Query(ctx, "SELECT server, tool, entry FROM pins")
+	raw, v, err := s.st.LoadPins(context.Background())
 	if err != nil {
 		return nil, "", err
 	}
-	pins := map[string]map[string]entry{}
-	for rows.Next() {
-		var server, tool string
-		var raw []byte
-		if err := rows.Scan(&server, &tool, &raw); err != nil {
-			return nil, "", err
-		}
-		var e entry
-		if err := json.Unmarshal(raw, &e); err != nil {
-			return nil, "", fmt.Errorf("server %q, tool %q: %v", server, tool, err)
-		}
-		def, err := Canonical(e.Definition)
-		if err != nil {
-			return nil, "", fmt.Errorf("server %q, tool %q: %v", server, tool, err)
-		}
-		if def.Hash() != e.SHA256 {
-			return nil, "", fmt.Errorf("server %q, tool %q: sha256 does not match the definition", server, tool)
-		}
-		e.Definition = json.RawMessage(def)
-		if pins[server] == nil {
-			pins[server] = map[string]entry{}
-		}
-		pins[server][tool] = e
+	pins, err := decodePins(raw)
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the pins in %s: %w", s.st.Where(), err)
 	}
-	return pins, strconv.FormatInt(v, 10), rows.Err()
+	return pins, strconv.FormatInt(v, 10), nil
 }
 
 func (s *sharedPins) save(merge func(map[string]map[string]entry)) (map[string]map[string]entry, string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
-	defer cancel()
 	var pins map[string]map[string]entry
-	var version string
-	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
-		before, _, err := loadPins(ctx, tx, true)
+	v, err := s.st.SavePins(context.Background(), func(now store.PinSet) (store.PinSet, error) {
+		before, err := decodePins(now)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		pins = map[string]map[string]entry{}
 		for server, tools := range before {
@@ -117,6 +83,7 @@ func (s *sharedPins) save(merge func(map[string]map[string]entry)) (map[string]m
 			}
 		}
 		merge(pins)
+		writes := store.PinSet{}
 		for server, tools := range pins {
 			for tool, e := range tools {
 				if old, ok := before[server][tool]; ok && old.SHA256 == e.SHA256 && old.Denied == e.Denied && old.Later == e.Later {
@@ -124,23 +91,45 @@ func (s *sharedPins) save(merge func(map[string]map[string]entry)) (map[string]m
 				}
 				raw, err := json.Marshal(e)
 				if err != nil {
-					return err
+					return nil, err
 				}
-				if _, err := tx.Exec(ctx, `INSERT INTO pins (server, tool, entry) VALUES ($1, $2, $3)
-					ON CONFLICT (server, tool) DO UPDATE SET entry = excluded.entry`, server, tool, raw); err != nil {
-					return err
+				if writes[server] == nil {
+					writes[server] = map[string]json.RawMessage{}
 				}
+				writes[server][tool] = raw
 			}
 		}
-		var v int64
-		if err := tx.QueryRow(ctx, "UPDATE pins_version SET version = version + 1 RETURNING version").Scan(&v); err != nil {
-			return err
-		}
-		version = strconv.FormatInt(v, 10)
-		return nil
+		return writes, nil
 	})
 	if err != nil {
-		return nil, "", fmt.Errorf("the pins were not saved in %s: %w", s.db.Where(), err)
+		return nil, "", err
 	}
-	return pins, version, nil
+	return pins, strconv.FormatInt(v, 10), nil
+}
+
+// decodePins reads and checks the store's entries, as the lock file's
+// are checked.
+func decodePins(raw store.PinSet) (map[string]map[string]entry, error) {
+	pins := map[string]map[string]entry{}
+	for server, tools := range raw {
+		for tool, data := range tools {
+			var e entry
+			if err := json.Unmarshal(data, &e); err != nil {
+				return nil, fmt.Errorf("server %q, tool %q: %v", server, tool, err)
+			}
+			def, err := Canonical(e.Definition)
+			if err != nil {
+				return nil, fmt.Errorf("server %q, tool %q: %v", server, tool, err)
+			}
+			if def.Hash() != e.SHA256 {
+				return nil, fmt.Errorf("server %q, tool %q: sha256 does not match the definition", server, tool)
+			}
+			e.Definition = json.RawMessage(def)
+			if pins[server] == nil {
+				pins[server] = map[string]entry{}
+			}
+			pins[server][tool] = e
+		}
+	}
+	return pins, nil
 }

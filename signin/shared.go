@@ -14,22 +14,25 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/toolshelf/toolshelf/store"
 )
 
-// changesChannel is where replicas hear of each other's sign-ins.
-const changesChannel = "toolshelf_signins"
+// Shared is a store that keeps the sign-ins of several replicas, and
+// counts the changes it hears of (store.DB is one).
+type Shared interface {
+	store.Signins
+	Changes(store.Kind) uint64
+	Where() string
+}
 
 // OpenShared returns the sign-ins of a fleet's replicas, kept in the
-// shared store db, each sealed with key (AES-256-GCM, the server,
+// shared store st, each sealed with key (AES-256-GCM, the server,
 // resource, subject and version bound to it) so that the database and its
 // backups hold no usable token. old are keys the sign-ins may still be
 // sealed with while the key is rotated: they open rows, key seals them.
-// While Run runs, the store hears of the sign-ins, sign-outs and
-// refreshes made through other replicas, which the next request to a
-// server then uses.
-func OpenShared(ctx context.Context, db *store.DB, key []byte, old ...[]byte) (*Store, error) {
+// The sign-ins, sign-outs and refreshes made through other replicas are
+// used by the next request to a server once st's feed has told of them.
+func OpenShared(st Shared, key []byte, old ...[]byte) (*Store, error) {
 	var aeads []cipher.AEAD
 	for _, k := range append([][]byte{key}, old...) {
 		block, err := aes.NewCipher(k)
@@ -42,12 +45,7 @@ func OpenShared(ctx context.Context, db *store.DB, key []byte, old ...[]byte) (*
 		}
 		aeads = append(aeads, aead)
 	}
-	return &Store{where: db.Where(), back: &sharedSignins{db: db, aeads: aeads, seen: map[Key]int64{}}}, nil
-}
-
-// follow hears of the changes other processes make, until ctx is done.
-func (s *sharedSignins) follow(ctx context.Context, changed func()) {
-	s.db.Listen(ctx, changesChannel, func(string) { changed() })
+	return &Store{where: st.Where(), back: &sharedSignins{st: st, aeads: aeads, seen: map[Key]int64{}}}, nil
 }
 
 // ParseKey reads a store key: 32 random bytes, base64 or hex encoded.
@@ -64,9 +62,9 @@ func ParseKey(s string) ([]byte, error) {
 	return nil, errors.New("want 32 random bytes, base64-encoded (openssl rand -base64 32)")
 }
 
-// sharedSignins is the signins table of the shared store.
+// sharedSignins seals and opens the sign-ins of a shared store.
 type sharedSignins struct {
-	db    *store.DB
+	st    Shared
 	aeads []cipher.AEAD // the first seals; all open
 
 	mu sync.Mutex
@@ -158,27 +156,23 @@ func (s *sharedSignins) unreachable(err error) error {
 	if err == nil || errors.As(err, &na) || errors.As(err, &ue) {
 		return err
 	}
-	return fmt.Errorf("sign-ins are kept in the shared store %s, which cannot be reached or failed: %w", s.db.Where(), err)
+	return fmt.Errorf("sign-ins are kept in the shared store %s, which cannot be reached or failed: %w", s.st.Where(), err)
 }
 
+func (s *sharedSignins) changes() uint64 { return s.st.Changes(store.KindSignins) }
+
 func (s *sharedSignins) list(ctx context.Context) ([]Record, []Unreadable, error) {
-	rows, err := s.db.Pool().Query(ctx, "SELECT server, resource, subject, version, sealed FROM signins ORDER BY server, resource, subject")
+	rows, err := s.st.SealedSignins(ctx)
 	if err != nil {
 		return nil, nil, s.unreachable(err)
 	}
-	defer rows.Close()
 	var out []Record
 	var bad []Unreadable
-	for rows.Next() {
-		var k Key
-		var version int64
-		var sealed []byte
-		if err := rows.Scan(&k.Server, &k.Resource, &k.Subject, &version, &sealed); err != nil {
-			return nil, nil, s.unreachable(err)
-		}
+	for _, row := range rows {
 		// A row that does not open is reported alone: it hides none of
 		// the others.
-		r, err := s.open(k, version, sealed)
+		k := Key(row.SigninKey)
+		r, err := s.open(k, row.Version, row.Sealed)
 		switch {
 		case err != nil:
 			bad = append(bad, Unreadable{Key: k, Reason: err.Error()})
@@ -186,71 +180,52 @@ func (s *sharedSignins) list(ctx context.Context) ([]Record, []Unreadable, error
 			out = append(out, *r)
 		}
 	}
-	return out, bad, s.unreachable(rows.Err())
+	return out, bad, nil
 }
 
 func (s *sharedSignins) get(ctx context.Context, k Key) (*Record, error) {
-	var version int64
-	var sealed []byte
-	err := s.db.Pool().QueryRow(ctx, "SELECT version, sealed FROM signins WHERE server = $1 AND resource = $2 AND subject = $3", k.Server, k.Resource, k.Subject).Scan(&version, &sealed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
+	row, ok, err := s.st.SealedSignin(ctx, store.SigninKey(k))
+	if err != nil || !ok {
 		return nil, s.unreachable(err)
 	}
-	return s.open(k, version, sealed)
+	return s.open(k, row.Version, row.Sealed)
 }
 
 func (s *sharedSignins) update(ctx context.Context, k Key, fn func(*Record) (*Record, error)) (*Record, error) {
 	var out *Record
-	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
-		// A lock of the sign-in's own, held until the transaction ends:
-		// it also covers a sign-in not yet in the table.
-		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(1) || $2 || chr(1) || $3, 7))", k.Server, k.Resource, k.Subject); err != nil {
-			return err
-		}
-		var sealed []byte
-		var version int64
+	err := s.st.UpdateSignin(ctx, store.SigninKey(k), func(row store.SealedSignin, ok bool) (*store.SealedSignin, error) {
 		var cur *Record
-		err := tx.QueryRow(ctx, "SELECT version, sealed FROM signins WHERE server = $1 AND resource = $2 AND subject = $3", k.Server, k.Resource, k.Subject).Scan(&version, &sealed)
-		switch {
-		case err == nil:
+		if ok {
 			// A row that cannot be trusted (another key's, or put back)
 			// is as good as none: a new sign-in replaces it.
 			var ue unsealError
-			if cur, err = s.open(k, version, sealed); errors.As(err, &ue) {
+			var err error
+			if cur, err = s.open(k, row.Version, row.Sealed); errors.As(err, &ue) {
 				cur = nil
 			} else if err != nil {
-				return err
+				return nil, err
 			}
-		case !errors.Is(err, pgx.ErrNoRows):
-			return err
 		}
 		s.mu.Lock()
-		version = max(version, s.seen[k])
+		version := max(row.Version, s.seen[k])
 		s.mu.Unlock()
 		next, err := fn(cur)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		out = next
 		if next == nil || next == cur {
-			return nil
+			return nil, nil
 		}
 		version++
-		if sealed, err = s.seal(next, version); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO signins (server, resource, subject, version, sealed, updated) VALUES ($1, $2, $3, $4, $5, now())
-			ON CONFLICT (server, resource, subject) DO UPDATE SET version = $4, sealed = $5, updated = now()`, k.Server, k.Resource, k.Subject, version, sealed); err != nil {
-			return err
+		sealed, err := s.seal(next, version)
+		if err != nil {
+			return nil, err
 		}
 		s.mu.Lock()
 		s.seen[k] = max(s.seen[k], version)
 		s.mu.Unlock()
-		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", changesChannel, k.Server)
-		return err
+		return &store.SealedSignin{SigninKey: row.SigninKey, Version: version, Sealed: sealed}, nil
 	})
 	return out, s.unreachable(err)
 }
@@ -258,41 +233,17 @@ func (s *sharedSignins) update(ctx context.Context, k Key, fn func(*Record) (*Re
 // remove leaves a tombstone in each sign-in's place: an empty row with
 // the next version, so that the row signed out cannot be put back.
 func (s *sharedSignins) remove(ctx context.Context, server, subject string, all bool) (int, error) {
-	var n int
-	err := pgx.BeginFunc(ctx, s.db.Pool(), func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `UPDATE signins SET sealed = ''::bytea, version = version + 1, updated = now()
-			WHERE server = $1 AND ($3 OR subject = $2) AND length(sealed) > 0 RETURNING resource, subject, version`, server, subject, all)
-		if err != nil {
-			return err
-		}
-		var gone []struct {
-			k Key
-			v int64
-		}
-		for rows.Next() {
-			k := Key{Server: server}
-			var v int64
-			if err := rows.Scan(&k.Resource, &k.Subject, &v); err != nil {
-				return err
-			}
-			gone = append(gone, struct {
-				k Key
-				v int64
-			}{k, v})
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		n = len(gone)
-		s.mu.Lock()
-		for _, g := range gone {
-			s.seen[g.k] = max(s.seen[g.k], g.v)
-		}
-		s.mu.Unlock()
-		_, err = tx.Exec(ctx, "SELECT pg_notify($1, $2)", changesChannel, server)
-		return err
-	})
-	return n, s.unreachable(err)
+	ended, err := s.st.EndSignins(ctx, server, subject, all)
+	if err != nil {
+		return 0, s.unreachable(err)
+	}
+	s.mu.Lock()
+	for _, e := range ended {
+		k := Key(e.SigninKey)
+		s.seen[k] = max(s.seen[k], e.Version)
+	}
+	s.mu.Unlock()
+	return len(ended), nil
 }
 
 // reseal seals every sign-in again with the first key, each with the next

@@ -29,19 +29,20 @@ func newKey() []byte {
 // connection pool of its own to the store at url.
 func replicaStore(t *testing.T, ctx context.Context, url string, key []byte) (*Store, *store.DB) {
 	t.Helper()
-	db, err := store.Open(ctx, url, nil)
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(db.Close)
-	s, err := OpenShared(ctx, db, key)
+	s, err := OpenShared(db, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// As the pool runs it: followed until the test ends, and waited for.
+	// As the host runs it: the feed followed until the test ends, and
+	// waited for.
 	fctx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { defer close(done); s.Run(fctx) }()
+	go func() { defer close(done); db.Follow(fctx, nil) }()
 	t.Cleanup(func() { stop(); <-done })
 	return s, db
 }
@@ -56,7 +57,7 @@ func TestSharedSignInAcrossReplicas(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := newKey()
-	a, db := replicaStore(t, ctx, url, key)
+	a, _ := replicaStore(t, ctx, url, key)
 	b, _ := replicaStore(t, ctx, url, key)
 	s := protected(t)
 
@@ -65,7 +66,7 @@ func TestSharedSignInAcrossReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	var sealed []byte
-	if err := db.Pool().QueryRow(ctx, "SELECT sealed FROM signins WHERE server = 'remote'").Scan(&sealed); err != nil {
+	if err := testenv.SQL(t, url).QueryRow(ctx, "SELECT sealed FROM signins WHERE server = 'remote'").Scan(&sealed); err != nil {
 		t.Fatal(err)
 	}
 	for _, secret := range []string{rec.AccessToken, rec.RefreshToken, rec.ClientID} {
@@ -115,7 +116,7 @@ func TestSharedSignInAcrossReplicas(t *testing.T) {
 	if ok, err := b.Delete("remote"); !ok || err != nil {
 		t.Fatalf("sign-out through b: %v %v", ok, err)
 	}
-	testenv.Eventually(t, 2*time.Second, "the sign-out to reach replica a", func() bool {
+	testenv.Eventually(t, 30*time.Second, "the sign-out to reach replica a", func() bool {
 		return errors.Is(call(sessions[0]), ErrNeedsAuth)
 	})
 }
@@ -181,7 +182,7 @@ func TestRolledBackRowRefused(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := newKey()
-	s, db := replicaStore(t, ctx, url, key)
+	s, _ := replicaStore(t, ctx, url, key)
 	other, _ := replicaStore(t, ctx, url, key)
 	const server, resource = "remote", "https://remote/mcp"
 	type row struct {
@@ -191,14 +192,14 @@ func TestRolledBackRowRefused(t *testing.T) {
 	save := func() row {
 		t.Helper()
 		var r row
-		if err := db.Pool().QueryRow(ctx, "SELECT sealed, version FROM signins WHERE server = $1", server).Scan(&r.sealed, &r.version); err != nil {
+		if err := testenv.SQL(t, url).QueryRow(ctx, "SELECT sealed, version FROM signins WHERE server = $1", server).Scan(&r.sealed, &r.version); err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
 	putBack := func(r row) {
 		t.Helper()
-		if _, err := db.Pool().Exec(ctx, "UPDATE signins SET sealed = $2, version = $3 WHERE server = $1", server, r.sealed, r.version); err != nil {
+		if _, err := testenv.SQL(t, url).Exec(ctx, "UPDATE signins SET sealed = $2, version = $3 WHERE server = $1", server, r.sealed, r.version); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -263,7 +264,7 @@ func TestSharedSignInsPerPerson(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	key := newKey()
-	s, db := replicaStore(t, ctx, url, key)
+	s, _ := replicaStore(t, ctx, url, key)
 	const server, resource = "notes", "https://notes.example.com/mcp"
 	for _, who := range []string{"", "alice", "bob"} {
 		if err := s.Put(&Record{Server: server, Resource: resource, Subject: who, AccessToken: "token-of-" + who}); err != nil {
@@ -277,13 +278,13 @@ func TestSharedSignInsPerPerson(t *testing.T) {
 		}
 	}
 	// Bob's row in alice's place: it does not open as alice's.
-	if _, err := db.Pool().Exec(ctx, `UPDATE signins SET sealed = (SELECT sealed FROM signins WHERE subject = 'bob') WHERE subject = 'alice'`); err != nil {
+	if _, err := testenv.SQL(t, url).Exec(ctx, `UPDATE signins SET sealed = (SELECT sealed FROM signins WHERE subject = 'bob') WHERE subject = 'alice'`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.GetKey(Key{server, resource, "alice"}); err == nil || !strings.Contains(err.Error(), "does not open") {
 		t.Errorf("bob's sealed row in alice's place: %v", err)
 	}
-	if _, err := db.Pool().Exec(ctx, `DELETE FROM signins WHERE subject = 'alice'`); err != nil {
+	if _, err := testenv.SQL(t, url).Exec(ctx, `DELETE FROM signins WHERE subject = 'alice'`); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := s.DeletePerson(server, "bob"); n != 1 || err != nil {
@@ -308,12 +309,12 @@ func TestRotateStoreKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	db, err := store.Open(ctx, url, nil)
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	during, err := OpenShared(ctx, db, newKey, oldKey)
+	during, err := OpenShared(db, newKey, oldKey)
 	if err != nil {
 		t.Fatal(err)
 	}

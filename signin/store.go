@@ -24,7 +24,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -66,9 +65,6 @@ func (r *Record) token() *oauth2.Token {
 type Store struct {
 	where string
 	back  backend
-	// changes counts the changes other processes made (OpenShared): a
-	// handler that holds an older count reads its sign-in again.
-	changes atomic.Uint64
 }
 
 // backend is where a Store's sign-ins are.
@@ -86,6 +82,9 @@ type backend interface {
 	// remove forgets a server's sign-ins of a subject ("" the gateway's
 	// own), or of everyone when all.
 	remove(ctx context.Context, server, subject string, all bool) (int, error)
+	// changes counts the changes other processes made: a handler that
+	// holds an older count reads its sign-in again.
+	changes() uint64
 }
 
 // Unreadable is a sign-in of the store that cannot be read: sealed with
@@ -125,16 +124,6 @@ func Open(path string) *Store {
 		path = DefaultPath()
 	}
 	return &Store{where: path, back: &tokenFile{path: path}}
-}
-
-// Run follows, until ctx is done, the sign-ins, sign-outs and refreshes
-// other processes make in a shared store (OpenShared), so that handlers
-// read them again; for a token file it returns at once. Its caller owns
-// it (the pool runs it).
-func (s *Store) Run(ctx context.Context) {
-	if sh, ok := s.back.(*sharedSignins); ok {
-		sh.follow(ctx, func() { s.changes.Add(1) })
-	}
 }
 
 // Where says where the sign-ins are kept: the token file's path, or the
@@ -200,6 +189,10 @@ func (f *tokenFile) write(recs []Record) error {
 	}
 	return werr
 }
+
+// changes is always 0: a token file is read again only when this process
+// changes it.
+func (f *tokenFile) changes() uint64 { return 0 }
 
 func (f *tokenFile) list(context.Context) ([]Record, []Unreadable, error) {
 	f.mu.Lock()

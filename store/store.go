@@ -1,19 +1,23 @@
 // Package store is toolshelf's shared state on PostgreSQL, for several
-// replicas that act as one (serve --store postgres://...): it connects,
-// runs the schema's migrations once however many replicas start together
-// (under an advisory lock), and tells every replica about a change made
-// through any of them (LISTEN/NOTIFY).
+// replicas that act as one (serve --store postgres://...). Each kind of
+// state has a small interface here (Pins, Signins, Learned, Audit,
+// Sessions, Flows, Attempts), which DB implements; the packages that own
+// the state's meaning (pin, signin, learn, audit, fleet) keep it through
+// that interface, and keep it in their own files when there is no store.
+// DB runs the schema's migrations once however many replicas start
+// together (under an advisory lock), and its change feed (Follow) tells
+// every replica about a change made through any of them.
 //
-// Without a store, each process keeps its state in files beside it, as
-// before: nothing here is needed by a single user.
+// This package alone speaks to PostgreSQL: nothing else imports pgx.
 package store
 
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -22,25 +26,20 @@ import (
 
 // DB is a connection pool to the store, with its schema migrated.
 type DB struct {
-	closing chan struct{} // closed by Close: listeners stop
-	pool    *pgxpool.Pool
-	where   string // the URL without its password, for messages
-	logger  *slog.Logger
-}
+	pool  *pgxpool.Pool
+	where string // the URL without its password, for messages
 
-// Options configure Open; nil is the zero value.
-type Options struct {
-	// Logger gets lost and restored connections of listeners.
-	Logger *slog.Logger
+	// heard counts the changes the feed heard of, by kind.
+	heard [kindCount]atomic.Uint64
+
+	mu        sync.Mutex
+	following map[*int]context.CancelFunc // Follow's listeners, stopped by Close
 }
 
 // Open connects to the PostgreSQL database at rawURL and brings its
 // schema up to date. The error never holds the URL's password.
-func Open(ctx context.Context, rawURL string, opts *Options) (*DB, error) {
-	d := &DB{where: Redact(rawURL), logger: slog.New(slog.DiscardHandler), closing: make(chan struct{})}
-	if opts != nil && opts.Logger != nil {
-		d.logger = opts.Logger
-	}
+func Open(ctx context.Context, rawURL string) (*DB, error) {
+	d := &DB{where: Redact(rawURL), following: map[*int]context.CancelFunc{}}
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: not a PostgreSQL URL (postgres://user:password@host:5432/db)", d.where)
@@ -77,220 +76,29 @@ func Redact(rawURL string) string {
 // Where is the store's URL without its password.
 func (d *DB) Where() string { return d.where }
 
-// Pool is the connection pool, for the packages that keep their state
-// here.
-func (d *DB) Pool() *pgxpool.Pool { return d.pool }
-
-// Close closes every connection and stops the listeners.
+// Close closes every connection. The feed's listener (Follow) stops
+// first: a connection it holds would keep Close waiting.
 func (d *DB) Close() {
-	select {
-	case <-d.closing:
-	default:
-		close(d.closing)
+	d.mu.Lock()
+	for _, stop := range d.following {
+		stop()
 	}
+	d.mu.Unlock()
 	d.pool.Close()
 }
 
-// Listen calls onChange for each notification on channel, and once each
-// time it starts listening, first or again after a loss (what changed
-// before was not heard of), until ctx is done or the DB is closed.
-func (d *DB) Listen(ctx context.Context, channel string, onChange func(payload string)) {
-	ctx, cancel := context.WithCancel(ctx)
+// inTx runs fn in a transaction, bounded by storeTimeout.
+func (d *DB) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	go func() {
-		select {
-		case <-d.closing:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	delay := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		err := d.listen(ctx, channel, onChange)
-		if ctx.Err() != nil {
-			return
-		}
-		d.logger.Warn("store: listening stopped; retrying", "channel", channel, "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(delay):
-		}
-		delay = min(2*delay, 5*time.Second)
-	}
+	return pgx.BeginFunc(ctx, d.pool, fn)
 }
 
-func (d *DB) listen(ctx context.Context, channel string, onChange func(string)) error {
-	conn, err := d.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{channel}.Sanitize()); err != nil {
-		return err
-	}
-	// Whatever changed before this point (before the first listen, or
-	// while the connection was lost) was not heard of.
-	onChange("")
-	defer func() {
-		// The connection goes back to the pool: stop listening on it.
-		c, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-		defer cancel()
-		conn.Exec(c, "UNLISTEN *")
-	}()
-	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
-		if err != nil {
-			return err
-		}
-		onChange(n.Payload)
-	}
-}
-
-// migrations are the schema's versions, in order; each runs once, in a
-// transaction. Append only.
-var migrations = []string{
-	// 1: what was learned from use (package learn).
-	`CREATE TABLE learned_pairs (
-		profile text NOT NULL,
-		tool    text NOT NULL,
-		query   text NOT NULL,
-		count   integer NOT NULL,
-		last    timestamptz NOT NULL,
-		PRIMARY KEY (profile, tool, query)
-	)`,
-	// 2: pinned tool definitions, approvals and denials (package pin);
-	// pins_version counts saves, so that replicas see a change cheaply.
-	`CREATE TABLE pins (
-		server text NOT NULL,
-		tool   text NOT NULL,
-		entry  jsonb NOT NULL,
-		PRIMARY KEY (server, tool)
-	);
-	CREATE TABLE pins_version (
-		id      integer PRIMARY KEY CHECK (id = 1),
-		version bigint NOT NULL
-	);
-	INSERT INTO pins_version VALUES (1, 0)`,
-	// 3: the audit trail of every replica (package audit).
-	`CREATE TABLE audit_records (
-		id     bigserial PRIMARY KEY,
-		time   timestamptz NOT NULL,
-		record jsonb NOT NULL
-	);
-	CREATE INDEX audit_records_time ON audit_records (time)`,
-	// 4: the replicas serving now, and which one holds each MCP session
-	// (package fleet), with the client's initialize request and the
-	// tools its searches added to its list (--activate), so that another
-	// replica can take a session over when its holder is gone.
-	`CREATE TABLE replicas (
-		id      text PRIMARY KEY,
-		address text NOT NULL,
-		seen    timestamptz NOT NULL
-	);
-	CREATE TABLE sessions (
-		id         text PRIMARY KEY,
-		owner      text NOT NULL,
-		path       text NOT NULL,
-		initialize bytea NOT NULL,
-		activated  text[] NOT NULL DEFAULT '{}',
-		seen       timestamptz NOT NULL
-	);
-	CREATE INDEX sessions_seen ON sessions (seen)`,
-	// 5: sign-ins to remote servers (package signin), each sealed with
-	// the operator's key; version counts changes, so that replicas see
-	// one cheaply.
-	`CREATE TABLE signins (
-		server   text NOT NULL,
-		resource text NOT NULL,
-		sealed   bytea NOT NULL,
-		updated  timestamptz NOT NULL,
-		PRIMARY KEY (server, resource)
-	)`,
-	// 6: a sign-in per person (a server marked "signin": "per-person"):
-	// the subject of the person's token, '' for the gateway's own.
-	`ALTER TABLE signins ADD COLUMN subject text NOT NULL DEFAULT '';
-	ALTER TABLE signins DROP CONSTRAINT signins_pkey;
-	ALTER TABLE signins ADD PRIMARY KEY (server, resource, subject)`,
-	// 7: people's sign-ins under way, by their OAuth state: the replica
-	// whose flow waits for the browser's return (package fleet).
-	`CREATE TABLE signin_flows (
-		state   text PRIMARY KEY,
-		replica text NOT NULL,
-		expires timestamptz NOT NULL
-	)`,
-	// 8: a replica's heartbeat signed with the fleet key, which the store
-	// does not hold: a row anyone with the store's password writes is
-	// no replica (package fleet).
-	`ALTER TABLE replicas ADD COLUMN signed_at bigint NOT NULL DEFAULT 0;
-	ALTER TABLE replicas ADD COLUMN sig text NOT NULL DEFAULT ''`,
-	// 9: failed sign-ins to the console, by client address, counted for
-	// the whole fleet (package fleet).
-	`CREATE TABLE signin_failures (
-		address text NOT NULL,
-		at      timestamptz NOT NULL
-	);
-	CREATE INDEX signin_failures_address ON signin_failures (address, at)`,
-	// 10: a sign-in's version, which only grows and is sealed with it: a
-	// saved row put back is older than what replicas have seen. A
-	// sign-out leaves an empty row (a tombstone) with the next version.
-	`ALTER TABLE signins ADD COLUMN version bigint NOT NULL DEFAULT 0`,
-	// 11: where a record or pair came from in a replica's journal (package
-	// journal): one landed twice (after a crash between the store's
-	// commit and the journal's mark) is taken once.
-	`ALTER TABLE audit_records ADD COLUMN origin text;
-	CREATE UNIQUE INDEX audit_records_origin ON audit_records (origin);
-	CREATE TABLE journal_landed (
-		origin text PRIMARY KEY,
-		at     timestamptz NOT NULL DEFAULT now()
-	)`,
-}
-
-// migrationLock is the advisory lock that lets one replica migrate at a
-// time ("toolshelf" in ASCII).
-const migrationLock = 0x746f6f6c7368656c
-
-// migrate applies the migrations the database lacks, one replica at a
-// time.
-func (d *DB) migrate(ctx context.Context) error {
-	conn, err := d.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrationLock)); err != nil {
-		return err
-	}
-	defer conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrationLock))
-	if _, err := conn.Exec(ctx, `CREATE TABLE IF NOT EXISTS toolshelf_migrations (version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())`); err != nil {
-		return err
-	}
-	var have int
-	if err := conn.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM toolshelf_migrations").Scan(&have); err != nil {
-		return err
-	}
-	if have > len(migrations) {
-		return fmt.Errorf("the store's schema is version %d, newer than this toolshelf's %d: upgrade toolshelf", have, len(migrations))
-	}
-	for v := have + 1; v <= len(migrations); v++ {
-		err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-			if _, err := tx.Exec(ctx, migrations[v-1]); err != nil {
-				return err
-			}
-			_, err := tx.Exec(ctx, "INSERT INTO toolshelf_migrations (version) VALUES ($1)", v)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("migration %d: %w", v, err)
-		}
-	}
-	return nil
-}
+// storeTimeout bounds one round trip to the store: nothing waits without
+// end on a database that is away.
+const storeTimeout = 10 * time.Second
 
 // IsStoreURL reports whether a --store value names a PostgreSQL store.
 func IsStoreURL(s string) bool {
 	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
 }
-
-// Migrations is the schema version this toolshelf brings a store to.
-func Migrations() int { return len(migrations) }

@@ -292,10 +292,6 @@ func (p *Pool) Run(ctx context.Context) error {
 	if p.opts.Pins != nil {
 		wg.Go(func() { p.watchPins(ctx) })
 	}
-	if p.opts.Tokens != nil {
-		// Sign-ins made through other replicas reach this one's servers.
-		wg.Go(func() { p.opts.Tokens.Run(ctx) })
-	}
 	if p.opts.Policies != nil {
 		// A change can hide or show tools: publish the catalog again.
 		wg.Go(func() { p.opts.Policies.Watch(ctx, p.logger.With("component", "rules"), p.publish) })

@@ -50,7 +50,7 @@ func openTokens(e *env, db *store.DB) (*signin.Store, error) {
 		}
 		old = append(old, k)
 	}
-	return signin.OpenShared(context.Background(), db, key, old...)
+	return signin.OpenShared(db, key, old...)
 }
 
 // authTokens opens the sign-ins the auth command works on: those of the

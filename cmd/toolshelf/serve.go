@@ -391,6 +391,9 @@ func (o *serveOptions) openSource(e *env, tel *telemetry.Telemetry, logger *slog
 // profiles and people, and the audit log and learning.
 func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Options, own *upstream.Secrets, logger *slog.Logger) (*gateway.HostOptions, error) {
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, AdminToken: o.adminToken, Stateless: o.stateless}
+	if src.db != nil {
+		hopts.Changes = src.db
+	}
 	if err := o.joinFleet(src, hopts, logger); err != nil {
 		return nil, err
 	}

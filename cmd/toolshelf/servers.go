@@ -112,7 +112,7 @@ func openStore(e *env, url string, cfg *upstream.Config) (*store.DB, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return store.Open(ctx, url, nil)
+	return store.Open(ctx, url)
 }
 
 // openStoreOf is openStore for a command that needs no configuration of

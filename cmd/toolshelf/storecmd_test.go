@@ -21,12 +21,12 @@ func TestStoreKeyRotation(t *testing.T) {
 	ctx := context.Background()
 	oldKey, newKey := []byte("0123456789abcdef0123456789abcdef"), []byte("fedcba9876543210fedcba9876543210")
 	b64 := base64.StdEncoding.EncodeToString
-	db, err := store.Open(ctx, url, nil)
+	db, err := store.Open(ctx, url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	sealedOld, err := signin.OpenShared(ctx, db, oldKey)
+	sealedOld, err := signin.OpenShared(db, oldKey)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A real PostgreSQL from the Debian package, started once per test
@@ -239,4 +242,18 @@ func StopPostgres() {
 func Main(m *testing.M) int {
 	defer StopPostgres()
 	return m.Run()
+}
+
+// SQL connects to the database at url as anyone with the store's
+// password could, for tests that read the store's tables or tamper with
+// them: a pool, which connects again after the database was down. It
+// closes when the test ends.
+func SQL(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), url)
+	if err != nil {
+		t.Fatalf("connecting to %s: %v", url, err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
 }
