@@ -58,6 +58,8 @@ type Metrics struct {
 	// Bootstrap), so that a difference smaller than they are wide is seen
 	// for what it is.
 	CI95 *Intervals `json:"ci95,omitempty"`
+	// Answers measures the answers a face gives (Options.Answers).
+	Answers *AnswerMetrics `json:"answers,omitempty"`
 }
 
 // Intervals are the bounds of three metrics' intervals.
@@ -83,6 +85,9 @@ type Options struct {
 	// Queries, when set, picks the queries scored (Run and RunFolds):
 	// one half of a dataset, to tune on the other.
 	Queries func(Query) bool
+	// Answers, when set, also measures the answers a face would give of
+	// each query's hits: recall within a token budget, and their cost.
+	Answers *Answers
 }
 
 // Run builds an engine over the dataset's catalog with build, searches
@@ -118,7 +123,11 @@ func run(ctx context.Context, ds *Dataset, engine string, opts *Options, prepare
 		IndexMS: round(float64(time.Since(start).Microseconds())/1000, 3),
 		Subsets: map[string]*Metrics{},
 	}
-	if err := r.score(ctx, opts.pick(ds.Queries), engineFor, limit); err != nil {
+	var answers *Answers
+	if opts != nil {
+		answers = opts.Answers
+	}
+	if err := r.score(ctx, opts.pick(ds.Queries), engineFor, limit, answers); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -140,7 +149,7 @@ func (o *Options) pick(qs []Query) []Query {
 
 // score searches queries, each with engineFor's engine, and fills the
 // report's metrics and latency.
-func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Query) search.Engine, limit int) error {
+func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Query) search.Engine, limit int, answers *Answers) error {
 	sums := map[string]*Metrics{}
 	perQuery := map[string][]Metrics{} // for the intervals
 	latencies := make([]time.Duration, 0, len(queries))
@@ -164,6 +173,11 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 		}
 		weak := len(hits) > 0 && hits[0].Weak
 		s := Score(q.Groups, ids)
+		var kept []search.Hit
+		var costs []int
+		if answers != nil {
+			kept, costs = answers.answer(hits)
+		}
 		for _, label := range append([]string{"all", LengthBand(q.Text)}, q.Labels...) {
 			m := sums[label]
 			if m == nil {
@@ -187,6 +201,12 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 			if weak {
 				m.Weak++
 			}
+			if answers != nil {
+				if m.Answers == nil {
+					m.Answers = &AnswerMetrics{}
+				}
+				m.Answers.add(q.Groups, kept, costs)
+			}
 			perQuery[label] = append(perQuery[label], s)
 			m.Recall1 += s.Recall1
 			m.Recall5 += s.Recall5
@@ -204,6 +224,9 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 		}
 		if qs := perQuery[label]; len(qs) > 1 {
 			m.CI95 = Bootstrap(qs)
+		}
+		if m.Answers != nil {
+			m.Answers.finish(m.Queries)
 		}
 		r.Subsets[label] = m
 	}
@@ -301,6 +324,15 @@ func Bootstrap(qs []Metrics) *Intervals {
 		return [2]float64{round(xs[int(0.025*float64(len(xs)))], 4), round(xs[int(0.975*float64(len(xs)))-1], 4)}
 	}
 	return &Intervals{Recall1: bounds(means[0]), Recall5: bounds(means[1]), Recall10: bounds(means[2])}
+}
+
+// bootstrapMean is Bootstrap's interval for one per-query figure.
+func bootstrapMean(xs []float64) [2]float64 {
+	qs := make([]Metrics, len(xs))
+	for i, x := range xs {
+		qs[i].Recall1 = x
+	}
+	return Bootstrap(qs).Recall1
 }
 
 // LengthBand labels a query by its length in words, so that a figure can

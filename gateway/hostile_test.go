@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/toolshelf/toolshelf/shelf"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -45,20 +46,28 @@ func TestHostileNamesAndQueries(t *testing.T) {
 	}
 }
 
-// A server that writes a megabyte of description costs a ranked search
-// result ten kilobytes of it; select: gives the whole text.
+// A server that writes a megabyte of description costs a compact match
+// a sentence of it, and a whole match (search.results "full") ten
+// kilobytes; select: gives the whole text.
 func TestLongDescriptionsAreCut(t *testing.T) {
-	long := strings.Repeat("Reads a ledger entry. ", 50_000)
-	g, _ := gatewayFor(t, nil, memServer(t, "ledger", []json.RawMessage{rawTool("read_entry", long, nil)}))
-	cs := connect(t, g, nil)
-	var sr searchResult
-	json.Unmarshal([]byte(text(call(t, cs, toolSearch, map[string]any{"query": "read a ledger entry"}))), &sr)
-	if len(sr.Matches) != 1 || len(sr.Matches[0].Description) > maxDescription+200 || !strings.Contains(sr.Matches[0].Description, "select:mcp__ledger__read_entry gives the whole text") {
-		t.Errorf("ranked result: %d matches, description %d bytes", len(sr.Matches), len(sr.Matches[0].Description))
-	}
-	json.Unmarshal([]byte(text(call(t, cs, toolSearch, map[string]any{"query": "select:mcp__ledger__read_entry"}))), &sr)
-	if len(sr.Matches) != 1 || sr.Matches[0].Description != long {
-		t.Errorf("select: did not give the whole description")
+	long := strings.Repeat("Reads a ledger entry and more ", 50_000)
+	for _, form := range []shelf.Form{shelf.Compact, shelf.Full} {
+		g, _ := gatewayFor(t, &Options{Results: form}, memServer(t, "ledger", []json.RawMessage{rawTool("read_entry", long, nil)}))
+		cs := connect(t, g, nil)
+		var sr searchResult
+		json.Unmarshal([]byte(text(call(t, cs, toolSearch, map[string]any{"query": "read a ledger entry"}))), &sr)
+		switch {
+		case len(sr.Matches) != 1:
+			t.Fatalf("%s: %d matches", form, len(sr.Matches))
+		case form == shelf.Compact && (len(sr.Matches[0].Purpose) > 200 || sr.Matches[0].Description != ""):
+			t.Errorf("compact: purpose of %d bytes, description of %d", len(sr.Matches[0].Purpose), len(sr.Matches[0].Description))
+		case form == shelf.Full && (len(sr.Matches[0].Description) > 10_200 || !strings.Contains(sr.Matches[0].Description, "select:mcp__ledger__read_entry gives the whole text")):
+			t.Errorf("full: description of %d bytes", len(sr.Matches[0].Description))
+		}
+		json.Unmarshal([]byte(text(call(t, cs, toolSearch, map[string]any{"query": "select:mcp__ledger__read_entry"}))), &sr)
+		if len(sr.Matches) != 1 || sr.Matches[0].Description != long {
+			t.Errorf("%s: select: did not give the whole description", form)
+		}
 	}
 }
 

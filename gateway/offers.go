@@ -333,6 +333,11 @@ func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.C
 // error keeps its code and message (a prompt's missing argument is the
 // client's to fix); anything else is an internal error that says which
 // server failed.
+//
+// maxErrorText bounds the text of an error passed on: a server can write a
+// megabyte.
+const maxErrorText = 10_000
+
 func passOn(err error) error {
 	if err == nil {
 		return nil
@@ -341,7 +346,7 @@ func passOn(err error) error {
 	// only its code is taken from it.
 	var rpc *jsonrpc.Error
 	if errors.As(err, &rpc) {
-		return &jsonrpc.Error{Code: rpc.Code, Message: cut(err.Error(), maxDescription)}
+		return &jsonrpc.Error{Code: rpc.Code, Message: cut(err.Error(), maxErrorText)}
 	}
 	return err
 }

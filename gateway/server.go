@@ -116,6 +116,13 @@ type Options struct {
 	// program that calls tools in this sandbox, and search matches carry
 	// each tool's declaration instead of its JSON schema.
 	Code *sandbox.Runner
+	// Results is what each match of a ranked search carries: compact
+	// (name, server, purpose, signature; the default) or the whole
+	// definition (shelf.Full). select: always gives whole definitions.
+	Results shelf.Form
+	// Budget bounds the tokens of a ranked answer's compact matches
+	// (shelf.DefaultBudget when zero, none when negative).
+	Budget int
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -216,7 +223,7 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	s.logger = s.logger.With("profile", s.up.Profile())
 	sh, err := shelf.New(&shelf.Options{
 		Engine: s.opts.Engine, Embedder: s.opts.Embedder, Counter: s.opts.Counter,
-		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger, Learned: s.learned(),
+		Checklist: Checklist, Extra: MetaDefinitions(), Logger: s.logger, Learned: s.learned(), Budget: s.opts.Budget,
 	})
 	if err != nil {
 		return nil, err

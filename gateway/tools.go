@@ -15,7 +15,6 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
 	"github.com/toolshelf/toolshelf/sandbox"
-	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -30,9 +29,8 @@ const (
 // its own (Claude Code) does not defer them: they are the way in.
 var alwaysLoad = mcp.Meta{catalog.MetaAlwaysLoad: true}
 
-// searchSchema is every face's search input (package shelf), with the
-// gateway's default limit: its matches carry full schemas.
-var searchSchema = shelf.InputSchema(shelf.DefaultLimitWithSchemas)
+// searchSchema is every face's search input (package shelf).
+var searchSchema = shelf.InputSchema()
 
 var callSchema = json.RawMessage(`{
   "type": "object",
@@ -50,7 +48,8 @@ var metaTools = []*mcp.Tool{{
 	Title: "Search tools",
 	Description: "Search the tools of every connected MCP server. Tools are not listed up front; " +
 		"search with a short description of the task, then call a match with call_tool. " +
-		"Each match has its qualified name, server, description and full input_schema, so you can call it in the same turn.",
+		"Each match has its qualified name, server, purpose and signature (parameters, ? when optional), " +
+		"enough to call it in the same turn; select:NAME gives a tool's whole definition.",
 	InputSchema: searchSchema,
 	Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	Meta:        alwaysLoad,
@@ -99,11 +98,14 @@ func (s *Server) addMetaTools(x *exposure, servers string) {
 	}
 }
 
-// searchResult is what search_tools returns, as JSON text and as
-// structured content.
+// searchResult is what search_tools returns, as JSON text. It carries no
+// structured content: clients that pass both to the model (the
+// specification asks for the text beside it) would pay for every match
+// twice, and search_tools declares no output schema that a program
+// could rely on.
 type searchResult struct {
 	Query         string        `json:"query"`
-	Matches       []searchMatch `json:"matches"`
+	Matches       []shelf.Match `json:"matches"`
 	ToolsSearched int           `json:"tools_searched"`
 	// PendingServers are still connecting: their tools may match later.
 	PendingServers []string `json:"pending_servers,omitempty"`
@@ -115,24 +117,8 @@ type searchResult struct {
 	Note string `json:"note,omitempty"`
 }
 
-type searchMatch struct {
-	Name        string          `json:"name"`
-	Server      string          `json:"server"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema,omitempty"`
-	// Declaration is the tool as a program calls it (code mode), instead
-	// of InputSchema.
-	Declaration string `json:"declaration,omitempty"`
-	// Unverified tools are known from configuration or server output; the
-	// server has not listed them and they cannot be called yet.
-	Unverified bool `json:"unverified,omitempty"`
-	// Asks is the question a rule asks the person before each call of
-	// the tool: the model knows a person will be asked.
-	Asks string `json:"asks_person,omitempty"`
-}
-
 func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
-	in, err := shelf.ParseInput(raw, shelf.DefaultLimitWithSchemas)
+	in, err := shelf.ParseInput(raw)
 	if err != nil {
 		return toolError("search_tools: %v", err)
 	}
@@ -140,27 +126,28 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	// match: wait for them (up to PendingWait), then search.
 	snap := s.awaitPending(ctx, func(*served) bool { return false })
 	start := time.Now()
-	found, err := snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Pending: s.up.Pending()})
+	req := in.Request()
+	req.Pending = s.up.Pending()
+	found, err := snap.Search(ctx, req)
 	s.met.observeSearch(ctx, time.Since(start))
 	s.traceSearch(ctx, start, in.Query, found, err)
 	if err != nil {
 		return toolError("search_tools: %v", err)
 	}
-	res := searchResult{Query: cut(in.Query, echoLimit), Matches: []searchMatch{}, ToolsSearched: found.Searched,
+	res := searchResult{Query: cut(in.Query, echoLimit), Matches: []shelf.Match{}, ToolsSearched: found.Searched,
 		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note}
+	form := s.opts.Results
+	if found.Select || s.opts.Code != nil {
+		// select: asks for whole definitions; a program needs the
+		// declaration, which is its signature.
+		form = shelf.Full
+	}
 	for _, h := range found.Hits {
-		schema, _ := catalog.NormalizeSchema(h.Entry.InputSchema)
-		desc := h.Entry.Description
-		if !found.Select && len(desc) > maxDescription {
-			// A server can write a megabyte of description; five of them
-			// would fill the turn. select: gives the whole text.
-			desc = cut(desc, maxDescription) + fmt.Sprintf("… (cut at %d of %d bytes; select:%s gives the whole text)", maxDescription, len(desc), h.Entry.Name)
-		}
-		m := searchMatch{Name: h.Entry.Name, Server: h.Entry.Server, Description: desc, InputSchema: schema, Unverified: h.Entry.Unverified, Asks: h.Entry.Asks}
+		m := shelf.MatchOf(h.Entry, form, found.Select)
 		if s.opts.Code != nil {
 			// The declaration carries the description too.
+			m.Declaration = sandbox.Declaration(h.Entry.Server, h.Entry.Tool, m.Description, h.Entry.InputSchema, outputSchema(h.Entry))
 			m.Description, m.InputSchema = "", nil
-			m.Declaration = sandbox.Declaration(h.Entry.Server, h.Entry.Tool, desc, h.Entry.InputSchema, outputSchema(h.Entry))
 		}
 		res.Matches = append(res.Matches, m)
 	}
@@ -184,11 +171,11 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		names[i] = m.Name
 	}
 	s.learn.searched(ss, in.Query, names, found.Select)
-	return jsonResult(res)
+	return textResult(res)
 }
 
 // activate adds matches to a session's tool list.
-func (s *Server) activate(x *exposure, matches []searchMatch) []string {
+func (s *Server) activate(x *exposure, matches []shelf.Match) []string {
 	var names []string
 	s.mu.Lock()
 	for _, m := range matches {
@@ -254,6 +241,9 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 	if err != nil {
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
+	if err := misfit(e, args); err != nil {
+		return toolError("call_tool %s: %v", e.Name, err)
+	}
 	return s.reach(ctx, ss, &upstream.Call{Tool: e, Args: args, Via: "call_tool"})
 }
 
@@ -306,7 +296,7 @@ const maxSearchBytes = 80_000
 // trimMatches keeps matches within maxSearchBytes, best first: past it,
 // a match keeps its name and the start of its description. It returns
 // how many it trimmed.
-func trimMatches(ms []searchMatch) int {
+func trimMatches(ms []shelf.Match) int {
 	size, trimmed := 0, 0
 	for i := range ms {
 		m := &ms[i]
@@ -323,10 +313,6 @@ func trimMatches(ms []searchMatch) int {
 
 // trimmedDescription is how much of its description a trimmed match keeps.
 const trimmedDescription = 200
-
-// maxDescription bounds a description in ranked search results; the
-// longest real tool descriptions measured are under 10,000 bytes.
-const maxDescription = 10_000
 
 // echoLimit bounds how much of the model's input (a name, a query) the
 // gateway repeats in a result or a log: a hostile client can send
@@ -425,14 +411,13 @@ func orEmpty(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// jsonResult returns v as compact JSON text (indentation would cost the
-// model about 40% more tokens) and as structured content.
-func jsonResult(v any) *mcp.CallToolResult {
+// textResult returns v as compact JSON text only (see searchResult).
+func textResult(v any) *mcp.CallToolResult {
 	b, err := marshal(v)
 	if err != nil {
 		return toolError("encoding the result: %v", err)
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}, StructuredContent: json.RawMessage(b)}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
 // marshal is json.Marshal without HTML escaping: schemas and descriptions

@@ -52,7 +52,7 @@ func (s *Searcher) Tool() Tool {
 		Description: "Load deferred tools. Many tools are not loaded up front; their names are announced in " +
 			"<available-deferred-tools>. Search by what you want to do, or select:NAME to load a tool you know; " +
 			"the tools found are loaded for the rest of the conversation and can be called from the next turn.",
-		InputSchema: shelf.InputSchema(shelf.DefaultLimit),
+		InputSchema: shelf.InputSchema(),
 	}
 }
 
@@ -91,7 +91,7 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 	fail := func(format string, args ...any) Block {
 		return ToolResult(toolUseID, []Block{TextBlock(fmt.Sprintf(format, args...))}, true)
 	}
-	in, err := shelf.ParseInput(input, shelf.DefaultLimit)
+	in, err := shelf.ParseInput(input)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -113,7 +113,9 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 			exclude[e.Name] = true
 		}
 	}
-	found, err := snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Loaded: st.All, Exclude: exclude, Pending: st.Pending})
+	req := in.Request()
+	req.Loaded, req.Exclude, req.Pending = st.All, exclude, st.Pending
+	found, err := snap.Search(ctx, req)
 	if err != nil {
 		if errors.Is(err, search.ErrNoLetters) {
 			return fail("%v", err)

@@ -13,7 +13,6 @@ import (
 
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
-	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 )
 
@@ -127,7 +126,7 @@ func (s *Server) answerSearch(ctx context.Context, p *plan, call messages.Block)
 // it): it searches the deferred tools, loads what it finds into the plan,
 // and says what it did, with the search front end's note, for the model.
 func (p *plan) find(ctx context.Context, input json.RawMessage) (text string, isErr bool) {
-	in, err := shelf.ParseInput(input, shelf.DefaultLimit)
+	in, err := shelf.ParseInput(input)
 	if err != nil {
 		return err.Error(), true
 	}
@@ -138,7 +137,9 @@ func (p *plan) find(ctx context.Context, input json.RawMessage) (text string, is
 			exclude[e.Name] = true
 		}
 	}
-	found, err := p.set.snap.Search(ctx, search.Request{Query: in.Query, Limit: in.Limit, Exclude: exclude})
+	req := in.Request()
+	req.Exclude = exclude
+	found, err := p.set.snap.Search(ctx, req)
 	if err != nil {
 		return "The search failed: " + err.Error(), true
 	}

@@ -167,7 +167,7 @@ func toolCatalog(tools []messages.Tool) *catalog.Catalog {
 
 // searchInput is what the search tool takes: every face's input, with
 // the default of the faces that load what they find.
-var searchInput = shelf.InputSchema(shelf.DefaultLimit)
+var searchInput = shelf.InputSchema()
 
 // searchTool is the tool the proxy adds in place of the deferred ones.
 func searchTool(name string, deferred int) messages.Tool {

@@ -28,6 +28,9 @@ type Request struct {
 	// Pending names the servers still connecting: their tools may match
 	// later.
 	Pending []string
+	// Depth, when set, keeps as many of the ranked hits (up to Limit) as
+	// it judges worth reading; without it, Limit hits are kept.
+	Depth *Depth
 }
 
 // Result is what a search found, for a face to present.
@@ -61,7 +64,8 @@ const MaxQuery = 2000
 
 // The notes of a Result.
 const (
-	NoteWeak    = "No tool fits this request well; these are only the closest matches. Check that one fits before using it."
+	NoteWeak = "No tool fits this request well; these are only the closest matches. Check that one fits before using it, " +
+		"or search again naming the action and its object (\"send an email\"), a server (mcp__server lists its tools), or +word for a word a tool must have."
 	NotePending = "No match yet; some servers are still connecting. Search again shortly."
 	NoteNone    = "No match. Try other words, or mcp__<server> to list a server's tools."
 	NoteCut     = "The query was cut to its first 2,000 bytes."
@@ -131,6 +135,9 @@ func Find(ctx context.Context, eng Engine, c *catalog.Catalog, r Request) (Resul
 		if len(res.Hits) == limit {
 			break
 		}
+	}
+	if r.Depth != nil {
+		res.Hits = res.Hits[:r.Depth.Keep(res.Hits)]
 	}
 	res.Weak = len(res.Hits) > 0 && res.Hits[0].Weak
 	if len(res.Hits) < 3 {

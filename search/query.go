@@ -20,7 +20,8 @@ var ErrEmptyQuery = errors.New("query is empty")
 // Query is a parsed search query. The grammar, shared by the lexical
 // engines:
 //
-//	select:a,b,c       fetch these tools by name; no ranking
+//	select:a,b,c       fetch these tools by name; no ranking (describe:a,b
+//	                   is the same: whole definitions)
 //	mcp__github        a query starting with mcp__ first matches name prefixes
 //	+slack send        a term starting with + and a letter is required: every
 //	                   result mentions it in its name, description or search
@@ -50,7 +51,11 @@ func ParseQuery(s string) (Query, error) {
 	if q.Text == "" {
 		return q, ErrEmptyQuery
 	}
-	if rest, ok := cutPrefixFold(q.Text, "select:"); ok {
+	rest, ok := cutPrefixFold(q.Text, "select:")
+	if !ok {
+		rest, ok = cutPrefixFold(q.Text, "describe:")
+	}
+	if ok {
 		for _, name := range strings.Split(rest, ",") {
 			if name = strings.TrimSpace(name); name != "" {
 				q.Select = append(q.Select, name)

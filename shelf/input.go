@@ -5,18 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/toolshelf/toolshelf/search"
 )
 
-// Default limits of a search tool's results. A face that returns each
-// match's full input schema in the result (the gateway's search_tools,
-// so that the model can call in the same turn) returns fewer: five
-// schemas already cost a turn's worth of tokens. A face that loads what
-// it finds by reference (the Messages library's tool_reference blocks,
-// the proxy's next round) loads eight, BM25's measured default
-// (docs/search-quality.md).
+// Limits of a search tool's results, the same on every face. Without a
+// limit from the model, an answer keeps as many matches as the ranking
+// is sure of (search.DefaultDepth), up to DefaultLimit, within the
+// shelf's token budget.
 const (
-	DefaultLimit            = 8
-	DefaultLimitWithSchemas = 5
+	DefaultLimit = 10
 	// MaxLimit bounds the limit a model may ask for.
 	MaxLimit = 50
 )
@@ -25,15 +23,28 @@ const (
 type Input struct {
 	Query string
 	Limit int
+	// Auto is set when the model gave no limit: the depth follows the
+	// ranking's confidence (Request).
+	Auto bool
 }
 
-// InputSchema is the search tool's input schema on every face; def is
-// the face's default limit (DefaultLimit or DefaultLimitWithSchemas).
-func InputSchema(def int) json.RawMessage {
+// Request is the search request of an input: with no limit given, the
+// depth follows the ranking's confidence.
+func (in Input) Request() search.Request {
+	r := search.Request{Query: in.Query, Limit: in.Limit}
+	if in.Auto {
+		d := search.DefaultDepth
+		r.Depth = &d
+	}
+	return r
+}
+
+// InputSchema is the search tool's input schema on every face.
+func InputSchema() json.RawMessage {
 	return json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-		`"query":{"type":"string","description":"What the tool should do, in a few words (\"create a github issue\"), or select:NAME,NAME to load tools by exact name. +word makes a word required; mcp__server lists a server's tools."},`+
-		`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"Most tools to return (default %d)."}},`+
-		`"required":["query"],"additionalProperties":false}`, MaxLimit, def))
+		`"query":{"type":"string","description":"What the tool should do, in a few words (\"create a github issue\"), or select:NAME,NAME for whole definitions by exact name. +word makes a word required; mcp__server lists a server's tools."},`+
+		`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"Most tools to return (default: as many as the search is sure of, up to %d)."}},`+
+		`"required":["query"],"additionalProperties":false}`, MaxLimit, DefaultLimit))
 }
 
 // Errors of ParseInput, worded for the model.
@@ -42,9 +53,9 @@ var (
 )
 
 // ParseInput reads a search tool's input: an object with "query" and an
-// optional "limit" (def when absent, at most MaxLimit). Its errors are
-// the model's to correct.
-func ParseInput(raw json.RawMessage, def int) (Input, error) {
+// optional "limit" (at most MaxLimit; when absent, Auto with
+// DefaultLimit). Its errors are the model's to correct.
+func ParseInput(raw json.RawMessage) (Input, error) {
 	var in struct {
 		Query *string         `json:"query"`
 		Limit json.RawMessage `json:"limit"`
@@ -68,8 +79,9 @@ func ParseInput(raw json.RawMessage, def int) (Input, error) {
 	if in.Query == nil || strings.TrimSpace(*in.Query) == "" {
 		return Input{}, ErrNoQuery
 	}
-	out := Input{Query: *in.Query, Limit: def}
+	out := Input{Query: *in.Query, Limit: DefaultLimit, Auto: true}
 	if len(in.Limit) > 0 && string(in.Limit) != "null" {
+		out.Auto = false
 		var f float64
 		if json.Unmarshal(in.Limit, &f) != nil || f != float64(int(f)) || f < 1 {
 			return Input{}, fmt.Errorf(`"limit" must be a positive integer, got %s`, in.Limit)

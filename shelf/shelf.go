@@ -12,7 +12,9 @@ package shelf
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -41,6 +43,10 @@ type Options struct {
 	// Learned, when set, is what was learned from use: searches rank by
 	// it (search.Learned) on top of the snapshot's engine.
 	Learned *Learned
+	// Budget bounds the tokens of a ranked answer's compact matches
+	// (DefaultBudget when zero; none when negative): the hits past it are
+	// left out, and the note says how many.
+	Budget int
 }
 
 // Learned is what a shelf's searches learned from use: earlier searches
@@ -190,7 +196,18 @@ func (s *Snapshot) View(ctx context.Context) *policy.View {
 // searches through here: the same query finds the same tools in the same
 // order, whichever face it came through.
 func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result, error) {
-	return search.Find(ctx, s.shelf.learnedEngine(s), s.Catalog, r)
+	found, err := search.Find(ctx, s.shelf.learnedEngine(s), s.Catalog, r)
+	if err != nil {
+		return found, err
+	}
+	budget := s.shelf.opts.Budget
+	if budget == 0 {
+		budget = DefaultBudget
+	}
+	if n := fit(&found, budget); n > 0 {
+		found.Note = strings.TrimSpace(found.Note + fmt.Sprintf(" %d more matched past this answer's budget of %d tokens: search with more words, or give a limit.", n, budget))
+	}
+	return found, nil
 }
 
 // learnedEngine returns the snapshot's engine ranked with what the shelf

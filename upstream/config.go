@@ -290,6 +290,19 @@ type Config struct {
 	// Identity is "identity": the team's identity provider, nil when
 	// people do not sign in.
 	Identity *Identity
+	// Search is "search": how search answers are made.
+	Search SearchConfig
+}
+
+// SearchConfig is "search": {"results": "compact"|"full", "budget": N}.
+type SearchConfig struct {
+	// Results is what each match of a ranked search carries: "compact"
+	// (a purpose and a signature; the default, "") or "full" (the whole
+	// definition).
+	Results string `json:"results"`
+	// Budget bounds the tokens of a ranked answer's compact matches; 0
+	// is toolshelf's default.
+	Budget int `json:"budget"`
 }
 
 // Profile returns the profile with the given name.
@@ -303,7 +316,7 @@ func (c *Config) Profile(name string) (*Profile, bool) {
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity", "search"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -344,7 +357,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 	}
 	for k := range top {
 		if !slices.Contains(configKeys, k) {
-			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\" and \"identity\")", k, didYouMean(k, configKeys))
+			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\" and \"search\")", k, didYouMean(k, configKeys))
 		}
 	}
 	cfg := &Config{}
@@ -389,6 +402,20 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 			return nil, cerr(at, `"store" must be a postgres:// URL, such as postgres://toolshelf:${PGPASSWORD}@db:5432/toolshelf`)
 		}
 		cfg.Store, cfg.storeVars, cfg.files = v, x.vars, x.files
+	}
+	if raw, ok := top["search"]; ok {
+		at := catalog.KeyOffset(data, 0, "search")
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg.Search); err != nil {
+			return nil, cerr(at, `"search" must be an object with "results" ("compact" or "full") and "budget" (tokens): %v`, err)
+		}
+		if r := cfg.Search.Results; r != "" && r != "compact" && r != "full" {
+			return nil, cerr(catalog.KeyOffset(data, max(at, 0), "results"), `"search": "results" is %q: want "compact" (a purpose and a signature per match) or "full" (whole definitions)`, r)
+		}
+		if cfg.Search.Budget < 0 {
+			return nil, cerr(catalog.KeyOffset(data, max(at, 0), "budget"), `"search": "budget" must be a number of tokens, 0 for the default`)
+		}
 	}
 	if raw, ok := top["policies"]; ok {
 		at := catalog.KeyOffset(data, 0, "policies")

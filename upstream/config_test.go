@@ -89,6 +89,9 @@ func TestParseConfigErrors(t *testing.T) {
 		{"identity console without client", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "console": {"act": {"groups": ["sre"]}}}}`, `"console" signs people in as the gateway's client`},
 		{"identity claims empty", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "claims": {"groups": []}}}`, `claim "groups" lists no values`},
 		{"profile claims wrong type", `{"mcpServers": {"a": {"command": "x"}}, "profiles": {"ops": {"servers": ["a"], "claims": {"groups": "sre"}}}}`, `profile "ops": "claims" has the wrong type: want []string`},
+		{"search results", "{\"mcpServers\": {},\n \"search\": {\"results\": \"short\"}}", `servers.json:2: "search": "results" is "short": want "compact"`},
+		{"search unknown key", `{"mcpServers": {}, "search": {"result": "full"}}`, `"search" must be an object with "results"`},
+		{"search budget", `{"mcpServers": {}, "search": {"budget": -5}}`, `"budget" must be a number of tokens`},
 		{"twice", "{\"mcpServers\": {\n \"a\": {\"command\": \"x\"},\n \"b\": {\"command\": \"y\"},\n \"a\": {\"command\": \"z\"}}}",
 			`servers.json:4: server "a" is defined twice, at lines 2 and 4: JSON keeps only the last`},
 	}
@@ -104,6 +107,17 @@ func TestParseConfigErrors(t *testing.T) {
 
 // An unset variable stops only its server, and no error text carries a
 // secret's value.
+// "search" says what matches carry and the answers' budget.
+func TestParseSearch(t *testing.T) {
+	cfg, err := Parse([]byte(`{"mcpServers": {}, "search": {"results": "full", "budget": 2500}}`), "servers.json", nil)
+	if err != nil || cfg.Search.Results != "full" || cfg.Search.Budget != 2500 {
+		t.Fatalf("%+v (%v)", cfg, err)
+	}
+	if cfg, err := Parse([]byte(`{"mcpServers": {}}`), "servers.json", nil); err != nil || cfg.Search != (SearchConfig{}) {
+		t.Errorf("without \"search\": %+v (%v)", cfg.Search, err)
+	}
+}
+
 func TestParseConfigUnsetVariable(t *testing.T) {
 	data := `{"mcpServers": {
 		"a": {"command": "x", "env": {"TOKEN": "${MISSING_TOKEN}"}},

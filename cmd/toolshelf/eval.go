@@ -13,12 +13,13 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/evaluate"
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/shelf"
 )
 
 var evalCommand = &command{
 	name:    "eval",
 	summary: "measure retrieval quality on a labelled dataset",
-	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--learn-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--json]",
+	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--learn-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--answers compact|full|none] [--depth RATIO,MIN|off] [--budget N] [--json]",
 	help: `
 Searches every query of a labelled dataset and reports, over all queries,
 for each value of their level, category and subset fields, and for each
@@ -34,7 +35,20 @@ length band (words=1-8, words=9-20, words=21+):
   abstain      queries no tool fits, and how many got no hits or only
                hits flagged weak
 
+and, of the answers a gateway's search_tools would give (--answers):
+
+  r@1000t      covered groups / groups within the first 1,000 tokens of
+               the answer (r@2500t: 2,500), counting what each match
+               really carries
+  tokens       what an answer costs, median / 90th percentile
+  matches      the mean number of matches an answer keeps
+
 plus the time to build the index and per-query latency (p50, p99).
+An answer keeps the hits its depth keeps (--depth: those scoring at
+least RATIO of the best, at least MIN; "off" keeps --limit of them)
+within --budget tokens of compact matches, as search_tools does when a
+model gives no limit; --answers full measures whole definitions
+instead (search.results "full"), none skips the measure.
 Recall@5 comes with a bootstrap 95% interval (1,000 resamples of the
 queries, a fixed seed; --json has it for recall@1, @5 and @10 too): two
 figures whose intervals overlap may differ by chance alone.
@@ -71,6 +85,9 @@ instead of the default engine, so that its experiments can be rerun:
 		minSim := fs.Float64("learn-min-similarity", search.DefaultLearnedMinSimilarity, "with --learn-folds, the `COSINE` a learned query needs")
 		weight := fs.Float64("learn-weight", search.DefaultLearnedWeight, "with --learn-folds, the `WEIGHT` of a learned query's tools")
 		half := fs.Int("half", -1, "score only half `N` (0 or 1) of the queries")
+		answers := fs.String("answers", string(shelf.Compact), "measure the answers search_tools gives, in `FORM` (compact, full or none)")
+		depth := fs.String("depth", fmt.Sprintf("%g,%d", search.DefaultDepth.Ratio, search.DefaultDepth.Min), "the answers' depth: `RATIO,MIN` or off")
+		budget := fs.Int("budget", shelf.DefaultBudget, "the answers' budget of compact-match `TOKENS` (0: none)")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -104,6 +121,10 @@ instead of the default engine, so that its experiments can be rerun:
 				return usagef("--learn-min-similarity must be between 0 and 1 and --learn-weight positive")
 			}
 			opts := &evaluate.Options{Limit: *limit, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight}}
+			var err error
+			if opts.Answers, err = answersFor(*answers, *depth, *budget); err != nil {
+				return err
+			}
 			switch *half {
 			case -1:
 			case 0, 1:
@@ -115,6 +136,36 @@ instead of the default engine, so that its experiments can be rerun:
 			return runEval(ctx, e, *dataset, name, build, opts, *folds, *asJSON)
 		}
 	},
+}
+
+// answersFor is what --answers, --depth and --budget ask to measure.
+func answersFor(form, depth string, budget int) (*evaluate.Answers, error) {
+	if form == "none" {
+		return nil, nil
+	}
+	f, err := shelf.ParseForm(form)
+	if err != nil {
+		return nil, usagef("--answers: %v, or none", err)
+	}
+	if budget < 0 {
+		return nil, usagef("--budget must be 0 (none) or more, got %d", budget)
+	}
+	a := &evaluate.Answers{Budget: budget,
+		Cost: func(h search.Hit) int { return shelf.Tokens(shelf.MatchOf(h.Entry, f, false)) + 1 },
+		// {"query":"...","matches":[...],"tools_searched":N} around them,
+		// with a query of a few words.
+		Overhead: shelf.Tokens(shelf.Match{Name: "find the tool for this request"}) + 8}
+	if depth != "off" {
+		ratio, min, ok := strings.Cut(depth, ",")
+		d := search.Depth{}
+		_, err1 := fmt.Sscan(ratio, &d.Ratio)
+		_, err2 := fmt.Sscan(min, &d.Min)
+		if !ok || err1 != nil || err2 != nil || d.Ratio < 0 || d.Ratio > 1 || d.Min < 1 {
+			return nil, usagef("--depth %q: want RATIO,MIN (RATIO between 0 and 1, MIN at least 1), or off", depth)
+		}
+		a.Depth = &d
+	}
+	return a, nil
 }
 
 // variantHelp lists the variants --variant takes, one a line.
@@ -174,7 +225,7 @@ func writeReport(w io.Writer, r *evaluate.Report) {
 	labels = append([]string{"all"}, labels...)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "subset\tqueries\trecall@1\trecall@5\trecall@5 95%\trecall@10\tcomplete@10\tmrr@10\tndcg@10\tflagged weak\tabstained\t")
+	fmt.Fprintln(tw, "subset\tqueries\trecall@1\trecall@5\trecall@5 95%\trecall@10\tcomplete@10\tmrr@10\tndcg@10\tflagged weak\tabstained\tr@1000t\tr@2500t\ttokens\tmatches\t")
 	for _, l := range labels {
 		m := r.Subsets[l]
 		abstain := "-"
@@ -182,15 +233,19 @@ func writeReport(w io.Writer, r *evaluate.Report) {
 			abstain = fmt.Sprintf("%d/%d (%d empty)", max(m.Abstain.NoHits, m.Abstain.Weak), m.Abstain.Queries, m.Abstain.NoHits)
 		}
 		if m.Queries == 0 {
-			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t\n", l, abstain)
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t-\t-\t-\t\n", l, abstain)
 			continue
+		}
+		answers := "-\t-\t-\t-"
+		if a := m.Answers; a != nil {
+			answers = fmt.Sprintf("%.3f\t%.3f\t%d / %d\t%.1f", a.Recall1000, a.Recall2500, a.TokensP50, a.TokensP90, a.Matches)
 		}
 		interval := "-"
 		if m.CI95 != nil {
 			interval = fmt.Sprintf("%.3f–%.3f", m.CI95.Recall5[0], m.CI95.Recall5[1])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%s\t\n",
-			l, m.Queries, m.Recall1, m.Recall5, interval, m.Recall10, m.Complete10, m.MRR10, m.NDCG10, m.Weak, abstain)
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%s\t%s\t\n",
+			l, m.Queries, m.Recall1, m.Recall5, interval, m.Recall10, m.Complete10, m.MRR10, m.NDCG10, m.Weak, abstain, answers)
 	}
 	tw.Flush()
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/sandbox"
+	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -399,6 +400,7 @@ func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Option
 	}
 	if src.config != nil {
 		hopts.Profiles = src.config.Profiles
+		hopts.Server.Results, hopts.Server.Budget = shelf.Form(src.config.Search.Results), src.config.Search.Budget
 		if _, ok := src.config.Profile(o.profile); o.profile != "" && !ok {
 			return nil, usagef("--profile %q: %s has no such profile%s", o.profile, src.name, profileList(src.config))
 		}

@@ -56,10 +56,14 @@ try {
   const memory = await search("create entities in the knowledge graph memory");
   const create = memory.matches.find((m) => m.name === "mcp__memory__create_entities");
   check(create, "create_entities found: " + JSON.stringify(memory.matches.map((m) => m.name)));
-  check(create.input_schema?.properties?.entities, "the match carries its input schema");
+  check(create.signature?.includes("entities: object[]") && !create.input_schema, "the match is compact, with its signature: " + JSON.stringify(create));
 
   const entity = "toolshelf-" + mode;
-  let res = await client.callTool({
+  // As a model might, from the signature alone: a wrong shape. The error
+  // carries the whole definition, from which the model calls right.
+  let res = await client.callTool({ name: "call_tool", arguments: { name: create.name, arguments: { entities: [entity] } } });
+  check(res.isError && textOf(res).includes('"input_schema"') && textOf(res).includes("entityType"), "a misfit call answers with the schema: " + textOf(res));
+  res = await client.callTool({
     name: "call_tool",
     arguments: { name: create.name, arguments: { entities: [{ name: entity, entityType: "project", observations: ["reached through the gateway"] }] } },
   });

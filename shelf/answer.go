@@ -1,0 +1,114 @@
+package shelf
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/search"
+)
+
+// Form says what each match of a search answer carries.
+type Form string
+
+const (
+	// Compact matches carry a name, a server, a purpose and a signature:
+	// a line each. The default.
+	Compact Form = "compact"
+	// Full matches carry the whole description and input schema, as
+	// select: does: for a client or operator that wants them in every
+	// answer (configuration "search": {"results": "full"}).
+	Full Form = "full"
+)
+
+// ParseForm reads a form's name; "" is Compact.
+func ParseForm(s string) (Form, error) {
+	switch Form(s) {
+	case "", Compact:
+		return Compact, nil
+	case Full:
+		return Full, nil
+	}
+	return "", fmt.Errorf("%q is not a form of search results: want %q or %q", s, Compact, Full)
+}
+
+// Match is one tool of a search answer.
+type Match struct {
+	Name   string `json:"name"`
+	Server string `json:"server,omitempty"`
+	// Purpose and Signature are a compact match's.
+	Purpose   string `json:"purpose,omitempty"`
+	Signature string `json:"signature,omitempty"`
+	// Description and InputSchema are a whole definition's.
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"input_schema,omitempty"`
+	// Declaration is the tool as a program calls it (code mode), instead
+	// of InputSchema.
+	Declaration string `json:"declaration,omitempty"`
+	// Unverified tools are known from configuration or server output; the
+	// server has not listed them and they cannot be called yet.
+	Unverified bool `json:"unverified,omitempty"`
+	// Asks is the question a rule asks the person before each call of
+	// the tool: the model knows a person will be asked.
+	Asks string `json:"asks_person,omitempty"`
+}
+
+// maxDescription bounds a whole description in ranked results (a server
+// can write a megabyte); select: gives it uncut. The longest real tool
+// descriptions measured are under 10,000 bytes.
+const maxDescription = 10_000
+
+// MatchOf returns e as a match in form f ("" is Compact). A whole
+// definition's description is cut at a bound unless uncut (select:).
+func MatchOf(e *catalog.Entry, f Form, uncut bool) Match {
+	m := Match{Name: e.Name, Server: e.Server, Unverified: e.Unverified, Asks: e.Asks}
+	if f != Full {
+		m.Purpose, m.Signature = Purpose(e.Description), Signature(e.InputSchema)
+		return m
+	}
+	m.InputSchema, _ = catalog.NormalizeSchema(e.InputSchema)
+	m.Description = e.Description
+	if !uncut && len(m.Description) > maxDescription {
+		m.Description = clip(m.Description, maxDescription) + fmt.Sprintf(" (cut at %d of %d bytes; select:%s gives the whole text)", maxDescription, len(e.Description), e.Name)
+	}
+	return m
+}
+
+// DefaultBudget is the tokens a ranked answer's compact matches may cost
+// unless the operator says otherwise ("search": {"budget": N}), chosen on
+// half 0 of the dev sets (docs/search-quality.md).
+const DefaultBudget = 1000
+
+// Tokens estimates what a match costs a Claude model: its JSON counted
+// with the offline tokenizer (cl100k times the measured factor).
+func Tokens(m Match) int {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return 0
+	}
+	n, err := policy.Tokenizer{}.CountTokens(context.Background(), []json.RawMessage{b})
+	if err != nil {
+		return len(b) * 2 / 5 // the seed's characters / 2.5
+	}
+	return n
+}
+
+// fit cuts a ranked result to the hits whose compact matches fit within
+// budget tokens, keeping at least one, and returns how many it cut.
+func fit(found *search.Result, budget int) int {
+	if budget <= 0 || found.Select {
+		return 0
+	}
+	spent := 0
+	for i, h := range found.Hits {
+		spent += Tokens(MatchOf(h.Entry, Compact, false))
+		if spent > budget && i > 0 {
+			cut := len(found.Hits) - i
+			found.Hits = found.Hits[:i]
+			return cut
+		}
+	}
+	return 0
+}
