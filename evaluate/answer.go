@@ -1,9 +1,11 @@
 package evaluate
 
 import (
+	"math"
 	"slices"
 	"sort"
 
+	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/search"
 )
 
@@ -26,6 +28,10 @@ type Answers struct {
 	Cost func(search.Hit) int
 	// Overhead is the tokens of an answer around its matches.
 	Overhead int
+	// Companions, when set, are the tools an answer names beside a hit
+	// (search.Companions): a group is covered when the answer names one
+	// of its tools, as a match or as a companion.
+	Companions func(search.Hit) []*catalog.Entry
 }
 
 // Within are the token budgets recall is measured within.
@@ -44,6 +50,9 @@ type AnswerMetrics struct {
 	TokensP90 int `json:"tokens_p90"`
 	// Matches is the mean number of matches an answer carries.
 	Matches float64 `json:"matches"`
+	// Complete is the share of answers that name a tool of every group
+	// (as a match or a companion): complete coverage by the answer.
+	Complete float64 `json:"complete"`
 	// CI95 are bootstrap 95% intervals of the two recalls (see
 	// Bootstrap).
 	CI95 *[2][2]float64 `json:"ci95,omitempty"`
@@ -52,9 +61,33 @@ type AnswerMetrics struct {
 	per1000, per2500 []float64
 }
 
-// answer returns the hits a face's answer keeps, and the cumulative cost
+// answered is what an answer names: each kept hit with its companions,
+// and what the answer costs up to its end.
+type answered struct {
+	hits  []search.Hit
+	named [][]string // per hit: its id and its companions' ids
+	costs []int
+}
+
+// answer returns what a face's answer of hits names and costs.
+func (a *Answers) answer(hits []search.Hit) answered {
+	kept, costs := a.keep(hits)
+	ans := answered{hits: kept, costs: costs}
+	for _, h := range kept {
+		ids := []string{h.Entry.ID}
+		if a.Companions != nil {
+			for _, c := range a.Companions(h) {
+				ids = append(ids, c.ID)
+			}
+		}
+		ans.named = append(ans.named, ids)
+	}
+	return ans
+}
+
+// keep returns the hits a face's answer keeps, and the cumulative cost
 // of the answer at the end of each.
-func (a *Answers) answer(hits []search.Hit) ([]search.Hit, []int) {
+func (a *Answers) keep(hits []search.Hit) ([]search.Hit, []int) {
 	if a.Depth != nil {
 		hits = hits[:a.Depth.Keep(hits)]
 	}
@@ -72,18 +105,24 @@ func (a *Answers) answer(hits []search.Hit) ([]search.Hit, []int) {
 	return hits, costs
 }
 
-// recallWithin is the share of groups covered by the hits whose answer,
-// up to them, costs at most n tokens.
-func recallWithin(groups [][]string, hits []search.Hit, costs []int, n int) float64 {
+// recallWithin is the share of groups covered by what the answer names
+// up to where it has cost n tokens.
+func recallWithin(groups [][]string, ans answered, n int) float64 {
 	if len(groups) == 0 {
 		return 0
 	}
 	covered := 0
 	for _, g := range groups {
-		for i, h := range hits {
-			if costs[i] <= n && slices.Contains(g, h.Entry.ID) {
-				covered++
+	hits:
+		for i, ids := range ans.named {
+			if ans.costs[i] > n {
 				break
+			}
+			for _, id := range ids {
+				if slices.Contains(g, id) {
+					covered++
+					break hits
+				}
 			}
 		}
 	}
@@ -91,8 +130,12 @@ func recallWithin(groups [][]string, hits []search.Hit, costs []int, n int) floa
 }
 
 // add counts one answer.
-func (m *AnswerMetrics) add(groups [][]string, hits []search.Hit, costs []int) {
-	r1, r2 := recallWithin(groups, hits, costs, Within[0]), recallWithin(groups, hits, costs, Within[1])
+func (m *AnswerMetrics) add(groups [][]string, ans answered) {
+	hits, costs := ans.hits, ans.costs
+	r1, r2 := recallWithin(groups, ans, Within[0]), recallWithin(groups, ans, Within[1])
+	if recallWithin(groups, ans, math.MaxInt) == 1 {
+		m.Complete++
+	}
 	m.Recall1000 += r1
 	m.Recall2500 += r2
 	m.per1000, m.per2500 = append(m.per1000, r1), append(m.per2500, r2)
@@ -112,6 +155,7 @@ func (m *AnswerMetrics) finish(n int) {
 	m.Recall1000 = round(m.Recall1000/float64(n), 4)
 	m.Recall2500 = round(m.Recall2500/float64(n), 4)
 	m.Matches = round(m.Matches/float64(n), 2)
+	m.Complete = round(m.Complete/float64(n), 4)
 	if n > 1 {
 		m.CI95 = &[2][2]float64{bootstrapMean(m.per1000), bootstrapMean(m.per2500)}
 	}

@@ -173,10 +173,9 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 		}
 		weak := len(hits) > 0 && hits[0].Weak
 		s := Score(q.Groups, ids)
-		var kept []search.Hit
-		var costs []int
+		var ans answered
 		if answers != nil {
-			kept, costs = answers.answer(hits)
+			ans = answers.answer(hits)
 		}
 		for _, label := range append([]string{"all", LengthBand(q.Text)}, q.Labels...) {
 			m := sums[label]
@@ -205,7 +204,7 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 				if m.Answers == nil {
 					m.Answers = &AnswerMetrics{}
 				}
-				m.Answers.add(q.Groups, kept, costs)
+				m.Answers.add(q.Groups, ans)
 			}
 			perQuery[label] = append(perQuery[label], s)
 			m.Recall1 += s.Recall1

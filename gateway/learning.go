@@ -51,6 +51,11 @@ type sessionSearches struct {
 	searches []recentSearch
 	recorded map[string]bool // pairs recorded, so that each counts once
 	bytes    int
+	// lastCall is the tool the session called last with success, and
+	// together the pairs of tools called one after the other it recorded
+	// (each once, at most maxRecordedPerSession).
+	lastCall string
+	together map[[2]string]bool
 }
 
 // learning follows sessions' searches: what a call's tool ranked in the
@@ -187,6 +192,34 @@ func (l *learning) called(ss *mcp.ServerSession, tool string) use {
 	return u
 }
 
+// calledAfter notes a session's successful call of tool and returns the
+// tool it called just before, when that pair is the session's to record
+// (once, within its share); "" otherwise.
+func (l *learning) calledAfter(ss *mcp.ServerSession, tool string) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	x := l.sessions[ss]
+	if x == nil {
+		// A session that never searched is not followed: it found its
+		// tools some other way, and nothing bounds what it would add.
+		return ""
+	}
+	// Tool names are the catalog's (at most catalog.MaxNameLen bytes),
+	// so a session keeps at most nine of them here, and no byte budget
+	// is needed for them.
+	before := x.lastCall
+	x.lastCall = tool
+	k := [2]string{before, tool}
+	if before == "" || before == tool || x.together[k] || len(x.together) >= maxRecordedPerSession {
+		return ""
+	}
+	if x.together == nil {
+		x.together = map[[2]string]bool{}
+	}
+	x.together[k] = true
+	return before
+}
+
 // learned is what the gateway's searches rank by: its profile's pairs that
 // several sessions showed (nil without a usage store).
 func (s *Server) learned() *shelf.Learned {
@@ -202,6 +235,13 @@ func (s *Server) learned() *shelf.Learned {
 				return nil, err
 			}
 			return learn.Queries(pairs, s.up.Profile(), learn.MinSessions), nil
+		},
+		Together: func() (map[string][]string, error) {
+			pairs, err := st.Pairs()
+			if err != nil {
+				return nil, err
+			}
+			return learn.Together(pairs, s.up.Profile(), learn.MinSessions), nil
 		},
 	}
 }
@@ -228,5 +268,10 @@ func (s *Server) noteCall(ctx context.Context, ss *mcp.ServerSession, tool, serv
 	}
 	if ok && u.query != "" && s.opts.Learn != nil {
 		s.opts.Learn.Record(s.up.Profile(), u.query, tool)
+	}
+	if ok && s.opts.Learn != nil {
+		if before := s.learn.calledAfter(ss, tool); before != "" {
+			s.opts.Learn.RecordTogether(s.up.Profile(), before, tool)
+		}
 	}
 }

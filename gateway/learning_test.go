@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/toolshelf/toolshelf/upstream"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -125,6 +126,63 @@ func TestLearningPerProfile(t *testing.T) {
 		}
 		if i == 1 && got != used {
 			t.Errorf("after two sessions used %s, %s ranks first", used, got)
+		}
+	}
+}
+
+// Tools a profile's sessions call one after the other become companions:
+// a search that finds the second names the first beside it, once two
+// sessions showed it (one does not), never in another profile, at most
+// learn.MaxTogether of them; a session repeating the pair counts once.
+func TestLearnedCompanions(t *testing.T) {
+	st := learn.Open(filepath.Join(t.TempDir(), "usage.db"), nil)
+	tools := []json.RawMessage{
+		rawTool("lookup_place", "Look up a place by its name", nil),
+		rawTool("plan_route", "Plan a route between two points", nil),
+		rawTool("share_route", "Share a planned route with a friend", nil),
+	}
+	ops, pool := gatewayFor(t, &Options{Learn: st}, memServer(t, "maps", tools))
+	guest := newGateway(t, pool.Scope(&upstream.Profile{Name: "guest", Servers: []string{"maps"}}), &Options{Learn: st})
+	companionsOf := func(g *Server, tool string) []string {
+		cs := connect(t, g, nil)
+		defer cs.Close()
+		var res searchResult
+		json.Unmarshal([]byte(text(call(t, cs, "search_tools", map[string]any{"query": "plan a route between two points"}))), &res)
+		for _, m := range res.Matches {
+			if m.Name == tool {
+				return m.Companions
+			}
+		}
+		t.Fatalf("%s not found: %+v", tool, res.Matches)
+		return nil
+	}
+	session := func(g *Server) {
+		cs := connect(t, g, nil)
+		defer cs.Close()
+		call(t, cs, "search_tools", map[string]any{"query": "find a place"})
+		for range 3 { // the same pair again counts once
+			call(t, cs, "call_tool", map[string]any{"name": "mcp__maps__lookup_place", "arguments": map[string]any{}})
+			call(t, cs, "call_tool", map[string]any{"name": "mcp__maps__plan_route", "arguments": map[string]any{}})
+		}
+		if err := st.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	session(ops)
+	if got := companionsOf(ops, "mcp__maps__plan_route"); len(got) != 0 {
+		t.Errorf("one session made companions: %v", got)
+	}
+	session(ops)
+	if got := companionsOf(ops, "mcp__maps__plan_route"); !slices.Equal(got, []string{"mcp__maps__lookup_place"}) {
+		t.Errorf("after two sessions: %v", got)
+	}
+	if got := companionsOf(guest, "mcp__maps__plan_route"); len(got) != 0 {
+		t.Errorf("another profile's companions: %v", got)
+	}
+	pairs, _ := st.Pairs()
+	for _, p := range pairs {
+		if _, ok := p.Before(); ok && p.Count != 2 {
+			t.Errorf("pair %+v: want 2 sessions", p)
 		}
 	}
 }

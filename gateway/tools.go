@@ -49,7 +49,8 @@ var metaTools = []*mcp.Tool{{
 	Description: "Search the tools of every connected MCP server. Tools are not listed up front; " +
 		"search with a short description of the task, then call a match with call_tool. " +
 		"Each match has its qualified name, server, purpose and signature (parameters, ? when optional), " +
-		"enough to call it in the same turn; select:NAME gives a tool's whole definition.",
+		"enough to call it in the same turn; select:NAME gives a tool's whole definition. " +
+		"A match's companions are tools that produce what it needs (an id, coordinates, the date).",
 	InputSchema: searchSchema,
 	Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
 	Meta:        alwaysLoad,
@@ -144,6 +145,11 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	}
 	for _, h := range found.Hits {
 		m := shelf.MatchOf(h.Entry, form, found.Select)
+		if !found.Select {
+			for _, c := range snap.Companions(h.Entry) {
+				m.Companions = append(m.Companions, c.Name)
+			}
+		}
 		if s.opts.Code != nil {
 			// The declaration carries the description too.
 			m.Declaration = sandbox.Declaration(h.Entry.Server, h.Entry.Tool, m.Description, h.Entry.InputSchema, outputSchema(h.Entry))

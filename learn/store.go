@@ -157,7 +157,26 @@ func (s *Store) Path() string { return s.b.where() }
 // Record queues a pair: the query of a search in a profile's session
 // ("" for the default profile), and a tool it found that was then called.
 func (s *Store) Record(profile, query, tool string) {
-	query = CutQuery(query)
+	s.record(profile, CutQuery(query), tool)
+}
+
+// together marks the query of a pair that says two tools were used
+// together: "\x01" and the tool used first. No search's query has it
+// (CutQuery drops it).
+const together = "\x01"
+
+// RecordTogether queues the pair of two tools a session called one after
+// the other, first before, then after: before may have produced what
+// after needed, and is a companion of after (see Together). The pair's
+// tool is before; its query the mark and after.
+func (s *Store) RecordTogether(profile, before, after string) {
+	if after == "" || before == after || len(after) > MaxQuery || strings.ContainsAny(after, "\x00\x01") {
+		return
+	}
+	s.record(profile, together+after, before)
+}
+
+func (s *Store) record(profile, query, tool string) {
 	if query == "" || tool == "" || strings.ContainsRune(profile+tool, 0) {
 		return
 	}
@@ -183,12 +202,13 @@ func (s *Store) Record(profile, query, tool string) {
 }
 
 // CutQuery is a query as the store keeps it: spaces collapsed, NUL bytes
-// (the key's separator) dropped, at most MaxQuery bytes.
+// (the key's separator) and \x01 (the mark of a pair used together)
+// dropped, at most MaxQuery bytes.
 func CutQuery(query string) string {
 	if len(query) > 4*MaxQuery {
 		query = query[:4*MaxQuery] // Fields need not see the rest
 	}
-	query = strings.Join(strings.Fields(strings.ReplaceAll(query, "\x00", "")), " ")
+	query = strings.Join(strings.Fields(strings.NewReplacer("\x00", "", "\x01", "").Replace(query)), " ")
 	if len(query) > MaxQuery {
 		query = query[:MaxQuery]
 	}
@@ -510,7 +530,7 @@ func Queries(pairs []Pair, profile string, minCount int) []search.LearnedQuery {
 	byQuery := map[string]int{}
 	var out []search.LearnedQuery
 	for _, p := range pairs {
-		if p.Profile != profile || p.Count < minCount {
+		if p.Profile != profile || p.Count < minCount || strings.HasPrefix(p.Query, together) {
 			continue
 		}
 		i, ok := byQuery[p.Query]
@@ -521,6 +541,45 @@ func Queries(pairs []Pair, profile string, minCount int) []search.LearnedQuery {
 		}
 		if !slices.Contains(out[i].Tools, p.Tool) {
 			out[i].Tools = append(out[i].Tools, p.Tool)
+		}
+	}
+	return out
+}
+
+// Before returns the tool a pair says its tool was called before, when
+// it is a pair of tools used together (RecordTogether).
+func (p Pair) Before() (string, bool) { return strings.CutPrefix(p.Query, together) }
+
+// MaxTogether bounds the companions learned of one tool.
+const MaxTogether = 2
+
+// Together returns, for each tool of one profile, the tools its sessions
+// called just before it: only those at least minCount sessions showed,
+// the most shown first, at most MaxTogether of each, so that one client
+// cannot make a tool's companions, and none can make many.
+func Together(pairs []Pair, profile string, minCount int) map[string][]string {
+	type before struct {
+		tool  string
+		count int
+	}
+	by := map[string][]before{}
+	for _, p := range pairs {
+		after, ok := strings.CutPrefix(p.Query, together)
+		if !ok || p.Profile != profile || p.Count < minCount {
+			continue
+		}
+		by[after] = append(by[after], before{p.Tool, p.Count})
+	}
+	out := make(map[string][]string, len(by))
+	for after, bs := range by {
+		slices.SortFunc(bs, func(a, b before) int {
+			if a.count != b.count {
+				return b.count - a.count
+			}
+			return strings.Compare(a.tool, b.tool)
+		})
+		for _, b := range bs[:min(len(bs), MaxTogether)] {
+			out[after] = append(out[after], b.tool)
 		}
 	}
 	return out

@@ -47,6 +47,9 @@ type Match struct {
 	// Declaration is the tool as a program calls it (code mode), instead
 	// of InputSchema.
 	Declaration string `json:"declaration,omitempty"`
+	// Companions name the tools that produce what this one needs (its
+	// ids, coordinates, the date): steps a task implies but may not say.
+	Companions []string `json:"companions,omitempty"`
 	// Unverified tools are known from configuration or server output; the
 	// server has not listed them and they cannot be called yet.
 	Unverified bool `json:"unverified,omitempty"`
@@ -95,15 +98,20 @@ func Tokens(m Match) int {
 	return n
 }
 
-// fit cuts a ranked result to the hits whose compact matches fit within
-// budget tokens, keeping at least one, and returns how many it cut.
-func fit(found *search.Result, budget int) int {
+// fit cuts a ranked result to the hits whose compact matches (with
+// their companions) fit within budget tokens, keeping at least one, and
+// returns how many it cut.
+func (s *Snapshot) fit(found *search.Result, budget int) int {
 	if budget <= 0 || found.Select {
 		return 0
 	}
 	spent := 0
 	for i, h := range found.Hits {
-		spent += Tokens(MatchOf(h.Entry, Compact, false))
+		m := MatchOf(h.Entry, Compact, false)
+		for _, c := range s.Companions(h.Entry) {
+			m.Companions = append(m.Companions, c.Name)
+		}
+		spent += Tokens(m)
 		if spent > budget && i > 0 {
 			cut := len(found.Hits) - i
 			found.Hits = found.Hits[:i]

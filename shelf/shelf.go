@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,6 +58,9 @@ type Learned struct {
 	Version func() string
 	// Load reads what was learned; it is called when Version changes.
 	Load func() ([]search.LearnedQuery, error)
+	// Together, when set, reads the tools called just before each tool
+	// (learn.Together): its learned companions.
+	Together func() (map[string][]string, error)
 }
 
 // Shelf follows a face's current catalog snapshot. It is safe for
@@ -76,6 +80,9 @@ type Shelf struct {
 	base    search.Engine
 	version string
 	learned search.Engine
+	// The learned companions last read, for togetherVersion.
+	together        map[string][]string
+	togetherVersion string
 }
 
 // New returns a shelf. The error is an unknown engine kind.
@@ -108,6 +115,9 @@ type Snapshot struct {
 
 	viewOnce sync.Once
 	view     *policy.View
+
+	companionsOnce sync.Once
+	companions     *search.Companions
 }
 
 type engineBox struct{ search.Engine }
@@ -191,6 +201,56 @@ func (s *Snapshot) View(ctx context.Context) *policy.View {
 	return s.view
 }
 
+// Companions returns the tools that produce what e needs: those the
+// catalog's names and parameters imply (search.Companions, built the
+// first time a snapshot is asked), then those this profile's sessions
+// called just before e (Learned.Together), at most search.MaxCompanions.
+func (s *Snapshot) Companions(e *catalog.Entry) []*catalog.Entry {
+	s.companionsOnce.Do(func() { s.companions = search.NewCompanions(s.Catalog) })
+	out := s.companions.Of(e, search.MaxCompanions)
+	for _, name := range s.shelf.learnedTogether()[e.Name] {
+		if len(out) == search.MaxCompanions {
+			break
+		}
+		if c, ok := s.Catalog.Find(name); ok && c != e && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// learnedTogether returns the learned companions, read again when what
+// was learned changes.
+func (s *Shelf) learnedTogether() map[string][]string {
+	p := s.opts.Learned
+	if p == nil || p.Together == nil {
+		return nil
+	}
+	version := ""
+	if p.Version != nil {
+		version = p.Version()
+	}
+	s.learnMu.Lock()
+	if s.together != nil && s.togetherVersion == version {
+		t := s.together
+		s.learnMu.Unlock()
+		return t
+	}
+	s.learnMu.Unlock()
+	t, err := p.Together()
+	if err != nil {
+		s.logger.Warn("cannot read what was learned from use; naming no learned companions", "error", err)
+		return nil
+	}
+	if t == nil {
+		t = map[string][]string{}
+	}
+	s.learnMu.Lock()
+	s.together, s.togetherVersion = t, version
+	s.learnMu.Unlock()
+	return t
+}
+
 // Search answers a request over the snapshot (see [search.Find]), ranked
 // by what was learned from use when the shelf has a past. Every face
 // searches through here: the same query finds the same tools in the same
@@ -204,7 +264,7 @@ func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result,
 	if budget == 0 {
 		budget = DefaultBudget
 	}
-	if n := fit(&found, budget); n > 0 {
+	if n := s.fit(&found, budget); n > 0 {
 		found.Note = strings.TrimSpace(found.Note + fmt.Sprintf(" %d more matched past this answer's budget of %d tokens: search with more words, or give a limit.", n, budget))
 	}
 	return found, nil

@@ -19,7 +19,7 @@ import (
 var evalCommand = &command{
 	name:    "eval",
 	summary: "measure retrieval quality on a labelled dataset",
-	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--learn-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--answers compact|full|none] [--depth RATIO,MIN|off] [--budget N] [--json]",
+	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--learn-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--answers compact|full|none] [--depth RATIO,MIN|off] [--budget N] [--companions=false] [--json]",
 	help: `
 Searches every query of a labelled dataset and reports, over all queries,
 for each value of their level, category and subset fields, and for each
@@ -42,6 +42,9 @@ and, of the answers a gateway's search_tools would give (--answers):
                really carries
   tokens       what an answer costs, median / 90th percentile
   matches      the mean number of matches an answer keeps
+  complete     the share of answers naming a tool of every group, as a
+               match or as a companion (--companions: a tool that
+               produces what a match needs, named beside it)
 
 plus the time to build the index and per-query latency (p50, p99).
 An answer keeps the hits its depth keeps (--depth: those scoring at
@@ -88,6 +91,7 @@ instead of the default engine, so that its experiments can be rerun:
 		answers := fs.String("answers", string(shelf.Compact), "measure the answers search_tools gives, in `FORM` (compact, full or none)")
 		depth := fs.String("depth", fmt.Sprintf("%g,%d", search.DefaultDepth.Ratio, search.DefaultDepth.Min), "the answers' depth: `RATIO,MIN` or off")
 		budget := fs.Int("budget", shelf.DefaultBudget, "the answers' budget of compact-match `TOKENS` (0: none)")
+		companions := fs.Bool("companions", true, "the answers name each match's companions, and a companion counts as found")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -133,12 +137,15 @@ instead of the default engine, so that its experiments can be rerun:
 			default:
 				return usagef("--half must be 0 or 1, got %d", *half)
 			}
-			return runEval(ctx, e, *dataset, name, build, opts, *folds, *asJSON)
+			form, _ := shelf.ParseForm(*answers)
+			return runEval(ctx, e, *dataset, name, build, opts, form, *companions, *folds, *asJSON)
 		}
 	},
 }
 
 // answersFor is what --answers, --depth and --budget ask to measure.
+// The companions are found in the dataset's catalog, once it is loaded
+// (withCompanions).
 func answersFor(form, depth string, budget int) (*evaluate.Answers, error) {
 	if form == "none" {
 		return nil, nil
@@ -168,6 +175,23 @@ func answersFor(form, depth string, budget int) (*evaluate.Answers, error) {
 	return a, nil
 }
 
+// withCompanions makes a's answers name the companions of each match in
+// c, and pay for their names.
+func withCompanions(a *evaluate.Answers, c *catalog.Catalog, form shelf.Form) {
+	if a == nil {
+		return
+	}
+	cs := search.NewCompanions(c)
+	a.Companions = func(h search.Hit) []*catalog.Entry { return cs.Of(h.Entry, search.MaxCompanions) }
+	a.Cost = func(h search.Hit) int {
+		m := shelf.MatchOf(h.Entry, form, false)
+		for _, e := range cs.Of(h.Entry, search.MaxCompanions) {
+			m.Companions = append(m.Companions, e.Name)
+		}
+		return shelf.Tokens(m) + 1
+	}
+}
+
 // variantHelp lists the variants --variant takes, one a line.
 func variantHelp() string {
 	var b strings.Builder
@@ -177,10 +201,13 @@ func variantHelp() string {
 	return b.String()
 }
 
-func runEval(ctx context.Context, e *env, dir, engine string, build func(*catalog.Catalog) (search.Engine, error), opts *evaluate.Options, folds int, asJSON bool) error {
+func runEval(ctx context.Context, e *env, dir, engine string, build func(*catalog.Catalog) (search.Engine, error), opts *evaluate.Options, form shelf.Form, companions bool, folds int, asJSON bool) error {
 	ds, err := loadDataset(dir)
 	if err != nil {
 		return err
+	}
+	if companions {
+		withCompanions(opts.Answers, ds.Catalog, form)
 	}
 	r, err := evaluate.Run(ctx, ds, engine, build, opts)
 	if err != nil {
@@ -225,7 +252,7 @@ func writeReport(w io.Writer, r *evaluate.Report) {
 	labels = append([]string{"all"}, labels...)
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "subset\tqueries\trecall@1\trecall@5\trecall@5 95%\trecall@10\tcomplete@10\tmrr@10\tndcg@10\tflagged weak\tabstained\tr@1000t\tr@2500t\ttokens\tmatches\t")
+	fmt.Fprintln(tw, "subset\tqueries\trecall@1\trecall@5\trecall@5 95%\trecall@10\tcomplete@10\tmrr@10\tndcg@10\tflagged weak\tabstained\tr@1000t\tr@2500t\ttokens\tmatches\tcomplete\t")
 	for _, l := range labels {
 		m := r.Subsets[l]
 		abstain := "-"
@@ -233,12 +260,12 @@ func writeReport(w io.Writer, r *evaluate.Report) {
 			abstain = fmt.Sprintf("%d/%d (%d empty)", max(m.Abstain.NoHits, m.Abstain.Weak), m.Abstain.Queries, m.Abstain.NoHits)
 		}
 		if m.Queries == 0 {
-			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t-\t-\t-\t\n", l, abstain)
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t-\t-\t-\t%s\t-\t-\t-\t-\t-\t\n", l, abstain)
 			continue
 		}
-		answers := "-\t-\t-\t-"
+		answers := "-\t-\t-\t-\t-"
 		if a := m.Answers; a != nil {
-			answers = fmt.Sprintf("%.3f\t%.3f\t%d / %d\t%.1f", a.Recall1000, a.Recall2500, a.TokensP50, a.TokensP90, a.Matches)
+			answers = fmt.Sprintf("%.3f\t%.3f\t%d / %d\t%.1f\t%.3f", a.Recall1000, a.Recall2500, a.TokensP50, a.TokensP90, a.Matches, a.Complete)
 		}
 		interval := "-"
 		if m.CI95 != nil {

@@ -88,7 +88,11 @@ PostgreSQL store that serve --store replicas share), at most 20,000 and for 180 
 				tw := tabwriter.NewWriter(e.stdout, 0, 0, 2, ' ', 0)
 				fmt.Fprintln(tw, "PROFILE\tTOOL\tSESSIONS\tLAST USED\tQUERY")
 				for _, p := range pairs {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", profileOrDefault(p.Profile), p.Tool, p.Count, p.Last.Local().Format(time.DateTime), p.Query)
+					query := p.Query
+					if after, ok := p.Before(); ok {
+						query = "(called before " + after + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", profileOrDefault(p.Profile), p.Tool, p.Count, p.Last.Local().Format(time.DateTime), query)
 				}
 				return tw.Flush()
 			}
