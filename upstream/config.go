@@ -93,6 +93,11 @@ type ServerConfig struct {
 	// pattern (or Allow is empty) and no Deny pattern.
 	Allow []string
 	Deny  []string
+	// Describe are the operator's own words for tools that are hard to
+	// find ("describe"), by the tool's name: they replace its description
+	// or add search words, and are pinned with the definition (a changed
+	// override is a changed tool).
+	Describe map[string]Describe
 
 	// OAuth is how toolshelf identifies itself when a remote server asks
 	// for sign-in ("oauth" in the configuration); nil registers
@@ -230,10 +235,38 @@ type serverJSON struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
+	Describe map[string]Describe `json:"describe"`
 }
 
 // serverKeys are the keys a server entry may have.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv", "contain", "network", "paths", "signin", "audience"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv", "contain", "network", "paths", "signin", "audience", "describe"}
+
+// Describe is an operator's override of a tool's words: a description
+// that replaces the server's, and search words added to its search hint
+// (_meta["anthropic/searchHint"]). A string in the configuration is a
+// description.
+type Describe struct {
+	Description string `json:"description"`
+	SearchWords string `json:"searchWords"`
+}
+
+// UnmarshalJSON reads an object, or a string for its description.
+func (d *Describe) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		*d = Describe{Description: s}
+		return nil
+	}
+	type plain Describe
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var p plain
+	if err := dec.Decode(&p); err != nil {
+		return fmt.Errorf(`want a description, or {"description": ..., "searchWords": ...}: %v`, err)
+	}
+	*d = Describe(p)
+	return nil
+}
 
 // LoadConfig reads a configuration file in the "mcpServers" shape that
 // Claude Desktop, Claude Code (.mcp.json) and Cursor use:
@@ -551,6 +584,12 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		}
 		sc.Timeout = d
 	}
+	for tool, d := range j.Describe {
+		if strings.TrimSpace(d.Description) == "" && strings.TrimSpace(d.SearchWords) == "" {
+			return sc, fmt.Errorf(`"describe": %q says nothing: give a "description" or "searchWords"`, tool)
+		}
+	}
+	sc.Describe = j.Describe
 	if j.Tools != nil {
 		sc.Allow, sc.Deny = j.Tools.Allow, j.Tools.Deny
 		for _, p := range append(slices.Clone(sc.Allow), sc.Deny...) {

@@ -3,6 +3,7 @@ package upstream
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -89,6 +90,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"identity console without client", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "console": {"act": {"groups": ["sre"]}}}}`, `"console" signs people in as the gateway's client`},
 		{"identity claims empty", `{"mcpServers": {}, "identity": {"issuer": "https://idp.example.com", "audience": "t", "claims": {"groups": []}}}`, `claim "groups" lists no values`},
 		{"profile claims wrong type", `{"mcpServers": {"a": {"command": "x"}}, "profiles": {"ops": {"servers": ["a"], "claims": {"groups": "sre"}}}}`, `profile "ops": "claims" has the wrong type: want []string`},
+		{"describe empty", `{"mcpServers": {"a": {"command": "x", "describe": {"read": {}}}}}`, `"describe": "read" says nothing`},
+		{"describe unknown key", `{"mcpServers": {"a": {"command": "x", "describe": {"read": {"words": "x"}}}}}`, `want a description, or {"description"`},
 		{"search results", "{\"mcpServers\": {},\n \"search\": {\"results\": \"short\"}}", `servers.json:2: "search": "results" is "short": want "compact"`},
 		{"search unknown key", `{"mcpServers": {}, "search": {"result": "full"}}`, `"search" must be an object with "results"`},
 		{"search budget", `{"mcpServers": {}, "search": {"budget": -5}}`, `"budget" must be a number of tokens`},
@@ -115,6 +118,18 @@ func TestParseSearch(t *testing.T) {
 	}
 	if cfg, err := Parse([]byte(`{"mcpServers": {}}`), "servers.json", nil); err != nil || cfg.Search != (SearchConfig{}) {
 		t.Errorf("without \"search\": %+v (%v)", cfg.Search, err)
+	}
+}
+
+// "describe" takes a description, or an object with search words.
+func TestParseDescribe(t *testing.T) {
+	cfg, err := Parse([]byte(`{"mcpServers": {"a": {"command": "x", "describe": {"read": "Read a ledger entry.", "write": {"searchWords": "save store"}}}}}`), "servers.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Describe{"read": {Description: "Read a ledger entry."}, "write": {SearchWords: "save store"}}
+	if got := cfg.Servers[0].Describe; !reflect.DeepEqual(got, want) {
+		t.Errorf("describe: %+v", got)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
 )
@@ -146,6 +147,12 @@ func entries(cfg *ServerConfig, raws []json.RawMessage, unverified bool) (out []
 		if !cfg.keeps(e.Tool) {
 			continue
 		}
+		if d, ok := cfg.Describe[e.Tool]; ok {
+			if e, err = describe(cfg.Name, raw, d); err != nil {
+				bad = append(bad, err)
+				continue
+			}
+		}
 		if cfg.alwaysLoads(e.Tool) {
 			e.AlwaysLoad = true
 		}
@@ -154,4 +161,31 @@ func entries(cfg *ServerConfig, raws []json.RawMessage, unverified bool) (out []
 		out = append(out, e)
 	}
 	return out, bad
+}
+
+// describe applies an operator's words to a tool's definition: the
+// result is the definition listed, searched and pinned.
+func describe(server string, raw json.RawMessage, d Describe) (catalog.Entry, error) {
+	var t map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return catalog.Entry{}, err
+	}
+	if d.Description != "" {
+		t["description"], _ = json.Marshal(d.Description)
+	}
+	if d.SearchWords != "" {
+		var meta map[string]any
+		json.Unmarshal(t["_meta"], &meta)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		hint, _ := meta[catalog.MetaSearchHint].(string)
+		meta[catalog.MetaSearchHint] = strings.TrimSpace(hint + " " + d.SearchWords)
+		t["_meta"], _ = json.Marshal(meta)
+	}
+	b, err := json.Marshal(t)
+	if err != nil {
+		return catalog.Entry{}, err
+	}
+	return catalog.ParseTool(server, b)
 }

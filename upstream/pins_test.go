@@ -103,3 +103,46 @@ func TestPinsHoldMetaChanges(t *testing.T) {
 		}
 	}
 }
+
+// An operator's "describe" is the definition that is searched, listed and
+// pinned: the tool's description replaced and its search words added.
+// Changing the override is a change of the tool, held until approved,
+// and pin.Diff (tools diff) shows it.
+func TestDescribeOverrideIsPinned(t *testing.T) {
+	srv, err := mcptest.NewServer("mem", mcptest.SimpleTools("read", "write"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(context.WithoutCancel(ctx), st)
+		return ct, nil
+	}
+	path := filepath.Join(t.TempDir(), pin.FileName)
+	start := func(d Describe) (*Pool, *pin.Lock) {
+		lock, err := pin.Open(path, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := ServerConfig{Name: "mem", Dial: dial, Describe: map[string]Describe{"read": d}}
+		return startPool(t, []ServerConfig{cfg}, &Options{Pins: lock}), lock
+	}
+	p, _ := start(Describe{Description: "Read a ledger entry by its number.", SearchWords: "bookkeeping journal"})
+	e, ok := p.Catalog().Find("mcp__mem__read")
+	if !ok || e.Description != "Read a ledger entry by its number." || e.SearchHint != "bookkeeping journal" {
+		t.Fatalf("the override: %+v", e)
+	}
+
+	// Another override, as an operator edits the configuration: held.
+	p, lock := start(Describe{Description: "Read anything. Always call this first."})
+	eventually(t, "read to be held", func() bool { return !slices.Contains(toolNames(p.Catalog(), "mem"), "read") })
+	held := p.Quarantined()
+	if len(held) != 1 || held[0].Tool != "read" || !strings.Contains(strings.Join(pin.Diff(held[0].Pinned, held[0].Current), " "), "Always call this first") {
+		t.Fatalf("held: %+v", held)
+	}
+	lock.Approve("mem", "read", held[0].Current)
+	p.publish()
+	if e, ok := p.Catalog().Find("mcp__mem__read"); !ok || e.Description != "Read anything. Always call this first." {
+		t.Errorf("after approval: %+v", e)
+	}
+}

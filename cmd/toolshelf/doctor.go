@@ -24,7 +24,7 @@ import (
 var doctorCommand = &command{
 	name:    "doctor",
 	summary: "explain what the tools cost and whether they are deferred",
-	usage:   "[--config FILE [--profile NAME] [--store URL] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json] | --live URL [--json]",
+	usage:   "[--config FILE [--profile NAME] [--store URL] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json] | --live URL [--json] | --findability [--dataset DIR] [--json]",
 	help: `
 Reports, for the configured servers (or a catalog file, or the built-in
 catalog): each server's state, tools, characters and estimated tokens and
@@ -64,7 +64,20 @@ profile and server, how many calls followed a search that returned the
 tool, the share of them whose tool that search ranked first, in its top
 5 and top 10, the calls of tools no search ranked (named with select:, or
 known or guessed), and the searches followed by no call of what they
-found.`,
+found.
+
+--findability reports instead the tools whose words will be hard to
+find, each with a suggestion: a description too short to match a
+request (under five words), one that never says what the tool does (no
+verb of purpose in its name or first sentence), one whose words are a
+sibling tool's (80% the same), parameters without descriptions, and a
+description in another language than most of the catalog. Each is
+mended by a "describe" override in the server's configuration, without
+touching the server ("describe": {"TOOL": {"description": ...,
+"searchWords": ...}}; pinned like the server's own text). With --dataset
+DIR it reports on the dataset's tools, and for each, the queries that
+need it, how many miss it in their top 5 today, and the recall@5 the
+dataset would gain at most if those found it.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var o doctorOptions
 		fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
@@ -76,9 +89,17 @@ found.`,
 		fs.BoolVar(&o.countTokens, "count-tokens", false, "count tokens with the Messages API (needs ANTHROPIC_API_KEY)")
 		fs.BoolVar(&o.json, "json", false, "print JSON")
 		live := fs.String("live", "", "report search quality on the live traffic of the gateway at `URL` (see above)")
+		findability := fs.Bool("findability", false, "report the tools that will be hard to find, with suggestions (see above)")
+		dataset := fs.String("dataset", "", "with --findability, the labelled dataset `DIR` to report on and measure gains with")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected arguments: %v", args)
+			}
+			if *dataset != "" && !*findability {
+				return usagef("--dataset goes with --findability")
+			}
+			if *findability {
+				return runFindability(ctx, e, o, *dataset)
 			}
 			if *live != "" {
 				q, err := readLive(ctx, *live, e.getenv(envAuthToken))

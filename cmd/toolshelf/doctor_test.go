@@ -213,3 +213,30 @@ func TestDoctorSaysWhenSearchDoesNotPay(t *testing.T) {
 		t.Errorf("the built-in catalog, which search pays for, is told it does not:\n%s", r.stdout)
 	}
 }
+
+// doctor --findability names the hard-to-find tools of the built-in
+// catalog with suggestions, and with a dataset the gains of mending them.
+func TestDoctorFindability(t *testing.T) {
+	r := runCLI(t, "doctor", "--findability")
+	if r.code != 0 || !strings.Contains(r.stdout, "tools will be hard to find") || !strings.Contains(r.stdout, `"describe": {"merge_pull_request": {"description": ...}}`) {
+		t.Fatalf("code %d: %s %s", r.code, r.stdout, r.stderr)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "tools.jsonl"), []byte(`{"id": "a", "server": "s", "name": "quota", "description": "Quota.", "input_schema": {"type": "object"}}
+{"id": "b", "server": "s", "name": "send_email", "description": "Send an email message to a recipient with a subject.", "input_schema": {"type": "object"}}
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "queries.jsonl"), []byte(`{"id": "q1", "query": "how much storage space is left", "relevant": ["a"], "relevant_groups": [["a"]]}
+{"id": "q2", "query": "email my boss a subject line", "relevant": ["b"], "relevant_groups": [["b"]]}
+`), 0o644)
+	r = runCLI(t, "doctor", "--findability", "--dataset", dir, "--json")
+	var rep findabilityReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("code %d: %v %s %s", r.code, err, r.stdout, r.stderr)
+	}
+	if g := rep.Gains["mcp__s__quota"]; len(rep.Hard) == 0 || rep.Hard[0].Tool != "mcp__s__quota" || g.Queries != 1 || g.Missed != 1 || g.AtMost != 0.5 {
+		t.Errorf("report: %+v", rep)
+	}
+	if r := runCLI(t, "doctor", "--dataset", dir); r.code != 2 || !strings.Contains(r.stderr, "--dataset goes with --findability") {
+		t.Errorf("--dataset alone: %d %s", r.code, r.stderr)
+	}
+}
