@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -91,7 +92,11 @@ func newOfferTable(offers []upstream.Offer) (*offerTable, []error) {
 				continue
 			}
 			served := *r
-			if count["r\x00"+r.URI] > 1 {
+			switch {
+			case isApp(r.URI):
+				// Apps are named by their server, as tools are.
+				served.URI = upstream.AppURI(o.Server, o.Unprefixed, r.URI)
+			case count["r\x00"+r.URI] > 1:
 				served.URI = collisionScheme + o.Server + "/" + r.URI
 			}
 			if u, err := url.Parse(served.URI); err != nil || u.Scheme == "" {
@@ -100,6 +105,20 @@ func newOfferTable(offers []upstream.Offer) (*offerTable, []error) {
 			}
 			t.resources[served.URI] = resRef{o.Server, served, r.URI}
 			t.exposed[[2]string{o.Server, r.URI}] = served.URI
+		}
+		// An app a tool names but the server does not list is served too:
+		// the client reads it by the URI the tool names.
+		for _, uri := range slices.Sorted(maps.Keys(o.Apps)) {
+			if _, ok := t.exposed[[2]string{o.Server, uri}]; ok {
+				continue
+			}
+			served := upstream.AppURI(o.Server, o.Unprefixed, uri)
+			r := mcp.Resource{URI: served, Name: uri}
+			if app := o.Apps[uri]; len(app.Contents) > 0 && app.Contents[0] != nil {
+				r.MIMEType = app.Contents[0].MIMEType
+			}
+			t.resources[served] = resRef{o.Server, r, uri}
+			t.exposed[[2]string{o.Server, uri}] = served
 		}
 		for _, rt := range o.Templates {
 			if rt == nil {
@@ -263,8 +282,7 @@ func (s *Server) getPrompt(ctx context.Context, req *mcp.GetPromptRequest) (*mcp
 }
 
 func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	tbl := s.offers.Load()
-	server, orig, ok := tbl.owner(req.Params.URI)
+	server, orig, ok := s.offers.Load().owner(req.Params.URI)
 	if !ok {
 		return nil, mcp.ResourceNotFoundError(req.Params.URI)
 	}
@@ -275,13 +293,23 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s: %v", quoteClipped(req.Params.URI), err)}
 	}
 	var res *mcp.ReadResourceResult
-	err := s.up.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
-		var err error
-		res, err = cs.ReadResource(ctx, &params)
-		return err
-	})
-	if err != nil {
-		return nil, passOn(err)
+	if isApp(orig) {
+		// The copy the lock file trusts, not whatever the server says
+		// now (see upstream.Scope.App).
+		app, err := s.up.App(server, orig)
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s: %v", quoteClipped(req.Params.URI), err)}
+		}
+		res = cloneRead(app)
+	} else {
+		err := s.up.Session(ctx, server, func(ctx context.Context, cs *mcp.ClientSession) error {
+			var err error
+			res, err = cs.ReadResource(ctx, &params)
+			return err
+		})
+		if err != nil {
+			return nil, passOn(err)
+		}
 	}
 	s.up.Secrets().CutResource(res)
 	for _, c := range res.Contents {
@@ -290,6 +318,19 @@ func (s *Server) readResource(ctx context.Context, req *mcp.ReadResourceRequest)
 		}
 	}
 	return res, nil
+}
+
+// cloneRead copies a read result, so that what is rewritten for one
+// answer is not the pool's copy.
+func cloneRead(r *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+	out := &mcp.ReadResourceResult{Meta: r.Meta}
+	for _, c := range r.Contents {
+		if c != nil {
+			cc := *c
+			out.Contents = append(out.Contents, &cc)
+		}
+	}
+	return out
 }
 
 func (s *Server) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {

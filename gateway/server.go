@@ -524,6 +524,7 @@ func directTool(e *catalog.Entry) *mcp.Tool {
 	var t mcp.Tool
 	_ = json.Unmarshal(e.Raw, &t)
 	t.Name = e.Name
+	withApps(e, &t)
 	schema, _ := catalog.NormalizeSchema(e.InputSchema)
 	t.InputSchema = schema
 	if t.OutputSchema != nil {
@@ -585,6 +586,7 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 		res = toolError("%s: %v", c.Tool.Name, err)
 		noteRefusal(ctx, err)
 	}
+	appResult(res, appsOf(c.Tool))
 	// A directly listed tool teaches search only when an --activate
 	// search put it there.
 	if c.Via != "direct" || s.opts.Activate {

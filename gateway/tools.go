@@ -145,6 +145,9 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	}
 	for _, h := range found.Hits {
 		m := shelf.MatchOf(h.Entry, form, found.Select)
+		if app := appOf(h.Entry); app != "" {
+			m.App = appsOf(h.Entry)(app)
+		}
 		if !found.Select {
 			for _, c := range snap.Companions(h.Entry) {
 				m.Companions = append(m.Companions, c.Name)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // changedFields names the fields in which two definitions differ.
@@ -130,7 +132,8 @@ func pathDiff(a, b json.RawMessage) []string {
 		case !inb:
 			out = append(out, fmt.Sprintf("%s: removed (was %s)", k, clip(va)))
 		case va != vb:
-			out = append(out, fmt.Sprintf("%s: %s → %s", k, clip(va), clip(vb)))
+			x, y := around(va, vb)
+			out = append(out, fmt.Sprintf("%s: %s → %s", k, x, y))
 		}
 	}
 	return out
@@ -163,6 +166,39 @@ func flatten(prefix string, raw json.RawMessage, out map[string]string) {
 		return
 	}
 	out[prefix] = string(raw)
+}
+
+// around shows two long strings where they first differ (an app's HTML,
+// a long text in a schema), as text rather than JSON: the change, not
+// the start both share.
+func around(a, b string) (string, string) {
+	var x, y string
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil || (len(a) <= 120 && len(b) <= 120) {
+		return clip(a), clip(b)
+	}
+	p := 0
+	for p < len(x) && p < len(y) && x[p] == y[p] {
+		p++
+	}
+	from := max(0, p-40)
+	for from > 0 && !utf8.RuneStart(x[from]) {
+		from--
+	}
+	window := func(s string) string {
+		to := min(len(s), p+60)
+		for to < len(s) && !utf8.RuneStart(s[to]) {
+			to++
+		}
+		w := s[from:to]
+		if from > 0 {
+			w = "…" + w
+		}
+		if to < len(s) {
+			w += "…"
+		}
+		return strconv.Quote(w)
+	}
+	return window(x), window(y)
 }
 
 // clip shortens a value for a diff line.

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # suite with Node 22), and a small sentence encoder for the semantic
 # engines (scripts/embed-server), pinned by their lockfiles. Puppeteer's
 # browser download is skipped: listing its tools needs none.
-for dir in testdata/servers testdata/clients testdata/idp scripts/embed-server; do
+for dir in testdata/servers testdata/clients testdata/idp testdata/apps scripts/embed-server; do
   (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 done
 

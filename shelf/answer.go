@@ -47,6 +47,9 @@ type Match struct {
 	// Declaration is the tool as a program calls it (code mode), instead
 	// of InputSchema.
 	Declaration string `json:"declaration,omitempty"`
+	// App is the ui:// resource a client that renders MCP Apps shows
+	// for the tool (its _meta.ui.resourceUri, as the gateway serves it).
+	App string `json:"app,omitempty"`
 	// Companions name the tools that produce what this one needs (its
 	// ids, coordinates, the date): steps a task implies but may not say.
 	Companions []string `json:"companions,omitempty"`

@@ -18,15 +18,22 @@ import (
 // accepts. Like tools, offers are cached on disk and kept while the
 // server restarts.
 type Offer struct {
-	Server    string                  `json:"-"`
-	Prompts   []*mcp.Prompt           `json:"prompts,omitempty"`
-	Resources []*mcp.Resource         `json:"resources,omitempty"`
-	Templates []*mcp.ResourceTemplate `json:"resourceTemplates,omitempty"`
+	Server string `json:"-"`
+	// Unprefixed: the server's tools keep their own names ("prefix":
+	// false), and so do its apps' ui:// URIs.
+	Unprefixed bool                    `json:"-"`
+	Prompts    []*mcp.Prompt           `json:"prompts,omitempty"`
+	Resources  []*mcp.Resource         `json:"resources,omitempty"`
+	Templates  []*mcp.ResourceTemplate `json:"resourceTemplates,omitempty"`
 	// Subscribe: resources/subscribe; Complete: completion/complete;
 	// Logging: logging/setLevel.
 	Subscribe bool `json:"subscribe,omitempty"`
 	Complete  bool `json:"complete,omitempty"`
 	Logging   bool `json:"logging,omitempty"`
+	// Apps are the server's apps (MCP Apps' ui:// resources) as read
+	// when its tools were listed, by URI; the pool judges them against
+	// the lock file and serves them (Scope.App).
+	Apps map[string]*mcp.ReadResourceResult `json:"apps,omitempty"`
 }
 
 func (o *Offer) empty() bool {
@@ -96,7 +103,7 @@ func (p *Pool) Offers() []Offer {
 		o := s.offers.offer
 		s.offers.mu.Unlock()
 		if !o.empty() {
-			o.Server = s.cfg.Name
+			o.Server, o.Unprefixed = s.cfg.Name, s.cfg.NoPrefix
 			out = append(out, o)
 		}
 	}

@@ -177,6 +177,9 @@ type Pool struct {
 	// guarded by pubMu. quarantines counts them since the start.
 	quarantined map[string][]Quarantined
 	quarantines atomic.Int64
+	// apps are the servers' apps the lock file trusts, by server and URI
+	// (see Scope.App); guarded by pubMu.
+	apps map[string]map[string]*mcp.ReadResourceResult
 	// defs and nextDefs are the canonical definitions of the last
 	// publish's tools and of this one's, by raw definition; guarded by
 	// pubMu.
@@ -432,10 +435,17 @@ func (p *Pool) publish() {
 	owner := make(map[string]string) // a tool's name → the server that has it
 	conflicts := make(map[string]string)
 	quarantined := make(map[string][]Quarantined)
+	apps := make(map[string]map[string]*mcp.ReadResourceResult)
 	for _, s := range p.servers {
+		s.offers.mu.Lock()
+		trusted, heldApps := p.judgeApps(s, s.offers.offer.Apps)
+		s.offers.mu.Unlock()
+		if len(trusted) > 0 {
+			apps[s.cfg.Name] = trusted
+		}
 		s.mu.Lock()
 		kept, h := p.judge(s, s.entries)
-		if len(h) > 0 {
+		if h = append(h, heldApps...); len(h) > 0 {
 			quarantined[s.cfg.Name] = h
 		}
 		for _, e := range kept {
@@ -458,6 +468,7 @@ func (p *Pool) publish() {
 		s.mu.Unlock()
 	}
 	p.noteConflicts(conflicts)
+	p.apps = apps
 	p.noteQuarantined(quarantined)
 	c := catalog.New(all, infos)
 	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {

@@ -140,6 +140,9 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		if offer, oerr = c.listOffer(dctx); oerr != nil {
 			s.logger.Warn("listing prompts or resources failed; serving what was listed", "error", s.redact.Redact(oerr.Error()))
 		}
+		if offer.Apps, oerr = c.readApps(dctx, tools, offer.Resources); oerr != nil {
+			s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redact.Redact(oerr.Error()))
+		}
 	}
 	if err != nil {
 		if dctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
@@ -156,8 +159,12 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		s.logger.Warn(`tools/list answered with "functions" instead of "tools"; read them anyway`)
 	}
 	// Publish the tools before the server stops counting as pending, so
-	// that nobody sees it neither pending nor in the catalog.
-	s.acceptOffer(offer)
+	// that nobody sees it neither pending nor in the catalog; the offer
+	// (with the apps) in the same publish as the tools, so that the lock
+	// file judges the server's tools and apps together.
+	s.offers.mu.Lock()
+	s.offers.offer = offer
+	s.offers.mu.Unlock()
 	s.accept(c.info, tools)
 	s.restore(dctx, c)
 	s.mu.Lock()
@@ -236,6 +243,7 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 				s.logger.Warn("tools/list after list_changed failed; keeping the previous list", "error", err)
 				continue
 			}
+			s.rereadApps(ctx, c, tools)
 			s.accept(c.info, tools)
 			s.logger.Info("tool list changed", "tools", s.status().Tools)
 		case <-s.relistOffer:
@@ -245,6 +253,15 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			if err != nil {
 				s.logger.Warn("listing prompts or resources after list_changed failed; keeping the previous lists", "error", s.redact.Redact(err.Error()))
 				continue
+			}
+			s.mu.Lock()
+			tools := s.rawTools
+			s.mu.Unlock()
+			lctx, cancel = context.WithTimeout(ctx, s.cfg.timeout())
+			o.Apps, err = c.readApps(lctx, tools, o.Resources)
+			cancel()
+			if err != nil {
+				s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redact.Redact(err.Error()))
 			}
 			s.acceptOffer(o)
 		}
