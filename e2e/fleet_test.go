@@ -326,11 +326,15 @@ func serverConfig(t *testing.T, dir, name, tools string, extra map[string]any) s
 	return path
 }
 
-// connectMCP connects a go-sdk client to a gateway's /mcp URL; the
-// session closes when the test ends.
+// withSessions is the newest MCP revision with sessions, which the fleet
+// tests are about: a client that asks for it gets one.
+const withSessions = "2025-11-25"
+
+// connectMCP connects a go-sdk client to a gateway's /mcp URL with a
+// session; the session closes when the test ends.
 func connectMCP(t *testing.T, ctx context.Context, url string) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "fleet-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: withSessions})
 	if err != nil {
 		t.Fatal(err)
 	}

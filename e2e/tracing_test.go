@@ -152,7 +152,7 @@ func TestTraceThroughGateway(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "traced-client", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "traced-client", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: withSessions})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/fakeembed"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/search"
@@ -403,9 +404,24 @@ func httpGateway(t *testing.T, g *Server, opts *HTTPOptions) string {
 	return srv.URL
 }
 
+// withSessions is the newest MCP revision with sessions: a client that
+// asks for it is served with one.
+const withSessions = "2025-11-25"
+
 func httpClient(t *testing.T, url string, opts *mcp.ClientOptions, hc *http.Client) *mcp.ClientSession {
 	t.Helper()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: hc}, nil)
+	return httpClientAt(t, url, opts, hc, "")
+}
+
+// httpSessionClient is httpClient on the newest revision with sessions.
+func httpSessionClient(t *testing.T, url string, opts *mcp.ClientOptions, hc *http.Client) *mcp.ClientSession {
+	t.Helper()
+	return httpClientAt(t, url, opts, hc, withSessions)
+}
+
+func httpClientAt(t *testing.T, url string, opts *mcp.ClientOptions, hc *http.Client, version string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,13 +576,15 @@ type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// Activation adds what a session finds to that session only.
+// Activation adds what a session finds to that session only (clients
+// of revisions with sessions: MCP 2026-07-28 forbids a tool list that
+// varies by connection).
 func TestActivate(t *testing.T) {
 	g, _ := gatewayFor(t, &Options{Activate: true}, standardUpstreams(t)...)
 	url := httpGateway(t, g, nil)
 	changed := make(chan struct{}, 10)
-	a := httpClient(t, url, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, nil)
-	b := httpClient(t, url, nil, nil)
+	a := httpSessionClient(t, url, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, nil)
+	b := httpSessionClient(t, url, nil, nil)
 	res := call(t, a, toolSearch, map[string]any{"query": "post a slack message", "limit": 1})
 	var sr searchResult
 	json.Unmarshal([]byte(text(res)), &sr)
@@ -696,10 +714,14 @@ func TestMaxSessions(t *testing.T) {
 func testMaxSessions(t *testing.T, activate bool) {
 	g, _ := gatewayFor(t, &Options{Activate: activate, MaxSessions: 2}, standardUpstreams(t)...)
 	url := httpGateway(t, g, nil)
-	a, b := httpClient(t, url, nil, nil), httpClient(t, url, nil, nil)
-	_, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp"}, nil)
+	a, b := httpSessionClient(t, url, nil, nil), httpSessionClient(t, url, nil, nil)
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: withSessions})
 	if err == nil || !strings.Contains(err.Error(), "Service Unavailable") {
 		t.Errorf("a third session: %v", err)
+	}
+	// A client of a revision without sessions needs none: it is served.
+	if names := listNames(t, httpClient(t, url, nil, nil)); len(names) != 3 {
+		t.Errorf("a 2026-07-28 client past the sessions' bound: %v", names)
 	}
 	st, body := post(t, url+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if st != http.StatusServiceUnavailable || !strings.Contains(body, "2 sessions are open, the most it serves (--max-sessions)") {
@@ -764,3 +786,41 @@ func metricValue(t *testing.T, body, name string, labels map[string]string) floa
 const testAdmin = "admin-token-of-the-tests"
 
 var adminHeader = map[string]string{"Authorization": "Bearer " + testAdmin}
+
+// One path serves both eras: a client of MCP 2026-07-28 without a
+// session (the go-sdk's default now), an earlier one with one. Each
+// searches and calls; the newer one's search and the call after it are
+// followed by its caller, so that search learns from it too.
+func TestBothEras(t *testing.T) {
+	st := learn.Open(filepath.Join(t.TempDir(), "usage.db"), nil)
+	g, _ := gatewayFor(t, &Options{Learn: st}, standardUpstreams(t)...)
+	url := httpGateway(t, g, nil)
+	for _, tc := range []struct {
+		cs      *mcp.ClientSession
+		version string
+		session bool
+	}{
+		{httpClient(t, url, nil, nil), "2026-07-28", false},
+		{httpSessionClient(t, url, nil, nil), withSessions, true},
+	} {
+		if got := tc.cs.InitializeResult().ProtocolVersion; got != tc.version || (tc.cs.ID() != "") != tc.session {
+			t.Errorf("negotiated %s, session %q; want %s, a session: %v", got, tc.cs.ID(), tc.version, tc.session)
+		}
+		for range 2 {
+			res := call(t, tc.cs, toolSearch, map[string]any{"query": "create a pull request"})
+			if !strings.Contains(text(res), "mcp__github__create_pull_request") {
+				t.Fatalf("%s: search: %s", tc.version, text(res))
+			}
+			if res := call(t, tc.cs, toolCall, map[string]any{"name": "mcp__github__create_pull_request", "arguments": map[string]any{"text": "x"}}); res.IsError {
+				t.Fatalf("%s: call: %s", tc.version, text(res))
+			}
+		}
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	pairs, _ := st.Pairs()
+	if len(pairs) != 1 || pairs[0].Count != 2 {
+		t.Errorf("learned: %+v, want one pair, counted once for each client", pairs)
+	}
+}

@@ -3,7 +3,9 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -64,12 +66,12 @@ type HTTPOptions struct {
 // upstream's state at /healthz, and Prometheus metrics at /metrics. A
 // [Host] serves several gateways, one per profile, the same way.
 //
-// The transport has sessions unless opts.Stateless: a server's request to
-// a client (sampling, elicitation, roots) is sent on the client's session,
-// and activation keeps a tool list per session. A client on MCP revision
-// 2026-07-28, which has no sessions, is told to use an earlier revision by
-// a gateway with sessions (the go-sdk does this), and is served as is by a
-// stateless one.
+// Clients of revisions before MCP 2026-07-28 get sessions unless
+// opts.Stateless: a server's request to a client (sampling, elicitation,
+// roots) is sent on the client's session, and activation keeps a tool list
+// per session. A client of 2026-07-28, which has no sessions, is served
+// without one on the same path: its server requests are input-required
+// rounds, and it is not activated for.
 func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 	if opts == nil {
 		opts = &HTTPOptions{}
@@ -125,20 +127,43 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 		}
 		return s.shared
 	}
-	mcpHandler := mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Stateless:                    opts.Stateless && !s.opts.Activate,
-		Logger:                       s.sdkLogger,
-		MaxRequestBodyBytes:          MaxRequestBytes,
-		PropagateRequestCancellation: true,
-		SessionTimeout:               s.opts.SessionIdle,
-	})
+	transport := func(stateless bool) http.Handler {
+		return mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Stateless:                    stateless,
+			Logger:                       s.sdkLogger,
+			MaxRequestBodyBytes:          MaxRequestBytes,
+			PropagateRequestCancellation: true,
+			SessionTimeout:               s.opts.SessionIdle,
+		})
+	}
+	stateless := withRequestContext(transport(true))
 	if opts.Stateless && !s.opts.Activate {
-		return withRequestContext(mcpHandler)
+		return stateless
 	}
 	// With sessions, a client cancels with notifications/cancelled;
 	// the SDK gives handlers the context of the session's first
 	// request, so requests cannot be bound to their HTTP requests.
-	return s.capSessions(mcpHandler)
+	sessions := s.capSessions(transport(false))
+	// Both eras on one path: a client of MCP 2026-07-28, which has no
+	// sessions, is served statelessly (its server requests become
+	// input-required rounds); an older client gets a session.
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Session-Id") == "" && sessionless(r.Header.Get("Mcp-Protocol-Version")) {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		sessions.ServeHTTP(w, r)
+	})
+}
+
+// firstSessionless is the first MCP revision without sessions.
+const firstSessionless = "2026-07-28"
+
+// sessionless reports whether a request's protocol version header names
+// a revision without sessions. Versions are dates, so they compare as
+// strings; an empty or malformed one is an older client's.
+func sessionless(version string) bool {
+	return len(version) == len(firstSessionless) && version >= firstSessionless
 }
 
 // startsSession reports whether a request is an initialize, which starts
@@ -245,8 +270,27 @@ type requestContextKey struct{}
 // leave the upstream call running.
 func withRequestContext(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestContextKey{}, r.Context())))
+		ctx := context.WithValue(r.Context(), requestContextKey{}, r.Context())
+		h.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callerKey{}, callerOf(r))))
 	})
+}
+
+// callerKey carries the caller of a request without a session (callerOf).
+type callerKey struct{}
+
+// callerOf names the caller of a request without a session, for
+// following its searches and calls as a session's (what search learns,
+// the rank metrics): its credential, its address and its client, hashed.
+// Two clients behind one address with one credential and one client
+// program are one caller; learning counts them once, which errs on the
+// safe side of its guards.
+func callerOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	sum := sha256.Sum256([]byte(r.Header.Get("Authorization") + "\x00" + host + "\x00" + r.Header.Get("User-Agent")))
+	return "caller:" + hex.EncodeToString(sum[:12])
 }
 
 // bindRequest returns a context that is also cancelled when the HTTP

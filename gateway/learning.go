@@ -62,9 +62,12 @@ type sessionSearches struct {
 // search that found it (the online search-quality metrics), and the
 // pairs the learn store ranks by.
 type learning struct {
-	mu       sync.Mutex
-	sessions map[*mcp.ServerSession]*sessionSearches
-	order    []*mcp.ServerSession // by first search, for forgetting
+	mu sync.Mutex
+	// sessions are by the client's session (*mcp.ServerSession), or, for
+	// a client without sessions (MCP 2026-07-28), by its caller (see
+	// callerOf).
+	sessions map[any]*sessionSearches
+	order    []any // by first search, for forgetting
 	bytes    int                  // the sum of the sessions' bytes
 	// unused is told of each ranked search forgotten with none of its
 	// tools called.
@@ -73,7 +76,7 @@ type learning struct {
 
 // searched remembers a session's search and the tools it returned, best
 // first.
-func (l *learning) searched(ss *mcp.ServerSession, query string, names []string, selected bool) {
+func (l *learning) searched(ss any, query string, names []string, selected bool) {
 	query = learn.CutQuery(query)
 	if ss == nil || len(names) == 0 || (query == "" && !selected) {
 		return
@@ -81,7 +84,7 @@ func (l *learning) searched(ss *mcp.ServerSession, query string, names []string,
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.sessions == nil {
-		l.sessions = map[*mcp.ServerSession]*sessionSearches{}
+		l.sessions = map[any]*sessionSearches{}
 	}
 	x := l.sessions[ss]
 	if x == nil {
@@ -117,7 +120,7 @@ func (l *learning) dropLocked(r *recentSearch) {
 }
 
 // forgetLocked drops what is remembered of a session.
-func (l *learning) forgetLocked(ss *mcp.ServerSession) {
+func (l *learning) forgetLocked(ss any) {
 	x, ok := l.sessions[ss]
 	if !ok {
 		return
@@ -131,12 +134,13 @@ func (l *learning) forgetLocked(ss *mcp.ServerSession) {
 	}
 }
 
-// sweep forgets the sessions that have ended.
+// sweep forgets the sessions that have ended. Callers without sessions
+// are forgotten oldest first, past the bounds.
 func (l *learning) sweep(live map[*mcp.ServerSession]bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for ss := range l.sessions {
-		if !live[ss] {
+	for k := range l.sessions {
+		if ss, ok := k.(*mcp.ServerSession); ok && !live[ss] {
 			l.forgetLocked(ss)
 		}
 	}
@@ -159,7 +163,7 @@ type use struct {
 
 // called looks a call's tool up in the session's searches, latest first,
 // and marks the search that found it as used.
-func (l *learning) called(ss *mcp.ServerSession, tool string) use {
+func (l *learning) called(ss any, tool string) use {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	x := l.sessions[ss]
@@ -195,7 +199,7 @@ func (l *learning) called(ss *mcp.ServerSession, tool string) use {
 // calledAfter notes a session's successful call of tool and returns the
 // tool it called just before, when that pair is the session's to record
 // (once, within its share); "" otherwise.
-func (l *learning) calledAfter(ss *mcp.ServerSession, tool string) string {
+func (l *learning) calledAfter(ss any, tool string) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	x := l.sessions[ss]
@@ -218,6 +222,20 @@ func (l *learning) calledAfter(ss *mcp.ServerSession, tool string) string {
 	}
 	x.together[k] = true
 	return before
+}
+
+// learnerOf is whom a search and the calls after it are followed for:
+// the client's session, or, for a request served without one (over HTTP,
+// every such request is a session of its own), its caller, as the HTTP
+// request names it (callerOf).
+func learnerOf(ctx context.Context, ss *mcp.ServerSession) any {
+	if c, ok := ctx.Value(callerKey{}).(string); ok {
+		return c
+	}
+	if ss == nil {
+		return nil
+	}
+	return ss
 }
 
 // learned is what the gateway's searches rank by: its profile's pairs that
@@ -254,7 +272,8 @@ func (s *Server) noteCall(ctx context.Context, ss *mcp.ServerSession, tool, serv
 	if ss == nil {
 		return
 	}
-	u := s.learn.called(ss, tool)
+	who := learnerOf(ctx, ss)
+	u := s.learn.called(who, tool)
 	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok {
 		n.rank = u.rank
 	}
@@ -270,7 +289,7 @@ func (s *Server) noteCall(ctx context.Context, ss *mcp.ServerSession, tool, serv
 		s.opts.Learn.Record(s.up.Profile(), u.query, tool)
 	}
 	if ok && s.opts.Learn != nil {
-		if before := s.learn.calledAfter(ss, tool); before != "" {
+		if before := s.learn.calledAfter(who, tool); before != "" {
 			s.opts.Learn.RecordTogether(s.up.Profile(), before, tool)
 		}
 	}

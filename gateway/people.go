@@ -191,11 +191,21 @@ func signInFirst(ctx context.Context, ss *mcp.ServerSession, e *upstream.SignInE
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil || ip.Capabilities.Elicitation.URL == nil {
 		return false
 	}
-	id := rand.Text()
-	res, err := ss.Elicit(ctx, &mcp.ElicitParams{
-		Mode: "url", URL: e.URL, ElicitationID: id,
-		Message: fmt.Sprintf("Sign in to %s: toolshelf calls it with your own account, and the call goes on once you have.", e.Server),
-	})
+	// A 2026-07-28 client is asked in an input-required round (the
+	// call's client, see forClient); an earlier one on its session.
+	var asked upstream.Client = ss
+	if c := upstream.ClientOf(ctx); c != nil {
+		asked = c
+	}
+	params := &mcp.ElicitParams{Mode: "url", URL: e.URL,
+		Message: fmt.Sprintf("Sign in to %s: toolshelf calls it with your own account, and the call goes on once you have.", e.Server)}
+	rounds := usesRounds(ss)
+	if !rounds {
+		// 2026-07-28 has no elicitation ids: the client learns the end
+		// by the call's answer.
+		params.ElicitationID = rand.Text()
+	}
+	res, err := asked.Elicit(ctx, params)
 	if err != nil || res.Action != "accept" {
 		return false
 	}
@@ -204,7 +214,9 @@ func signInFirst(ctx context.Context, ss *mcp.ServerSession, e *upstream.SignInE
 	case <-ctx.Done():
 		return false
 	}
-	_ = ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: id})
+	if !rounds {
+		_ = ss.NotifyElicitationComplete(ctx, &mcp.ElicitationCompleteParams{ElicitationID: params.ElicitationID})
+	}
 	return e.Flow.Err() == nil
 }
 

@@ -24,7 +24,8 @@ func TestSearchRankMetrics(t *testing.T) {
 	}
 	g, _ := gatewayFor(t, nil, memServer(t, "sales", tools))
 	url := httpGateway(t, g, nil)
-	cs := httpClient(t, url, nil, nil)
+	// A session, which ends: then its searches nothing followed count.
+	cs := httpSessionClient(t, url, nil, nil)
 
 	search := func(query string, limit int) []string {
 		t.Helper()

@@ -169,7 +169,10 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	if len(found.Missing) > 0 {
 		res.Note = "No tool is named " + strings.Join(found.Missing, ", ") + ". Search by what you want to do instead."
 	}
-	if s.opts.Activate && x != nil {
+	// A request without a session (MCP 2026-07-28) is served by the
+	// shared server, whose tool list every such client sees: it
+	// activates nothing.
+	if s.opts.Activate && x != nil && x.server != s.shared {
 		res.Activated = s.activate(x, res.Matches)
 		if f := s.opts.OnActivate; f != nil && ss != nil && len(res.Activated) > 0 {
 			f(ctx, ss.ID(), res.Activated)
@@ -179,7 +182,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	for i, m := range res.Matches {
 		names[i] = m.Name
 	}
-	s.learn.searched(ss, in.Query, names, found.Select)
+	s.learn.searched(learnerOf(ctx, ss), in.Query, names, found.Select)
 	return textResult(res)
 }
 

@@ -119,8 +119,10 @@ func (f *Flows) Begin(ctx context.Context, k Key, redirect string, headers map[s
 		return nil
 	}
 	// The flow outlives the call that started it: the person may take
-	// minutes, and the call has long ended.
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlowTimeout)
+	// minutes, and the call has long ended. It carries none of the call's
+	// values either: the MCP SDK reads the protocol version of the
+	// client's request from them, and would send it to the server.
+	fctx, cancel := context.WithTimeout(context.Background(), FlowTimeout)
 	go func() {
 		defer cancel()
 		_, err := signIn(fctx, f.store, k, redirect, &opts, fl.back)

@@ -57,6 +57,13 @@ func WithClient(ctx context.Context, c Client, progressToken any) context.Contex
 	return context.WithValue(ctx, clientKey{}, clientValue{c, progressToken})
 }
 
+// ClientOf returns the client ctx's requests are made for (WithClient),
+// or nil.
+func ClientOf(ctx context.Context) Client {
+	v, _ := ctx.Value(clientKey{}).(clientValue)
+	return v.client
+}
+
 // Notice is something a server sent that no single request caused: a log
 // message while no call of exactly one client was in flight, or a resource
 // update. The gateway passes it to its clients.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -28,6 +29,9 @@ const stopGrace = 500 * time.Millisecond
 
 // conn is one live session with an upstream server.
 type conn struct {
+	// version is the protocol version negotiated with the server, once
+	// connected (see versionClient).
+	version atomic.Pointer[string]
 	session *mcp.ClientSession
 	cancel  context.CancelFunc // ends the connection's lifetime context
 	proc    *process           // nil unless the server is a process toolshelf started
@@ -40,6 +44,11 @@ type conn struct {
 // error, so that the caller can read what a failed process printed; the
 // caller closes it.
 func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, fs *flights, logger *slog.Logger) (*conn, error) {
+	// A connection made for a client's request (a person's own) must not
+	// carry that request's values: the go-sdk reads the protocol version
+	// of the request a server is answering from its context, and would
+	// send the client's revision in this connection's initialize.
+	ctx = withoutValues(ctx)
 	life, cancel := context.WithCancel(context.Background())
 	c := &conn{cancel: cancel}
 	kind, ok := transportNamed(cfg.transport())
@@ -57,6 +66,7 @@ func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, fs *flight
 	c.session = session
 	c.info = catalog.Server{Name: cfg.Name}
 	if r := session.InitializeResult(); r != nil {
+		c.version.Store(&r.ProtocolVersion)
 		c.caps = r.Capabilities
 		c.info.ProtocolVersion = r.ProtocolVersion
 		c.info.Instructions = r.Instructions
@@ -256,6 +266,33 @@ func (c *conn) explain(err error) error {
 
 // headerClient returns an HTTP client that adds the configured headers to
 // every request, or nil (the default client) when there are none.
+// versionClient makes every request to a server after its initialize
+// carry the protocol version negotiated with it. The go-sdk client's
+// connection takes it from the session, which a wrapped transport (as
+// the pool's are) does not hand on, and else from its request's context,
+// which for a call made for a client's request is that client's revision
+// (a 2026-07-28 client's call would be refused by an older server).
+func versionClient(c *conn, base *http.Client) *http.Client {
+	rt := http.DefaultTransport
+	if base != nil && base.Transport != nil {
+		rt = base.Transport
+	}
+	return &http.Client{Transport: versionTransport{c: c, base: rt}}
+}
+
+type versionTransport struct {
+	c    *conn
+	base http.RoundTripper
+}
+
+func (t versionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if v := t.c.version.Load(); v != nil && *v != "" && req.Header.Get("Mcp-Protocol-Version") != *v {
+		req = req.Clone(req.Context())
+		req.Header.Set("Mcp-Protocol-Version", *v)
+	}
+	return t.base.RoundTrip(req)
+}
+
 func headerClient(headers map[string]string) *http.Client {
 	if len(headers) == 0 {
 		return nil
@@ -324,4 +361,19 @@ func (t bearerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, &signin.NeedsAuthError{Server: t.server, Reason: "the server refused the request"}
 	}
 	return resp, err
+}
+
+// withoutValues returns a context that ends when ctx does (its deadline,
+// its cancellation) but holds none of its values. It lives as long as
+// ctx: an in-process server dialled with it runs until then.
+func withoutValues(ctx context.Context) context.Context {
+	bare, cancel := context.WithCancel(context.Background())
+	if d, ok := ctx.Deadline(); ok {
+		var cancelDeadline context.CancelFunc
+		bare, cancelDeadline = context.WithDeadline(bare, d)
+		prev := cancel
+		cancel = func() { cancelDeadline(); prev() }
+	}
+	context.AfterFunc(ctx, cancel)
+	return bare
 }

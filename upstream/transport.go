@@ -26,8 +26,8 @@ var transports = []transportKind{
 		c.proc = p
 		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxFrame}, nil
 	}},
-	{name: "http", remote: true, dial: func(_ context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
-		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: headerClient(cfg.Headers), MaxRetries: -1, OAuthHandler: cfg.oauth}, nil
+	{name: "http", remote: true, dial: func(_ context.Context, cfg *ServerConfig, c *conn, _ *slog.Logger) (mcp.Transport, error) {
+		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: versionClient(c, headerClient(cfg.Headers)), MaxRetries: -1, OAuthHandler: cfg.oauth}, nil
 	}},
 	{name: "sse", remote: true, dial: func(_ context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
 		return &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: bearerClient(cfg)}, nil

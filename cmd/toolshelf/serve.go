@@ -62,11 +62,14 @@ elicitation, roots) goes to the client that made the request, and so do its
 progress notifications and log messages; a client's cancellation reaches
 the server.
 
-Over HTTP, each client has a session (Mcp-Session-Id), so that servers can
-ask it things; at most --max-sessions are open at once (a new one beyond is
-refused with 503), and a session idle for 30 minutes ends. --stateless
-serves without sessions, for several gateways behind a load balancer: a
-server's requests to the client then fail.
+Over HTTP, each client of an MCP revision before 2026-07-28 has a session
+(Mcp-Session-Id), so that servers can ask it things; at most
+--max-sessions are open at once (a new one beyond is refused with 503), and
+a session idle for 30 minutes ends. A client of 2026-07-28, which has no
+sessions, is served on the same path without one: a server's requests
+reach it as input-required results. --stateless serves every client
+without sessions, for several gateways behind a load balancer: a server's
+requests to a client of an earlier revision then fail.
 
 --code adds run_code beside search_tools: the model writes a short
 JavaScript program (the body of an async function) in which every tool of
