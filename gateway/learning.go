@@ -68,7 +68,7 @@ type learning struct {
 	// callerOf).
 	sessions map[any]*sessionSearches
 	order    []any // by first search, for forgetting
-	bytes    int                  // the sum of the sessions' bytes
+	bytes    int   // the sum of the sessions' bytes
 	// unused is told of each ranked search forgotten with none of its
 	// tools called.
 	unused func()
