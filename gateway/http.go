@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -136,7 +137,7 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 			SessionTimeout:               s.opts.SessionIdle,
 		})
 	}
-	stateless := withRequestContext(transport(true))
+	stateless := withToolHeader(withRequestContext(transport(true)))
 	if opts.Stateless && !s.opts.Activate {
 		return stateless
 	}
@@ -154,6 +155,52 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 		}
 		sessions.ServeHTTP(w, r)
 	})
+}
+
+// withToolHeader fills in the Mcp-Param-Tool header of a 2026-07-28
+// call_tool request that lacks it, from the body. The SDK refuses a call
+// whose header differs from the body (-32020), and one without it: but a
+// client that called without listing tools first cannot know the header,
+// and what it did not send, nothing in front of the gateway acted on. A
+// header that is sent must match.
+func withToolHeader(h http.Handler) http.Handler {
+	const header = "Mcp-Param-" + toolHeader
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Name") == toolCall && r.Header.Get(header) == "" {
+			// The body is in memory already (screenRequests), within
+			// MaxRequestBytes.
+			body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var msg struct {
+				Method string `json:"method"`
+				Params struct {
+					Name      string `json:"name"`
+					Arguments struct {
+						Name *string `json:"name"`
+					} `json:"arguments"`
+				} `json:"params"`
+			}
+			if err == nil && json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == toolCall &&
+				msg.Params.Arguments.Name != nil && *msg.Params.Arguments.Name != "" {
+				r.Header.Set(header, headerValue(*msg.Params.Arguments.Name))
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// headerValue is a header's form of a string parameter: as it is when it
+// is printable ASCII without surrounding space, else base64 in the form
+// x-mcp-header defines.
+func headerValue(s string) string {
+	plain := s == strings.TrimSpace(s)
+	for i := 0; i < len(s) && plain; i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if plain {
+		return s
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
 }
 
 // firstSessionless is the first MCP revision without sessions.

@@ -25,6 +25,10 @@ const (
 	toolCall   = "call_tool"
 )
 
+// toolHeader is the x-mcp-header of call_tool's "name": requests carry it
+// as Mcp-Param-Tool.
+const toolHeader = "Tool"
+
 // alwaysLoad marks the meta tools so that a client with a tool search of
 // its own (Claude Code) does not defer them: they are the way in.
 var alwaysLoad = mcp.Meta{catalog.MetaAlwaysLoad: true}
@@ -32,10 +36,14 @@ var alwaysLoad = mcp.Meta{catalog.MetaAlwaysLoad: true}
 // searchSchema is every face's search input (package shelf).
 var searchSchema = shelf.InputSchema()
 
+// callSchema is call_tool's input. Its "name" is also a header
+// (x-mcp-header, MCP 2026-07-28): a request carries the tool it calls as
+// Mcp-Param-Tool, which a proxy or firewall in front of the gateway can
+// act on without reading the body; the SDK checks it against the body.
 var callSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "name": {"type": "string", "description": "The qualified name of a tool that search_tools returned, such as mcp__github__create_issue."},
+    "name": {"type": "string", "x-mcp-header": "` + toolHeader + `", "description": "The qualified name of a tool that search_tools returned, such as mcp__github__create_issue."},
     "arguments": {"type": "object", "description": "The tool's arguments, as its input_schema describes them."}
   },
   "required": ["name"],

@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A 2026-07-28 client's call_tool carries the tool it calls as a header
+// (x-mcp-header on "name": Mcp-Param-Tool), which infrastructure in front
+// of the gateway can act on; a header that differs from the body is
+// refused with -32020 (as Mcp-Name is), and a call without it is served.
+func TestCallToolHeader(t *testing.T) {
+	g, _ := gatewayFor(t, nil, standardUpstreams(t)...)
+	var mu sync.Mutex
+	var seen []string // the Mcp-Param-Tool of each tools/call
+	inner := g.Handler(&HTTPOptions{AdminToken: testAdmin})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") == "tools/call" {
+			mu.Lock()
+			seen = append(seen, r.Header.Get("Mcp-Param-Tool"))
+			mu.Unlock()
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	// The go-sdk's client sends it, once it has listed the tools.
+	cs := httpClient(t, srv.URL, nil, nil)
+	listNames(t, cs)
+	if res := call(t, cs, toolCall, map[string]any{"name": "mcp__slack__post_message", "arguments": map[string]any{"text": "hi"}}); res.IsError {
+		t.Fatalf("call: %s", text(res))
+	}
+	mu.Lock()
+	if len(seen) != 1 || seen[0] != "mcp__slack__post_message" {
+		t.Errorf("Mcp-Param-Tool sent: %q", seen)
+	}
+	mu.Unlock()
+
+	body := func(tool string) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":%q,"arguments":{"text":"x"}},`+
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, tool)
+	}
+	headers := func(param string) map[string]string {
+		h := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "call_tool"}
+		if param != "" {
+			h["Mcp-Param-Tool"] = param
+		}
+		return h
+	}
+	// A firewall let "list_channels" through; the body calls another.
+	st, got, err := postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), headers("mcp__slack__list_channels"))
+	if err != nil || !strings.Contains(got, "-32020") || strings.Contains(got, `"tool":"post_message"`) {
+		t.Errorf("a header that differs from the body: %d %s %v", st, got, err)
+	}
+	st, got, err = postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), headers(""))
+	if err != nil || !strings.Contains(got, `post_message`) || strings.Contains(got, "-32020") {
+		t.Errorf("a call without the header: %d %s %v", st, got, err)
+	}
+	h := headers("mcp__slack__post_message")
+	h["Mcp-Name"] = "search_tools"
+	if st, got, err = postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), h); err != nil || !strings.Contains(got, "-32020") {
+		t.Errorf("Mcp-Name that differs from the body: %d %s %v", st, got, err)
+	}
+}
