@@ -1,7 +1,16 @@
 package gateway
 
 import (
+	"context"
 	"fmt"
+	"slices"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/upstream"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,5 +73,68 @@ func TestCallToolHeader(t *testing.T) {
 	h["Mcp-Name"] = "search_tools"
 	if st, got, err = postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), h); err != nil || !strings.Contains(got, "-32020") {
 		t.Errorf("Mcp-Name that differs from the body: %d %s %v", st, got, err)
+	}
+}
+
+// List results say how long a client may keep them and for whom
+// (ttlMs, cacheScope): public for a gateway every client sees alike,
+// private where profiles, people or activation make the list depend on
+// who asks; and they come in the same order every time (prompt caches
+// stay warm).
+func TestListsAreCacheable(t *testing.T) {
+	for _, tc := range []struct {
+		opts  *Options
+		scope string
+	}{
+		{nil, "public"},
+		{&Options{PrivateLists: true}, "private"},
+		{&Options{Activate: true}, "private"},
+	} {
+		g, _ := gatewayFor(t, tc.opts, standardUpstreams(t)...)
+		cs := httpClient(t, httpGateway(t, g, nil), nil, nil)
+		var first []string
+		for range 3 {
+			res, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.TTLMs != listTTL || res.CacheScope != tc.scope {
+				t.Errorf("%+v: ttlMs %d, cacheScope %q; want %d, %q", tc.opts, res.TTLMs, res.CacheScope, listTTL, tc.scope)
+			}
+			var names []string
+			for _, tool := range res.Tools {
+				names = append(names, tool.Name)
+			}
+			if !slices.IsSorted(names) || (first != nil && !slices.Equal(first, names)) {
+				t.Errorf("tools/list order: %v, then %v", first, names)
+			}
+			first = names
+		}
+		if res, err := cs.ListResources(context.Background(), nil); err != nil || res.CacheScope != tc.scope || res.TTLMs != listTTL {
+			t.Errorf("resources/list: %+v %v", res, err)
+		}
+	}
+}
+
+// A 2026-07-28 client hears of list changes on one subscriptions/listen
+// stream (its SDK opens it), fed by every server it may see: a tool one
+// server adds reaches it, tagged with its subscription.
+func TestListenAcrossServers(t *testing.T) {
+	cfgs := append(standardUpstreams(t), memServer(t, "dyn", mcptest.SimpleTools("add_tool")))
+	g, _ := gatewayFor(t, &Options{Settings: policy.Settings{Mode: policy.ModeStandard}}, cfgs...)
+	url := httpGateway(t, g, nil)
+	changed := make(chan struct{}, 10)
+	cs := httpClient(t, url, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, nil)
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s", v)
+	}
+	call(t, cs, "mcp__dyn__add_tool", map[string]any{"name": "brand_new"})
+	select {
+	case <-changed:
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		t.Fatal("no list_changed on the client's listen stream")
+	}
+	if names := listNames(t, cs); !slices.Contains(names, "mcp__dyn__brand_new") {
+		t.Errorf("new tool not listed: %v", names)
 	}
 }

@@ -101,6 +101,9 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	if so.PendingWait == 0 {
 		so.PendingWait = pool.StartTimeout()
 	}
+	// What a client lists depends on who it is when the host serves
+	// profiles or people: no cache may keep it for another.
+	so.PrivateLists = so.PrivateLists || len(h.opts.Profiles) > 0 || h.opts.People != nil
 	for i := range h.opts.Profiles {
 		p := &h.opts.Profiles[i]
 		for _, t := range p.Tokens {

@@ -123,6 +123,10 @@ type Options struct {
 	// Budget bounds the tokens of a ranked answer's compact matches
 	// (shelf.DefaultBudget when zero, none when negative).
 	Budget int
+	// PrivateLists marks lists as depending on who asks (cacheScope
+	// "private", MCP 2026-07-28): profiles or people select what a client
+	// sees. Activate implies it.
+	PrivateLists bool
 }
 
 // Server is the gateway. It is safe for concurrent use.
@@ -328,6 +332,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		},
 		SubscribeHandler:   s.subscribe,
 		UnsubscribeHandler: s.unsubscribe,
+		SetCacheable:       s.cacheable,
 	})
 	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.watchLevel, s.describeServers, s.awaitLists)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
@@ -339,6 +344,33 @@ func (s *Server) newMCPServer() *mcp.Server {
 	}
 	s.syncOffers(x, s.offers.Load())
 	return srv
+}
+
+// listTTL is how long a client may keep a list (ttlMs): lists change
+// when servers come and go, which subscriptions/listen and list_changed
+// tell of at once.
+const listTTL = 60_000
+
+// cacheable sets the cache fields (ttlMs, cacheScope) of list results
+// and of resources/read: private where the list depends on who asks
+// (PrivateLists, Activate), and an app (the pinned copy) kept as long as a
+// list; another resource is the server's to say, and is stale at once.
+func (s *Server) cacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	scope := "public"
+	if s.opts.PrivateLists || s.opts.Activate {
+		scope = "private"
+	}
+	if r, ok := req.(*mcp.ReadResourceRequest); ok {
+		if r.Params == nil || !isApp(r.Params.URI) {
+			return
+		}
+	}
+	if c.CacheScope == "" || c.CacheScope == "public" {
+		c.CacheScope = scope
+	}
+	if c.TTLMs == 0 {
+		c.TTLMs = listTTL
+	}
 }
 
 func (s *Server) instructions() string {
