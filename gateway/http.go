@@ -137,7 +137,9 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 			SessionTimeout:               s.opts.SessionIdle,
 		})
 	}
-	stateless := withToolHeader(withRequestContext(transport(true)))
+	// Tasks and call headers are MCP 2026-07-28's: served on the path
+	// without sessions.
+	stateless := withToolHeader(s.withTasks(withRequestContext(transport(true)), s.up.Profile()))
 	if opts.Stateless && !s.opts.Activate {
 		return stateless
 	}

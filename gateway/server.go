@@ -123,6 +123,13 @@ type Options struct {
 	// Budget bounds the tokens of a ranked answer's compact matches
 	// (shelf.DefaultBudget when zero, none when negative).
 	Budget int
+	// Tasks keeps the tasks of calls answered with a task handle (MCP's
+	// tasks extension, for clients that declare it): in a fleet, the
+	// store every replica reads; in memory when nil. TaskAfter is how
+	// long a call runs before its client gets a task instead
+	// (DefaultTaskAfter when zero).
+	Tasks     Tasks
+	TaskAfter time.Duration
 	// PrivateLists marks lists as depending on who asks (cacheScope
 	// "private", MCP 2026-07-28): profiles or people select what a client
 	// sees. Activate implies it.
@@ -319,6 +326,8 @@ func (s *Server) newMCPServer() *mcp.Server {
 		Instructions: s.instructions(),
 		Logger:       s.sdkLogger,
 		Capabilities: &mcp.ServerCapabilities{
+			// Tasks, and MCP Apps (the servers' apps, served as theirs).
+			Extensions:  map[string]any{tasksExtension: map[string]any{}, "io.modelcontextprotocol/ui": map[string]any{}},
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},

@@ -1,0 +1,416 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Tasks (the io.modelcontextprotocol/tasks extension of MCP 2026-07-28):
+// a server may answer a tools/call with a task handle, which the client
+// polls with tasks/get, feeds with tasks/update and ends with
+// tasks/cancel. The go-sdk has no such extension, so it lives here, in
+// front of the SDK's transport, small: a call from a client that declares
+// the extension runs as usual, and if it has not finished within
+// Options.TaskAfter the client is answered with a task while the call goes
+// on. A call that needs the person's input (an input-required round) makes
+// its task input_required; tasks/update answers it, and the call resumes.
+// Every upstream server is served this way, whether it knows tasks or not:
+// a client never waits on an open request for a long call.
+//
+// When the go-sdk has the extension, this moves there: the task store
+// becomes the SDK's task store interface, the middleware its handling of
+// the three methods and of resultType "task", and TaskAfter a server
+// option deciding per request.
+
+const (
+	tasksExtension = "io.modelcontextprotocol/tasks"
+	// DefaultTaskAfter is how long a call runs before its client is
+	// answered with a task.
+	DefaultTaskAfter = 2 * time.Second
+	taskTTL          = time.Hour
+	taskPoll         = time.Second
+	maxTasks         = 10_000
+)
+
+// Task is a call running (or run) as a task, as the client sees it and
+// as a fleet's store keeps it.
+type Task struct {
+	ID            string          `json:"taskId"`
+	Status        string          `json:"status"`
+	StatusMessage string          `json:"statusMessage,omitempty"`
+	CreatedAt     time.Time       `json:"createdAt"`
+	LastUpdatedAt time.Time       `json:"lastUpdatedAt"`
+	TTLMs         int64           `json:"ttlMs"`
+	PollMs        int64           `json:"pollIntervalMs"`
+	Result        json.RawMessage `json:"result,omitempty"`
+	Error         json.RawMessage `json:"error,omitempty"`
+	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
+
+	// Owner is whom the task answers: its caller on its MCP path (a task
+	// id alone opens nothing).
+	Owner string `json:"-"`
+	// Call is the tools/call's params, and State the request state of
+	// its input-required round, to resume it with the client's answers.
+	Call  json.RawMessage `json:"-"`
+	State string          `json:"-"`
+}
+
+// Tasks keeps tasks where every replica finds them (a fleet's store);
+// without one, the gateway keeps them in memory.
+type Tasks interface {
+	PutTask(ctx context.Context, t *Task) error
+	// GetTask returns a task; nil when there is none.
+	GetTask(ctx context.Context, id string) (*Task, error)
+}
+
+// memoryTasks keeps a process's tasks, at most maxTasks, each until its
+// TTL has passed.
+type memoryTasks struct {
+	mu sync.Mutex
+	m  map[string]*Task
+}
+
+func (m *memoryTasks) PutTask(_ context.Context, t *Task) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil {
+		m.m = map[string]*Task{}
+	}
+	if _, ok := m.m[t.ID]; !ok && len(m.m) >= maxTasks {
+		for id, old := range m.m {
+			if time.Since(old.CreatedAt) > taskTTL || old.Status != "working" {
+				delete(m.m, id)
+			}
+		}
+		if len(m.m) >= maxTasks {
+			return fmt.Errorf("%d tasks are kept, the most this gateway keeps", maxTasks)
+		}
+	}
+	c := *t
+	m.m[t.ID] = &c
+	return nil
+}
+
+func (m *memoryTasks) GetTask(_ context.Context, id string) (*Task, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.m[id]
+	if !ok || time.Since(t.CreatedAt) > taskTTL {
+		return nil, nil
+	}
+	c := *t
+	return &c, nil
+}
+
+// tasker serves the tasks of one MCP path, in front of its transport.
+type tasker struct {
+	next  http.Handler
+	store Tasks
+	after time.Duration
+	path  string
+
+	mu      sync.Mutex
+	running map[string]context.CancelFunc // tasks whose call runs here
+}
+
+// withTasks serves tasks in front of next, a transport without sessions.
+func (s *Server) withTasks(next http.Handler, path string) http.Handler {
+	t := &tasker{next: next, store: s.opts.Tasks, after: s.opts.TaskAfter, path: path, running: map[string]context.CancelFunc{}}
+	if t.store == nil {
+		t.store = &memoryTasks{}
+	}
+	if t.after <= 0 {
+		t.after = DefaultTaskAfter
+	}
+	return t
+}
+
+// taskRequest is what the tasker reads of a request.
+type taskRequest struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params struct {
+		TaskID         string          `json:"taskId"`
+		InputResponses json.RawMessage `json:"inputResponses"`
+		Meta           struct {
+			Caps struct {
+				Extensions map[string]json.RawMessage `json:"extensions"`
+			} `json:"io.modelcontextprotocol/clientCapabilities"`
+		} `json:"_meta"`
+	} `json:"params"`
+}
+
+func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	method := r.Header.Get("Mcp-Method")
+	if r.Method != http.MethodPost || (method != "tools/call" && !strings.HasPrefix(method, "tasks/")) {
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	// The body is in memory already (screenRequests).
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req taskRequest
+	if err != nil || json.Unmarshal(body, &req) != nil || req.Method != method {
+		t.next.ServeHTTP(w, r) // the SDK says what is wrong
+		return
+	}
+	owner := t.path + "\x00" + callerOf(r)
+	switch method {
+	case "tools/call":
+		if _, ok := req.Params.Meta.Caps.Extensions[tasksExtension]; !ok {
+			t.next.ServeHTTP(w, r)
+			return
+		}
+		t.call(w, r, req.ID, body, owner)
+	case "tasks/get", "tasks/update", "tasks/cancel":
+		res, rpcErr := t.method(r.Context(), r, method, &req, owner)
+		writeRPC(w, req.ID, res, rpcErr)
+	default:
+		t.next.ServeHTTP(w, r)
+	}
+}
+
+// call runs a tools/call; a call not finished within t.after is answered
+// with a task, and goes on.
+func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage, body []byte, owner string) {
+	var msg struct {
+		Params json.RawMessage `json:"params"`
+	}
+	json.Unmarshal(body, &msg)
+	task := &Task{ID: newTaskID(), Status: "working", Owner: owner, Call: msg.Params,
+		CreatedAt: time.Now().UTC(), TTLMs: taskTTL.Milliseconds(), PollMs: taskPoll.Milliseconds()}
+	task.LastUpdatedAt = task.CreatedAt
+	done := t.start(r, task, body)
+	select {
+	case rec := <-done:
+		// Quick: answered as if there were no tasks.
+		t.forget(task.ID)
+		copyRecorded(w, rec)
+		return
+	case <-time.After(t.after):
+	case <-r.Context().Done():
+		return
+	}
+	// The task is durable before its handle goes out.
+	if err := t.store.PutTask(r.Context(), task); err != nil {
+		writeRPC(w, id, nil, rpcError(-32603, "the call runs on, but its task could not be kept: "+err.Error()))
+		return
+	}
+	t.settle(task.ID, done)
+	res, _ := json.Marshal(struct {
+		ResultType string `json:"resultType"`
+		*Task
+	}{"task", task})
+	writeRPC(w, id, res, nil)
+}
+
+// start runs a request through the transport on a context of its own
+// (the call outlives the HTTP request), and returns where its recorded
+// answer comes.
+func (t *tasker) start(r *http.Request, task *Task, body []byte) chan *httptest.ResponseRecorder {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	t.mu.Lock()
+	t.running[task.ID] = cancel
+	t.mu.Unlock()
+	inner := r.Clone(ctx)
+	inner.Body = io.NopCloser(bytes.NewReader(body))
+	inner.ContentLength = int64(len(body))
+	inner.Header.Set("Accept", "application/json, text/event-stream")
+	// A call resumed by tasks/update goes as the tools/call it is: its
+	// headers say so (the SDK checks them against the body).
+	var call struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Name string `json:"name"`
+		} `json:"arguments"`
+	}
+	json.Unmarshal(task.Call, &call)
+	inner.Header.Set("Mcp-Method", "tools/call")
+	inner.Header.Set("Mcp-Name", call.Name)
+	if call.Name == toolCall && call.Arguments.Name != "" {
+		inner.Header.Set("Mcp-Param-"+toolHeader, headerValue(call.Arguments.Name))
+	}
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		rec := httptest.NewRecorder()
+		t.next.ServeHTTP(rec, inner)
+		done <- rec
+	}()
+	return done
+}
+
+// forget ends the bookkeeping of a task's call that has ended.
+func (t *tasker) forget(id string) {
+	t.mu.Lock()
+	cancel := t.running[id]
+	delete(t.running, id)
+	t.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// settle waits, in the background, for the call of a task that was
+// answered with its handle, and keeps what it ends with.
+func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder) {
+	go func() {
+		rec := <-done
+		defer t.forget(id)
+		ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+		defer stop()
+		task, err := t.store.GetTask(ctx, id)
+		if err != nil || task == nil || task.Status == "cancelled" {
+			return
+		}
+		finish(task, recorded(rec))
+		task.LastUpdatedAt = time.Now().UTC()
+		_ = t.store.PutTask(ctx, task)
+	}()
+}
+
+// finish sets a task's status from the JSON-RPC answer its call got.
+func finish(task *Task, msg []byte) {
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(msg, &resp) != nil || (resp.Result == nil && resp.Error == nil) {
+		task.Status, task.StatusMessage = "failed", "the call ended without an answer"
+		task.Error = rpcError(-32603, task.StatusMessage)
+		return
+	}
+	if resp.Error != nil {
+		task.Status, task.Error = "failed", resp.Error
+		return
+	}
+	var round struct {
+		ResultType    string          `json:"resultType"`
+		InputRequests json.RawMessage `json:"inputRequests"`
+		RequestState  string          `json:"requestState"`
+	}
+	json.Unmarshal(resp.Result, &round)
+	if round.ResultType == "input_required" {
+		task.Status, task.InputRequests, task.State = "input_required", round.InputRequests, round.RequestState
+		return
+	}
+	task.Status, task.Result, task.InputRequests, task.State = "completed", resp.Result, nil, ""
+}
+
+// method answers tasks/get, tasks/update and tasks/cancel, for the
+// task's owner only.
+func (t *tasker) method(ctx context.Context, r *http.Request, method string, req *taskRequest, owner string) (json.RawMessage, json.RawMessage) {
+	task, err := t.store.GetTask(ctx, req.Params.TaskID)
+	if err != nil {
+		return nil, rpcError(-32603, "the task store cannot be reached: "+err.Error())
+	}
+	if task == nil || task.Owner != owner {
+		return nil, rpcError(-32602, fmt.Sprintf("no task %s", quoteClipped(req.Params.TaskID)))
+	}
+	switch method {
+	case "tasks/get":
+		res, _ := json.Marshal(struct {
+			ResultType string `json:"resultType"`
+			*Task
+		}{"complete", task})
+		return res, nil
+	case "tasks/update":
+		if task.Status != "input_required" || len(req.Params.InputResponses) == 0 {
+			// Answers to nothing outstanding are ignored.
+			return json.RawMessage(`{"resultType":"complete"}`), nil
+		}
+		// The call resumes with the answers, as an input-required round
+		// does: the same params, with the answers and the state.
+		var params map[string]json.RawMessage
+		json.Unmarshal(task.Call, &params)
+		params["inputResponses"] = req.Params.InputResponses
+		params["requestState"], _ = json.Marshal(task.State)
+		p, _ := json.Marshal(params)
+		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "task-" + task.ID, "method": "tools/call", "params": json.RawMessage(p)})
+		task.Status, task.InputRequests, task.State, task.LastUpdatedAt = "working", nil, "", time.Now().UTC()
+		if err := t.store.PutTask(ctx, task); err != nil {
+			return nil, rpcError(-32603, err.Error())
+		}
+		t.settle(task.ID, t.start(r, task, body))
+		return json.RawMessage(`{"resultType":"complete"}`), nil
+	default: // tasks/cancel
+		t.mu.Lock()
+		cancel := t.running[task.ID]
+		t.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+		if task.Status == "working" || task.Status == "input_required" {
+			task.Status, task.InputRequests, task.LastUpdatedAt = "cancelled", nil, time.Now().UTC()
+			if err := t.store.PutTask(ctx, task); err != nil {
+				return nil, rpcError(-32603, err.Error())
+			}
+		}
+		return json.RawMessage(`{"resultType":"complete"}`), nil
+	}
+}
+
+// recorded returns the JSON-RPC message of a recorded answer: the body,
+// or the data of its event stream's message.
+func recorded(rec *httptest.ResponseRecorder) []byte {
+	body := rec.Body.Bytes()
+	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
+		return body
+	}
+	var last []byte
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), MaxRequestBytes*4)
+	for sc.Scan() {
+		if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:")); ok {
+			data = bytes.TrimSpace(data)
+			// The answer is the message with a result or an error;
+			// notifications (progress) come before it.
+			if bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`)) {
+				last = append([]byte(nil), data...)
+			}
+		}
+	}
+	return last
+}
+
+// copyRecorded writes a recorded answer to the client as it was.
+func copyRecorded(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	w.Write(rec.Body.Bytes())
+}
+
+// writeRPC writes a JSON-RPC answer.
+func writeRPC(w http.ResponseWriter, id json.RawMessage, result, rpcErr json.RawMessage) {
+	msg := map[string]any{"jsonrpc": "2.0", "id": id}
+	if rpcErr != nil {
+		msg["error"] = rpcErr
+	} else {
+		msg["result"] = result
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(msg)
+}
+
+func rpcError(code int, message string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"code": code, "message": message})
+	return b
+}
+
+func newTaskID() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,187 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// taskClient speaks MCP 2026-07-28 with the tasks extension over HTTP,
+// by hand: neither SDK's client has the extension yet.
+type taskClient struct {
+	t     *testing.T
+	url   string
+	agent string // the User-Agent, which is part of who the caller is
+	tasks bool   // declares the extension
+}
+
+func (c *taskClient) do(method, name string, params map[string]any) (result map[string]any, rpcErr map[string]any) {
+	c.t.Helper()
+	caps := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	if c.tasks {
+		caps["extensions"] = map[string]any{tasksExtension: map[string]any{}}
+	}
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo": map[string]any{"name": "tasks-test", "version": "1"}, "io.modelcontextprotocol/clientCapabilities": caps}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	hdr := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name, "User-Agent": c.agent}
+	_, got, err := postWith(c.url+"/mcp", string(body), hdr)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if i := strings.Index(got, "data: "); i >= 0 { // an event stream
+		got = strings.TrimSpace(got[i+len("data: "):])
+	}
+	var resp struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(got), &resp); err != nil {
+		c.t.Fatalf("%s: %v: %s", method, err, got)
+	}
+	return resp.Result, resp.Error
+}
+
+func (c *taskClient) call(tool string, args map[string]any) map[string]any {
+	c.t.Helper()
+	res, e := c.do("tools/call", toolCall, map[string]any{"name": toolCall, "arguments": map[string]any{"name": tool, "arguments": args}})
+	if e != nil {
+		c.t.Fatalf("call %s: %v", tool, e)
+	}
+	return res
+}
+
+// until polls tasks/get until the task has status.
+func (c *taskClient) until(id, status string) map[string]any {
+	c.t.Helper()
+	var last map[string]any
+	testenv.Eventually(c.t, 30*time.Second, "task "+id+" to be "+status, func() bool {
+		res, e := c.do("tasks/get", id, map[string]any{"taskId": id})
+		last = res
+		return e == nil && res["status"] == status
+	})
+	return last
+}
+
+// A long call of a client that takes tasks is answered with a task, which
+// the client polls to its result; a quick one is answered as it is; a
+// call that needs the person's input makes its task input_required, and
+// tasks/update answers it; tasks/cancel ends one; nobody else reads a
+// task; a client without the extension waits for its result.
+func TestTasks(t *testing.T) {
+	release, working := make(chan struct{}), make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "jobs", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow_report", Description: "Build a slow report"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the report"}}}, nil, nil
+	})
+	stopped := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Work until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		close(stopped)
+		return nil, nil, ctx.Err()
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "quick", Description: "Answer at once"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "quick answer"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "greet", Description: "Greet the person by the name they give"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		// Asked as a server of MCP 2026-07-28 asks (the gateway's pool
+		// speaks it to this server): in the result, then called again
+		// with the answer.
+		answer, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+		if !ok {
+			// Some work first: the client gets a task before the question.
+			select {
+			case <-working:
+			case <-ctx.Done():
+				return nil, nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "Your name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"}}}}}, nil, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("hello ", answer.Content["name"])}}}, nil, nil
+	})
+	jobs := upstream.ServerConfig{Name: "jobs", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(context.Background(), st)
+		return ct, nil
+	}}
+	g, _ := gatewayFor(t, &Options{TaskAfter: 50 * time.Millisecond}, jobs)
+	url := httpGateway(t, g, nil)
+	c := &taskClient{t: t, url: url, agent: "alice's agent", tasks: true}
+
+	res := c.call("mcp__jobs__quick", map[string]any{})
+	if res["resultType"] == "task" || !strings.Contains(fmt.Sprint(res["content"]), "quick answer") {
+		t.Errorf("a quick call: %v", res)
+	}
+
+	res = c.call("mcp__jobs__slow_report", map[string]any{})
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || id == "" || res["status"] != "working" || res["pollIntervalMs"] == nil {
+		t.Fatalf("a long call: %v", res)
+	}
+	if got, _ := c.do("tasks/get", id, map[string]any{"taskId": id}); got["status"] != "working" || got["resultType"] != "complete" {
+		t.Errorf("tasks/get while it works: %v", got)
+	}
+	other := &taskClient{t: t, url: url, agent: "mallory's agent", tasks: true}
+	if got, e := other.do("tasks/get", id, map[string]any{"taskId": id}); e == nil {
+		t.Errorf("another caller read the task: %v", got)
+	}
+	close(release)
+	done := c.until(id, "completed")
+	if !strings.Contains(fmt.Sprint(done["result"]), "the report") {
+		t.Errorf("the completed task: %v", done)
+	}
+
+	res = c.call("mcp__jobs__greet", map[string]any{})
+	id, _ = res["taskId"].(string)
+	if res["resultType"] != "task" {
+		t.Fatalf("a call that asks: %v", res)
+	}
+	close(working)
+	asking := c.until(id, "input_required")
+	reqs, _ := asking["inputRequests"].(map[string]any)
+	if len(reqs) != 1 {
+		t.Fatalf("input requests: %v", asking)
+	}
+	answers := map[string]any{}
+	for key := range reqs {
+		answers[key] = map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+	}
+	if _, e := c.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": answers}); e != nil {
+		t.Fatalf("tasks/update: %v", e)
+	}
+	if done := c.until(id, "completed"); !strings.Contains(fmt.Sprint(done["result"]), "hello Ada") {
+		t.Errorf("after the answer: %v", done)
+	}
+
+	res = c.call("mcp__jobs__stuck", map[string]any{})
+	id, _ = res["taskId"].(string)
+	if _, e := c.do("tasks/cancel", id, map[string]any{"taskId": id}); e != nil {
+		t.Fatalf("tasks/cancel: %v", e)
+	}
+	c.until(id, "cancelled")
+	select {
+	case <-stopped: // the server's call was cancelled too
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		t.Error("the server's call goes on after tasks/cancel")
+	}
+
+	// A client without the extension waits for its call.
+	plain := &taskClient{t: t, url: url, agent: "bob's agent"}
+	res = plain.call("mcp__jobs__quick", map[string]any{})
+	if res["resultType"] == "task" {
+		t.Errorf("a task for a client without the extension: %v", res)
+	}
+}
