@@ -66,51 +66,89 @@ type Task struct {
 	State string          `json:"-"`
 }
 
-// Tasks keeps tasks where every replica finds them (a fleet's store);
-// without one, the gateway keeps them in memory.
+// Tasks keeps tasks, as opaque records, where every replica finds them
+// (a fleet's store: store.DB is one); without one, the gateway keeps
+// them in memory.
 type Tasks interface {
-	PutTask(ctx context.Context, t *Task) error
-	// GetTask returns a task; nil when there is none.
-	GetTask(ctx context.Context, id string) (*Task, error)
+	PutTask(ctx context.Context, id string, record []byte, expires time.Time) error
+	// GetTask returns a task's record; nil when there is none (or it
+	// expired).
+	GetTask(ctx context.Context, id string) ([]byte, error)
 }
 
-// memoryTasks keeps a process's tasks, at most maxTasks, each until its
-// TTL has passed.
+// taskRecord is a task as kept: what the client sees and what only the
+// gateway reads.
+type taskRecord struct {
+	Task
+	Owner string          `json:"owner"`
+	Call  json.RawMessage `json:"call"`
+	State string          `json:"state,omitempty"`
+}
+
+// putTask keeps a task until its TTL has passed.
+func putTask(ctx context.Context, st Tasks, t *Task) error {
+	b, err := json.Marshal(taskRecord{*t, t.Owner, t.Call, t.State})
+	if err != nil {
+		return err
+	}
+	return st.PutTask(ctx, t.ID, b, t.CreatedAt.Add(time.Duration(t.TTLMs)*time.Millisecond))
+}
+
+// getTask reads a task; nil when there is none.
+func getTask(ctx context.Context, st Tasks, id string) (*Task, error) {
+	b, err := st.GetTask(ctx, id)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	var r taskRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	t := r.Task
+	t.Owner, t.Call, t.State = r.Owner, r.Call, r.State
+	return &t, nil
+}
+
+// memoryTasks keeps a process's tasks, at most maxTasks, each until it
+// expires.
 type memoryTasks struct {
 	mu sync.Mutex
-	m  map[string]*Task
+	m  map[string]memoryTask
 }
 
-func (m *memoryTasks) PutTask(_ context.Context, t *Task) error {
+type memoryTask struct {
+	record  []byte
+	expires time.Time
+}
+
+func (m *memoryTasks) PutTask(_ context.Context, id string, record []byte, expires time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.m == nil {
-		m.m = map[string]*Task{}
+		m.m = map[string]memoryTask{}
 	}
-	if _, ok := m.m[t.ID]; !ok && len(m.m) >= maxTasks {
-		for id, old := range m.m {
-			if time.Since(old.CreatedAt) > taskTTL || old.Status != "working" {
-				delete(m.m, id)
+	if _, ok := m.m[id]; !ok && len(m.m) >= maxTasks {
+		for k, old := range m.m {
+			if time.Now().After(old.expires) {
+				delete(m.m, k)
 			}
 		}
 		if len(m.m) >= maxTasks {
 			return fmt.Errorf("%d tasks are kept, the most this gateway keeps", maxTasks)
 		}
 	}
-	c := *t
-	m.m[t.ID] = &c
+	m.m[id] = memoryTask{record, expires}
 	return nil
 }
 
-func (m *memoryTasks) GetTask(_ context.Context, id string) (*Task, error) {
+func (m *memoryTasks) GetTask(_ context.Context, id string) ([]byte, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.m[id]
-	if !ok || time.Since(t.CreatedAt) > taskTTL {
+	if !ok || time.Now().After(t.expires) {
 		return nil, nil
 	}
-	c := *t
-	return &c, nil
+	return t.record, nil
 }
 
 // tasker serves the tasks of one MCP path, in front of its transport.
@@ -165,7 +203,7 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.next.ServeHTTP(w, r) // the SDK says what is wrong
 		return
 	}
-	owner := t.path + "\x00" + callerOf(r)
+	owner := t.path + " " + callerOf(r)
 	switch method {
 	case "tools/call":
 		if _, ok := req.Params.Meta.Caps.Extensions[tasksExtension]; !ok {
@@ -203,7 +241,7 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		return
 	}
 	// The task is durable before its handle goes out.
-	if err := t.store.PutTask(r.Context(), task); err != nil {
+	if err := putTask(r.Context(), t.store, task); err != nil {
 		writeRPC(w, id, nil, rpcError(-32603, "the call runs on, but its task could not be kept: "+err.Error()))
 		return
 	}
@@ -269,13 +307,13 @@ func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder) {
 		defer t.forget(id)
 		ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
 		defer stop()
-		task, err := t.store.GetTask(ctx, id)
+		task, err := getTask(ctx, t.store, id)
 		if err != nil || task == nil || task.Status == "cancelled" {
 			return
 		}
 		finish(task, recorded(rec))
 		task.LastUpdatedAt = time.Now().UTC()
-		_ = t.store.PutTask(ctx, task)
+		_ = putTask(ctx, t.store, task)
 	}()
 }
 
@@ -310,7 +348,7 @@ func finish(task *Task, msg []byte) {
 // method answers tasks/get, tasks/update and tasks/cancel, for the
 // task's owner only.
 func (t *tasker) method(ctx context.Context, r *http.Request, method string, req *taskRequest, owner string) (json.RawMessage, json.RawMessage) {
-	task, err := t.store.GetTask(ctx, req.Params.TaskID)
+	task, err := getTask(ctx, t.store, req.Params.TaskID)
 	if err != nil {
 		return nil, rpcError(-32603, "the task store cannot be reached: "+err.Error())
 	}
@@ -338,7 +376,7 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		p, _ := json.Marshal(params)
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "task-" + task.ID, "method": "tools/call", "params": json.RawMessage(p)})
 		task.Status, task.InputRequests, task.State, task.LastUpdatedAt = "working", nil, "", time.Now().UTC()
-		if err := t.store.PutTask(ctx, task); err != nil {
+		if err := putTask(ctx, t.store, task); err != nil {
 			return nil, rpcError(-32603, err.Error())
 		}
 		t.settle(task.ID, t.start(r, task, body))
@@ -352,7 +390,7 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		}
 		if task.Status == "working" || task.Status == "input_required" {
 			task.Status, task.InputRequests, task.LastUpdatedAt = "cancelled", nil, time.Now().UTC()
-			if err := t.store.PutTask(ctx, task); err != nil {
+			if err := putTask(ctx, t.store, task); err != nil {
 				return nil, rpcError(-32603, err.Error())
 			}
 		}

@@ -104,6 +104,14 @@ var migrations = []string{
 		origin text PRIMARY KEY,
 		at     timestamptz NOT NULL DEFAULT now()
 	)`,
+	// 12: tasks (MCP's tasks extension) of calls answered with a handle,
+	// so that any replica answers tasks/get (package gateway).
+	`CREATE TABLE tasks (
+		id      text PRIMARY KEY,
+		record  jsonb NOT NULL,
+		expires timestamptz NOT NULL
+	);
+	CREATE INDEX tasks_expires ON tasks (expires)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

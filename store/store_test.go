@@ -328,3 +328,26 @@ func TestRedact(t *testing.T) {
 		}
 	}
 }
+
+// Tasks are read by any replica until they expire.
+func TestTasks(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx := context.Background()
+	a, b := open(t, url), open(t, url)
+	if err := a.PutTask(ctx, "t1", []byte(`{"status":"working"}`), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.PutTask(ctx, "t1", []byte(`{"status":"completed"}`), time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.GetTask(ctx, "t1"); err != nil || string(got) != `{"status": "completed"}` {
+		t.Errorf("from another replica: %s (%v)", got, err)
+	}
+	a.PutTask(ctx, "old", []byte(`{}`), time.Now().Add(-time.Second))
+	if got, err := b.GetTask(ctx, "old"); got != nil || err != nil {
+		t.Errorf("an expired task: %s (%v)", got, err)
+	}
+	if got, err := b.GetTask(ctx, "none"); got != nil || err != nil {
+		t.Errorf("no task: %s (%v)", got, err)
+	}
+}

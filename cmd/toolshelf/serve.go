@@ -69,7 +69,11 @@ a session idle for 30 minutes ends. A client of 2026-07-28, which has no
 sessions, is served on the same path without one: a server's requests
 reach it as input-required results. --stateless serves every client
 without sessions, for several gateways behind a load balancer: a server's
-requests to a client of an earlier revision then fail.
+requests to a client of an earlier revision then fail. A 2026-07-28
+client that takes tasks (its tasks extension) and makes a call not
+finished within --task-after (2s) gets a task handle, polls it with
+tasks/get, answers a question of the call with tasks/update; with a
+shared store, any replica answers for a task.
 
 --code adds run_code beside search_tools: the model writes a short
 JavaScript program (the body of an async function) in which every tool of
@@ -228,6 +232,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.code, "code", false, "code mode: run_code runs a JavaScript program that calls tools in a sandbox; searches give TypeScript declarations")
 		fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
 		fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
+		fs.DurationVar(&o.taskAfter, "task-after", gateway.DefaultTaskAfter, "answer a call not finished within `DURATION` with a task handle, for a client that takes tasks (MCP 2026-07-28's tasks extension)")
 		fs.StringVar(&o.audit, "audit", "", "append one JSON line per search and tool call to `FILE` (see toolshelf audit), or to the shared store with 'store'")
 		fs.BoolVar(&o.auditArgs, "audit-args", false, "with --audit, keep the arguments' values too (secrets removed)")
 		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf learned)")
@@ -306,6 +311,7 @@ type serveOptions struct {
 	engine                                       engineFlags
 	window, maxSessions                          int
 	activate, stateless, auditArgs, noLearn      bool
+	taskAfter                                    time.Duration
 	code                                         bool
 	traceQueries, console                        bool
 }
@@ -561,6 +567,7 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 	gopts := gateway.Options{
 		Settings: settings, ContextWindow: o.window, Activate: o.activate, MaxSessions: o.maxSessions,
 		Engine: o.engine.kind, Embedder: o.engine.embedder(e), Version: version(), AuditArgs: o.auditArgs,
+		TaskAfter: o.taskAfter,
 	}
 	if o.code {
 		r, err := sandbox.New(nil)
@@ -589,6 +596,8 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 		}
 		o.journalOpen = j
 		gopts.Sync = j.Sync
+		// Any replica answers for a task (MCP's tasks extension).
+		gopts.Tasks = src.db
 	}
 	switch {
 	case o.audit == auditStore && src.db == nil:

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -96,6 +97,14 @@ func AddTool(s *mcp.Server, t *mcp.Tool) {
 			}
 			<-ctx.Done()
 			return nil, ctx.Err()
+		case "slow":
+			// Answers after "ms" milliseconds (a long call).
+			ms, _ := args["ms"].(float64)
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		case "fail":
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed as asked"}}}, nil
 		}

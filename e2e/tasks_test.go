@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+// rpc2026 sends one MCP 2026-07-28 request, with the tasks extension
+// declared, to a replica's base URL, and returns its result or error.
+func rpc2026(t *testing.T, base, method, name string, params map[string]any) (map[string]any, map[string]any) {
+	t.Helper()
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "tasks-e2e", "version": "1"},
+		"io.modelcontextprotocol/clientCapabilities": map[string]any{"extensions": map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}}}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(string(body)))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": name, "User-Agent": "tasks-e2e"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(raw)
+	if i := strings.Index(got, "data: "); i >= 0 {
+		got = strings.TrimSpace(got[i+len("data: "):])
+	}
+	var msg struct {
+		Result map[string]any `json:"result"`
+		Error  map[string]any `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(got), &msg); err != nil {
+		t.Fatalf("%s: %v: %s", method, err, got)
+	}
+	return msg.Result, msg.Error
+}
+
+// A task in a fleet: started through one replica, it is answered by the
+// other while it works and once done, and still when the replica that
+// ran it has gone.
+func TestTaskAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	srv := testenv.OwnPostgres(t)
+	url := srv.Database(t)
+	cfg := serverConfig(t, t.TempDir(), "jobs", "slow", nil)
+	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
+	a, b := lb.backends[0], lb.backends[1]
+
+	var res map[string]any
+	var rpcErr map[string]any
+	res, rpcErr = rpc2026(t, a, "tools/call", "call_tool", map[string]any{"name": "call_tool",
+		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": 3000}}})
+	if res["resultType"] != "task" {
+		t.Fatalf("a long call: %v %v", res, rpcErr)
+	}
+	id, _ := res["taskId"].(string)
+	if got, e := rpc2026(t, b, "tasks/get", id, map[string]any{"taskId": id}); e != nil || got["status"] != "working" {
+		t.Fatalf("the other replica, while the task works: %v %v", got, e)
+	}
+	var done map[string]any
+	testenv.Eventually(t, 60*time.Second, "the task to complete", func() bool {
+		done, _ = rpc2026(t, b, "tasks/get", id, map[string]any{"taskId": id})
+		return done["status"] == "completed"
+	})
+	if !strings.Contains(fmt.Sprint(done["result"]), "slow") {
+		t.Errorf("the result: %v", done)
+	}
+	// The replica that ran it goes; the task is still answered.
+	replicas[0].Process.Kill()
+	replicas[0].Wait()
+	if got, e := rpc2026(t, b, "tasks/get", id, map[string]any{"taskId": id}); e != nil || got["status"] != "completed" {
+		t.Errorf("after the replica that ran it has gone: %v %v", got, e)
+	}
+}
