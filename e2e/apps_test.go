@@ -63,6 +63,12 @@ func TestAppsThroughTheGateway(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"ok":true`) {
 		t.Fatalf("%v\n%s", err, out)
 	}
+	// The Inspector CLI reads the app too, under the same URI.
+	out, err = node(t, "node", filepath.Join("node_modules", ".bin", "mcp-inspector"), "--cli", "--format", "json", "-q", url,
+		"--header", "Authorization: Bearer "+token, "--method", "resources/read", "--uri", "ui://weather/weather/forecast.html")
+	if err != nil || !strings.Contains(out, "<h1>Forecast</h1>") || !strings.Contains(out, "text/html;profile=mcp-app") {
+		t.Fatalf("the Inspector CLI reading the app: %v\n%s", err, out)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
 	defer cancel()
