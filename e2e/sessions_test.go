@@ -236,6 +236,17 @@ func TestRequestNotSentTwice(t *testing.T) {
 		b, _ := os.ReadFile(marker)
 		return strings.Count(string(b), "started") == 1
 	})
+	// The premise: the call runs on the holder. On a machine so loaded
+	// that the holder missed three heartbeats, the relaying replica took
+	// it for gone and the session over (as designed), and the call runs
+	// there: then there is nothing to test.
+	var holderAddress string
+	if err := testenv.SQL(t, url).QueryRow(ctx, "SELECT r.address FROM sessions s JOIN replicas r ON r.id = s.owner WHERE s.id = $1", session).Scan(&holderAddress); err != nil {
+		t.Fatal(err)
+	}
+	if holderAddress != lb.backends[0] {
+		t.Skipf("the holder (%s) was taken for gone under load and %s holds the session: the call does not run on the replica this test kills", lb.backends[0], holderAddress)
+	}
 	replicas[0].Process.Kill()
 	replicas[0].Wait()
 	var a answer
