@@ -329,16 +329,22 @@ type callerKey struct{}
 
 // callerOf names the caller of a request without a session, for
 // following its searches and calls as a session's (what search learns,
-// the rank metrics): its credential, its address and its client, hashed.
-// Two clients behind one address with one credential and one client
-// program are one caller; learning counts them once, which errs on the
-// safe side of its guards.
+// the rank metrics) and for whom a task answers: a person signed in
+// through the team's identity provider is themselves, wherever they call
+// from (their access token changes as it is refreshed; they do not);
+// else the credential, the address and the client program, hashed. Two clients behind one address
+// with one credential and one client program are one caller; learning
+// counts them once, which errs on the safe side of its guards.
 func callerOf(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	sum := sha256.Sum256([]byte(r.Header.Get("Authorization") + "\x00" + host + "\x00" + r.Header.Get("User-Agent")))
+	who := r.Header.Get("Authorization") + "\x00" + host + "\x00" + r.Header.Get("User-Agent")
+	if p := identity.PersonOf(r.Context()); p != nil {
+		who = "person\x00" + p.Subject // wherever they are
+	}
+	sum := sha256.Sum256([]byte(who))
 	return "caller:" + hex.EncodeToString(sum[:12])
 }
 
