@@ -3,19 +3,20 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
+	"strings"
+	"sync"
+	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
-	"net/http"
-	"net/http/httptest"
-	"strings"
-	"sync"
-	"testing"
 )
 
 // A 2026-07-28 client's call_tool carries the tool it calls as a header
@@ -136,5 +137,34 @@ func TestListenAcrossServers(t *testing.T) {
 	}
 	if names := listNames(t, cs); !slices.Contains(names, "mcp__dyn__brand_new") {
 		t.Errorf("new tool not listed: %v", names)
+	}
+}
+
+// A request without a session is followed as its caller's: a person is
+// the same caller whatever token or address they call with; without a
+// person, the credential, address and client program tell callers apart.
+func TestCallerOf(t *testing.T) {
+	req := func(auth, addr, agent string, person string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		r.Header.Set("Authorization", auth)
+		r.Header.Set("User-Agent", agent)
+		r.RemoteAddr = addr
+		if person != "" {
+			r = r.WithContext(identity.WithPerson(r.Context(), &identity.Person{Subject: person}))
+		}
+		return r
+	}
+	same := func(a, b *http.Request) bool { return callerOf(a) == callerOf(b) }
+	if !same(req("Bearer t1", "10.0.0.1:5000", "a", "alice"), req("Bearer t2", "10.0.0.9:6000", "b", "alice")) {
+		t.Error("alice with a refreshed token from elsewhere is another caller")
+	}
+	if same(req("Bearer t1", "10.0.0.1:5000", "a", "alice"), req("Bearer t1", "10.0.0.1:5000", "a", "bob")) {
+		t.Error("alice and bob are one caller")
+	}
+	if same(req("Bearer t1", "10.0.0.1:5000", "a", ""), req("Bearer t1", "10.0.0.1:5001", "b", "")) {
+		t.Error("two client programs are one caller")
+	}
+	if !same(req("Bearer t1", "10.0.0.1:5000", "a", ""), req("Bearer t1", "10.0.0.1:5001", "a", "")) {
+		t.Error("one client's two connections are two callers")
 	}
 }
