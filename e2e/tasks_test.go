@@ -85,3 +85,30 @@ func TestTaskAcrossReplicas(t *testing.T) {
 		t.Errorf("after the replica that ran it has gone: %v %v", got, e)
 	}
 }
+
+// A task whose replica is gone mid-call has failed, and another replica
+// says so (the call is not sent again: it may have acted).
+func TestTaskOfAReplicaGone(t *testing.T) {
+	t.Parallel()
+	srv := testenv.OwnPostgres(t)
+	url := srv.Database(t)
+	cfg := serverConfig(t, t.TempDir(), "jobs", "slow", nil)
+	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
+	a, b := lb.backends[0], lb.backends[1]
+	res, rpcErr := rpc2026(t, a, "tools/call", "call_tool", map[string]any{"name": "call_tool",
+		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": 600000}}})
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" {
+		t.Fatalf("a long call: %v %v", res, rpcErr)
+	}
+	replicas[0].Process.Kill()
+	replicas[0].Wait()
+	var got map[string]any
+	testenv.Eventually(t, 60*time.Second, "the task to fail once its replica is silent", func() bool {
+		got, _ = rpc2026(t, b, "tasks/get", id, map[string]any{"taskId": id})
+		return got["status"] == "failed"
+	})
+	if !strings.Contains(fmt.Sprint(got["statusMessage"]), "is gone") || got["error"] == nil {
+		t.Errorf("the failed task: %v", got)
+	}
+}

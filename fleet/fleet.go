@@ -238,6 +238,16 @@ func (m *Member) replicaByID(ctx context.Context, id string) (r replica, ok bool
 	return r, r.alive, nil
 }
 
+// Alive reports whether the replica id serves: its heartbeat is fresh
+// and signed with the fleet key.
+func (m *Member) Alive(ctx context.Context, id string) (bool, error) {
+	if id == m.id {
+		return true, nil
+	}
+	_, ok, err := m.replicaByID(ctx, id)
+	return ok, err
+}
+
 // record keeps a new session of this replica's in the store, with the
 // client's initialize request.
 func (m *Member) record(ctx context.Context, session, path string, initialize []byte) error {

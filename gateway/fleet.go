@@ -31,6 +31,9 @@ type Fleet interface {
 	// OnTakeover sets what gives a session taken over (by its id here,
 	// on its MCP path) the tools its client had found.
 	OnTakeover(reactivate func(path, session string, names []string))
+	// Alive reports whether the replica id still serves (its heartbeat is
+	// fresh and signed): a task it ran is lost with it otherwise.
+	Alive(ctx context.Context, id string) (bool, error)
 }
 
 // Announce tells the host the address other replicas reach it at: its

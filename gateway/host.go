@@ -85,6 +85,7 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	so.Logger = h.logger
 	if f := h.opts.Fleet; f != nil {
 		so.Replica = f.ID()
+		so.ReplicaAlive = f.Alive
 		if so.Activate {
 			so.OnActivate = f.Activated
 		}

@@ -130,6 +130,9 @@ type Options struct {
 	// (DefaultTaskAfter when zero).
 	Tasks     Tasks
 	TaskAfter time.Duration
+	// ReplicaAlive, in a fleet, reports whether a replica still serves:
+	// a task whose replica is gone mid-call has failed.
+	ReplicaAlive func(ctx context.Context, id string) (bool, error)
 	// PrivateLists marks lists as depending on who asks (cacheScope
 	// "private", MCP 2026-07-28): profiles or people select what a client
 	// sees. Activate implies it.

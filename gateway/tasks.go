@@ -58,8 +58,10 @@ type Task struct {
 	InputRequests json.RawMessage `json:"inputRequests,omitempty"`
 
 	// Owner is whom the task answers: its caller on its MCP path (a task
-	// id alone opens nothing).
-	Owner string `json:"-"`
+	// id alone opens nothing). Runner is the replica running its call,
+	// in a fleet.
+	Owner  string `json:"-"`
+	Runner string `json:"-"`
 	// Call is the tools/call's params, and State the request state of
 	// its input-required round, to resume it with the client's answers.
 	Call  json.RawMessage `json:"-"`
@@ -80,14 +82,15 @@ type Tasks interface {
 // gateway reads.
 type taskRecord struct {
 	Task
-	Owner string          `json:"owner"`
-	Call  json.RawMessage `json:"call"`
-	State string          `json:"state,omitempty"`
+	Owner  string          `json:"owner"`
+	Runner string          `json:"runner,omitempty"`
+	Call   json.RawMessage `json:"call"`
+	State  string          `json:"state,omitempty"`
 }
 
 // putTask keeps a task until its TTL has passed.
 func putTask(ctx context.Context, st Tasks, t *Task) error {
-	b, err := json.Marshal(taskRecord{*t, t.Owner, t.Call, t.State})
+	b, err := json.Marshal(taskRecord{*t, t.Owner, t.Runner, t.Call, t.State})
 	if err != nil {
 		return err
 	}
@@ -105,7 +108,7 @@ func getTask(ctx context.Context, st Tasks, id string) (*Task, error) {
 		return nil, err
 	}
 	t := r.Task
-	t.Owner, t.Call, t.State = r.Owner, r.Call, r.State
+	t.Owner, t.Runner, t.Call, t.State = r.Owner, r.Runner, r.Call, r.State
 	return &t, nil
 }
 
@@ -157,6 +160,8 @@ type tasker struct {
 	store Tasks
 	after time.Duration
 	path  string
+	self  string                                             // this replica, in a fleet
+	alive func(ctx context.Context, id string) (bool, error) // whether a replica serves
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // tasks whose call runs here
@@ -164,7 +169,8 @@ type tasker struct {
 
 // withTasks serves tasks in front of next, a transport without sessions.
 func (s *Server) withTasks(next http.Handler, path string) http.Handler {
-	t := &tasker{next: next, store: s.opts.Tasks, after: s.opts.TaskAfter, path: path, running: map[string]context.CancelFunc{}}
+	t := &tasker{next: next, store: s.opts.Tasks, after: s.opts.TaskAfter, path: path, self: s.opts.Replica, alive: s.opts.ReplicaAlive,
+		running: map[string]context.CancelFunc{}}
 	if t.store == nil {
 		t.store = &memoryTasks{}
 	}
@@ -226,7 +232,7 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		Params json.RawMessage `json:"params"`
 	}
 	json.Unmarshal(body, &msg)
-	task := &Task{ID: newTaskID(), Status: "working", Owner: owner, Call: msg.Params,
+	task := &Task{ID: newTaskID(), Status: "working", Owner: owner, Runner: t.self, Call: msg.Params,
 		CreatedAt: time.Now().UTC(), TTLMs: taskTTL.Milliseconds(), PollMs: taskPoll.Milliseconds()}
 	task.LastUpdatedAt = task.CreatedAt
 	done := t.start(r, task, body)
@@ -355,6 +361,7 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 	if task == nil || task.Owner != owner {
 		return nil, rpcError(-32602, fmt.Sprintf("no task %s", quoteClipped(req.Params.TaskID)))
 	}
+	t.orphaned(ctx, task)
 	switch method {
 	case "tasks/get":
 		res, _ := json.Marshal(struct {
@@ -363,6 +370,10 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		}{"complete", task})
 		return res, nil
 	case "tasks/update":
+		if task.Runner != t.self && task.Status == "input_required" {
+			// The call waits for its answers where it runs.
+			return nil, rpcError(-32603, "this task's call waits for its input on another replica of the gateway: route tasks/* requests by their Mcp-Name header (the task id) to the replica that answered the call")
+		}
 		if task.Status != "input_required" || len(req.Params.InputResponses) == 0 {
 			// Answers to nothing outstanding are ignored.
 			return json.RawMessage(`{"resultType":"complete"}`), nil
@@ -396,6 +407,22 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		}
 		return json.RawMessage(`{"resultType":"complete"}`), nil
 	}
+}
+
+// orphaned fails a task whose call ran on a replica that is gone: its
+// call went with it, and the task would say "working" to the end of its
+// TTL. (The call is not sent again: it may have acted.)
+func (t *tasker) orphaned(ctx context.Context, task *Task) {
+	if t.alive == nil || task.Runner == "" || task.Runner == t.self || (task.Status != "working" && task.Status != "input_required") {
+		return
+	}
+	if alive, err := t.alive(ctx, task.Runner); err != nil || alive {
+		return
+	}
+	task.Status, task.InputRequests, task.LastUpdatedAt = "failed", nil, time.Now().UTC()
+	task.StatusMessage = "the replica running this call is gone; the call may have acted, and is not sent again"
+	task.Error = rpcError(-32603, task.StatusMessage)
+	_ = putTask(ctx, t.store, task)
 }
 
 // recorded returns the JSON-RPC message of a recorded answer: the body,
