@@ -372,7 +372,7 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 	case "tasks/update":
 		if task.Runner != t.self && task.Status == "input_required" {
 			// The call waits for its answers where it runs.
-			return nil, rpcError(-32603, "this task's call waits for its input on another replica of the gateway: route tasks/* requests by their Mcp-Name header (the task id) to the replica that answered the call")
+			return nil, rpcError(-32603, "this task's call waits for its input on another replica of the gateway, which alone takes it: the load balancer must send a client's requests to the replica that answered its call (affinity by client)")
 		}
 		if task.Status != "input_required" || len(req.Params.InputResponses) == 0 {
 			// Answers to nothing outstanding are ignored.
