@@ -124,14 +124,20 @@ func TestListenAcrossServers(t *testing.T) {
 	cfgs := append(standardUpstreams(t), memServer(t, "dyn", mcptest.SimpleTools("add_tool")))
 	g, _ := gatewayFor(t, &Options{Settings: policy.Settings{Mode: policy.ModeStandard}}, cfgs...)
 	url := httpGateway(t, g, nil)
-	changed := make(chan struct{}, 10)
-	cs := httpClient(t, url, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }}, nil)
+	changed := make(chan any, 10)
+	cs := httpClient(t, url, &mcp.ClientOptions{ToolListChangedHandler: func(_ context.Context, req *mcp.ToolListChangedRequest) {
+		// Tagged with the subscription it came on.
+		changed <- req.Params.GetMeta()["io.modelcontextprotocol/subscriptionId"]
+	}}, nil)
 	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 		t.Fatalf("negotiated %s", v)
 	}
 	call(t, cs, "mcp__dyn__add_tool", map[string]any{"name": "brand_new"})
 	select {
-	case <-changed:
+	case tag := <-changed:
+		if tag == nil || tag == "" {
+			t.Error("the notification names no subscription")
+		}
 	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
 		t.Fatal("no list_changed on the client's listen stream")
 	}
