@@ -3,10 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -159,62 +156,6 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 	})
 }
 
-// withToolHeader fills in the Mcp-Param-Tool header of a 2026-07-28
-// call_tool request that lacks it, from the body. The SDK refuses a call
-// whose header differs from the body (-32020), and one without it: but a
-// client that called without listing tools first cannot know the header,
-// and what it did not send, nothing in front of the gateway acted on. A
-// header that is sent must match.
-func withToolHeader(h http.Handler) http.Handler {
-	const header = "Mcp-Param-" + toolHeader
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Name") == toolCall && r.Header.Get(header) == "" {
-			// The body is in memory already (screenRequests), within
-			// MaxRequestBytes.
-			body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var msg struct {
-				Method string `json:"method"`
-				Params struct {
-					Name      string `json:"name"`
-					Arguments struct {
-						Name *string `json:"name"`
-					} `json:"arguments"`
-				} `json:"params"`
-			}
-			if err == nil && json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == toolCall &&
-				msg.Params.Arguments.Name != nil && *msg.Params.Arguments.Name != "" {
-				r.Header.Set(header, headerValue(*msg.Params.Arguments.Name))
-			}
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-// headerValue is a header's form of a string parameter: as it is when it
-// is printable ASCII without surrounding space, else base64 in the form
-// x-mcp-header defines.
-func headerValue(s string) string {
-	plain := s == strings.TrimSpace(s)
-	for i := 0; i < len(s) && plain; i++ {
-		plain = s[i] >= 0x20 && s[i] < 0x7f
-	}
-	if plain {
-		return s
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
-}
-
-// firstSessionless is the first MCP revision without sessions.
-const firstSessionless = "2026-07-28"
-
-// sessionless reports whether a request's protocol version header names
-// a revision without sessions. Versions are dates, so they compare as
-// strings; an empty or malformed one is an older client's.
-func sessionless(version string) bool {
-	return len(version) == len(firstSessionless) && version >= firstSessionless
-}
-
 // startsSession reports whether a request is an initialize, which starts
 // a session; other requests without a session id (a newer client's
 // discovery) are served statelessly. The body is read, within
@@ -322,30 +263,6 @@ func withRequestContext(h http.Handler) http.Handler {
 		ctx := context.WithValue(r.Context(), requestContextKey{}, r.Context())
 		h.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callerKey{}, callerOf(r))))
 	})
-}
-
-// callerKey carries the caller of a request without a session (callerOf).
-type callerKey struct{}
-
-// callerOf names the caller of a request without a session, for
-// following its searches and calls as a session's (what search learns,
-// the rank metrics) and for whom a task answers: a person signed in
-// through the team's identity provider is themselves, wherever they call
-// from (their access token changes as it is refreshed; they do not);
-// else the credential, the address and the client program, hashed. Two clients behind one address
-// with one credential and one client program are one caller; learning
-// counts them once, which errs on the safe side of its guards.
-func callerOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	who := r.Header.Get("Authorization") + "\x00" + host + "\x00" + r.Header.Get("User-Agent")
-	if p := identity.PersonOf(r.Context()); p != nil {
-		who = "person\x00" + p.Subject // wherever they are
-	}
-	sum := sha256.Sum256([]byte(who))
-	return "caller:" + hex.EncodeToString(sum[:12])
 }
 
 // bindRequest returns a context that is also cancelled when the HTTP
