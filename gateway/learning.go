@@ -7,7 +7,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/learn"
-	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 )
 
@@ -247,19 +246,15 @@ func (s *Server) learned() *shelf.Learned {
 	}
 	return &shelf.Learned{
 		Version: st.Version,
-		Load: func() ([]search.LearnedQuery, error) {
+		// One read of the pairs serves both: the store is read again
+		// only when it changed.
+		Load: func() (shelf.Past, error) {
 			pairs, err := st.Pairs()
 			if err != nil {
-				return nil, err
+				return shelf.Past{}, err
 			}
-			return learn.Queries(pairs, s.up.Profile(), learn.MinSessions), nil
-		},
-		Together: func() (map[string][]string, error) {
-			pairs, err := st.Pairs()
-			if err != nil {
-				return nil, err
-			}
-			return learn.Together(pairs, s.up.Profile(), learn.MinSessions), nil
+			profile := s.up.Profile()
+			return shelf.Past{Queries: learn.Queries(pairs, profile, learn.MinSessions), Together: learn.Together(pairs, profile, learn.MinSessions)}, nil
 		},
 	}
 }

@@ -156,10 +156,8 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		if app := appOf(h.Entry); app != "" {
 			m.App = appsOf(h.Entry)(app)
 		}
-		if !found.Select {
-			for _, c := range snap.Companions(h.Entry) {
-				m.Companions = append(m.Companions, c.Name)
-			}
+		for _, c := range h.Companions {
+			m.Companions = append(m.Companions, c.Name)
 		}
 		if s.opts.Code != nil {
 			// The declaration carries the description too.

@@ -98,7 +98,7 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 	s.once.Do(func() {
 		learned := s.Learned // set before the first search
 		s.shelf, s.err = shelf.New(&shelf.Options{Engine: s.Engine,
-			Learned: &shelf.Learned{Load: func() ([]search.LearnedQuery, error) { return learned, nil }}})
+			Learned: &shelf.Learned{Load: func() (shelf.Past, error) { return shelf.Past{Queries: learned}, nil }}})
 	})
 	if s.err != nil {
 		return fail("%v", s.err)

@@ -48,6 +48,9 @@ type Hit struct {
 	// Weak marks the hits of a search whose best match is weak: probably
 	// no tool fits the query, and these are only the closest.
 	Weak bool
+	// Companions are the tools that produce what this one needs (see
+	// Companions), when the searcher names them (package shelf does).
+	Companions []*catalog.Entry
 }
 
 // Match records where one query term matched and what it contributed.

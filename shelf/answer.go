@@ -82,6 +82,16 @@ func MatchOf(e *catalog.Entry, f Form, uncut bool) Match {
 	return m
 }
 
+// CompactMatch is a ranked hit as a compact match, with its companions
+// named.
+func CompactMatch(h search.Hit) Match {
+	m := MatchOf(h.Entry, Compact, false)
+	for _, c := range h.Companions {
+		m.Companions = append(m.Companions, c.Name)
+	}
+	return m
+}
+
 // DefaultBudget is the tokens a ranked answer's compact matches may cost
 // unless the operator says otherwise ("search": {"budget": N}), chosen on
 // half 0 of the dev sets (docs/search-quality.md).
@@ -104,17 +114,13 @@ func Tokens(m Match) int {
 // fit cuts a ranked result to the hits whose compact matches (with
 // their companions) fit within budget tokens, keeping at least one, and
 // returns how many it cut.
-func (s *Snapshot) fit(found *search.Result, budget int) int {
+func fit(found *search.Result, budget int) int {
 	if budget <= 0 || found.Select {
 		return 0
 	}
 	spent := 0
 	for i, h := range found.Hits {
-		m := MatchOf(h.Entry, Compact, false)
-		for _, c := range s.Companions(h.Entry) {
-			m.Companions = append(m.Companions, c.Name)
-		}
-		spent += Tokens(m)
+		spent += Tokens(CompactMatch(h))
 		if spent > budget && i > 0 {
 			cut := len(found.Hits) - i
 			found.Hits = found.Hits[:i]

@@ -53,14 +53,20 @@ type Options struct {
 // Learned is what a shelf's searches learned from use: earlier searches
 // and the tools called after them.
 type Learned struct {
-	// Version changes when what was learned does; it is asked on every
+	// Version changes when what was learned does; it is asked once a
 	// search, so it must be cheap. Nil means it never changes.
 	Version func() string
 	// Load reads what was learned; it is called when Version changes.
-	Load func() ([]search.LearnedQuery, error)
-	// Together, when set, reads the tools called just before each tool
+	Load func() (Past, error)
+}
+
+// Past is what was learned from use.
+type Past struct {
+	// Queries are earlier searches and the tools called after them.
+	Queries []search.LearnedQuery
+	// Together are, by tool, the tools called just before it
 	// (learn.Together): its learned companions.
-	Together func() (map[string][]string, error)
+	Together map[string][]string
 }
 
 // Shelf follows a face's current catalog snapshot. It is safe for
@@ -74,15 +80,13 @@ type Shelf struct {
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
 	embed   chan struct{}                 // a snapshot awaits embedding (Run)
 
-	// The learned engine last built: for one engine and one version of
-	// the past.
+	// The past last read, for version, and the learned engine last
+	// built over base with it.
 	learnMu sync.Mutex
-	base    search.Engine
 	version string
+	past    *Past
+	base    search.Engine
 	learned search.Engine
-	// The learned companions last read, for togetherVersion.
-	together        map[string][]string
-	togetherVersion string
 }
 
 // New returns a shelf. The error is an unknown engine kind.
@@ -117,7 +121,7 @@ type Snapshot struct {
 	view     *policy.View
 
 	companionsOnce sync.Once
-	companions     *search.Companions
+	companionIndex *search.Companions
 }
 
 type engineBox struct{ search.Engine }
@@ -201,14 +205,43 @@ func (s *Snapshot) View(ctx context.Context) *policy.View {
 	return s.view
 }
 
-// Companions returns the tools that produce what e needs: those the
+// Search answers a request over the snapshot (see [search.Find]), ranked
+// by what was learned from use when the shelf has a past, each hit with
+// its companions (companions). Every face searches through here: the
+// same query finds the same tools in the same order, whichever face it
+// came through.
+func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result, error) {
+	past := s.shelf.currentPast()
+	found, err := search.Find(ctx, s.shelf.learnedEngine(s, past), s.Catalog, r)
+	if err != nil {
+		return found, err
+	}
+	if !found.Select {
+		for i := range found.Hits {
+			found.Hits[i].Companions = s.companions(found.Hits[i].Entry, past)
+		}
+	}
+	budget := s.shelf.opts.Budget
+	if budget == 0 {
+		budget = DefaultBudget
+	}
+	if n := fit(&found, budget); n > 0 {
+		found.Note = strings.TrimSpace(found.Note + fmt.Sprintf(" %d more matched past this answer's budget of %d tokens: search with more words, or give a limit.", n, budget))
+	}
+	return found, nil
+}
+
+// companions returns the tools that produce what e needs: those the
 // catalog's names and parameters imply (search.Companions, built the
 // first time a snapshot is asked), then those this profile's sessions
-// called just before e (Learned.Together), at most search.MaxCompanions.
-func (s *Snapshot) Companions(e *catalog.Entry) []*catalog.Entry {
-	s.companionsOnce.Do(func() { s.companions = search.NewCompanions(s.Catalog) })
-	out := s.companions.Of(e, search.MaxCompanions)
-	for _, name := range s.shelf.learnedTogether()[e.Name] {
+// called just before e, at most search.MaxCompanions.
+func (s *Snapshot) companions(e *catalog.Entry, past *Past) []*catalog.Entry {
+	s.companionsOnce.Do(func() { s.companionIndex = search.NewCompanions(s.Catalog) })
+	out := s.companionIndex.Of(e, search.MaxCompanions)
+	if past == nil {
+		return out
+	}
+	for _, name := range past.Together[e.Name] {
 		if len(out) == search.MaxCompanions {
 			break
 		}
@@ -219,88 +252,55 @@ func (s *Snapshot) Companions(e *catalog.Entry) []*catalog.Entry {
 	return out
 }
 
-// learnedTogether returns the learned companions, read again when what
-// was learned changes.
-func (s *Shelf) learnedTogether() map[string][]string {
-	p := s.opts.Learned
-	if p == nil || p.Together == nil {
-		return nil
-	}
-	version := ""
-	if p.Version != nil {
-		version = p.Version()
-	}
-	s.learnMu.Lock()
-	if s.together != nil && s.togetherVersion == version {
-		t := s.together
-		s.learnMu.Unlock()
-		return t
-	}
-	s.learnMu.Unlock()
-	t, err := p.Together()
-	if err != nil {
-		s.logger.Warn("cannot read what was learned from use; naming no learned companions", "error", err)
-		return nil
-	}
-	if t == nil {
-		t = map[string][]string{}
-	}
-	s.learnMu.Lock()
-	s.together, s.togetherVersion = t, version
-	s.learnMu.Unlock()
-	return t
-}
-
-// Search answers a request over the snapshot (see [search.Find]), ranked
-// by what was learned from use when the shelf has a past. Every face
-// searches through here: the same query finds the same tools in the same
-// order, whichever face it came through.
-func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result, error) {
-	found, err := search.Find(ctx, s.shelf.learnedEngine(s), s.Catalog, r)
-	if err != nil {
-		return found, err
-	}
-	budget := s.shelf.opts.Budget
-	if budget == 0 {
-		budget = DefaultBudget
-	}
-	if n := s.fit(&found, budget); n > 0 {
-		found.Note = strings.TrimSpace(found.Note + fmt.Sprintf(" %d more matched past this answer's budget of %d tokens: search with more words, or give a limit.", n, budget))
-	}
-	return found, nil
-}
-
-// learnedEngine returns the snapshot's engine ranked with what the shelf
-// learned, rebuilt only when the engine or that changes. What cannot be
-// read is logged, and the search goes on without it.
-func (s *Shelf) learnedEngine(snap *Snapshot) search.Engine {
-	base := snap.Engine()
+// currentPast returns what was learned, read again only when its version
+// changes; nil when the shelf has no past, or it cannot be read (logged:
+// the search goes on without it).
+func (s *Shelf) currentPast() *Past {
 	p := s.opts.Learned
 	if p == nil || p.Load == nil {
-		return base
+		return nil
 	}
 	version := ""
 	if p.Version != nil {
 		version = p.Version()
 	}
 	s.learnMu.Lock()
-	if s.base == base && s.version == version && s.learned != nil {
+	if s.past != nil && s.version == version {
+		past := s.past
+		s.learnMu.Unlock()
+		return past
+	}
+	s.learnMu.Unlock()
+	loaded, err := p.Load()
+	if err != nil {
+		s.logger.Warn("cannot read what was learned from use; searching without it", "error", err)
+		return nil
+	}
+	s.learnMu.Lock()
+	s.version, s.past = version, &loaded
+	s.learnMu.Unlock()
+	return &loaded
+}
+
+// learnedEngine returns the snapshot's engine ranked with past, rebuilt
+// only when the engine or the past changes.
+func (s *Shelf) learnedEngine(snap *Snapshot, past *Past) search.Engine {
+	base := snap.Engine()
+	if past == nil || len(past.Queries) == 0 {
+		return base
+	}
+	s.learnMu.Lock()
+	if s.base == base && s.past == past && s.learned != nil {
 		e := s.learned
 		s.learnMu.Unlock()
 		return e
 	}
 	s.learnMu.Unlock()
-	past, err := p.Load()
-	if err != nil {
-		s.logger.Warn("cannot read what was learned from use; searching without it", "error", err)
-		return base
-	}
-	var e search.Engine = base
-	if len(past) > 0 {
-		e = search.NewLearned(base, snap.Catalog, past, nil)
-	}
+	e := search.NewLearned(base, snap.Catalog, past.Queries, nil)
 	s.learnMu.Lock()
-	s.base, s.version, s.learned = base, version, e
+	if s.past == past {
+		s.base, s.learned = base, e
+	}
 	s.learnMu.Unlock()
 	return e
 }
