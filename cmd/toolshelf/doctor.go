@@ -204,21 +204,32 @@ type turnCost struct {
 	Tokens int `json:"tokens"`
 }
 
+// open opens what doctor reports on: the configuration's servers (or a
+// catalog file, or the built-in catalog), narrowed to --profile.
+func (o doctorOptions) open(ctx context.Context, e *env) (*catalogSource, error) {
+	src, err := openCatalog(ctx, e, o.catalog, o.config, *o.store)
+	if err != nil {
+		return nil, err
+	}
+	if o.profile != "" {
+		if err := src.narrow(o.profile); err != nil {
+			src.close()
+			return nil, err
+		}
+	}
+	return src, nil
+}
+
 func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 	settings, err := policy.FromEnv(e.getenv)
 	if err != nil {
 		return badInput(err)
 	}
-	src, err := openCatalog(ctx, e, o.catalog, o.config, *o.store)
+	src, err := o.open(ctx, e)
 	if err != nil {
 		return err
 	}
 	defer src.close()
-	if o.profile != "" {
-		if err := src.narrow(o.profile); err != nil {
-			return err
-		}
-	}
 	// The catalog measured offline, as list and the gateway measure it.
 	offline := policy.NewView(ctx, src.cat, gateway.Checklist, gateway.MetaDefinitions(), nil)
 	list, err := newListReport(ctx, src, offline)

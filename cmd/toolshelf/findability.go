@@ -37,16 +37,11 @@ func runFindability(ctx context.Context, e *env, o doctorOptions, dataset string
 		}
 		cat, rep.Source = ds.Catalog, "dataset "+ds.Name
 	} else {
-		src, err := openCatalog(ctx, e, o.catalog, o.config, *o.store)
+		src, err := o.open(ctx, e)
 		if err != nil {
 			return err
 		}
 		defer src.close()
-		if o.profile != "" {
-			if err := src.narrow(o.profile); err != nil {
-				return err
-			}
-		}
 		cat, rep.Source = src.cat, src.name
 	}
 	rep.Tools = cat.Len()
