@@ -3,7 +3,6 @@ package search
 import (
 	"encoding/json"
 	"strings"
-	"unicode"
 
 	"github.com/toolshelf/toolshelf/catalog"
 )
@@ -34,7 +33,7 @@ type Companions struct {
 func NewCompanions(c *catalog.Catalog) *Companions {
 	cs := &Companions{listers: map[string][]*catalog.Entry{}}
 	for e := range c.All() {
-		words := nameWords(e.Tool)
+		words := Tokenize(e.Tool)
 		desc := strings.ToLower(e.Description)
 		if isGeocoder(words, desc) {
 			cs.geocoders = append(cs.geocoders, e)
@@ -87,7 +86,7 @@ func (cs *Companions) Of(e *catalog.Entry, n int) []*catalog.Entry {
 	}
 	for _, p := range requiredParams(e) {
 		name := strings.ToLower(p.name)
-		words := nameWords(p.name)
+		words := Tokenize(p.name)
 		desc := strings.ToLower(p.description)
 		switch {
 		case needsCoordinates(name, words, desc):
@@ -174,7 +173,7 @@ func identifies(words []string, e *catalog.Entry) string {
 	}
 	// A bare "id": the thing the tool acts on, the last word of its name
 	// (get_issue → issue).
-	own := nameWords(e.Tool)
+	own := Tokenize(e.Tool)
 	if len(own) < 2 {
 		return ""
 	}
@@ -203,32 +202,6 @@ func requiredParams(e *catalog.Entry) []param {
 	return out
 }
 
-// nameWords splits a name into lower-case words: at underscores, dashes,
-// dots, spaces and case changes (getIssueNumber → get issue number).
-func nameWords(name string) []string {
-	var words []string
-	var cur []rune
-	flush := func() {
-		if len(cur) > 0 {
-			words = append(words, strings.ToLower(string(cur)))
-			cur = cur[:0]
-		}
-	}
-	rs := []rune(name)
-	for i, r := range rs {
-		switch {
-		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
-			flush()
-		case unicode.IsUpper(r) && i > 0 && (unicode.IsLower(rs[i-1]) || (i+1 < len(rs) && unicode.IsLower(rs[i+1]) && unicode.IsUpper(rs[i-1]))):
-			flush()
-			cur = append(cur, r)
-		default:
-			cur = append(cur, r)
-		}
-	}
-	flush()
-	return words
-}
 
 // singular drops a plural's ending: issues → issue, repositories →
 // repository, addresses → address.

@@ -90,7 +90,8 @@ func TestCompanionsOfTheBuiltInCatalog(t *testing.T) {
 	}
 }
 
-// nameWords splits every way names are written.
+// A name's words, as companions and findability read them (Tokenize),
+// are split every way names are written.
 func TestNameWords(t *testing.T) {
 	for in, want := range map[string][]string{
 		"getIssueNumber":     {"get", "issue", "number"},
@@ -98,8 +99,8 @@ func TestNameWords(t *testing.T) {
 		"API-get-user":       {"api", "get", "user"},
 		"HTMLParser":         {"html", "parser"},
 	} {
-		if got := nameWords(in); !slices.Equal(got, want) {
-			t.Errorf("nameWords(%q) = %v, want %v", in, got, want)
+		if got := Tokenize(in); !slices.Equal(got, want) {
+			t.Errorf("Tokenize(%q) = %v, want %v", in, got, want)
 		}
 	}
 }

@@ -63,7 +63,7 @@ func Findability(c *catalog.Catalog) []Hard {
 		foreign := english && n >= minLanguageWords && !isEnglish(desc)
 		// A description in another language has no English verb; its
 		// language is the problem to name.
-		if n > 0 && !foreign && !hasVerb(nameWords(e.Tool)) && !hasVerb(nameWords(firstSentence(desc))) {
+		if n > 0 && !foreign && !hasVerb(Tokenize(e.Tool)) && !hasVerb(Tokenize(firstSentence(desc))) {
 			add(ProblemNoVerb, fmt.Sprintf("neither %q nor its first sentence says what it does", e.Tool),
 				"start with the action (\"Create ...\", \"List ...\", \"Send ...\"): "+override)
 		}
