@@ -202,7 +202,6 @@ func requiredParams(e *catalog.Entry) []param {
 	return out
 }
 
-
 // singular drops a plural's ending: issues → issue, repositories →
 // repository, addresses → address.
 func singular(w string) string {
