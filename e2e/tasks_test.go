@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -48,25 +49,30 @@ func rpc2026(t *testing.T, base, method, name string, params map[string]any) (ma
 	return msg.Result, msg.Error
 }
 
+// taskInFleet starts two replicas on a store of their own and a call
+// through the first of a tool that answers after ms, answered with a
+// task; it returns the second replica's base URL, the replicas and the
+// task's id.
+func taskInFleet(t *testing.T, ms int) (other string, replicas []*exec.Cmd, id string) {
+	t.Helper()
+	url := testenv.OwnPostgres(t).Database(t)
+	cfg := serverConfig(t, t.TempDir(), "jobs", "slow", nil)
+	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
+	res, rpcErr := rpc2026(t, lb.backends[0], "tools/call", "call_tool", map[string]any{"name": "call_tool",
+		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": ms}}})
+	if res["resultType"] != "task" {
+		t.Fatalf("a long call: %v %v", res, rpcErr)
+	}
+	id, _ = res["taskId"].(string)
+	return lb.backends[1], replicas, id
+}
+
 // A task in a fleet: started through one replica, it is answered by the
 // other while it works and once done, and still when the replica that
 // ran it has gone.
 func TestTaskAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	srv := testenv.OwnPostgres(t)
-	url := srv.Database(t)
-	cfg := serverConfig(t, t.TempDir(), "jobs", "slow", nil)
-	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
-	a, b := lb.backends[0], lb.backends[1]
-
-	var res map[string]any
-	var rpcErr map[string]any
-	res, rpcErr = rpc2026(t, a, "tools/call", "call_tool", map[string]any{"name": "call_tool",
-		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": 3000}}})
-	if res["resultType"] != "task" {
-		t.Fatalf("a long call: %v %v", res, rpcErr)
-	}
-	id, _ := res["taskId"].(string)
+	b, replicas, id := taskInFleet(t, 3000)
 	if got, e := rpc2026(t, b, "tasks/get", id, map[string]any{"taskId": id}); e != nil || got["status"] != "working" {
 		t.Fatalf("the other replica, while the task works: %v %v", got, e)
 	}
@@ -90,17 +96,7 @@ func TestTaskAcrossReplicas(t *testing.T) {
 // says so (the call is not sent again: it may have acted).
 func TestTaskOfAReplicaGone(t *testing.T) {
 	t.Parallel()
-	srv := testenv.OwnPostgres(t)
-	url := srv.Database(t)
-	cfg := serverConfig(t, t.TempDir(), "jobs", "slow", nil)
-	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
-	a, b := lb.backends[0], lb.backends[1]
-	res, rpcErr := rpc2026(t, a, "tools/call", "call_tool", map[string]any{"name": "call_tool",
-		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": 600000}}})
-	id, _ := res["taskId"].(string)
-	if res["resultType"] != "task" {
-		t.Fatalf("a long call: %v %v", res, rpcErr)
-	}
+	b, replicas, id := taskInFleet(t, 600000)
 	replicas[0].Process.Kill()
 	replicas[0].Wait()
 	var got map[string]any
