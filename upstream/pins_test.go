@@ -23,18 +23,21 @@ func pinnedPool(t *testing.T) (*mcp.Server, *Pool, *pin.Lock) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		// The server lives as long as its connection, not as the
-		// connect attempt's context.
-		go srv.Run(context.WithoutCancel(ctx), st)
-		return ct, nil
-	}
 	lock, err := pin.Open(filepath.Join(t.TempDir(), pin.FileName), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return srv, startPool(t, []ServerConfig{{Name: "mem", Dial: dial}}, &Options{Pins: lock}), lock
+	return srv, startPool(t, []ServerConfig{{Name: "mem", Dial: memDial(srv)}}, &Options{Pins: lock}), lock
+}
+
+// memDial connects to an in-memory server, which lives as long as its
+// connection, not as the connect attempt's context.
+func memDial(srv *mcp.Server) func(context.Context) (mcp.Transport, error) {
+	return func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(context.WithoutCancel(ctx), st)
+		return ct, nil
+	}
 }
 
 // A tool rewritten while the pool runs (tools/list_changed) goes through
@@ -113,18 +116,13 @@ func TestDescribeOverrideIsPinned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dial := func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		go srv.Run(context.WithoutCancel(ctx), st)
-		return ct, nil
-	}
 	path := filepath.Join(t.TempDir(), pin.FileName)
 	start := func(d Describe) (*Pool, *pin.Lock) {
 		lock, err := pin.Open(path, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := ServerConfig{Name: "mem", Dial: dial, Describe: map[string]Describe{"read": d}}
+		cfg := ServerConfig{Name: "mem", Dial: memDial(srv), Describe: map[string]Describe{"read": d}}
 		return startPool(t, []ServerConfig{cfg}, &Options{Pins: lock}), lock
 	}
 	p, _ := start(Describe{Description: "Read a ledger entry by its number.", SearchWords: "bookkeeping journal"})
