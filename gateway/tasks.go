@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -232,7 +230,7 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		Params json.RawMessage `json:"params"`
 	}
 	json.Unmarshal(body, &msg)
-	task := &Task{ID: newTaskID(), Status: "working", Owner: owner, Runner: t.self, Call: msg.Params,
+	task := &Task{ID: randomID(), Status: "working", Owner: owner, Runner: t.self, Call: msg.Params,
 		CreatedAt: time.Now().UTC(), TTLMs: taskTTL.Milliseconds(), PollMs: taskPoll.Milliseconds()}
 	task.LastUpdatedAt = task.CreatedAt
 	done := t.start(r, task, body)
@@ -472,10 +470,4 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result, rpcErr json.Raw
 func rpcError(code int, message string) json.RawMessage {
 	b, _ := json.Marshal(map[string]any{"code": code, "message": message})
 	return b
-}
-
-func newTaskID() string {
-	b := make([]byte, 16)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -148,7 +149,7 @@ func (p *Pool) judgeApps(s *server, apps map[string]*mcp.ReadResourceResult) (tr
 		return apps, nil
 	}
 	trusted = map[string]*mcp.ReadResourceResult{}
-	for _, uri := range slices.Sorted(mapsKeys(apps)) {
+	for _, uri := range slices.Sorted(maps.Keys(apps)) {
 		def, err := appDefinition(uri, apps[uri])
 		if err != nil {
 			continue
@@ -162,16 +163,6 @@ func (p *Pool) judgeApps(s *server, apps map[string]*mcp.ReadResourceResult) (tr
 			Status: v.Status, Why: "an app: " + strings.Replace(v.Why, "its definition", "its content", 1), Pinned: v.Pinned, Current: def})
 	}
 	return trusted, held
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // ErrAppUnknown is reading a ui:// resource the pool did not read and
