@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -56,6 +57,9 @@ func rewriteAppMeta(meta map[string]any, served func(string) string) bool {
 // appOf returns the app a tool's definition names (as the server names
 // it), or "".
 func appOf(e *catalog.Entry) string {
+	if !bytes.Contains(e.Raw, []byte(`resourceUri"`)) {
+		return "" // most tools: no need to decode the definition
+	}
 	var t struct {
 		Meta map[string]any `json:"_meta"`
 	}

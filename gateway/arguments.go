@@ -37,9 +37,10 @@ func misfit(e *catalog.Entry, args json.RawMessage) error {
 	return fmt.Errorf("the arguments do not fit %s's input schema: %s. The whole definition, to call it again: %s", e.Name, cut(err.Error(), 500), whole)
 }
 
-// resolved keeps the schemas resolved, by tool and schema: resolving is
-// most of a check's cost. It is cleared past maxResolved, so that a
-// catalog that changes all day does not grow it without end.
+// resolved keeps the schemas resolved, by their text (tools with one
+// schema share it): resolving is most of a check's cost. It is cleared
+// past maxResolved, so that a catalog that changes all day does not grow
+// it without end.
 var resolved = struct {
 	sync.Mutex
 	m map[string]*jsonschema.Resolved // nil: cannot be checked
@@ -48,9 +49,8 @@ var resolved = struct {
 const maxResolved = 10_000
 
 func resolvedSchema(e *catalog.Entry) *jsonschema.Resolved {
-	key := e.Name + "\x00" + string(e.InputSchema)
 	resolved.Lock()
-	rs, ok := resolved.m[key]
+	rs, ok := resolved.m[string(e.InputSchema)] // no copy to look up
 	resolved.Unlock()
 	if ok {
 		return rs
@@ -71,7 +71,7 @@ func resolvedSchema(e *catalog.Entry) *jsonschema.Resolved {
 	if len(resolved.m) >= maxResolved {
 		clear(resolved.m)
 	}
-	resolved.m[key] = rs
+	resolved.m[string(e.InputSchema)] = rs
 	resolved.Unlock()
 	return rs
 }

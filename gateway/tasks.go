@@ -202,6 +202,13 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The body is in memory already (screenRequests).
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if method == "tools/call" && !bytes.Contains(body, []byte("tasks")) {
+		// A client that does not declare the extension (whose name ends
+		// so, however its slash is escaped): no need to decode the call
+		// twice.
+		t.next.ServeHTTP(w, r)
+		return
+	}
 	var req taskRequest
 	if err != nil || json.Unmarshal(body, &req) != nil || req.Method != method {
 		t.next.ServeHTTP(w, r) // the SDK says what is wrong
