@@ -51,12 +51,12 @@ func rpc2026(t *testing.T, base, method, name string, params map[string]any) (ma
 
 // taskInFleet starts two replicas on a store of their own and a call
 // through the first of a tool that answers after ms, answered with a
-// task; it returns the second replica's base URL, the replicas and the
-// task's id.
-func taskInFleet(t *testing.T, ms int) (other string, replicas []*exec.Cmd, id string) {
+// task; it returns both replicas' base URLs, the replicas and the task's
+// id.
+func taskInFleet(t *testing.T, ms int) (first, other string, replicas []*exec.Cmd, id string) {
 	t.Helper()
 	url := testenv.OwnPostgres(t).Database(t)
-	cfg := serverConfig(t, t.TempDir(), "jobs", "slow", nil)
+	cfg := serverConfig(t, t.TempDir(), "jobs", "slow,ask", nil)
 	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
 	res, rpcErr := rpc2026(t, lb.backends[0], "tools/call", "call_tool", map[string]any{"name": "call_tool",
 		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": ms}}})
@@ -64,15 +64,16 @@ func taskInFleet(t *testing.T, ms int) (other string, replicas []*exec.Cmd, id s
 		t.Fatalf("a long call: %v %v", res, rpcErr)
 	}
 	id, _ = res["taskId"].(string)
-	return lb.backends[1], replicas, id
+	return lb.backends[0], lb.backends[1], replicas, id
 }
 
 // A task in a fleet: started through one replica, it is answered by the
 // other while it works and once done, and still when the replica that
-// ran it has gone.
+// ran it has gone. The extension's own requester follows a task started
+// through one replica to its end through the other.
 func TestTaskAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	b, replicas, id := taskInFleet(t, 3000)
+	first, b, replicas, id := taskInFleet(t, 3000)
 	if got, e := rpc2026(t, b, "tasks/get", id, map[string]any{"taskId": id}); e != nil || got["status"] != "working" {
 		t.Fatalf("the other replica, while the task works: %v %v", got, e)
 	}
@@ -84,6 +85,13 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(done["result"]), "slow") {
 		t.Errorf("the result: %v", done)
 	}
+	t.Run("the extension's requester", func(t *testing.T) {
+		requireClients(t)
+		out, err := node(t, "node", "tasks-client.mjs", first+"/mcp", "-", b+"/mcp")
+		if err != nil || !strings.Contains(out, `"acrossReplicas"`) {
+			t.Fatalf("%v\n%s", err, out)
+		}
+	})
 	// The replica that ran it goes; the task is still answered.
 	replicas[0].Process.Kill()
 	replicas[0].Wait()
@@ -96,7 +104,7 @@ func TestTaskAcrossReplicas(t *testing.T) {
 // says so (the call is not sent again: it may have acted).
 func TestTaskOfAReplicaGone(t *testing.T) {
 	t.Parallel()
-	b, replicas, id := taskInFleet(t, 600000)
+	_, b, replicas, id := taskInFleet(t, 600000)
 	replicas[0].Process.Kill()
 	replicas[0].Wait()
 	var got map[string]any
@@ -106,5 +114,22 @@ func TestTaskOfAReplicaGone(t *testing.T) {
 	})
 	if !strings.Contains(fmt.Sprint(got["statusMessage"]), "is gone") || got["error"] == nil {
 		t.Errorf("the failed task: %v", got)
+	}
+}
+
+// Tasks with the extension's own requester (@modelcontextprotocol/
+// ext-tasks, on the TypeScript SDK v2 speaking 2026-07-28): a slow tool
+// found by search is called and becomes a task polled to its result; a
+// quick call is answered at once; a task that asks the person is answered
+// through tasks/update and resumes; a task is cancelled.
+func TestTasksThroughTypeScriptSDK(t *testing.T) {
+	t.Parallel() // waits on processes of its own
+	requireClients(t)
+	const token = "tasks-token-1234"
+	cfg := serverConfig(t, t.TempDir(), "jobs", "slow,ask", nil)
+	url := runHTTPScript(t, gatewayScript(t, cfg, "--http", "127.0.0.1:0", "--auth-token", token, "--task-after", "300ms"))
+	out, err := node(t, "node", "tasks-client.mjs", url, token)
+	if err != nil || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("%v\n%s", err, out)
 	}
 }

@@ -25,8 +25,11 @@ import (
 // notifications/tools/list_changed), "remove_tool" removes one, "wait"
 // writes "started" to the file named by its "marker" argument, blocks
 // until the call is cancelled and then writes "cancelled" there,
-// "wait_counted" adds a line to its marker for each call and blocks, and
-// "crash" exits the process with status 3.
+// "wait_counted" adds a line to its marker for each call and blocks,
+// "slow" answers after "ms" milliseconds, "ask" works "ms" milliseconds
+// and then asks the person's name (an input request of MCP 2026-07-28),
+// answering "hello NAME" once called again with it, "fail" answers with a
+// tool error, and "crash" exits the process with status 3.
 func NewServer(name string, tools []json.RawMessage, opts *mcp.ServerOptions) (*mcp.Server, error) {
 	if opts == nil {
 		opts = &mcp.ServerOptions{}
@@ -105,6 +108,18 @@ func AddTool(s *mcp.Server, t *mcp.Tool) {
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
+		case "ask":
+			if answer, ok := req.Params.InputResponses["name"].(*mcp.ElicitResult); ok {
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("hello ", answer.Content["name"])}}}, nil
+			}
+			ms, _ := args["ms"].(float64)
+			select {
+			case <-time.After(time.Duration(ms) * time.Millisecond):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "Your name?", RequestedSchema: map[string]any{
+				"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}, "required": []string{"name"}}}}}, nil
 		case "fail":
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "failed as asked"}}}, nil
 		}
