@@ -223,11 +223,37 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		t.call(w, r, req.ID, body, owner)
 	case "tasks/get", "tasks/update", "tasks/cancel":
+		if rpcErr := taskRequestError(r, &req); rpcErr != nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeRPC(w, req.ID, nil, rpcErr)
+			return
+		}
 		res, rpcErr := t.method(r.Context(), r, method, &req, owner)
 		writeRPC(w, req.ID, res, rpcErr)
 	default:
 		t.next.ServeHTTP(w, r)
 	}
+}
+
+// taskRequestError is what is wrong with a tasks/* request that the
+// extension refuses: one from a client not declaring the extension
+// (-32021, naming it), and one whose Mcp-Name header is not its task's id
+// (-32020, as the SDK answers a tools/call whose header is not its tool).
+// The header is what lets a balancer send every request for a task to the
+// replica holding it; a body that says another task would go around it.
+func taskRequestError(r *http.Request, req *taskRequest) json.RawMessage {
+	if _, ok := req.Params.Meta.Caps.Extensions[tasksExtension]; !ok {
+		b, _ := json.Marshal(map[string]any{"code": -32021,
+			"message": req.Method + " is a method of the " + tasksExtension + " extension, which the request's client capabilities do not declare",
+			"data":    map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}}})
+		return b
+	}
+	if got := r.Header.Get("Mcp-Name"); got != headerValue(req.Params.TaskID) {
+		return rpcError(-32020, fmt.Sprintf("the Mcp-Name header %s is not the request's taskId %s (it must be, so that what routes by the header routes this request)",
+			quoteClipped(got), quoteClipped(req.Params.TaskID)))
+	}
+	return nil
 }
 
 // call runs a tools/call; a call not finished within t.after is answered

@@ -14,7 +14,8 @@ import (
 )
 
 // taskClient speaks MCP 2026-07-28 with the tasks extension over HTTP,
-// by hand: neither SDK's client has the extension yet.
+// by hand, to test what a well-behaved client does not send (the
+// extension's own requester drives the gateway in e2e).
 type taskClient struct {
 	t     *testing.T
 	url   string
@@ -137,6 +138,15 @@ func TestTasks(t *testing.T) {
 	other := &taskClient{t: t, url: url, agent: "mallory's agent", tasks: true}
 	if got, e := other.do("tasks/get", id, map[string]any{"taskId": id}); e == nil {
 		t.Errorf("another caller read the task: %v", got)
+	}
+	// The task's id is its Mcp-Name (what a balancer routes by), and
+	// tasks/* are the extension's: for a client that declares it.
+	if _, e := c.do("tasks/get", "another-task", map[string]any{"taskId": id}); e == nil || e["code"] != float64(-32020) {
+		t.Errorf("an Mcp-Name other than the task: %v", e)
+	}
+	if _, e := (&taskClient{t: t, url: url, agent: c.agent}).do("tasks/get", id, map[string]any{"taskId": id}); e == nil || e["code"] != float64(-32021) ||
+		!strings.Contains(fmt.Sprint(e["data"]), tasksExtension) {
+		t.Errorf("tasks/get from a client without the extension: %v", e)
 	}
 	close(release)
 	done := c.until(id, "completed")
