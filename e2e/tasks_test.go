@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -56,7 +58,7 @@ func rpc2026(t *testing.T, base, method, name string, params map[string]any) (ma
 func taskInFleet(t *testing.T, ms int) (first, other string, replicas []*exec.Cmd, id string) {
 	t.Helper()
 	url := testenv.OwnPostgres(t).Database(t)
-	cfg := serverConfig(t, t.TempDir(), "jobs", "slow,ask", nil)
+	cfg := serverConfig(t, t.TempDir(), "jobs", "slow,ask,wait", nil)
 	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
 	res, rpcErr := rpc2026(t, lb.backends[0], "tools/call", "call_tool", map[string]any{"name": "call_tool",
 		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": ms}}})
@@ -69,8 +71,10 @@ func taskInFleet(t *testing.T, ms int) (first, other string, replicas []*exec.Cm
 
 // A task in a fleet: started through one replica, it is answered by the
 // other while it works and once done, and still when the replica that
-// ran it has gone. The extension's own requester follows a task started
-// through one replica to its end through the other.
+// ran it has gone. The extension's own requester follows tasks started
+// through one replica through the other: to a result, answering a
+// question (sent on to the replica running the call), and cancelling
+// (which cancels the server's call where it runs).
 func TestTaskAcrossReplicas(t *testing.T) {
 	t.Parallel()
 	first, b, replicas, id := taskInFleet(t, 3000)
@@ -87,10 +91,17 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	}
 	t.Run("the extension's requester", func(t *testing.T) {
 		requireClients(t)
-		out, err := node(t, "node", "tasks-client.mjs", first+"/mcp", "-", b+"/mcp")
-		if err != nil || !strings.Contains(out, `"acrossReplicas"`) {
+		marker := filepath.Join(t.TempDir(), "marker")
+		out, err := node(t, "node", "tasks-client.mjs", first+"/mcp", "-", b+"/mcp", marker)
+		if err != nil || !strings.Contains(out, `"cancelledAcross"`) {
 			t.Fatalf("%v\n%s", err, out)
 		}
+		// The cancel reached the replica running the call, which
+		// cancelled the server's call.
+		testenv.Eventually(t, 60*time.Second, "the server's call to be cancelled", func() bool {
+			b, _ := os.ReadFile(marker)
+			return string(b) == "cancelled"
+		})
 	})
 	// The replica that ran it goes; the task is still answered.
 	replicas[0].Process.Kill()

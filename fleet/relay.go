@@ -371,6 +371,21 @@ func (m *Member) forward(w http.ResponseWriter, r *http.Request, body []byte, ad
 	return failed
 }
 
+// SendTo sends a request (whose body is body) on to the replica id,
+// signed as the fleet's, and streams its answer back: a task's requests
+// go to the replica running its call. When it fails before any answer,
+// nothing is written.
+func (m *Member) SendTo(w http.ResponseWriter, r *http.Request, body []byte, id string) error {
+	rep, ok, err := m.replicaByID(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("%w: replica %s is not serving", errUnreached, id)
+	}
+	return m.forward(w, r, body, rep.address)
+}
+
 // restore starts a session here like the one a client started on a
 // replica that is gone: the client's initialize request and the
 // initialized notification, sent to this replica's own handler with the

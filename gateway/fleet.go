@@ -34,6 +34,24 @@ type Fleet interface {
 	// Alive reports whether the replica id still serves (its heartbeat is
 	// fresh and signed): a task it ran is lost with it otherwise.
 	Alive(ctx context.Context, id string) (bool, error)
+	// SendTo sends a request (whose body is body) on to the replica id,
+	// signed, and streams its answer back; when it fails before any
+	// answer, nothing is written.
+	SendTo(w http.ResponseWriter, r *http.Request, body []byte, id string) error
+}
+
+// vouchedKey marks a request another replica of the fleet sent on, signed
+// (HTTPOptions.Vouch): that replica has checked what it could, such as
+// whose a task is.
+type vouchedKey struct{}
+
+func vouch(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), vouchedKey{}, true))
+}
+
+func vouched(ctx context.Context) bool {
+	v, _ := ctx.Value(vouchedKey{}).(bool)
+	return v
 }
 
 // Announce tells the host the address other replicas reach it at: its

@@ -86,6 +86,7 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	if f := h.opts.Fleet; f != nil {
 		so.Replica = f.ID()
 		so.ReplicaAlive = f.Alive
+		so.SendTo = f.SendTo
 		if so.Activate {
 			so.OnActivate = f.Activated
 		}

@@ -351,10 +351,10 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 				http.Error(w, "toolshelf: "+err.Error(), http.StatusForbidden)
 				return
 			case ok && p != nil:
-				asPerson(p, w, r, h)
+				asPerson(p, w, vouch(r), h)
 				return
 			case ok:
-				h.ServeHTTP(w, r)
+				h.ServeHTTP(w, vouch(r))
 				return
 			}
 		}

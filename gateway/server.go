@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -133,6 +134,10 @@ type Options struct {
 	// ReplicaAlive, in a fleet, reports whether a replica still serves:
 	// a task whose replica is gone mid-call has failed.
 	ReplicaAlive func(ctx context.Context, id string) (bool, error)
+	// SendTo, in a fleet, sends a request on to the replica id (see
+	// Fleet.SendTo): a task's tasks/update and tasks/cancel go to the
+	// replica running its call.
+	SendTo func(w http.ResponseWriter, r *http.Request, body []byte, id string) error
 	// PrivateLists marks lists as depending on who asks (cacheScope
 	// "private", MCP 2026-07-28): profiles or people select what a client
 	// sees. Activate implies it.

@@ -154,12 +154,13 @@ func (m *memoryTasks) GetTask(_ context.Context, id string) ([]byte, error) {
 
 // tasker serves the tasks of one MCP path, in front of its transport.
 type tasker struct {
-	next  http.Handler
-	store Tasks
-	after time.Duration
-	path  string
-	self  string                                             // this replica, in a fleet
-	alive func(ctx context.Context, id string) (bool, error) // whether a replica serves
+	next   http.Handler
+	store  Tasks
+	after  time.Duration
+	path   string
+	self   string                                             // this replica, in a fleet
+	alive  func(ctx context.Context, id string) (bool, error) // whether a replica serves
+	sendTo func(w http.ResponseWriter, r *http.Request, body []byte, id string) error
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // tasks whose call runs here
@@ -168,7 +169,7 @@ type tasker struct {
 // withTasks serves tasks in front of next, a transport without sessions.
 func (s *Server) withTasks(next http.Handler, path string) http.Handler {
 	t := &tasker{next: next, store: s.opts.Tasks, after: s.opts.TaskAfter, path: path, self: s.opts.Replica, alive: s.opts.ReplicaAlive,
-		running: map[string]context.CancelFunc{}}
+		sendTo: s.opts.SendTo, running: map[string]context.CancelFunc{}}
 	if t.store == nil {
 		t.store = &memoryTasks{}
 	}
@@ -229,7 +230,15 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeRPC(w, req.ID, nil, rpcErr)
 			return
 		}
-		res, rpcErr := t.method(r.Context(), r, method, &req, owner)
+		task, rpcErr := t.lookup(r.Context(), req.Params.TaskID, owner)
+		if rpcErr != nil {
+			writeRPC(w, req.ID, nil, rpcErr)
+			return
+		}
+		if method != "tasks/get" && t.sendOn(w, r, body, task) {
+			return
+		}
+		res, rpcErr := t.method(r.Context(), r, method, &req, task)
 		writeRPC(w, req.ID, res, rpcErr)
 	default:
 		t.next.ServeHTTP(w, r)
@@ -382,17 +391,46 @@ func finish(task *Task, msg []byte) {
 	task.Status, task.Result, task.InputRequests, task.State = "completed", resp.Result, nil, ""
 }
 
-// method answers tasks/get, tasks/update and tasks/cancel, for the
-// task's owner only.
-func (t *tasker) method(ctx context.Context, r *http.Request, method string, req *taskRequest, owner string) (json.RawMessage, json.RawMessage) {
-	task, err := getTask(ctx, t.store, req.Params.TaskID)
+// lookup reads a task for its owner (or for a request another replica
+// of the fleet sent on, having checked it), failing it when its replica
+// is gone mid-call.
+func (t *tasker) lookup(ctx context.Context, id, owner string) (*Task, json.RawMessage) {
+	task, err := getTask(ctx, t.store, id)
 	if err != nil {
 		return nil, rpcError(-32603, "the task store cannot be reached: "+err.Error())
 	}
-	if task == nil || task.Owner != owner {
-		return nil, rpcError(-32602, fmt.Sprintf("no task %s", quoteClipped(req.Params.TaskID)))
+	if task == nil || (task.Owner != owner && !vouched(ctx)) {
+		return nil, rpcError(-32602, fmt.Sprintf("no task %s", quoteClipped(id)))
 	}
 	t.orphaned(ctx, task)
+	return task, nil
+}
+
+// sendOn sends a tasks/update or tasks/cancel of a task whose call runs
+// on another replica of the fleet to that replica, which alone can
+// resume or cancel it, and reports whether it did. The client's balancer
+// need not know where the call runs.
+func (t *tasker) sendOn(w http.ResponseWriter, r *http.Request, body []byte, task *Task) bool {
+	if t.sendTo == nil || task.Runner == "" || task.Runner == t.self || vouched(r.Context()) ||
+		(task.Status != "working" && task.Status != "input_required") {
+		return false
+	}
+	err := t.sendTo(w, r, body, task.Runner)
+	if err == nil {
+		return true
+	}
+	// Nothing was written. A replica gone meanwhile is found so by the
+	// next tasks/get; one that beats but was not reached is asked again.
+	var id struct {
+		ID json.RawMessage `json:"id"`
+	}
+	json.Unmarshal(body, &id)
+	writeRPC(w, id.ID, nil, rpcError(-32603, "the replica of the gateway running this task's call could not be reached; try again shortly"))
+	return true
+}
+
+// method answers tasks/get, tasks/update and tasks/cancel of a task.
+func (t *tasker) method(ctx context.Context, r *http.Request, method string, req *taskRequest, task *Task) (json.RawMessage, json.RawMessage) {
 	switch method {
 	case "tasks/get":
 		res, _ := json.Marshal(struct {
@@ -402,8 +440,9 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		return res, nil
 	case "tasks/update":
 		if task.Runner != t.self && task.Status == "input_required" {
-			// The call waits for its answers where it runs.
-			return nil, rpcError(-32603, "this task's call waits for its input on another replica of the gateway, which alone takes it: the load balancer must send a client's requests to the replica that answered its call (affinity by client)")
+			// The call waits for its answers where it runs (sendOn sends
+			// them there; this replica has no way to).
+			return nil, rpcError(-32603, "this task's call waits for its input on another replica of the gateway, which alone takes it")
 		}
 		if task.Status != "input_required" || len(req.Params.InputResponses) == 0 {
 			// Answers to nothing outstanding are ignored.

@@ -4,16 +4,18 @@
 // ext-tasks: it finds a slow tool by search, calls it and gets a task,
 // which the requester polls to its result; it answers a question a task
 // asks on the way (tasks/update); it cancels a task. Given a second URL (a
-// replica of the same fleet), it starts a task through the first and
-// follows it to its end through the second.
+// replica of the same fleet), it starts tasks through the first and
+// follows them through the second: one to its result, one that asks
+// (answered through the second), and one that waits (with its "marker"
+// argument MARKER), cancelled through the second.
 //
-//   node tasks-client.mjs URL TOKEN|- [OTHER_URL]
+//   node tasks-client.mjs URL TOKEN|- [OTHER_URL MARKER]
 //
 // Exits 0 and prints a JSON summary when every check passes.
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 
-const [url, token, otherURL] = process.argv.slice(2);
+const [url, token, otherURL, marker] = process.argv.slice(2);
 const auth = token === "-" ? {} : { Authorization: "Bearer " + token };
 const version = "2026-07-28";
 const clientInfo = { name: "toolshelf-tasks-test", version: "1.0.0" };
@@ -118,12 +120,34 @@ try {
     check(started.kind === "task", "a long call through the first replica is a task");
     const taskId = started.handle.taskId;
     await started.detach();
-    const other = await connect(otherURL);
+    const askedThere = [];
+    const other = await connect(otherURL, async (request) => {
+      askedThere.push(request);
+      return { action: "accept", content: { name: "Grace" } };
+    });
     try {
-      const resumed = await other.session.resumeTask({ endpointId: "toolshelf", generation: "v2", taskId, originalOperation: "tools/call" });
-      const done = resultFromTaskOutcome((await resumed.settle()).outcome);
+      const resume = (taskId) => other.session.resumeTask({ endpointId: "toolshelf", generation: "v2", taskId, originalOperation: "tools/call" });
+      const done = resultFromTaskOutcome((await (await resume(taskId)).settle()).outcome);
       check(textOf(done).includes('"ms":2000'), "the other replica gives the task's result: " + JSON.stringify(done));
       summary.acrossReplicas = taskId;
+
+      // Asked through the first replica, answered through the second,
+      // which sends the answer to the replica running the call.
+      const asking = await session.callTool("call_tool", { name: ask.name, arguments: { ms: 500 } });
+      check(asking.kind === "task", "a call that asks, through the first replica, is a task");
+      await asking.detach();
+      const answered = resultFromTaskOutcome((await (await resume(asking.handle.taskId)).settle()).outcome);
+      check(askedThere.length === 1 && textOf(answered).includes("hello Grace"), "answered through the other replica: " + JSON.stringify(answered));
+      summary.answeredAcross = asking.handle.taskId;
+
+      // Started through the first, cancelled through the second.
+      const waiting = await session.callTool("call_tool", { name: slow.name.replace(/__slow$/, "__wait"), arguments: { marker } });
+      check(waiting.kind === "task", "a call that waits is a task");
+      await waiting.detach();
+      await other.session.task(waiting.handle.taskId).cancel();
+      const cancelled = await other.session.task(waiting.handle.taskId).snapshot();
+      check(cancelled.status === "cancelled", "cancelled through the other replica: " + JSON.stringify(cancelled));
+      summary.cancelledAcross = waiting.handle.taskId;
     } finally {
       await other.session.close();
       await other.client.close();
