@@ -23,6 +23,9 @@ import (
 const appFlatKey = "ui/resourceUri"
 
 // isApp reports whether a resource URI is an app's.
+// appsExtension is MCP Apps' name among a server's capabilities.
+const appsExtension = "io.modelcontextprotocol/ui"
+
 func isApp(uri string) bool { return strings.HasPrefix(uri, upstream.AppScheme) }
 
 // appsOf returns how a tool's server's app URIs are served.

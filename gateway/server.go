@@ -335,7 +335,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		Logger:       s.sdkLogger,
 		Capabilities: &mcp.ServerCapabilities{
 			// Tasks, and MCP Apps (the servers' apps, served as theirs).
-			Extensions:  map[string]any{tasksExtension: map[string]any{}, "io.modelcontextprotocol/ui": map[string]any{}},
+			Extensions:  map[string]any{tasksExtension: map[string]any{}, appsExtension: map[string]any{}},
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
@@ -351,7 +351,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		UnsubscribeHandler: s.unsubscribe,
 		SetCacheable:       s.cacheable,
 	})
-	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.watchLevel, s.describeServers, s.awaitLists)
+	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.watchLevel, s.describeServers, s.awaitLists, s.narrowDiscover)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
 	s.mu.Lock()
 	s.sessions[srv] = x

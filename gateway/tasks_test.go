@@ -148,6 +148,12 @@ func TestTasks(t *testing.T) {
 		!strings.Contains(fmt.Sprint(e["data"]), tasksExtension) {
 		t.Errorf("tasks/get from a client without the extension: %v", e)
 	}
+	// The methods of the 2025-11-25 tasks are gone.
+	for _, m := range []string{"tasks/list", "tasks/result"} {
+		if _, e := c.do(m, id, map[string]any{"taskId": id}); e == nil || e["code"] != float64(-32601) {
+			t.Errorf("%s: %v, want method not found", m, e)
+		}
+	}
 	close(release)
 	done := c.until(id, "completed")
 	if !strings.Contains(fmt.Sprint(done["result"]), "the report") {

@@ -1,0 +1,68 @@
+package gateway
+
+import (
+	"context"
+	"maps"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// narrowDiscover answers server/discover (MCP 2026-07-28) with what the
+// gateway serves end to end now: prompts, resources and completions only
+// when a server of this gateway's offers them, MCP Apps only when one has
+// an app. A session's capabilities last as long as it does, so initialize
+// declares them all (servers connect after clients do); a discover answer
+// is asked again when it expires (ttlMs), and a client of the new
+// revision hears of servers' list changes on its listen stream.
+//
+// The versions stay the gateway's own: it speaks each server's revision
+// to that server (versionClient), so a client of any revision it serves
+// reaches every server, whichever revisions they speak. Tasks are the
+// gateway's own too (it runs a call as a task whatever the server).
+func (s *Server) narrowDiscover(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "server/discover" {
+			return next(ctx, method, req)
+		}
+		if len(s.up.Pending()) > 0 {
+			// Servers still starting: answer with what they offer.
+			s.awaitPending(ctx, func(*served) bool { return false })
+			s.updateOffers(s.up.Offers())
+		}
+		res, err := next(ctx, method, req)
+		d, ok := res.(*mcp.DiscoverResult)
+		if err != nil || !ok || d.Capabilities == nil {
+			return res, err
+		}
+		caps := *d.Capabilities
+		caps.Extensions = maps.Clone(caps.Extensions)
+		t := s.offers.Load()
+		if t == nil || len(t.prompts) == 0 {
+			caps.Prompts = nil
+		}
+		if t == nil || len(t.resources) == 0 && len(t.templates) == 0 {
+			caps.Resources = nil
+		}
+		if caps.Prompts == nil && (t == nil || len(t.templates) == 0) {
+			caps.Completions = nil // what completion completes: prompts' and templates' arguments
+		}
+		if !t.hasApps() {
+			delete(caps.Extensions, appsExtension)
+		}
+		d.Capabilities = &caps
+		return d, nil
+	}
+}
+
+// hasApps reports whether a server offers an MCP App.
+func (t *offerTable) hasApps() bool {
+	if t == nil {
+		return false
+	}
+	for uri := range t.resources {
+		if isApp(uri) {
+			return true
+		}
+	}
+	return false
+}
