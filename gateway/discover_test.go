@@ -36,7 +36,9 @@ func TestDiscoverNarrowed(t *testing.T) {
 	})
 	srv.AddTool(&mcp.Tool{Name: "show_forecast", Description: "Show the forecast", InputSchema: map[string]any{"type": "object"},
 		Meta: mcp.Meta{"ui": map[string]any{"resourceUri": "ui://weather/forecast.html"}}},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	srv.AddResource(&mcp.Resource{URI: "ui://weather/forecast.html", Name: "forecast", MIMEType: "text/html;profile=mcp-app"},
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/html;profile=mcp-app", Text: "<h1>Forecast</h1>"}}}, nil

@@ -186,7 +186,10 @@ type taskRequest struct {
 	Params struct {
 		TaskID         string          `json:"taskId"`
 		InputResponses json.RawMessage `json:"inputResponses"`
-		Meta           struct {
+		Notifications  struct {
+			TaskIDs json.RawMessage `json:"taskIds"`
+		} `json:"notifications"`
+		Meta struct {
 			Caps struct {
 				Extensions map[string]json.RawMessage `json:"extensions"`
 			} `json:"io.modelcontextprotocol/clientCapabilities"`
@@ -196,17 +199,17 @@ type taskRequest struct {
 
 func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	method := r.Header.Get("Mcp-Method")
-	if r.Method != http.MethodPost || (method != "tools/call" && !strings.HasPrefix(method, "tasks/")) {
+	if r.Method != http.MethodPost || (method != "tools/call" && method != "subscriptions/listen" && !strings.HasPrefix(method, "tasks/")) {
 		t.next.ServeHTTP(w, r)
 		return
 	}
 	// The body is in memory already (screenRequests).
 	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if method == "tools/call" && !bytes.Contains(body, []byte("tasks")) {
+	if method == "tools/call" && !bytes.Contains(body, []byte("tasks")) || method == "subscriptions/listen" && !bytes.Contains(body, []byte("taskIds")) {
 		// A client that does not declare the extension (whose name ends
-		// so, however its slash is escaped): no need to decode the call
-		// twice.
+		// so, however its slash is escaped), or a stream that asks for no
+		// task's news: no need to decode the request twice.
 		t.next.ServeHTTP(w, r)
 		return
 	}
@@ -223,6 +226,17 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		t.call(w, r, req.ID, body, owner)
+	case "subscriptions/listen":
+		// Task status is polled: the stream's acknowledgement agrees to
+		// no task ids (the SDK's). Asking without the extension is an
+		// error, as the extension requires.
+		if _, ok := req.Params.Meta.Caps.Extensions[tasksExtension]; !ok && len(req.Params.Notifications.TaskIDs) > 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeRPC(w, req.ID, nil, missingTasksExtension("task ids on "+method))
+			return
+		}
+		t.next.ServeHTTP(w, r)
 	case "tasks/get", "tasks/update", "tasks/cancel":
 		if rpcErr := taskRequestError(r, &req); rpcErr != nil {
 			w.Header().Set("Content-Type", "application/json")
@@ -253,16 +267,22 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // replica holding it; a body that says another task would go around it.
 func taskRequestError(r *http.Request, req *taskRequest) json.RawMessage {
 	if _, ok := req.Params.Meta.Caps.Extensions[tasksExtension]; !ok {
-		b, _ := json.Marshal(map[string]any{"code": -32021,
-			"message": req.Method + " is a method of the " + tasksExtension + " extension, which the request's client capabilities do not declare",
-			"data":    map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}}})
-		return b
+		return missingTasksExtension(req.Method)
 	}
 	if got := r.Header.Get("Mcp-Name"); got != headerValue(req.Params.TaskID) {
 		return rpcError(-32020, fmt.Sprintf("the Mcp-Name header %s is not the request's taskId %s (it must be, so that what routes by the header routes this request)",
 			quoteClipped(got), quoteClipped(req.Params.TaskID)))
 	}
 	return nil
+}
+
+// missingTasksExtension is the error (-32021) for what the tasks extension
+// offers, asked by a client that does not declare it.
+func missingTasksExtension(what string) json.RawMessage {
+	b, _ := json.Marshal(map[string]any{"code": -32021,
+		"message": what + " is of the " + tasksExtension + " extension, which the request's client capabilities do not declare",
+		"data":    map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{tasksExtension: map[string]any{}}}}})
+	return b
 }
 
 // call runs a tools/call; a call not finished within t.after is answered

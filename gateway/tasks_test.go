@@ -148,6 +148,10 @@ func TestTasks(t *testing.T) {
 		!strings.Contains(fmt.Sprint(e["data"]), tasksExtension) {
 		t.Errorf("tasks/get from a client without the extension: %v", e)
 	}
+	// Task news on a listen stream, asked without the extension.
+	if _, e := (&taskClient{t: t, url: url, agent: c.agent}).do("subscriptions/listen", "", map[string]any{"notifications": map[string]any{"taskIds": []string{id}}}); e == nil || e["code"] != float64(-32021) {
+		t.Errorf("listening to a task without the extension: %v", e)
+	}
 	// The methods of the 2025-11-25 tasks are gone.
 	for _, m := range []string{"tasks/list", "tasks/result"} {
 		if _, e := c.do(m, id, map[string]any{"taskId": id}); e == nil || e["code"] != float64(-32601) {
