@@ -144,3 +144,27 @@ func TestTasksThroughTypeScriptSDK(t *testing.T) {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
+
+// A server that runs tasks itself keeps them: here another toolshelf,
+// over HTTP, which makes a task of a call not finished within 300ms; the
+// gateway in front would wait a minute before making one of its own.
+// The extension's requester, in front, gets the server's tasks, answers
+// a question through them, and cancels one.
+func TestTasksOfAServerThatRunsThem(t *testing.T) {
+	t.Parallel() // waits on processes of its own
+	requireClients(t)
+	dir := t.TempDir()
+	inner := runHTTPScript(t, gatewayScript(t, serverConfig(t, filepath.Join(dir), "jobs", "slow,ask,wait", nil),
+		"--http", "127.0.0.1:0", "--mode", "all", "--task-after", "300ms"))
+	front := filepath.Join(dir, "front.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"team": map[string]any{"url": inner}}})
+	if err := os.WriteFile(front, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const token = "front-token-1234"
+	url := runHTTPScript(t, gatewayScript(t, front, "--http", "127.0.0.1:0", "--auth-token", token, "--task-after", "1m"))
+	out, err := node(t, "node", "tasks-client.mjs", url, token)
+	if err != nil || !strings.Contains(out, `"ok":true`) {
+		t.Fatalf("%v\n%s", err, out)
+	}
+}

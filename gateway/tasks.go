@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // Tasks (the io.modelcontextprotocol/tasks extension of MCP 2026-07-28):
@@ -64,6 +66,10 @@ type Task struct {
 	// its input-required round, to resume it with the client's answers.
 	Call  json.RawMessage `json:"-"`
 	State string          `json:"-"`
+	// Server and Remote, for a task the server runs itself: the server,
+	// and its id of the task, which the gateway's requests follow.
+	Server string `json:"-"`
+	Remote string `json:"-"`
 }
 
 // Tasks keeps tasks, as opaque records, where every replica finds them
@@ -84,11 +90,13 @@ type taskRecord struct {
 	Runner string          `json:"runner,omitempty"`
 	Call   json.RawMessage `json:"call"`
 	State  string          `json:"state,omitempty"`
+	Server string          `json:"server,omitempty"`
+	Remote string          `json:"remote,omitempty"`
 }
 
 // putTask keeps a task until its TTL has passed.
 func putTask(ctx context.Context, st Tasks, t *Task) error {
-	b, err := json.Marshal(taskRecord{*t, t.Owner, t.Runner, t.Call, t.State})
+	b, err := json.Marshal(taskRecord{*t, t.Owner, t.Runner, t.Call, t.State, t.Server, t.Remote})
 	if err != nil {
 		return err
 	}
@@ -106,7 +114,7 @@ func getTask(ctx context.Context, st Tasks, id string) (*Task, error) {
 		return nil, err
 	}
 	t := r.Task
-	t.Owner, t.Runner, t.Call, t.State = r.Owner, r.Runner, r.Call, r.State
+	t.Owner, t.Runner, t.Call, t.State, t.Server, t.Remote = r.Owner, r.Runner, r.Call, r.State, r.Server, r.Remote
 	return &t, nil
 }
 
@@ -161,6 +169,7 @@ type tasker struct {
 	self   string                                             // this replica, in a fleet
 	alive  func(ctx context.Context, id string) (bool, error) // whether a replica serves
 	sendTo func(w http.ResponseWriter, r *http.Request, body []byte, id string) error
+	up     *upstream.Scope // follows the tasks servers run themselves
 
 	mu      sync.Mutex
 	running map[string]context.CancelFunc // tasks whose call runs here
@@ -169,7 +178,7 @@ type tasker struct {
 // withTasks serves tasks in front of next, a transport without sessions.
 func (s *Server) withTasks(next http.Handler, path string) http.Handler {
 	t := &tasker{next: next, store: s.opts.Tasks, after: s.opts.TaskAfter, path: path, self: s.opts.Replica, alive: s.opts.ReplicaAlive,
-		sendTo: s.opts.SendTo, running: map[string]context.CancelFunc{}}
+		sendTo: s.opts.SendTo, up: s.up, running: map[string]context.CancelFunc{}}
 	if t.store == nil {
 		t.store = &memoryTasks{}
 	}
@@ -295,13 +304,17 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 	task := &Task{ID: randomID(), Status: "working", Owner: owner, Runner: t.self, Call: msg.Params,
 		CreatedAt: time.Now().UTC(), TTLMs: taskTTL.Milliseconds(), PollMs: taskPoll.Milliseconds()}
 	task.LastUpdatedAt = task.CreatedAt
-	done := t.start(r, task, body)
+	done, capture := t.start(r, task, body)
 	select {
 	case rec := <-done:
-		// Quick: answered as if there were no tasks.
 		t.forget(task.ID)
-		copyRecorded(w, rec)
-		return
+		if !relayed(task, capture) {
+			// Quick: answered as if there were no tasks.
+			copyRecorded(w, rec)
+			return
+		}
+		// The server runs it as a task of its own: the client gets one
+		// of the gateway's, which follows the server's.
 	case <-time.After(t.after):
 	case <-r.Context().Done():
 		return
@@ -311,7 +324,9 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		writeRPC(w, id, nil, rpcError(-32603, "the call runs on, but its task could not be kept: "+err.Error()))
 		return
 	}
-	t.settle(task.ID, done)
+	if task.Remote == "" {
+		t.settle(task.ID, done, capture)
+	}
 	res, _ := json.Marshal(struct {
 		ResultType string `json:"resultType"`
 		*Task
@@ -322,8 +337,10 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 // start runs a request through the transport on a context of its own
 // (the call outlives the HTTP request), and returns where its recorded
 // answer comes.
-func (t *tasker) start(r *http.Request, task *Task, body []byte) chan *httptest.ResponseRecorder {
+func (t *tasker) start(r *http.Request, task *Task, body []byte) (chan *httptest.ResponseRecorder, *upstream.TaskCapture) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	// A server that runs tasks may answer with one of its own.
+	ctx, capture := upstream.WithTasks(ctx)
 	t.mu.Lock()
 	t.running[task.ID] = cancel
 	t.mu.Unlock()
@@ -351,7 +368,32 @@ func (t *tasker) start(r *http.Request, task *Task, body []byte) chan *httptest.
 		t.next.ServeHTTP(rec, inner)
 		done <- rec
 	}()
-	return done
+	return done, capture
+}
+
+// relayed makes task follow the task its server answered the call with,
+// if it did: the server's status, times and hints, under the gateway's id.
+func relayed(task *Task, capture *upstream.TaskCapture) bool {
+	server, handle, ok := capture.Task()
+	if !ok {
+		return false
+	}
+	var theirs Task
+	json.Unmarshal(handle, &theirs)
+	task.Server, task.Remote = server, theirs.ID
+	task.Status, task.StatusMessage = theirs.Status, theirs.StatusMessage
+	task.TTLMs, task.PollMs = theirs.TTLMs, theirs.PollMs
+	task.LastUpdatedAt = time.Now().UTC()
+	if task.Status == "" {
+		task.Status = "working"
+	}
+	if task.TTLMs <= 0 || task.TTLMs > taskTTL.Milliseconds() {
+		task.TTLMs = taskTTL.Milliseconds() // the gateway keeps its record no longer
+	}
+	if task.PollMs <= 0 {
+		task.PollMs = taskPoll.Milliseconds()
+	}
+	return true
 }
 
 // forget ends the bookkeeping of a task's call that has ended.
@@ -367,7 +409,7 @@ func (t *tasker) forget(id string) {
 
 // settle waits, in the background, for the call of a task that was
 // answered with its handle, and keeps what it ends with.
-func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder) {
+func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder, capture *upstream.TaskCapture) {
 	go func() {
 		rec := <-done
 		defer t.forget(id)
@@ -377,8 +419,10 @@ func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder) {
 		if err != nil || task == nil || task.Status == "cancelled" {
 			return
 		}
-		finish(task, recorded(rec))
-		task.LastUpdatedAt = time.Now().UTC()
+		if !relayed(task, capture) {
+			finish(task, recorded(rec))
+			task.LastUpdatedAt = time.Now().UTC()
+		}
 		_ = putTask(ctx, t.store, task)
 	}()
 }
@@ -431,7 +475,7 @@ func (t *tasker) lookup(ctx context.Context, id, owner string) (*Task, json.RawM
 // resume or cancel it, and reports whether it did. The client's balancer
 // need not know where the call runs.
 func (t *tasker) sendOn(w http.ResponseWriter, r *http.Request, body []byte, task *Task) bool {
-	if t.sendTo == nil || task.Runner == "" || task.Runner == t.self || vouched(r.Context()) ||
+	if t.sendTo == nil || task.Runner == "" || task.Runner == t.self || task.Remote != "" || vouched(r.Context()) ||
 		(task.Status != "working" && task.Status != "input_required") {
 		return false
 	}
@@ -451,6 +495,9 @@ func (t *tasker) sendOn(w http.ResponseWriter, r *http.Request, body []byte, tas
 
 // method answers tasks/get, tasks/update and tasks/cancel of a task.
 func (t *tasker) method(ctx context.Context, r *http.Request, method string, req *taskRequest, task *Task) (json.RawMessage, json.RawMessage) {
+	if task.Remote != "" {
+		return t.relay(ctx, method, req, task)
+	}
 	switch method {
 	case "tasks/get":
 		res, _ := json.Marshal(struct {
@@ -480,7 +527,8 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		if err := putTask(ctx, t.store, task); err != nil {
 			return nil, rpcError(-32603, err.Error())
 		}
-		t.settle(task.ID, t.start(r, task, body))
+		done, capture := t.start(r, task, body)
+		t.settle(task.ID, done, capture)
 		return json.RawMessage(`{"resultType":"complete"}`), nil
 	default: // tasks/cancel
 		t.mu.Lock()
@@ -499,11 +547,41 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 	}
 }
 
+// relay sends a tasks/* request of a task its server runs to the server,
+// and answers with the server's answer under the gateway's id. Any
+// replica can: the server holds the task, not the replica that started
+// it.
+func (t *tasker) relay(ctx context.Context, method string, req *taskRequest, task *Task) (json.RawMessage, json.RawMessage) {
+	var params map[string]any
+	if method == "tasks/update" {
+		params = map[string]any{"inputResponses": req.Params.InputResponses}
+	}
+	res, err := t.up.TaskRequest(ctx, task.Server, method, task.Remote, params)
+	if te, ok := err.(*upstream.TaskError); ok {
+		b, _ := json.Marshal(te)
+		return nil, b
+	}
+	if err != nil {
+		return nil, rpcError(-32603, fmt.Sprintf("the server running this task (%s) did not answer: %v", task.Server, err))
+	}
+	if method != "tasks/get" {
+		return json.RawMessage(`{"resultType":"complete"}`), nil
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(res, &m); err != nil {
+		return nil, rpcError(-32603, fmt.Sprintf("server %s answered tasks/get with something other than a task", task.Server))
+	}
+	m["taskId"], _ = json.Marshal(task.ID)
+	m["resultType"] = json.RawMessage(`"complete"`)
+	b, _ := json.Marshal(m)
+	return b, nil
+}
+
 // orphaned fails a task whose call ran on a replica that is gone: its
 // call went with it, and the task would say "working" to the end of its
 // TTL. (The call is not sent again: it may have acted.)
 func (t *tasker) orphaned(ctx context.Context, task *Task) {
-	if t.alive == nil || task.Runner == "" || task.Runner == t.self || (task.Status != "working" && task.Status != "input_required") {
+	if t.alive == nil || task.Runner == "" || task.Runner == t.self || task.Remote != "" || (task.Status != "working" && task.Status != "input_required") {
 		return
 	}
 	if alive, err := t.alive(ctx, task.Runner); err != nil || alive {

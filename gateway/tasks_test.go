@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -203,5 +204,88 @@ func TestTasks(t *testing.T) {
 	res = plain.call("mcp__jobs__quick", map[string]any{})
 	if res["resultType"] == "task" {
 		t.Errorf("a task for a client without the extension: %v", res)
+	}
+}
+
+// A server that runs tasks itself (here another gateway, over HTTP with
+// MCP 2026-07-28, which answers a long call with a task) keeps the task:
+// the gateway in front answers its client with a task of its own that
+// follows the server's, relaying tasks/get, tasks/update and tasks/cancel
+// to it. A client without the extension still gets the whole result.
+func TestTasksOfAServerThatRunsThem(t *testing.T) {
+	release := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "jobs", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow_report", Description: "Build a slow report"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the report"}}}, nil, nil
+	})
+	stopped := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Work until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		close(stopped)
+		return nil, nil, ctx.Err()
+	})
+	jobs := upstream.ServerConfig{Name: "jobs", Dial: func(ctx context.Context) (mcp.Transport, error) {
+		st, ct := mcp.NewInMemoryTransports()
+		go srv.Run(context.Background(), st)
+		return ct, nil
+	}}
+	// The server: a gateway that lists its tools and runs long calls as
+	// tasks of its own.
+	theirs := &memoryTasks{}
+	inner, _ := gatewayFor(t, &Options{Settings: policy.Settings{Mode: policy.ModeStandard}, TaskAfter: 50 * time.Millisecond, Tasks: theirs}, jobs)
+	team := upstream.ServerConfig{Name: "team", URL: httpGateway(t, inner, nil) + "/mcp"}
+	// In front: a gateway that would wait a minute before making a task
+	// of its own.
+	g, _ := gatewayFor(t, &Options{TaskAfter: time.Minute}, team)
+	url := httpGateway(t, g, nil)
+	c := &taskClient{t: t, url: url, agent: "alice's agent", tasks: true}
+
+	res := c.call("mcp__team__mcp__jobs__slow_report", map[string]any{})
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" || id == "" || res["status"] != "working" {
+		t.Fatalf("a call the server makes a task of: %v", res)
+	}
+	theirs.mu.Lock()
+	held := len(theirs.m)
+	theirs.mu.Unlock()
+	if held != 1 {
+		t.Fatalf("the server holds %d tasks; the gateway in front made one of its own instead of following the server's", held)
+	}
+	if got, e := c.do("tasks/get", id, map[string]any{"taskId": id}); e != nil || got["status"] != "working" || got["taskId"] != id {
+		t.Errorf("tasks/get while it works: %v %v", got, e)
+	}
+	close(release)
+	if done := c.until(id, "completed"); !strings.Contains(fmt.Sprint(done["result"]), "the report") || done["taskId"] != id {
+		t.Errorf("the completed task: %v", done)
+	}
+	if got, e := (&taskClient{t: t, url: url, agent: "mallory's agent", tasks: true}).do("tasks/get", id, map[string]any{"taskId": id}); e == nil {
+		t.Errorf("another caller read the task: %v", got)
+	}
+
+	res = c.call("mcp__team__mcp__jobs__stuck", map[string]any{})
+	id, _ = res["taskId"].(string)
+	if res["resultType"] != "task" {
+		t.Fatalf("a stuck call: %v", res)
+	}
+	if _, e := c.do("tasks/cancel", id, map[string]any{"taskId": id}); e != nil {
+		t.Fatalf("tasks/cancel: %v", e)
+	}
+	c.until(id, "cancelled")
+	select {
+	case <-stopped: // the server's call was cancelled, on the server
+	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		t.Error("the server's call goes on after tasks/cancel")
+	}
+
+	// A client without the extension: the server is not asked for a
+	// task, and the call is answered in full.
+	plain := &taskClient{t: t, url: url, agent: "bob's agent"}
+	if res := plain.call("mcp__team__mcp__jobs__slow_report", map[string]any{}); res["resultType"] == "task" || !strings.Contains(fmt.Sprint(res["content"]), "the report") {
+		t.Errorf("a client without the extension: %v", res)
 	}
 }

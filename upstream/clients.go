@@ -288,13 +288,20 @@ func (s *server) clientFor(ctx context.Context, method string, need func(*mcp.Cl
 
 // clientOptions are the handlers of a server's connection: each passes
 // what the server sends to the client it is for.
+// clientCapabilities are what the pool's connections declare: what any
+// client behind the gateway might answer, which each request goes to a
+// client that can (clientFor).
+func clientCapabilities() *mcp.ClientCapabilities {
+	return &mcp.ClientCapabilities{
+		RootsV2:     &mcp.RootCapabilities{},
+		Sampling:    &mcp.SamplingCapabilities{},
+		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+	}
+}
+
 func (s *server) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{
-			RootsV2:     &mcp.RootCapabilities{},
-			Sampling:    &mcp.SamplingCapabilities{},
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-		},
+		Capabilities: clientCapabilities(),
 		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			cl, sctx, done, err := s.clientFor(ctx, "sampling/createMessage", func(c *mcp.ClientCapabilities) bool { return c.Sampling != nil })
 			if err != nil {

@@ -37,6 +37,11 @@ type conn struct {
 	proc    *process           // nil unless the server is a process toolshelf started
 	info    catalog.Server
 	caps    *mcp.ServerCapabilities
+	// name is the server's; relay, for a server over HTTP on a
+	// connection of the pool's own, sends the requests the SDK has no
+	// method for (tasks.go).
+	name  string
+	relay *http.Client
 }
 
 // dial connects to the server with client and initializes a session,
@@ -50,7 +55,7 @@ func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, fs *flight
 	// send the client's revision in this connection's initialize.
 	ctx = withoutValues(ctx)
 	life, cancel := context.WithCancel(context.Background())
-	c := &conn{cancel: cancel}
+	c := &conn{cancel: cancel, name: cfg.Name}
 	kind, ok := transportNamed(cfg.transport())
 	if !ok {
 		return c, fmt.Errorf("unknown transport %q", cfg.transport())
@@ -164,6 +169,7 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, toke
 	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		params.Arguments = args
 	}
+	c.declareTasks(ctx, params, clientCapabilities())
 	res, err := c.session.CallTool(ctx, params)
 	if err != nil {
 		return nil, c.explain(err)
@@ -290,7 +296,11 @@ func (t versionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Mcp-Protocol-Version", *v)
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		t.c.capture(req, resp)
+	}
+	return resp, err
 }
 
 func headerClient(headers map[string]string) *http.Client {

@@ -27,6 +27,10 @@ var transports = []transportKind{
 		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxFrame}, nil
 	}},
 	{name: "http", remote: true, dial: func(_ context.Context, cfg *ServerConfig, c *conn, _ *slog.Logger) (mcp.Transport, error) {
+		if cfg.Signin != SigninPerPerson && cfg.Signin != SigninExchange {
+			// Its tasks are followed on the same credentials (tasks.go).
+			c.relay = versionClient(c, bearerClient(cfg))
+		}
 		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: versionClient(c, headerClient(cfg.Headers)), MaxRetries: -1, OAuthHandler: cfg.oauth}, nil
 	}},
 	{name: "sse", remote: true, dial: func(_ context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {

@@ -73,7 +73,8 @@ requests to a client of an earlier revision then fail. A 2026-07-28
 client that takes tasks (its tasks extension) and makes a call not
 finished within --task-after (2s) gets a task handle, polls it with
 tasks/get, answers a question of the call with tasks/update; with a
-shared store, any replica answers for a task.
+shared store, any replica answers for a task. A server over HTTP that
+runs tasks itself keeps its own: the gateway follows it.
 
 --code adds run_code beside search_tools: the model writes a short
 JavaScript program (the body of an async function) in which every tool of

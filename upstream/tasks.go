@@ -1,0 +1,242 @@
+package upstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Tasks of servers that run them (the io.modelcontextprotocol/tasks
+// extension of MCP 2026-07-28). A call made for a client that takes
+// tasks (WithTasks) tells a server that runs tasks that the call may
+// become one; a server that answers with a task handle keeps the task,
+// and the gateway follows it with TaskRequest. The go-sdk's client has no
+// such extension: it decodes every tools/call answer as a CallToolResult,
+// dropping a handle's fields. So the answer is also read as it arrives
+// (taskCapture, by the connection's HTTP client), and tasks/* go to the
+// server on that client as plain JSON-RPC. Only servers over HTTP that
+// the pool calls on one connection are asked (a stdio connection's
+// messages are the SDK's alone; a person's own connection is theirs).
+
+// TasksExtension names the extension among capabilities.
+const TasksExtension = "io.modelcontextprotocol/tasks"
+
+// maxTaskAnswer bounds what is kept of an answer read for a task handle.
+const maxTaskAnswer = 1 << 20
+
+// TaskCapture receives the task handle a server answers a call with.
+type TaskCapture struct {
+	mu     sync.Mutex
+	server string
+	body   []byte
+	sse    bool
+	full   bool
+}
+
+type taskCaptureKey struct{}
+
+// WithTasks marks ctx as a call's for a client that takes tasks, and
+// returns where a server's task handle is found after the call.
+func WithTasks(ctx context.Context) (context.Context, *TaskCapture) {
+	c := &TaskCapture{}
+	return context.WithValue(ctx, taskCaptureKey{}, c), c
+}
+
+func taskCaptureOf(ctx context.Context) *TaskCapture {
+	c, _ := ctx.Value(taskCaptureKey{}).(*TaskCapture)
+	return c
+}
+
+// Task returns the server and its task handle (a CreateTaskResult), when
+// the call was answered with one.
+func (c *TaskCapture) Task() (server string, handle json.RawMessage, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.server == "" || c.full {
+		return "", nil, false
+	}
+	msg := lastAnswer(c.body, c.sse)
+	var resp struct {
+		Result json.RawMessage `json:"result"`
+	}
+	var kind struct {
+		ResultType string `json:"resultType"`
+		TaskID     string `json:"taskId"`
+	}
+	if json.Unmarshal(msg, &resp) != nil || json.Unmarshal(resp.Result, &kind) != nil || kind.ResultType != "task" || kind.TaskID == "" {
+		return "", nil, false
+	}
+	return c.server, resp.Result, true
+}
+
+// lastAnswer returns the JSON-RPC answer in a response body: the body, or
+// the last message of its event stream with a result or an error.
+func lastAnswer(body []byte, sse bool) []byte {
+	if !sse {
+		return body
+	}
+	var last []byte
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), maxTaskAnswer)
+	for sc.Scan() {
+		if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:")); ok {
+			data = bytes.TrimSpace(data)
+			if bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`)) {
+				last = append(last[:0], data...)
+			}
+		}
+	}
+	return last
+}
+
+// teeBody keeps what the SDK reads of a tools/call's answer, for Task.
+type teeBody struct {
+	io.ReadCloser
+	c *TaskCapture
+}
+
+func (t teeBody) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	t.c.mu.Lock()
+	if len(t.c.body)+n > maxTaskAnswer {
+		t.c.full = true // a handle is small: this is a result
+	} else {
+		t.c.body = append(t.c.body, p[:n]...)
+	}
+	t.c.mu.Unlock()
+	return n, err
+}
+
+// capture reads the answer to a tools/call made for a client that takes
+// tasks, as the SDK reads it.
+func (c *conn) capture(req *http.Request, resp *http.Response) {
+	tc := taskCaptureOf(req.Context())
+	if tc == nil || req.Header.Get("Mcp-Method") != "tools/call" || !c.runsTasks() {
+		return
+	}
+	tc.mu.Lock()
+	tc.server, tc.body, tc.full = c.name, nil, false
+	tc.sse = bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
+	tc.mu.Unlock()
+	resp.Body = teeBody{resp.Body, tc}
+}
+
+// runsTasks reports whether the server runs tasks and the pool can follow
+// them: it declares the extension, and speaks over HTTP on a connection
+// of its own (relay is set).
+func (c *conn) runsTasks() bool {
+	if c.relay == nil || c.caps == nil {
+		return false
+	}
+	_, ok := c.caps.Extensions[TasksExtension]
+	return ok
+}
+
+// declareTasks adds the extension to a call's client capabilities (which
+// MCP 2026-07-28 sends with every request) when ctx is a call's for a
+// client that takes tasks, and the server runs them.
+func (c *conn) declareTasks(ctx context.Context, params *mcp.CallToolParams, caps *mcp.ClientCapabilities) {
+	if taskCaptureOf(ctx) == nil || !c.runsTasks() || caps == nil {
+		return
+	}
+	withTasks := *caps
+	withTasks.Extensions = map[string]any{TasksExtension: map[string]any{}}
+	b, _ := json.Marshal(&withTasks)
+	var m map[string]any
+	json.Unmarshal(b, &m)
+	//lint:ignore SA1019 the pool answers roots for clients of earlier revisions (clients.go)
+	if caps.RootsV2 != nil {
+		m["roots"] = map[string]any{} // not marshalled: the SDK writes it so for 2026-07-28
+	}
+	if params.Meta == nil {
+		params.Meta = mcp.Meta{}
+	}
+	params.Meta[mcp.MetaKeyClientCapabilities] = m
+}
+
+// TaskError is a server's JSON-RPC error answering a tasks/* request.
+type TaskError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *TaskError) Error() string { return fmt.Sprintf("%s (%d)", e.Message, e.Code) }
+
+// TaskRequest sends a tasks/get, tasks/update or tasks/cancel (method)
+// for the server's task taskID, with params beside its id, and returns
+// the server's result. A JSON-RPC error of the server's is a *TaskError.
+func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string, params map[string]any) (json.RawMessage, error) {
+	if !sc.HasServer(server) {
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, server)
+	}
+	s := sc.pool.byName[server]
+	if s == nil {
+		return nil, fmt.Errorf("no server %q", server)
+	}
+	c, err := s.waitReady(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !c.runsTasks() {
+		return nil, fmt.Errorf("server %s no longer runs tasks", server)
+	}
+	p := map[string]any{"taskId": taskID}
+	for k, v := range params {
+		p[k] = v
+	}
+	version := ""
+	if v := c.version.Load(); v != nil {
+		version = *v
+	}
+	caps, _ := json.Marshal(map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}})
+	p["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: version, mcp.MetaKeyClientInfo: &mcp.Implementation{Name: ClientName, Version: sc.pool.opts.Version},
+		mcp.MetaKeyClientCapabilities: json.RawMessage(caps)}
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": p})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(withoutValues(ctx), http.MethodPost, s.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"Mcp-Protocol-Version": version, "Mcp-Method": method, "Mcp-Name": taskID} {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.relay.Do(req)
+	if err != nil {
+		return nil, &redactedError{fmt.Sprintf("server %s: %s: %s", server, method, s.redact.Redact(err.Error())), err}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxTaskAnswer+1))
+	if err != nil {
+		return nil, fmt.Errorf("server %s: %s: %v", server, method, err)
+	}
+	if len(raw) > maxTaskAnswer {
+		return nil, fmt.Errorf("server %s: %s: the answer is larger than %d bytes", server, method, maxTaskAnswer)
+	}
+	var msg struct {
+		Result json.RawMessage `json:"result"`
+		Error  *TaskError      `json:"error"`
+	}
+	if err := json.Unmarshal(lastAnswer(raw, bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))), &msg); err != nil {
+		return nil, fmt.Errorf("server %s: %s: HTTP %d, not a JSON-RPC answer", server, method, resp.StatusCode)
+	}
+	if msg.Error != nil {
+		msg.Error.Message = s.redact.Redact(msg.Error.Message)
+		return nil, msg.Error
+	}
+	if msg.Result == nil {
+		return nil, errors.New("server " + server + ": " + method + ": an answer without a result")
+	}
+	return json.RawMessage(s.redact.Redact(string(msg.Result))), nil
+}
