@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -573,8 +574,38 @@ func (t *tasker) relay(ctx context.Context, method string, req *taskRequest, tas
 	}
 	m["taskId"], _ = json.Marshal(task.ID)
 	m["resultType"] = json.RawMessage(`"complete"`)
+	if r, ok := m["result"]; ok {
+		m["result"] = t.servedResult(task, r)
+	}
 	b, _ := json.Marshal(m)
 	return b, nil
+}
+
+// servedResult is a relayed task's result as the gateway serves its
+// tool's results: MCP Apps named as the gateway serves them.
+func (t *tasker) servedResult(task *Task, raw json.RawMessage) json.RawMessage {
+	var call struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Name string `json:"name"`
+		} `json:"arguments"`
+	}
+	json.Unmarshal(task.Call, &call)
+	name := call.Name
+	if name == toolCall {
+		name = call.Arguments.Name
+	}
+	e, err := t.up.Resolve(name)
+	var res mcp.CallToolResult
+	if err != nil || json.Unmarshal(raw, &res) != nil {
+		return raw
+	}
+	appResult(&res, appsOf(e))
+	b, err := json.Marshal(&res)
+	if err != nil {
+		return raw
+	}
+	return b
 }
 
 // orphaned fails a task whose call ran on a replica that is gone: its

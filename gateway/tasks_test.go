@@ -221,7 +221,7 @@ func TestTasksOfAServerThatRunsThem(t *testing.T) {
 		case <-ctx.Done():
 			return nil, nil, ctx.Err()
 		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the report"}}}, nil, nil
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the report"}, &mcp.ResourceLink{URI: "ui://report.html", Name: "the report's view"}}}, nil, nil
 	})
 	stopped := make(chan struct{})
 	mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Work until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -260,8 +260,13 @@ func TestTasksOfAServerThatRunsThem(t *testing.T) {
 		t.Errorf("tasks/get while it works: %v %v", got, e)
 	}
 	close(release)
-	if done := c.until(id, "completed"); !strings.Contains(fmt.Sprint(done["result"]), "the report") || done["taskId"] != id {
+	done := c.until(id, "completed")
+	if !strings.Contains(fmt.Sprint(done["result"]), "the report") || done["taskId"] != id {
 		t.Errorf("the completed task: %v", done)
+	}
+	// An app the result names is named as this gateway serves it.
+	if got := fmt.Sprint(done["result"]); !strings.Contains(got, "ui://team/") {
+		t.Errorf("the result's app link: %v", got)
 	}
 	if got, e := (&taskClient{t: t, url: url, agent: "mallory's agent", tasks: true}).do("tasks/get", id, map[string]any{"taskId": id}); e == nil {
 		t.Errorf("another caller read the task: %v", got)
