@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -351,17 +352,11 @@ func (t *tasker) start(r *http.Request, task *Task, body []byte) (chan *httptest
 	inner.Header.Set("Accept", "application/json, text/event-stream")
 	// A call resumed by tasks/update goes as the tools/call it is: its
 	// headers say so (the SDK checks them against the body).
-	var call struct {
-		Name      string `json:"name"`
-		Arguments struct {
-			Name string `json:"name"`
-		} `json:"arguments"`
-	}
-	json.Unmarshal(task.Call, &call)
+	name, target := calledTools(task.Call)
 	inner.Header.Set("Mcp-Method", "tools/call")
-	inner.Header.Set("Mcp-Name", call.Name)
-	if call.Name == toolCall && call.Arguments.Name != "" {
-		inner.Header.Set("Mcp-Param-"+toolHeader, headerValue(call.Arguments.Name))
+	inner.Header.Set("Mcp-Name", name)
+	if name == toolCall && target != "" {
+		inner.Header.Set("Mcp-Param-"+toolHeader, headerValue(target))
 	}
 	done := make(chan *httptest.ResponseRecorder, 1)
 	go func() {
@@ -370,6 +365,19 @@ func (t *tasker) start(r *http.Request, task *Task, body []byte) (chan *httptest
 		done <- rec
 	}()
 	return done, capture
+}
+
+// calledTools reads a tools/call's params: the tool called, and the tool
+// it names when that is call_tool.
+func calledTools(params json.RawMessage) (name, target string) {
+	var call struct {
+		Name      string `json:"name"`
+		Arguments struct {
+			Name string `json:"name"`
+		} `json:"arguments"`
+	}
+	json.Unmarshal(params, &call)
+	return call.Name, call.Arguments.Name
 }
 
 // relayed makes task follow the task its server answered the call with,
@@ -558,7 +566,7 @@ func (t *tasker) relay(ctx context.Context, method string, req *taskRequest, tas
 		params = map[string]any{"inputResponses": req.Params.InputResponses}
 	}
 	res, err := t.up.TaskRequest(ctx, task.Server, method, task.Remote, params)
-	if te, ok := err.(*upstream.TaskError); ok {
+	if te := (*upstream.TaskError)(nil); errors.As(err, &te) {
 		b, _ := json.Marshal(te)
 		return nil, b
 	}
@@ -584,16 +592,9 @@ func (t *tasker) relay(ctx context.Context, method string, req *taskRequest, tas
 // servedResult is a relayed task's result as the gateway serves its
 // tool's results: MCP Apps named as the gateway serves them.
 func (t *tasker) servedResult(task *Task, raw json.RawMessage) json.RawMessage {
-	var call struct {
-		Name      string `json:"name"`
-		Arguments struct {
-			Name string `json:"name"`
-		} `json:"arguments"`
-	}
-	json.Unmarshal(task.Call, &call)
-	name := call.Name
+	name, target := calledTools(task.Call)
 	if name == toolCall {
-		name = call.Arguments.Name
+		name = target
 	}
 	e, err := t.up.Resolve(name)
 	var res mcp.CallToolResult

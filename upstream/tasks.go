@@ -204,7 +204,9 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(withoutValues(ctx), http.MethodPost, s.cfg.URL, bytes.NewReader(body))
+	ctx, cancel := context.WithTimeout(withoutValues(ctx), s.cfg.timeout())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
