@@ -396,6 +396,11 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 	level := s.offers.logLevel
 	s.offers.mu.Unlock()
 	res, err := c.call(ctx, e.Tool, args, token, level)
+	if tc := taskCaptureOf(ctx); tc != nil {
+		tc.mu.Lock()
+		tc.redact = p.redact // a task handle's message may quote a secret, as a result may
+		tc.mu.Unlock()
+	}
 	if token != "" {
 		// The response may overtake progress sent before it: pass that on
 		// before the caller answers its client, which ignores progress of

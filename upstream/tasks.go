@@ -39,6 +39,7 @@ type TaskCapture struct {
 	body   []byte
 	sse    bool
 	full   bool
+	redact *Redactor // the pool's, set once the call is answered
 }
 
 type taskCaptureKey struct{}
@@ -73,6 +74,9 @@ func (c *TaskCapture) Task() (server string, handle json.RawMessage, ok bool) {
 	}
 	if json.Unmarshal(msg, &resp) != nil || json.Unmarshal(resp.Result, &kind) != nil || kind.ResultType != "task" || kind.TaskID == "" {
 		return "", nil, false
+	}
+	if c.redact != nil {
+		return c.server, json.RawMessage(c.redact.Redact(string(resp.Result))), true
 	}
 	return c.server, resp.Result, true
 }
