@@ -540,17 +540,19 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		t.settle(task.ID, done, capture)
 		return json.RawMessage(`{"resultType":"complete"}`), nil
 	default: // tasks/cancel
-		t.mu.Lock()
-		cancel := t.running[task.ID]
-		t.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
+		// Cancelled in the record before the call is: the call, ending
+		// without an answer, must find the task cancelled, not fail it.
 		if task.Status == "working" || task.Status == "input_required" {
 			task.Status, task.InputRequests, task.LastUpdatedAt = "cancelled", nil, time.Now().UTC()
 			if err := putTask(ctx, t.store, task); err != nil {
 				return nil, rpcError(-32603, err.Error())
 			}
+		}
+		t.mu.Lock()
+		cancel := t.running[task.ID]
+		t.mu.Unlock()
+		if cancel != nil {
+			cancel()
 		}
 		return json.RawMessage(`{"resultType":"complete"}`), nil
 	}
