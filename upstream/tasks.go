@@ -29,7 +29,8 @@ import (
 // TasksExtension names the extension among capabilities.
 const TasksExtension = "io.modelcontextprotocol/tasks"
 
-// maxTaskAnswer bounds what is kept of an answer read for a task handle.
+// maxTaskAnswer bounds what is kept of a call's answer read for a task
+// handle: a handle is small, and a larger answer is a result.
 const maxTaskAnswer = 1 << 20
 
 // TaskCapture receives the task handle a server answers a call with.
@@ -64,7 +65,7 @@ func (c *TaskCapture) Task() (server string, handle json.RawMessage, ok bool) {
 	if c.server == "" || c.full {
 		return "", nil, false
 	}
-	msg := lastAnswer(c.body, c.sse)
+	msg := lastAnswer(c.body, c.sse, maxTaskAnswer)
 	var resp struct {
 		Result json.RawMessage `json:"result"`
 	}
@@ -82,14 +83,15 @@ func (c *TaskCapture) Task() (server string, handle json.RawMessage, ok bool) {
 }
 
 // lastAnswer returns the JSON-RPC answer in a response body: the body, or
-// the last message of its event stream with a result or an error.
-func lastAnswer(body []byte, sse bool) []byte {
+// the last message of its event stream with a result or an error (max
+// bytes at most).
+func lastAnswer(body []byte, sse bool, max int) []byte {
 	if !sse {
 		return body
 	}
 	var last []byte
 	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), maxTaskAnswer)
+	sc.Buffer(make([]byte, 64<<10), max)
 	for sc.Scan() {
 		if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:")); ok {
 			data = bytes.TrimSpace(data)
@@ -223,18 +225,20 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 		return nil, &redactedError{fmt.Sprintf("server %s: %s: %s", server, method, s.redact.Redact(err.Error())), err}
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxTaskAnswer+1))
+	// A completed task's answer carries its result: as large as a
+	// message of the server's may be.
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxFrame+1))
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %s: %v", server, method, err)
 	}
-	if len(raw) > maxTaskAnswer {
-		return nil, fmt.Errorf("server %s: %s: the answer is larger than %d bytes", server, method, maxTaskAnswer)
+	if len(raw) > maxFrame {
+		return nil, fmt.Errorf("server %s: %s: the answer is larger than %d bytes", server, method, maxFrame)
 	}
 	var msg struct {
 		Result json.RawMessage `json:"result"`
 		Error  *TaskError      `json:"error"`
 	}
-	if err := json.Unmarshal(lastAnswer(raw, bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))), &msg); err != nil {
+	if err := json.Unmarshal(lastAnswer(raw, bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream")), maxFrame), &msg); err != nil {
 		return nil, fmt.Errorf("server %s: %s: HTTP %d, not a JSON-RPC answer", server, method, resp.StatusCode)
 	}
 	if msg.Error != nil {
