@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -429,7 +428,7 @@ func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder, capture
 			return
 		}
 		if !relayed(task, capture) {
-			finish(task, recorded(rec))
+			finish(task, upstream.Answer(rec.Body.Bytes(), rec.Header().Get("Content-Type"), MaxRequestBytes*4))
 			task.LastUpdatedAt = time.Now().UTC()
 		}
 		_ = putTask(ctx, t.store, task)
@@ -625,29 +624,6 @@ func (t *tasker) orphaned(ctx context.Context, task *Task) {
 	task.StatusMessage = "the replica running this call is gone; the call may have acted, and is not sent again"
 	task.Error = rpcError(-32603, task.StatusMessage)
 	_ = putTask(ctx, t.store, task)
-}
-
-// recorded returns the JSON-RPC message of a recorded answer: the body,
-// or the data of its event stream's message.
-func recorded(rec *httptest.ResponseRecorder) []byte {
-	body := rec.Body.Bytes()
-	if !strings.HasPrefix(rec.Header().Get("Content-Type"), "text/event-stream") {
-		return body
-	}
-	var last []byte
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64<<10), MaxRequestBytes*4)
-	for sc.Scan() {
-		if data, ok := bytes.CutPrefix(sc.Bytes(), []byte("data:")); ok {
-			data = bytes.TrimSpace(data)
-			// The answer is the message with a result or an error;
-			// notifications (progress) come before it.
-			if bytes.Contains(data, []byte(`"result"`)) || bytes.Contains(data, []byte(`"error"`)) {
-				last = append([]byte(nil), data...)
-			}
-		}
-	}
-	return last
 }
 
 // copyRecorded writes a recorded answer to the client as it was.

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,7 +39,7 @@ type TaskCapture struct {
 	mu     sync.Mutex
 	server string
 	body   []byte
-	sse    bool
+	ctype  string // the answer's Content-Type
 	full   bool
 	redact *Redactor // the pool's, set once the call is answered
 }
@@ -65,7 +66,7 @@ func (c *TaskCapture) Task() (server string, handle json.RawMessage, ok bool) {
 	if c.server == "" || c.full {
 		return "", nil, false
 	}
-	msg := lastAnswer(c.body, c.sse, maxTaskAnswer)
+	msg := Answer(c.body, c.ctype, maxTaskAnswer)
 	var resp struct {
 		Result json.RawMessage `json:"result"`
 	}
@@ -82,11 +83,12 @@ func (c *TaskCapture) Task() (server string, handle json.RawMessage, ok bool) {
 	return c.server, resp.Result, true
 }
 
-// lastAnswer returns the JSON-RPC answer in a response body: the body, or
-// the last message of its event stream with a result or an error (max
-// bytes at most).
-func lastAnswer(body []byte, sse bool, max int) []byte {
-	if !sse {
+// Answer returns the JSON-RPC answer in a Streamable HTTP response body
+// of the given Content-Type: the body, or the last message of its event
+// stream with a result or an error (notifications, such as progress,
+// come before it), of max bytes at most.
+func Answer(body []byte, contentType string, max int) []byte {
+	if !strings.HasPrefix(contentType, "text/event-stream") {
 		return body
 	}
 	var last []byte
@@ -129,8 +131,7 @@ func (c *conn) capture(req *http.Request, resp *http.Response) {
 		return
 	}
 	tc.mu.Lock()
-	tc.server, tc.body, tc.full = c.name, nil, false
-	tc.sse = bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream"))
+	tc.server, tc.body, tc.full, tc.ctype = c.name, nil, false, resp.Header.Get("Content-Type")
 	tc.mu.Unlock()
 	resp.Body = teeBody{resp.Body, tc}
 }
@@ -238,7 +239,7 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 		Result json.RawMessage `json:"result"`
 		Error  *TaskError      `json:"error"`
 	}
-	if err := json.Unmarshal(lastAnswer(raw, bytes.HasPrefix([]byte(resp.Header.Get("Content-Type")), []byte("text/event-stream")), maxFrame), &msg); err != nil {
+	if err := json.Unmarshal(Answer(raw, resp.Header.Get("Content-Type"), maxFrame), &msg); err != nil {
 		return nil, fmt.Errorf("server %s: %s: HTTP %d, not a JSON-RPC answer", server, method, resp.StatusCode)
 	}
 	if msg.Error != nil {
