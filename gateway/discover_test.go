@@ -43,12 +43,7 @@ func TestDiscoverNarrowed(t *testing.T) {
 		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "text/html;profile=mcp-app", Text: "<h1>Forecast</h1>"}}}, nil
 		})
-	weather := upstream.ServerConfig{Name: "weather", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		go srv.Run(context.Background(), st)
-		return ct, nil
-	}}
-	modern, _ = discovered(t, weather)
+	modern, _ = discovered(t, inMemory("weather", srv))
 	if modern.Prompts == nil || modern.Resources == nil || modern.Completions == nil || modern.Extensions[appsExtension] == nil {
 		t.Errorf("a server with a prompt and an app: discovered %+v", modern)
 	}

@@ -72,6 +72,27 @@ func (c *taskClient) until(id, status string) map[string]any {
 	return last
 }
 
+// addJobs adds the tools of the tasks tests to srv: "slow_report", which
+// answers (with a link to an app) once release is closed, and "stuck",
+// which works until cancelled and then closes the channel returned.
+func addJobs(srv *mcp.Server, release <-chan struct{}) (stopped <-chan struct{}) {
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow_report", Description: "Build a slow report"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		select {
+		case <-release:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the report"}, &mcp.ResourceLink{URI: "ui://report.html", Name: "the report's view"}}}, nil, nil
+	})
+	done := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Work until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		<-ctx.Done()
+		close(done)
+		return nil, nil, ctx.Err()
+	})
+	return done
+}
+
 // A long call of a client that takes tasks is answered with a task, which
 // the client polls to its result; a quick one is answered as it is; a
 // call that needs the person's input makes its task input_required, and
@@ -80,20 +101,7 @@ func (c *taskClient) until(id, status string) map[string]any {
 func TestTasks(t *testing.T) {
 	release, working := make(chan struct{}), make(chan struct{})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "jobs", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "slow_report", Description: "Build a slow report"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the report"}}}, nil, nil
-	})
-	stopped := make(chan struct{})
-	mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Work until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		<-ctx.Done()
-		close(stopped)
-		return nil, nil, ctx.Err()
-	})
+	stopped := addJobs(srv, release)
 	mcp.AddTool(srv, &mcp.Tool{Name: "quick", Description: "Answer at once"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "quick answer"}}}, nil, nil
 	})
@@ -114,11 +122,7 @@ func TestTasks(t *testing.T) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint("hello ", answer.Content["name"])}}}, nil, nil
 	})
-	jobs := upstream.ServerConfig{Name: "jobs", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		go srv.Run(context.Background(), st)
-		return ct, nil
-	}}
+	jobs := inMemory("jobs", srv)
 	g, _ := gatewayFor(t, &Options{TaskAfter: 50 * time.Millisecond}, jobs)
 	url := httpGateway(t, g, nil)
 	c := &taskClient{t: t, url: url, agent: "alice's agent", tasks: true}
@@ -215,25 +219,8 @@ func TestTasks(t *testing.T) {
 func TestTasksOfAServerThatRunsThem(t *testing.T) {
 	release := make(chan struct{})
 	srv := mcp.NewServer(&mcp.Implementation{Name: "jobs", Version: "1"}, nil)
-	mcp.AddTool(srv, &mcp.Tool{Name: "slow_report", Description: "Build a slow report"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-			return nil, nil, ctx.Err()
-		}
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the report"}, &mcp.ResourceLink{URI: "ui://report.html", Name: "the report's view"}}}, nil, nil
-	})
-	stopped := make(chan struct{})
-	mcp.AddTool(srv, &mcp.Tool{Name: "stuck", Description: "Work until cancelled"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		<-ctx.Done()
-		close(stopped)
-		return nil, nil, ctx.Err()
-	})
-	jobs := upstream.ServerConfig{Name: "jobs", Dial: func(ctx context.Context) (mcp.Transport, error) {
-		st, ct := mcp.NewInMemoryTransports()
-		go srv.Run(context.Background(), st)
-		return ct, nil
-	}}
+	stopped := addJobs(srv, release)
+	jobs := inMemory("jobs", srv)
 	// The server: a gateway that lists its tools and runs long calls as
 	// tasks of its own.
 	theirs := &memoryTasks{}
