@@ -24,11 +24,7 @@ func (s *Server) narrowDiscover(next mcp.MethodHandler) mcp.MethodHandler {
 		if method != "server/discover" {
 			return next(ctx, method, req)
 		}
-		if len(s.up.Pending()) > 0 {
-			// Servers still starting: answer with what they offer.
-			s.awaitPending(ctx, func(*served) bool { return false })
-			s.updateOffers(s.up.Offers())
-		}
+		// Servers still starting are waited for (awaitLists).
 		res, err := next(ctx, method, req)
 		d, ok := res.(*mcp.DiscoverResult)
 		if err != nil || !ok || d.Capabilities == nil {

@@ -427,7 +427,8 @@ func (s *Server) describeServers(next mcp.MethodHandler) mcp.MethodHandler {
 // starting have started or failed (within PendingWait): a one-shot client
 // (the Inspector CLI) asks once and does not wait for list_changed. The
 // tool list waits only when it lists the tools themselves (all mode, or
-// auto below the threshold); in search mode it is the meta tools.
+// auto below the threshold); in search mode it is the meta tools. A
+// server/discover waits as the offers' lists do: it says what they offer.
 func (s *Server) awaitLists(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		switch method {
@@ -435,7 +436,7 @@ func (s *Server) awaitLists(next mcp.MethodHandler) mcp.MethodHandler {
 			if snap := s.state.Load(); snap != nil && snap.direct && len(s.up.Pending()) > 0 {
 				s.awaitPending(ctx, func(*served) bool { return false })
 			}
-		case "prompts/list", "resources/list", "resources/templates/list":
+		case "prompts/list", "resources/list", "resources/templates/list", "server/discover":
 			if len(s.up.Pending()) > 0 {
 				s.awaitPending(ctx, func(*served) bool { return false })
 				s.updateOffers(s.up.Offers())
