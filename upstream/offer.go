@@ -122,11 +122,7 @@ func (s *server) setOffer(o Offer) {
 // for the client WithClient put in ctx, waiting for the server as Call
 // does. The error f returns is passed on with secrets removed.
 func (p *Pool) Session(ctx context.Context, server string, f func(context.Context, *mcp.ClientSession) error) error {
-	s := p.byName[server]
-	if s == nil {
-		return p.noServer(server)
-	}
-	c, err := s.waitReady(ctx)
+	s, c, err := p.ready(ctx, server)
 	if err != nil {
 		return err
 	}
@@ -139,6 +135,17 @@ func (p *Pool) Session(ctx context.Context, server string, f func(context.Contex
 		return &redactedError{s.redact.Redact(err.Error()), err}
 	}
 	return nil
+}
+
+// ready returns a server and its connection, waiting for a server that is
+// starting, up to its timeout.
+func (p *Pool) ready(ctx context.Context, server string) (*server, *conn, error) {
+	s := p.byName[server]
+	if s == nil {
+		return nil, nil, p.noServer(server)
+	}
+	c, err := s.waitReady(ctx)
+	return s, c, err
 }
 
 // Subscribe subscribes to a resource of a server; the server's updates of

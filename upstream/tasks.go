@@ -183,13 +183,9 @@ func (e *TaskError) Error() string { return fmt.Sprintf("%s (%d)", e.Message, e.
 // the server's result. A JSON-RPC error of the server's is a *TaskError.
 func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string, params map[string]any) (json.RawMessage, error) {
 	if !sc.HasServer(server) {
-		return nil, fmt.Errorf("%w %q", ErrUnknownTool, server)
+		return nil, fmt.Errorf("server %s is not in profile %s", server, sc.Profile())
 	}
-	s := sc.pool.byName[server]
-	if s == nil {
-		return nil, fmt.Errorf("no server %q", server)
-	}
-	c, err := s.waitReady(ctx)
+	s, c, err := sc.pool.ready(ctx, server)
 	if err != nil {
 		return nil, err
 	}
