@@ -169,7 +169,7 @@ func (c *conn) call(ctx context.Context, tool string, args json.RawMessage, toke
 	if len(bytes.TrimSpace(args)) > 0 && !bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		params.Arguments = args
 	}
-	c.declareTasks(ctx, params, clientCapabilities())
+	c.declareTasks(ctx, params)
 	res, err := c.session.CallTool(ctx, params)
 	if err != nil {
 		return nil, c.explain(err)

@@ -147,26 +147,34 @@ func (c *conn) runsTasks() bool {
 	return ok
 }
 
-// declareTasks adds the extension to a call's client capabilities (which
-// MCP 2026-07-28 sends with every request) when ctx is a call's for a
-// client that takes tasks, and the server runs them.
-func (c *conn) declareTasks(ctx context.Context, params *mcp.CallToolParams, caps *mcp.ClientCapabilities) {
-	if taskCaptureOf(ctx) == nil || !c.runsTasks() || caps == nil {
-		return
-	}
-	withTasks := *caps
-	withTasks.Extensions = map[string]any{TasksExtension: map[string]any{}}
-	b, _ := json.Marshal(&withTasks)
+// capabilitiesWithTasks are the pool's client capabilities
+// (clientCapabilities) with the extension, as MCP 2026-07-28 sends them
+// with a request.
+var capabilitiesWithTasks = sync.OnceValue(func() json.RawMessage {
+	caps := clientCapabilities()
+	caps.Extensions = map[string]any{TasksExtension: map[string]any{}}
+	b, _ := json.Marshal(caps)
 	var m map[string]any
 	json.Unmarshal(b, &m)
 	//lint:ignore SA1019 the pool answers roots for clients of earlier revisions (clients.go)
 	if caps.RootsV2 != nil {
 		m["roots"] = map[string]any{} // not marshalled: the SDK writes it so for 2026-07-28
 	}
+	b, _ = json.Marshal(m)
+	return b
+})
+
+// declareTasks adds the extension to a call's client capabilities (which
+// MCP 2026-07-28 sends with every request) when ctx is a call's for a
+// client that takes tasks, and the server runs them.
+func (c *conn) declareTasks(ctx context.Context, params *mcp.CallToolParams) {
+	if taskCaptureOf(ctx) == nil || !c.runsTasks() {
+		return
+	}
 	if params.Meta == nil {
 		params.Meta = mcp.Meta{}
 	}
-	params.Meta[mcp.MetaKeyClientCapabilities] = m
+	params.Meta[mcp.MetaKeyClientCapabilities] = capabilitiesWithTasks()
 }
 
 // TaskError is a server's JSON-RPC error answering a tasks/* request.
@@ -200,9 +208,8 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 	if v := c.version.Load(); v != nil {
 		version = *v
 	}
-	caps, _ := json.Marshal(map[string]any{"extensions": map[string]any{TasksExtension: map[string]any{}}})
 	p["_meta"] = map[string]any{mcp.MetaKeyProtocolVersion: version, mcp.MetaKeyClientInfo: &mcp.Implementation{Name: ClientName, Version: sc.pool.opts.Version},
-		mcp.MetaKeyClientCapabilities: json.RawMessage(caps)}
+		mcp.MetaKeyClientCapabilities: capabilitiesWithTasks()}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": p})
 	if err != nil {
 		return nil, err
