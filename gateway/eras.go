@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -18,33 +19,60 @@ import (
 // have no session, who their caller is, and the header a 2026-07-28 call
 // carries its tool in.
 
-// withToolHeader fills in the Mcp-Param-Tool header of a 2026-07-28
-// call_tool request that lacks it, from the body. The SDK refuses a call
-// whose header differs from the body (-32020), and one without it: but a
-// client that called without listing tools first cannot know the header,
-// and what it did not send, nothing in front of the gateway acted on. A
-// header that is sent must match.
-func withToolHeader(h http.Handler) http.Handler {
-	const header = "Mcp-Param-" + toolHeader
+// checkCall is the one check of what a 2026-07-28 tools/call is, made
+// before anything that reads its headers or rewrites them (tasks, the
+// fleet's relay, rounds): Mcp-Name must name the body's tool, and a
+// call_tool's Mcp-Param-Tool the tool the body calls through it, or the
+// request is refused with -32020, whatever the client declares. What
+// routes or filters by header then routes what runs. A call_tool without
+// Mcp-Param-Tool gets it filled in from the body: a client that called
+// without listing tools first cannot know the header, and what it did
+// not send, nothing in front of the gateway acted on.
+func checkCall(h http.Handler) http.Handler {
+	const param = "Mcp-Param-" + toolHeader
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Header.Get("Mcp-Name") == toolCall && r.Header.Get(header) == "" {
-			// The body is in memory already (screenRequests), within
-			// MaxRequestBytes.
-			body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			var msg struct {
-				Method string `json:"method"`
-				Params struct {
-					Name      string `json:"name"`
-					Arguments struct {
-						Name *string `json:"name"`
-					} `json:"arguments"`
-				} `json:"params"`
-			}
-			if err == nil && json.Unmarshal(body, &msg) == nil && msg.Method == "tools/call" && msg.Params.Name == toolCall &&
-				msg.Params.Arguments.Name != nil && *msg.Params.Arguments.Name != "" {
-				r.Header.Set(header, headerValue(*msg.Params.Arguments.Name))
-			}
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tools/call" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		// The body is in memory already (screenRequests), within
+		// MaxRequestBytes.
+		body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					Name *string `json:"name"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if err != nil || json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
+			h.ServeHTTP(w, r) // the SDK says what is wrong with it
+			return
+		}
+		refuse := func(format string, args ...any) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeRPC(w, msg.ID, nil, rpcError(-32020, fmt.Sprintf(format, args...)))
+		}
+		if got := r.Header.Get("Mcp-Name"); got != headerValue(msg.Params.Name) {
+			refuse("the Mcp-Name header %s is not the tool the body calls, %s", quoteClipped(got), quoteClipped(msg.Params.Name))
+			return
+		}
+		if msg.Params.Name != toolCall || msg.Params.Arguments.Name == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		target := *msg.Params.Arguments.Name
+		switch got := r.Header.Get(param); {
+		case got == "" && target != "":
+			r.Header.Set(param, headerValue(target))
+		case got != headerValue(target):
+			refuse("the %s header %s is not the tool the body calls through %s, %s", param, quoteClipped(got), toolCall, quoteClipped(target))
+			return
 		}
 		h.ServeHTTP(w, r)
 	})

@@ -50,9 +50,10 @@ func TestCallToolHeader(t *testing.T) {
 	}
 	mu.Unlock()
 
+	caps := "{}"
 	body := func(tool string) string {
 		return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":%q,"arguments":{"text":"x"}},`+
-			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`, tool)
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":%s}}}`, tool, caps)
 	}
 	headers := func(param string) map[string]string {
 		h := map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "call_tool"}
@@ -74,6 +75,31 @@ func TestCallToolHeader(t *testing.T) {
 	h["Mcp-Name"] = "search_tools"
 	if st, got, err = postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), h); err != nil || !strings.Contains(got, "-32020") {
 		t.Errorf("Mcp-Name that differs from the body: %d %s %v", st, got, err)
+	}
+
+	// The check is one for every client, made before anything that
+	// rewrites a request: a client declaring the tasks extension (whose
+	// calls may become tasks, replayed with headers made from the body)
+	// is refused alike, and its call never reaches the server.
+	caps = `{"extensions":{"` + tasksExtension + `":{}}}`
+	for _, tc := range []struct {
+		name   string
+		tool   string // the tool the body calls through call_tool
+		header map[string]string
+	}{
+		{"another tool in Mcp-Param-Tool", "mcp__slack__post_message", headers("mcp__slack__list_channels")},
+		{"a base64 header naming another tool", "mcp__slack__post_message", headers("=?base64?bWNwX19zbGFja19fbGlzdF9jaGFubmVscw==?=")},
+		{"Mcp-Name naming search_tools", "mcp__slack__post_message", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "search_tools", "Mcp-Param-Tool": "mcp__slack__post_message"}},
+		{"no Mcp-Name", "mcp__slack__post_message", map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Param-Tool": "mcp__slack__post_message"}},
+		{"an empty tool name in the body", "", headers("mcp__slack__list_channels")},
+	} {
+		st, got, err := postWith(srv.URL+"/mcp", body(tc.tool), tc.header)
+		if err != nil || !strings.Contains(got, "-32020") || strings.Contains(got, `"tool":"post_message"`) {
+			t.Errorf("tasks client, %s: %d %s %v", tc.name, st, got, err)
+		}
+	}
+	if st, got, err := postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), headers("mcp__slack__post_message")); err != nil || strings.Contains(got, "-32020") || !strings.Contains(got, "post_message") {
+		t.Errorf("tasks client, matching headers: %d %s %v", st, got, err)
 	}
 }
 

@@ -136,7 +136,7 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 	}
 	// Tasks and call headers are MCP 2026-07-28's: served on the path
 	// without sessions.
-	stateless := withToolHeader(s.withTasks(withRequestContext(transport(true)), s.up.Profile()))
+	stateless := checkCall(s.withTasks(withRequestContext(transport(true)), s.up.Profile()))
 	if opts.Stateless && !s.opts.Activate {
 		return stateless
 	}
