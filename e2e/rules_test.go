@@ -26,7 +26,7 @@ func TestRulesThroughTypeScriptSDK(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "team.cedar"), []byte(`@message("writes only under the work folder")
 forbid (principal, action == Action::"call", resource)
-when { resource.name == "write_file" && !(context.args.path like "`+work+`/*") };
+when { resource.name == "write_file" && !(context.clean.path like "`+work+`/*") };
 
 @ask("Make this folder?")
 forbid (principal, action == Action::"call", resource)
@@ -85,6 +85,26 @@ when { resource.name == "get_file_info" };
 		return map[string]any{"name": "mcp__filesystem__create_directory", "arguments": map[string]any{"path": p}}
 	}
 	list := map[string]any{"name": "mcp__filesystem__list_allowed_directories", "arguments": map[string]any{}}
+
+	// A rule that cannot decide refuses: arguments padded past what
+	// rules read, a path reworded with "..", encoded, or of another type.
+	outside := testenv.WritableDir(t)
+	padded := write(filepath.Join(outside, "padded.txt"))
+	padded["arguments"].(map[string]any)["junk"] = make([]int, 21000) // past the 20,000 values rules read
+	attacks := []map[string]any{
+		padded,
+		write(work + strings.Repeat("/..", strings.Count(work, "/")) + outside + "/dotdot.txt"),
+		write(work + strings.Repeat("/%2e%2e", strings.Count(work, "/")) + outside + "/encoded.txt"),
+		write(work + "//..//.//" + strings.Repeat("../", strings.Count(work, "/")) + outside + "/slashes.txt"),
+	}
+	for i, r := range run("yes", attacks...) {
+		if !r.IsError || !strings.Contains(r.Text, "team.cedar") {
+			t.Errorf("attack %d went through: %+v", i, r)
+		}
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+		t.Errorf("files written outside the folder: %v", entries)
+	}
 
 	rs := run("yes", write(filepath.Join(work, "ok.txt")), write("/tmp/outside.txt"), mkdir(filepath.Join(work, "yes")), list, list, list)
 	if rs[0].IsError {

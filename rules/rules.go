@@ -30,7 +30,6 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -50,6 +49,11 @@ type Set struct {
 	// call of it (see Static).
 	static *cedar.PolicySet
 	limits []limitRule
+	// readArgs names the rules that read a call's arguments
+	// (context.args or context.clean); readClean, whether one reads
+	// context.clean. Without them the arguments are not converted.
+	readArgs  []string
+	readClean bool
 	// Files are the files the rules came from, in the order read.
 	Files []string
 }
@@ -137,12 +141,20 @@ func (s *Set) add(file string, text []byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: %v", id, err)
 		}
+		r, err := check(p)
+		if err != nil {
+			return fmt.Errorf("%s: %v", id, err)
+		}
 		if _, ask := p.Annotations()["ask"]; ask && p.Effect() != cedar.Forbid {
 			return fmt.Errorf("%s: @ask is for forbid rules: the call waits for the person's yes", id)
 		}
 		if name, ok := p.Annotations()["id"]; ok {
 			id = string(name) + " (" + id + ")"
 		}
+		if r.args || r.clean {
+			s.readArgs = append(s.readArgs, id)
+		}
+		s.readClean = s.readClean || r.clean
 		if spec != nil {
 			one := cedar.NewPolicySet()
 			one.Add(cedar.PolicyID(id), p)
@@ -152,7 +164,7 @@ func (s *Set) add(file string, text []byte) error {
 		if !s.policies.Add(cedar.PolicyID(id), p) {
 			return fmt.Errorf("%s: two rules are named %q", file, id)
 		}
-		if !strings.Contains(string(p.MarshalCedar()), "context") {
+		if !r.context {
 			s.static.Add(cedar.PolicyID(id), p)
 		}
 	}
@@ -215,26 +227,31 @@ type Decision struct {
 	Message string
 }
 
-// Decide evaluates a request. A rule that fails to evaluate (an
-// attribute the arguments do not have, a wrong type) does not match, as
-// Cedar has it; it is named in the decision of a forbid, never silent
-// for a permit either: see Errors.
+// Decide evaluates a request. A rule that cannot decide refuses: a
+// forbid (or an @ask) whose evaluation fails (an argument it reads is not
+// there, a value of a type its comparison does not take) forbids the call
+// and says which rule and why, and arguments that the rules cannot be
+// given whole forbid it when any rule reads them.
 func (s *Set) Decide(r *Request) Decision {
-	entities, req := cedarRequest(r)
+	entities, req, err := s.cedarRequest(r)
+	if err != nil {
+		return Decision{Effect: Forbid, Rules: slices.Clone(s.readArgs),
+			Message: err.Error() + "; rules read them, so the call is refused"}
+	}
 	return decision(s.policies, entities, req)
 }
 
 // decision evaluates a request against a set of rules.
 func decision(set *cedar.PolicySet, entities types.EntityMap, req cedar.Request) Decision {
 	ok, diag := cedar.Authorize(set, entities, req)
-	if ok == cedar.Allow {
+	if ok == cedar.Allow && len(diag.Errors) == 0 {
 		return Decision{Effect: Permit}
 	}
 	d := Decision{Effect: Ask}
 	var messages []string
 	for _, reason := range diag.Reasons {
 		p := set.Get(reason.PolicyID)
-		if p == nil {
+		if p == nil || p.Effect() != cedar.Forbid {
 			continue
 		}
 		d.Rules = append(d.Rules, string(reason.PolicyID))
@@ -249,12 +266,31 @@ func decision(set *cedar.PolicySet, entities types.EntityMap, req cedar.Request)
 			messages = append(messages, string(q))
 		}
 	}
+	for _, e := range diag.Errors {
+		// Cedar skips a rule that errors; a forbid skipped would let
+		// the call go on what the rule could not read.
+		if p := set.Get(e.PolicyID); p == nil || p.Effect() != cedar.Forbid {
+			continue
+		}
+		d.Effect = Forbid
+		d.Rules = append(d.Rules, string(e.PolicyID))
+		messages = append(messages, fmt.Sprintf("rule %s could not be evaluated (%s), and a rule that cannot decide refuses", e.PolicyID, errorText(e.Message)))
+	}
+	if ok == cedar.Allow && len(d.Rules) == 0 {
+		return Decision{Effect: Permit} // only permits erred: the base rule permits
+	}
 	if len(d.Rules) == 0 {
 		d.Effect = Forbid // no rule permitted it (a permit-only set): Cedar's default
 	}
 	slices.Sort(d.Rules)
 	d.Message = strings.Join(messages, "; ")
 	return d
+}
+
+// errorText is Cedar's error message without its internal prefixes.
+func errorText(msg string) string {
+	msg = strings.TrimPrefix(msg, "while evaluating policy: ")
+	return strings.ReplaceAll(msg, "type error: ", "")
 }
 
 // Static says what the rules that do not read a call's context (its
@@ -264,13 +300,26 @@ func decision(set *cedar.PolicySet, entities types.EntityMap, req cedar.Request)
 func (s *Set) Static(r *Request) Decision {
 	q := *r
 	q.Args, q.Client, q.Via, q.Person = nil, "", "", nil
-	entities, req := cedarRequest(&q)
+	entities, req, _ := (&Set{}).cedarRequest(&q) // reads no arguments: no error
 	return decision(s.static, entities, req)
 }
 
 // cedarRequest is a request as Cedar takes it: the tool as an entity
-// with its attributes, and the request.
-func cedarRequest(r *Request) (types.EntityMap, cedar.Request) {
+// with its attributes, and the request. The arguments are converted only
+// when a rule of s reads them; the error is arguments it cannot convert
+// whole (an *ArgsError).
+func (s *Set) cedarRequest(r *Request) (types.EntityMap, cedar.Request, error) {
+	args, clean := types.Value(types.NewRecord(nil)), types.Value(types.NewRecord(nil))
+	if len(s.readArgs) > 0 {
+		var err error
+		if args, clean, err = argsValues(r.Args, s.readClean); err != nil {
+			return nil, cedar.Request{}, err
+		}
+	}
+	person, err := personValue(r.Person)
+	if err != nil {
+		return nil, cedar.Request{}, err
+	}
 	kind := r.Kind
 	if kind == "" {
 		kind = "Tool"
@@ -297,20 +346,21 @@ func cedarRequest(r *Request) (types.EntityMap, cedar.Request) {
 		Action:    types.NewEntityUID("Action", types.String(action)),
 		Resource:  tool,
 		Context: types.NewRecord(types.RecordMap{
-			"args":   argsValue(r.Args),
+			"args":   args,
+			"clean":  clean,
 			"client": types.String(r.Client),
 			"via":    types.String(r.Via),
 			"hour":   types.Long(at.UTC().Hour()),
-			"person": personValue(r.Person),
+			"person": person,
 		}),
-	}
+	}, nil
 }
 
-// personValue is the caller as rules see it: context.person.sub, .email,
-// .groups (a set) and .claims (every claim of the token, a record); all
-// empty for a caller who is no person, so that a rule reading them needs
-// no "has".
-func personValue(p *Person) types.Value {
+// personValue is the caller as rules see them: context.person.sub,
+// .email, .groups (a set) and .claims (every claim of the token, a
+// record, numbers as numberValue has them); all empty for a caller who is
+// no person, so that a rule reading them needs no "has".
+func personValue(p *Person) (types.Value, error) {
 	m := types.RecordMap{"sub": types.String(""), "email": types.String(""), "groups": types.NewSet(), "claims": types.NewRecord(nil)}
 	if p != nil {
 		groups := make([]types.Value, 0, len(p.Groups))
@@ -318,13 +368,19 @@ func personValue(p *Person) types.Value {
 			groups = append(groups, types.String(g))
 		}
 		m["sub"], m["email"], m["groups"] = types.String(p.Subject), types.String(p.Email), types.NewSet(groups...)
-		claims := make(map[string]any, len(p.Claims))
-		for k, v := range p.Claims {
-			claims[k] = v
+		if len(p.Claims) > 0 {
+			raw, err := json.Marshal(p.Claims)
+			if err != nil {
+				return nil, fmt.Errorf("the rules cannot read the person's claims: %v", err)
+			}
+			claims, _, err := argsValues(raw, false)
+			if err != nil {
+				return nil, fmt.Errorf("the rules cannot read the person's claims: %v", err)
+			}
+			m["claims"] = claims
 		}
-		m["claims"] = recordOf(claims)
 	}
-	return types.NewRecord(m)
+	return types.NewRecord(m), nil
 }
 
 // admit counts a permitted call against every limit rule it matches,
@@ -334,7 +390,10 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 	if len(s.limits) == 0 {
 		return func() {}, nil
 	}
-	entities, req := cedarRequest(r)
+	entities, req, err := s.cedarRequest(r)
+	if err != nil {
+		return nil, err
+	}
 	var releases []func()
 	release = func() {
 		for _, f := range releases {
@@ -342,7 +401,13 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 		}
 	}
 	for _, l := range s.limits {
-		if ok, _ := cedar.Authorize(l.set, entities, req); ok != cedar.Allow {
+		ok, diag := cedar.Authorize(l.set, entities, req)
+		if len(diag.Errors) > 0 {
+			// Whether the call counts against the limit is unknown.
+			release()
+			return nil, fmt.Errorf("limit rule %s could not be evaluated (%s), and a rule that cannot decide refuses", l.id, errorText(diag.Errors[0].Message))
+		}
+		if ok != cedar.Allow {
 			continue
 		}
 		// Each person of a profile has a count of their own.
@@ -370,69 +435,4 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 		releases = append(releases, f)
 	}
 	return release, nil
-}
-
-// maxArgs bounds what of a call's arguments the rules see: a model
-// writes them, and a rule needs their shape, not megabytes.
-const (
-	maxArgsDepth = 8
-	maxArgsItems = 1000
-)
-
-// argsValue turns a call's JSON arguments into a Cedar record: objects
-// are records, arrays sets, integers longs, other numbers and strings
-// strings, within maxArgsDepth and maxArgsItems.
-func argsValue(raw json.RawMessage) types.Value {
-	var v any
-	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
-		return types.NewRecord(nil)
-	}
-	return recordOf(v)
-}
-
-// recordOf is a decoded JSON object as a Cedar record, within the same
-// bounds as the arguments; anything else is the empty record.
-func recordOf(v any) types.Value {
-	items := 0
-	var conv func(v any, depth int) (types.Value, bool)
-	conv = func(v any, depth int) (types.Value, bool) {
-		items++
-		if depth > maxArgsDepth || items > maxArgsItems {
-			return nil, false
-		}
-		switch v := v.(type) {
-		case string:
-			return types.String(v), true
-		case bool:
-			return types.Boolean(v), true
-		case float64:
-			if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-				return types.Long(int64(v)), true
-			}
-			return types.String(fmt.Sprint(v)), true
-		case []any:
-			var vals []types.Value
-			for _, x := range v {
-				if c, ok := conv(x, depth+1); ok {
-					vals = append(vals, c)
-				}
-			}
-			return types.NewSet(vals...), true
-		case map[string]any:
-			m := types.RecordMap{}
-			for k, x := range v {
-				if c, ok := conv(x, depth+1); ok {
-					m[types.String(k)] = c
-				}
-			}
-			return types.NewRecord(m), true
-		}
-		return nil, false
-	}
-	if r, ok := conv(v, 0); ok {
-		if _, isRecord := r.(types.Record); isRecord {
-			return r
-		}
-	}
-	return types.NewRecord(nil)
 }

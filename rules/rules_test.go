@@ -42,12 +42,13 @@ func TestDecide(t *testing.T) {
 		{"a write inside the folder", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":"/srv/ci/out.txt"}`)}, Permit, "", ""},
 		{"a write outside it", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":"/etc/passwd"}`)}, Forbid, "team.cedar:2", "the ci profile writes only under /srv/ci"},
 		{"the same write, another profile", Request{Profile: "ops", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":"/etc/passwd"}`)}, Permit, "", ""},
-		{"a write without a path", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{}`)}, Permit, "", ""},
+		{"a write without a path: the rule cannot decide", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{}`)}, Forbid, "team.cedar:2", "rule team.cedar:2 could not be evaluated (record does not have the attribute `path`), and a rule that cannot decide refuses"},
 		{"a destructive tool", Request{Profile: "ops", Server: "memory", Tool: "delete_entities", Name: "mcp__memory__delete_entities", Destructive: true}, Ask, "destructive needs a yes (team.cedar:6)", "Run a destructive tool?"},
 		{"destructive and forbidden", Request{Profile: "interns", Server: "payments", Tool: "refund", Name: "mcp__payments__refund", Destructive: true}, Forbid, "", ""},
 		{"read-only", Request{Profile: "ops", Server: "memory", Tool: "read_graph", Name: "mcp__memory__read_graph", ReadOnly: true}, Permit, "", ""},
 		{"unreviewed", Request{Profile: "ops", Server: "memory", Tool: "new_tool", Name: "mcp__memory__new_tool", Unreviewed: true}, Ask, "team.cedar:14", "Nobody has reviewed this tool: call it?"},
-		{"hostile arguments", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100) + `}`)}, Permit, "", ""},
+		{"hostile arguments", Request{Profile: "ci", Server: "fs", Tool: "write_file", Name: "mcp__fs__write_file", Args: json.RawMessage(`{"path":` + strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100) + `}`)}, Forbid, "team.cedar:2", "the rules cannot read the arguments: nested deeper than 32 levels; rules read them, so the call is refused"},
+		{"another tool, no path", Request{Profile: "ci", Server: "fs", Tool: "read_file", Name: "mcp__fs__read_file", Args: json.RawMessage(`{}`)}, Permit, "", ""},
 	} {
 		d := s.Decide(&c.req)
 		if d.Effect != c.effect || (c.rule != "" && !contains(d.Rules, c.rule)) || (c.message != "" && d.Message != c.message) {

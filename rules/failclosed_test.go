@@ -1,0 +1,154 @@
+package rules
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Each class of call a rule cannot decide is refused, never let through:
+// arguments padded past a bound, numbers that are not small whole
+// numbers, a value of another type than the rule compares, a field that
+// is not there, a path reworded, a limit rule that fails.
+func TestUndecidableRefuses(t *testing.T) {
+	s, err := Parse("team.cedar", []byte(`
+@message("payments over 100 need a person")
+forbid (principal, action == Action::"call", resource)
+when { resource.name == "pay" && context.args.amount > 100 };
+
+@message("refunds over 10.5 need a person")
+forbid (principal, action == Action::"call", resource)
+when { resource.name == "refund" && context.args.amount.greaterThan(decimal("10.5")) };
+
+@message("ci writes only under /srv/ci")
+forbid (principal == Profile::"ci", action == Action::"call", resource)
+when { resource.name == "write_file" && !(context.clean.path like "/srv/ci/*") };
+
+@ask("Send mail to someone outside?")
+forbid (principal, action, resource)
+when { resource.name == "send" && !(context.args.to like "*@example.com") };
+
+@limit("5/minute")
+permit (principal, action, resource) when { resource.name == "count" && context.args.n > 3 };
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	padded := func(field string, n int) string {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			fmt.Fprintf(&b, `"k%d":%d,`, i, i)
+		}
+		b.WriteString(field + "}")
+		return b.String()
+	}
+	list := func(n int) string {
+		return `[` + strings.TrimSuffix(strings.Repeat(`"x",`, n), ",") + `]`
+	}
+	for _, c := range []struct {
+		name, tool, profile, args string
+		effect                    Effect
+		why                       string // in the message
+	}{
+		// Numbers.
+		{"a whole amount under", "pay", "", `{"amount": 99}`, Permit, ""},
+		{"a whole amount at", "pay", "", `{"amount": 100}`, Permit, ""},
+		{"a whole amount over", "pay", "", `{"amount": 101}`, Forbid, "payments over 100"},
+		{"2^53", "pay", "", `{"amount": 9007199254740992}`, Forbid, "payments over 100"},
+		{"2^60", "pay", "", `{"amount": 1152921504606846976}`, Forbid, "payments over 100"},
+		{"2^63-1", "pay", "", `{"amount": 9223372036854775807}`, Forbid, "payments over 100"},
+		{"2^64, past a long", "pay", "", `{"amount": 18446744073709551616}`, Forbid, "could not be evaluated"},
+		{"100.5, a decimal > cannot take", "pay", "", `{"amount": 100.5}`, Forbid, "could not be evaluated"},
+		{"5000.5", "pay", "", `{"amount": 5000.5}`, Forbid, "could not be evaluated"},
+		{"1e300", "pay", "", `{"amount": 1e300}`, Forbid, "could not be evaluated"},
+		{"1e999999999 (no huge expansion)", "pay", "", `{"amount": 1e999999999}`, Forbid, "could not be evaluated"},
+		{"1E2 is a whole 100", "pay", "", `{"amount": 1E2}`, Permit, ""},
+		{"1.01e2 is 101", "pay", "", `{"amount": 1.01e2}`, Forbid, "payments over 100"},
+		{"-1e308", "pay", "", `{"amount": -1e308}`, Forbid, "could not be evaluated"},
+		{"an amount as a string", "pay", "", `{"amount": "5000"}`, Forbid, "could not be evaluated"},
+		{"an amount that is null", "pay", "", `{"amount": null}`, Forbid, "could not be evaluated"},
+		{"an amount in a list", "pay", "", `{"amount": [5000]}`, Forbid, "could not be evaluated"},
+		{"no amount", "pay", "", `{}`, Forbid, "could not be evaluated"},
+		{"a decimal refund under", "refund", "", `{"amount": 10.25}`, Permit, ""},
+		{"a decimal refund over", "refund", "", `{"amount": 10.5001}`, Forbid, "refunds over 10.5"},
+		{"a refund past four places", "refund", "", `{"amount": 10.50001}`, Forbid, "could not be evaluated"},
+		{"a whole refund (a long, not a decimal)", "refund", "", `{"amount": 3}`, Forbid, "could not be evaluated"},
+		// Padding, beside the field a rule reads.
+		{"2,000 keys beside an amount", "pay", "", padded(`"amount": 5000`, 2000), Forbid, "payments over 100"},
+		{"25,000 keys beside an amount", "pay", "", padded(`"amount": 1`, 25000), Forbid, "more than 20000 values"},
+		{"a 1,500-item list beside the path", "write_file", "ci", `{"junk":` + list(1500) + `,"path":"/etc/passwd"}`, Forbid, "ci writes only"},
+		{"a 30,000-item list beside the path", "write_file", "ci", `{"junk":` + list(30000) + `,"path":"/srv/ci/a"}`, Forbid, "more than 20000 values"},
+		{"deep nesting beside the path", "write_file", "ci", `{"junk":` + strings.Repeat(`{"a":`, 40) + `1` + strings.Repeat(`}`, 40) + `,"path":"/srv/ci/a"}`, Forbid, "nested deeper"},
+		{"arguments that are a list", "write_file", "ci", `["/srv/ci/a"]`, Forbid, "not an object"},
+		{"arguments that are not JSON", "write_file", "ci", `{"path":`, Forbid, "not JSON"},
+		{"two JSON values", "write_file", "ci", `{"path":"/srv/ci/a"} {"path":"/etc"}`, Forbid, "more than one"},
+		// Paths reworded.
+		{"a path inside", "write_file", "ci", `{"path":"/srv/ci/out.txt"}`, Permit, ""},
+		{"dot-dot", "write_file", "ci", `{"path":"/srv/ci/../../etc/passwd"}`, Forbid, "ci writes only"},
+		{"dot-dot at the end", "write_file", "ci", `{"path":"/srv/ci/.."}`, Forbid, "ci writes only"},
+		{"double slash and dot", "write_file", "ci", `{"path":"/srv//ci/./out"}`, Permit, ""},
+		{"percent-encoded dots", "write_file", "ci", `{"path":"/srv/ci/%2e%2e/%2e%2e/etc/passwd"}`, Forbid, "ci writes only"},
+		{"encoded twice", "write_file", "ci", `{"path":"/srv/ci/%252e%252e/%252e%252e/etc/passwd"}`, Forbid, "ci writes only"},
+		{"an encoded slash", "write_file", "ci", `{"path":"/srv/ci/..%2f..%2fetc"}`, Forbid, "ci writes only"},
+		{"a file URL outside", "write_file", "ci", `{"path":"file:///srv/ci/../etc/x"}`, Forbid, "ci writes only"},
+		{"a relative path", "write_file", "ci", `{"path":"srv/ci/x"}`, Forbid, "ci writes only"},
+		{"a path of another type", "write_file", "ci", `{"path":{"p":"/srv/ci/x"}}`, Forbid, "could not be evaluated"},
+		// An @ask that cannot be evaluated is not asked: it refuses.
+		{"mail inside", "send", "", `{"to":"a@example.com"}`, Permit, ""},
+		{"mail outside asks", "send", "", `{"to":"a@evil.test"}`, Ask, "outside"},
+		{"mail to a list", "send", "", `{"to":["a@example.com"]}`, Forbid, "could not be evaluated"},
+	} {
+		r := &Request{Profile: c.profile, Server: "srv", Tool: c.tool, Name: "mcp__srv__" + c.tool, Args: json.RawMessage(c.args)}
+		d := s.Decide(r)
+		if d.Effect != c.effect || !strings.Contains(d.Message, c.why) || (c.effect != Permit && len(d.Rules) == 0) {
+			t.Errorf("%s: %v %v %.200q, want %v with %q", c.name, d.Effect, d.Rules, d.Message, c.effect, c.why)
+		}
+	}
+
+	// A limit rule that cannot decide whether a call counts refuses it.
+	c := newCounters()
+	for _, tc := range []struct {
+		args string
+		ok   bool
+	}{{`{"n": 1}`, true}, {`{"n": 9}`, true}, {`{"n": 1.5}`, false}, {`{}`, false}, {`{"n": "9"}`, false}} {
+		_, err := s.admit(&Request{Tool: "count", Name: "mcp__srv__count", Args: json.RawMessage(tc.args)}, c, time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC), 1)
+		if (err == nil) != tc.ok {
+			t.Errorf("limit with %s: %v", tc.args, err)
+		}
+	}
+}
+
+// A rule that reads what is never there, or compares what never
+// compares, is an error at load with its file and line.
+func TestRulesChecked(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{`forbid (principal, action, resource) when { context.args.amount > "100" };`, `> compares numbers, and "100" is a string`},
+		{`forbid (principal, action, resource) when { "100" <= context.args.amount };`, `<= compares numbers, and "100" is a string`},
+		{`forbid (principal, action, resource) when { resource.nmae == "x" };`, `resource has no attribute "nmae"`},
+		{`forbid (principal, action, resource) when { context.arg.path like "/x*" };`, `context has no attribute "arg"`},
+		{`forbid (principal, action, resource) when { context.person.mail == "x" };`, `context.person has no attribute "mail"`},
+		{`forbid (principal, action, resource) when { resource.destructive like "t*" };`, `like matches strings, and resource.destructive is a boolean`},
+		{`forbid (principal, action, resource) when { resource.name == 5 };`, `is decided by their types alone`},
+		{`forbid (principal, action, resource) when { context.hour > resource.name };`, `resource.name is a string`},
+		{`forbid (principal, action, resource) when { context.args.x > decimal("1.5") };`, `use .lessThan()`},
+		{`forbid (principal, action, resource) unless { context.client < "b" };`, `context.client is a string`},
+	} {
+		_, err := Parse("x.cedar", []byte("\n"+c.text))
+		if err == nil || !strings.Contains(err.Error(), "x.cedar:2: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want x.cedar:2 and %q", c.text, err, c.want)
+		}
+	}
+	for _, ok := range []string{
+		`forbid (principal, action, resource) when { context.args has amount && context.args.amount > 100 };`,
+		`forbid (principal, action, resource) when { context.args.amount.greaterThan(decimal("1.5")) };`,
+		`forbid (principal, action, resource) when { context.person.claims.level > 3 && context.hour < 6 };`,
+		`forbid (principal, action, resource) when { context.clean.path like "/etc/*" };`,
+	} {
+		if _, err := Parse("ok.cedar", []byte(ok)); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
