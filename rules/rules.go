@@ -9,18 +9,21 @@
 // server, name, the annotations readOnly, destructive, idempotent and
 // openWorld, each false when the server did not say, and its pin state,
 // unreviewed) and the context
-// (args: the arguments as a record; client: the client's name; via: how
+// (args: the arguments as a record; clean: the same with every string
+// holding a slash made a clean path; client: the client's name; via: how
 // the tool was reached; hour: the hour of the day, UTC; person: who is
 // calling when they signed in with the team's identity provider, with
 // sub, email, groups and every claim of their token under claims, all
 // empty for a static token). Everything is
-// permitted unless a forbid rule matches. A forbid annotated
+// permitted unless a forbid rule matches, or fails: a rule that cannot be
+// evaluated on a call refuses it (see Decide), and one that reads what is
+// never there is an error at load (see check). A forbid annotated
 // @ask("question") asks the person instead (through MCP elicitation); its
 // @message, or a forbid's, is what the model is told.
 //
 //	@message("the ci profile writes only under /srv/ci")
 //	forbid (principal == Profile::"ci", action == Action::"call", resource)
-//	when { resource.name == "write_file" && !(context.args.path like "/srv/ci/*") };
+//	when { resource.name == "write_file" && !(context.clean.path like "/srv/ci/*") };
 //
 //	@ask("Delete these entities from memory?")
 //	forbid (principal, action == Action::"call", resource)
