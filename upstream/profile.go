@@ -8,6 +8,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
 )
@@ -53,6 +54,24 @@ func (p *Profile) Keeps(e *catalog.Entry) bool {
 		return false
 	}
 	return (len(p.Allow) == 0 || matchAny(p.Allow, e.Name)) && !matchAny(p.Deny, e.Name)
+}
+
+// Excludes says why the profile does not keep a tool: its servers, the
+// Deny pattern it matches, or the Allow patterns it matches none of; ""
+// for a tool it keeps.
+func (p *Profile) Excludes(e *catalog.Entry) string {
+	switch {
+	case !slices.Contains(p.Servers, e.Server):
+		return fmt.Sprintf("profile %s's servers (%s) do not include %s", p.Name, strings.Join(p.Servers, ", "), e.Server)
+	case len(p.Allow) > 0 && !matchAny(p.Allow, e.Name):
+		return fmt.Sprintf("%s matches none of profile %s's allow patterns (%s)", e.Name, p.Name, strings.Join(p.Allow, ", "))
+	}
+	for _, pat := range p.Deny {
+		if ok, _ := path.Match(pat, e.Name); ok {
+			return fmt.Sprintf("%s matches profile %s's deny pattern %q", e.Name, p.Name, pat)
+		}
+	}
+	return ""
 }
 
 // Loads reports whether the profile lists a tool directly.

@@ -20,7 +20,10 @@ var policyCommand = &command{
 the decision and the rule that made it: the profile, the server's tool
 filter and the lock file, then the configuration's "policies" (rules in
 Cedar: see the README's "Rules on calls"). It exits 0 when the call would
-go, 1 when it would be refused, and 3 when it would ask the person first.
+go, 1 when it would be refused (by the profile's filter, the lock file, a
+rule, or a rule that cannot decide on these arguments), and 3 when it
+would ask the person first. It runs the gateway's own checks on the exact
+arguments given.
 
   toolshelf policy check --profile ci --tool mcp__filesystem__write_file \
       --args '{"path": "/etc/passwd", "content": "x"}'
@@ -58,6 +61,16 @@ tool and its annotations.
 				}
 			}
 			entry, err := src.scope.Resolve(*tool)
+			if err != nil && src.profile != nil {
+				// A tool the profile's filter hides is refused by the
+				// filter, not unknown: say which part of it.
+				if hidden, ok := src.up.Catalog().Lookup(*tool); ok {
+					if why := src.profile.Excludes(hidden); why != "" {
+						fmt.Fprintf(e.stdout, "FORBID: %s\n  by profile %s\n  %s\n", hidden.Name, src.profile.Name, why)
+						return exitStatus(exitFailure)
+					}
+				}
+			}
 			if err != nil {
 				return badInput(fmt.Errorf("--tool: %v", err))
 			}

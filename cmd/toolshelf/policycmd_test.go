@@ -58,6 +58,15 @@ func TestPolicyCheck(t *testing.T) {
 	if r := runCLI(t, "policy", "check", "--config", cfg, "--tool", "mcp__files__nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown tool") {
 		t.Errorf("an unknown tool: %d %s", r.code, r.stderr)
 	}
+	// A tool the profile's filter hides is refused by the filter (exit
+	// 1, the reason named), not unknown.
+	hidden := policyConfig(t, ciRules)
+	b, _ := os.ReadFile(hidden)
+	os.WriteFile(hidden, []byte(strings.Replace(string(b), `"servers":["files"]`, `"servers":["files"],"tools":{"deny":["mcp__files__rem*"]}`, 1)), 0o644)
+	if r := runCLI(t, "policy", "check", "--config", hidden, "--profile", "ci", "--tool", "mcp__files__remove"); r.code != 1 ||
+		!strings.Contains(r.stdout, `FORBID: mcp__files__remove`) || !strings.Contains(r.stdout, `deny pattern "mcp__files__rem*"`) {
+		t.Errorf("a tool the profile denies: %d %s%s", r.code, r.stdout, r.stderr)
+	}
 	bad := policyConfig(t, "forbid (principal, action, resource)\nwhen { resource.name == };\n")
 	if r := runCLI(t, "list", "--config", bad); r.code != 2 || !strings.Contains(r.stderr, "team.cedar:2:") {
 		t.Errorf("a bad rules file: %d %s", r.code, r.stderr)
