@@ -44,6 +44,7 @@ type Store interface {
 type Member struct {
 	db      Store
 	keys    *keys
+	nonces  nonces // of the forwarded requests served
 	id      string
 	logger  *slog.Logger
 	keep    time.Duration

@@ -2,11 +2,13 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -298,5 +300,65 @@ func TestStoreWriterWithoutFleetKey(t *testing.T) {
 		if code != http.StatusForbidden {
 			t.Errorf("a forged forwarded request (%q): %d %s", sig, code, body)
 		}
+	}
+}
+
+// A forwarded request is served once: its signature carries a nonce, and
+// the same request sent again while the signature holds (captured on the
+// way, replayed) is refused, on real replicas over HTTP. The same request
+// checked by two layers of one replica (authorization, then the relay)
+// is not a replay.
+func TestForwardedRequestReplayed(t *testing.T) {
+	ctx, a, b := twoReplicas(t)
+	session := connectToA(t, ctx, a).ID()
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/mcp/a", strings.NewReader(body))
+	req.Header.Set("Mcp-Session-Id", session)
+	b.m.sign(req, []byte(body), "")
+	captured := map[string]string{forwardedHeader: req.Header.Get(forwardedHeader), signatureHeader: req.Header.Get(signatureHeader)}
+
+	if code, got := post(t, a.srv.URL+"/mcp/a", session, captured); code != http.StatusOK || !strings.Contains(got, "a/mcp/a") {
+		t.Fatalf("the forwarded request: %d %s", code, got)
+	}
+	for range 3 {
+		if code, got := post(t, a.srv.URL+"/mcp/a", session, captured); code != http.StatusForbidden || !strings.Contains(got, "replay") {
+			t.Errorf("the same request again: %d %s", code, got)
+		}
+	}
+	// The nonce is signed: another one, or none, is a forgery.
+	for _, sig := range []string{
+		strings.Replace(captured[signatureHeader], ",n=", ",n=0", 1),
+		regexp.MustCompile(`,n=[0-9a-f]+`).ReplaceAllString(captured[signatureHeader], ""),
+	} {
+		h := map[string]string{forwardedHeader: captured[forwardedHeader], signatureHeader: sig}
+		if code, got := post(t, a.srv.URL+"/mcp/a", session, h); code != http.StatusForbidden || !strings.Contains(got, "without a valid signature") {
+			t.Errorf("nonce altered (%s): %d %s", sig, code, got)
+		}
+	}
+}
+
+// One request checked twice (its header is the same) is one use of its
+// nonce; a copy of it is a replay; the remembered nonces are bounded.
+func TestNonces(t *testing.T) {
+	var n nonces
+	now := time.Now()
+	h := http.Header{}
+	if err := n.spend("n1", h, now.Add(time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.spend("n1", h, now.Add(time.Minute), now); err != nil {
+		t.Errorf("the same request checked again: %v", err)
+	}
+	if err := n.spend("n1", h.Clone(), now.Add(time.Minute), now); !errors.Is(err, ErrReplayed) {
+		t.Errorf("a copy: %v", err)
+	}
+	for i := range maxNonces - 1 {
+		n.seen[fmt.Sprint(i)] = spent{until: now.Add(time.Minute)}
+	}
+	if err := n.spend("full", http.Header{}, now.Add(time.Minute), now); err == nil {
+		t.Error("past the bound, a request was served")
+	}
+	if err := n.spend("later", http.Header{}, now.Add(3*time.Minute), now.Add(2*time.Minute)); err != nil {
+		t.Errorf("once the remembered ones expired: %v", err)
 	}
 }

@@ -38,7 +38,7 @@ func (m *Member) Handler(next http.Handler) http.Handler {
 		// holds, and sent nowhere else; one that only says so is refused.
 		_, forwarded, err := m.Vouched(r)
 		if err != nil {
-			m.logger.Warn("fleet: refused a request marked as sent on by a replica, with no valid signature", "client", r.RemoteAddr)
+			m.logger.Warn("fleet: refused a request marked as sent on by a replica", "error", err, "client", r.RemoteAddr)
 			http.Error(w, "toolshelf: "+err.Error(), http.StatusForbidden)
 			return
 		}

@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toolshelf/toolshelf/identity"
@@ -96,11 +98,68 @@ const (
 )
 
 // forwardSig signs what a forwarded request is: who sent it, when, its
-// method, path and query, session, body and principal.
-func (k *keys) forwardSig(from string, at int64, r *http.Request, body []byte, principal string) string {
-	sum := sha256.Sum256(body)
-	return k.mac("forward", from, strconv.FormatInt(at, 10), r.Method, r.URL.RequestURI(), r.Header.Get(sessionHeader), hex.EncodeToString(sum[:]), principal)
+// nonce, method, path and query, session, body and principal.
+func (k *keys) forwardSig(from string, at int64, nonce string, r *http.Request, body []byte, principal string) string {
+	return k.mac("forward", from, strconv.FormatInt(at, 10), nonce, r.Method, r.URL.RequestURI(), r.Header.Get(sessionHeader), sha256Hex(body), principal)
 }
+
+// forwardValid is how long a forwarded request's signature holds.
+const forwardValid = time.Minute
+
+// maxNonces bounds the forwarded requests remembered: past it, a
+// forwarded request is refused until some expire (a fleet sending on
+// more than this a minute is under attack or misconfigured).
+const maxNonces = 200_000
+
+// nonces remembers the nonces of the forwarded requests served while
+// their signatures hold, so that a request replayed (captured on the
+// way, sent again) is refused: a signed "pay" runs once.
+type nonces struct {
+	mu   sync.Mutex
+	seen map[string]spent
+}
+
+// spent is a nonce served: until when its signature holds, and the
+// header of the request that carried it (the same request is checked
+// by more than one layer, the gateway's authorization and the relay:
+// that is no replay).
+type spent struct {
+	until  time.Time
+	header uintptr
+}
+
+// spend records nonce as served by r's request, and reports whether it
+// may be: false for a nonce another request carried, or past the bound.
+func (n *nonces) spend(nonce string, h http.Header, until, now time.Time) error {
+	id := reflect.ValueOf(h).Pointer()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.seen == nil {
+		n.seen = map[string]spent{}
+	}
+	if s, ok := n.seen[nonce]; ok {
+		if s.header == id {
+			return nil
+		}
+		return ErrReplayed
+	}
+	if len(n.seen) >= maxNonces {
+		for k, s := range n.seen {
+			if now.After(s.until) {
+				delete(n.seen, k)
+			}
+		}
+		if len(n.seen) >= maxNonces {
+			return fmt.Errorf("fleet: %d forwarded requests within a minute; refused until some expire", maxNonces)
+		}
+	}
+	n.seen[nonce] = spent{until: until, header: id}
+	return nil
+}
+
+// ErrReplayed is a forwarded request whose signature holds but which was
+// served before: a replay.
+var ErrReplayed = errors.New("fleet: a forwarded request served before (a replay)")
 
 // sealedPrincipal is the person ctx carries, sealed with the fleet key
 // for the replica a request is sent on to ("" for none).
@@ -129,7 +188,10 @@ func (m *Member) sign(r *http.Request, body []byte, principal string) {
 		r.Header.Set(principalHeader, principal)
 	}
 	r.Header.Set(forwardedHeader, m.id)
-	r.Header.Set(signatureHeader, fmt.Sprintf("t=%d,sig=%s", at, m.keys.forwardSig(m.id, at, r, body, principal)))
+	nonce := make([]byte, 16)
+	rand.Read(nonce)
+	n := hex.EncodeToString(nonce)
+	r.Header.Set(signatureHeader, fmt.Sprintf("t=%d,n=%s,sig=%s", at, n, m.keys.forwardSig(m.id, at, n, r, body, principal)))
 }
 
 // ErrForged is a request that says another replica sent it on, and whose
@@ -147,12 +209,14 @@ func (m *Member) Vouched(r *http.Request) (p *identity.Person, ok bool, err erro
 		return nil, false, nil
 	}
 	var at int64
-	var sig string
+	var sig, nonce string
 	for _, kv := range strings.Split(r.Header.Get(signatureHeader), ",") {
 		k, v, _ := strings.Cut(kv, "=")
 		switch k {
 		case "t":
 			at, _ = strconv.ParseInt(v, 10, 64)
+		case "n":
+			nonce = v
 		case "sig":
 			sig = v
 		}
@@ -162,9 +226,15 @@ func (m *Member) Vouched(r *http.Request) (p *identity.Person, ok bool, err erro
 		return nil, false, ErrForged
 	}
 	principal := r.Header.Get(principalHeader)
-	age := time.Since(time.Unix(at, 0))
-	if at == 0 || age > time.Minute || age < -skew || !m.keys.valid(sig, "forward", from, strconv.FormatInt(at, 10), r.Method, r.URL.RequestURI(), r.Header.Get(sessionHeader), sha256Hex(body), principal) {
+	now := time.Now()
+	age := now.Sub(time.Unix(at, 0))
+	if at == 0 || len(nonce) != 32 || age > forwardValid || age < -skew ||
+		!hmac.Equal([]byte(sig), []byte(m.keys.forwardSig(from, at, nonce, r, body, principal))) {
 		return nil, false, ErrForged
+	}
+	// Held until the signature no longer would (with the clocks' skew).
+	if err := m.nonces.spend(nonce, r.Header, time.Unix(at, 0).Add(forwardValid+skew), now); err != nil {
+		return nil, false, err
 	}
 	if principal == "" {
 		return nil, true, nil
