@@ -143,11 +143,14 @@ func Open(path string, opts *Options) (*Log, error) {
 
 // Add queues a record; when the queue is full the record is dropped and
 // counted. With a journal (Options.Journal) the record is first written
-// there.
-func (l *Log) Add(r Record) {
+// there; the error is a record the journal did not take (it waits in
+// memory only, and the answer it belongs to must not promise it).
+func (l *Log) Add(r Record) error {
+	var journalErr error
 	if j := l.opts.Journal; j != nil && l.shared != nil {
 		origin, err := j.Add("audit", r)
 		if err != nil {
+			journalErr = err
 			if n := l.journalFailed.Add(1); n&(n-1) == 0 {
 				l.logger.Warn("audit: a record is not in the journal; it waits in memory only", "journal", j.Where(), "error", err, "times", n)
 			}
@@ -163,6 +166,7 @@ func (l *Log) Add(r Record) {
 			l.logger.Warn("audit records dropped: the log cannot keep up", "dropped", n)
 		}
 	}
+	return journalErr
 }
 
 // Dropped is the number of records dropped since Open.

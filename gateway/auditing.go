@@ -13,16 +13,24 @@ import (
 // audited runs a tools/call request's handler and, with an audit log,
 // writes one record of it: whatever the outcome, a request is one line.
 // tool is the tool the request is about (the qualified name call_tool
-// was given, or the listed tool); kind is "call", "search" or "code".
+// was given, or the listed tool); kind is "call", "search" or "code". A
+// call is not run while the journal cannot take its record (Options.Ready):
+// it is refused, saying why.
 func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, tool string, handle func(context.Context) *mcp.CallToolResult) *mcp.CallToolResult {
+	if kind != "search" && s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			s.logger.Error("a call refused: the journal cannot keep what its answer would promise", "error", err)
+			return toolError("toolshelf refused this call: it cannot keep a durable record of it (%v). Nothing ran; the operator must make the journal writable (free its disk).", err)
+		}
+	}
 	if s.opts.Audit == nil {
-		return s.durable(ctx, kind, handle(ctx))
+		return s.durable(ctx, kind, handle(ctx), nil)
 	}
 	start := time.Now()
 	note := &callNote{}
 	res := handle(context.WithValue(ctx, callNoteKey{}, note))
-	s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank, Decision: note.decision, Rule: note.rule}, req.Params.Arguments, start, res)
-	return s.durable(ctx, kind, res)
+	err := s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank, Decision: note.decision, Rule: note.rule}, req.Params.Arguments, start, res)
+	return s.durable(ctx, kind, res, err)
 }
 
 // durable returns res once what the audit log and learning took for it
@@ -30,19 +38,28 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 // crash could lose. A search's record is in the journal file at once (a
 // killed process loses none) and goes to disk with the next call's flush:
 // flushing for searches too costs a disk wait per search for a record
-// that acts on nothing. A sync that fails is logged; the answer goes.
-func (s *Server) durable(ctx context.Context, kind string, res *mcp.CallToolResult) *mcp.CallToolResult {
-	if s.opts.Sync != nil && kind != "search" {
-		if err := s.opts.Sync(context.WithoutCancel(ctx)); err != nil {
-			s.logger.Warn("the journal could not be flushed to disk; the answer goes, and what it promised waits in the file", "error", err)
-		}
+// that acts on nothing. When the record did not reach the journal
+// (recorded), or the flush fails, the call is not acknowledged: the
+// answer is an error that says the call ran and its record is not kept.
+func (s *Server) durable(ctx context.Context, kind string, res *mcp.CallToolResult, recorded error) *mcp.CallToolResult {
+	if kind == "search" {
+		return res
+	}
+	err := recorded
+	if err == nil && s.opts.Sync != nil {
+		err = s.opts.Sync(context.WithoutCancel(ctx))
+	}
+	if err != nil {
+		s.logger.Error("a call's record is not on disk; its answer is withheld", "error", err)
+		return toolError("the call ran, but toolshelf could not write its record to disk (%v), so its answer is withheld: check the outcome before calling again.", err)
 	}
 	return res
 }
 
 // audit completes a record of a call that started at start, with args
-// and its result, and adds it to the audit log.
-func (s *Server) audit(ctx context.Context, ss *mcp.ServerSession, r audit.Record, args json.RawMessage, start time.Time, res *mcp.CallToolResult) {
+// and its result, and adds it to the audit log; the error is a record the
+// journal did not take.
+func (s *Server) audit(ctx context.Context, ss *mcp.ServerSession, r audit.Record, args json.RawMessage, start time.Time, res *mcp.CallToolResult) error {
 	r.Time, r.Profile = start.UTC(), s.up.Profile()
 	if p := identity.PersonOf(ctx); p != nil {
 		r.Subject, r.Email = cut(p.Subject, echoLimit), cut(p.Email, echoLimit)
@@ -71,7 +88,7 @@ func (s *Server) audit(ctx context.Context, ss *mcp.ServerSession, r audit.Recor
 	if b, err := json.Marshal(res); err == nil {
 		r.ResponseBytes = len(b)
 	}
-	s.opts.Audit.Add(r)
+	return s.opts.Audit.Add(r)
 }
 
 // callNote carries what the call's handler learns of it (noteCall) to

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
 )
 
@@ -97,4 +99,53 @@ func auditLog(t *testing.T) (l *audit.Log, records func() []audit.Record) {
 		}
 		return recs
 	}
+}
+
+// A call is acknowledged only when what it promises is kept: while the
+// journal cannot take a record (Options.Ready) a call is refused and
+// nothing runs; when the flush of its record fails, the call's answer is
+// withheld with an error saying it ran. Searches are not held up.
+func TestCallsRefusedWithoutJournal(t *testing.T) {
+	var mu sync.Mutex
+	var ran int
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "pay", Description: "Pay an invoice", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid"}}}, nil
+	})
+	var ready, synced error
+	g, _ := gatewayFor(t, &Options{
+		Ready: func() error { mu.Lock(); defer mu.Unlock(); return ready },
+		Sync:  func(context.Context) error { mu.Lock(); defer mu.Unlock(); return synced },
+	}, inMemory("pay", srv))
+	cs := connect(t, g, nil)
+	pay := func() *mcp.CallToolResult {
+		return call(t, cs, toolCall, map[string]any{"name": "mcp__pay__pay", "arguments": map[string]any{}})
+	}
+	if res := pay(); res.IsError || text(res) != "paid" {
+		t.Fatalf("a call with a working journal: %s", text(res))
+	}
+	mu.Lock()
+	ready = errors.New("journal: no space left on device")
+	mu.Unlock()
+	res := pay()
+	if !res.IsError || !strings.Contains(text(res), "no space left on device") || !strings.Contains(text(res), "Nothing ran") {
+		t.Errorf("a call while the journal is full: %s", text(res))
+	}
+	if res := call(t, cs, toolSearch, map[string]any{"query": "pay invoice"}); res.IsError {
+		t.Errorf("a search while the journal is full: %s", text(res))
+	}
+	mu.Lock()
+	ready, synced = nil, errors.New("journal: input/output error")
+	mu.Unlock()
+	if res := pay(); !res.IsError || !strings.Contains(text(res), "the call ran") || strings.Contains(text(res), "paid") {
+		t.Errorf("a call whose record could not be flushed: %s", text(res))
+	}
+	mu.Lock()
+	if ran != 2 {
+		t.Errorf("the server ran %d calls, want 2 (the refused one did not run)", ran)
+	}
+	mu.Unlock()
 }

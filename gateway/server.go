@@ -108,6 +108,10 @@ type Options struct {
 	// journal's Sync: one disk flush serves the answers that wait
 	// together).
 	Sync func(ctx context.Context) error
+	// Ready, when set, is asked before a tool call runs: an error (the
+	// journal cannot be written: a full disk, a read-only folder)
+	// refuses the call, so that no answer promises what cannot be kept.
+	Ready func() error
 	// OnActivate, when set, is told of the tools a search added to a
 	// session's tool list (Activate), by the session's id: a fleet keeps
 	// them for the replica that may take the session over (Reactivate).

@@ -10,22 +10,32 @@
 // served in groups: while one fsync runs, the syncs that arrive wait for
 // the next, which serves them all, so that durability costs a disk flush
 // per group of answers, not per call.
+//
+// Each line carries a checksum of its own (CRC-32C, before the JSON): a
+// damaged line is skipped and counted, and the lines after it are read,
+// so that one bad record does not lose the ones behind it. A journal that
+// cannot be written (a full disk, a read-only folder) says so (Ready):
+// the gateway then refuses calls rather than answer what it cannot keep.
 package journal
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // MaxBytes bounds a journal file: past it, appends fail (their callers
@@ -64,6 +74,10 @@ type Journal struct {
 	synced  *sync.Cond // broadcast when an fsync ends
 	undone  map[string]bool
 	pending map[string][]Entry // entries of an earlier run, by kind, until taken
+	// broken is why the file last failed to take a write or a flush,
+	// until a probe succeeds (Ready); probed is when it was last tried.
+	broken error
+	probed time.Time
 }
 
 // Open opens a journal of this process's own in dir (made if need be), and
@@ -105,7 +119,7 @@ func (j *Journal) adopt() error {
 	if err != nil {
 		return err
 	}
-	var taken []string
+	var taken, keep []string
 	for _, file := range files {
 		if file == j.path {
 			continue
@@ -118,9 +132,14 @@ func (j *Journal) adopt() error {
 			f.Close() // a live process's
 			continue
 		}
-		entries, err := read(f)
+		entries, damaged, err := read(f)
 		if err != nil {
-			j.logger.Warn("journal: a file left behind is damaged past a point; what precedes it is landed", "file", file, "error", err)
+			f.Close()
+			j.logger.Warn("journal: a file left behind cannot be read; it stays for the next start", "file", file, "error", err)
+			continue
+		}
+		if damaged > 0 {
+			j.logger.Warn("journal: damaged records skipped in a file left behind; the others are landed, and the file is kept beside as .damaged", "file", file, "damaged", damaged, "landed", len(entries))
 		}
 		for _, e := range entries {
 			j.pending[e.Kind] = append(j.pending[e.Kind], e)
@@ -130,6 +149,9 @@ func (j *Journal) adopt() error {
 			}
 		}
 		taken = append(taken, file)
+		if damaged > 0 {
+			keep = append(keep, file)
+		}
 		defer f.Close() // the lock is held until the entries are in our file
 	}
 	if len(taken) == 0 {
@@ -138,7 +160,14 @@ func (j *Journal) adopt() error {
 	if err := j.f.Sync(); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
+	// Only now that their records are on disk in this journal's file do
+	// the files go; one with damaged records stays for a person to read,
+	// renamed so that no journal takes it again.
 	for _, file := range taken {
+		if slices.Contains(keep, file) {
+			os.Rename(file, file+".damaged")
+			continue
+		}
 		os.Remove(file)
 	}
 	n := 0
@@ -149,41 +178,72 @@ func (j *Journal) adopt() error {
 	return nil
 }
 
-// read returns the entries of a file not marked done. A torn last line
-// (a process killed mid-write; it was never fsynced, so never promised)
-// ends the reading.
-func read(f *os.File) ([]Entry, error) {
+// read returns the entries of a file not marked done, and how many of
+// its lines were damaged (a checksum that does not hold, a line that is
+// not JSON): those are skipped, and reading goes on. A last line without
+// its newline was torn by a kill mid-write (never fsynced, so never
+// promised): it is not counted. The error is a file that cannot be read.
+func read(f *os.File) (entries []Entry, damaged int, err error) {
 	var order []string
-	entries := map[string]Entry{}
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var err error
-	for sc.Scan() {
+	byOrigin := map[string]Entry{}
+	r := bufio.NewReaderSize(f, 64<<10)
+	for {
+		raw, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			break // a torn last line, or none
+		}
+		if err != nil {
+			return nil, damaged, err
+		}
 		var l line
-		if e := json.Unmarshal(sc.Bytes(), &l); e != nil {
-			err = e
-			break
+		if !decodeLine(bytes.TrimSuffix(raw, []byte("\n")), &l) {
+			damaged++
+			continue
 		}
 		for _, o := range l.Done {
-			delete(entries, o)
+			delete(byOrigin, o)
 		}
 		if l.Origin != "" {
-			if _, seen := entries[l.Origin]; !seen {
+			if _, seen := byOrigin[l.Origin]; !seen {
 				order = append(order, l.Origin)
 			}
-			entries[l.Origin] = l.Entry
+			byOrigin[l.Origin] = l.Entry
 		}
 	}
-	if err == nil {
-		err = sc.Err()
-	}
-	var out []Entry
 	for _, o := range order {
-		if e, ok := entries[o]; ok {
-			out = append(out, e)
+		if e, ok := byOrigin[o]; ok {
+			entries = append(entries, e)
 		}
 	}
-	return out, err
+	return entries, damaged, nil
+}
+
+// castagnoli is CRC-32C, the checksum of a line.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// encodeLine is a line as the file holds it: its checksum (8 hex digits),
+// a space, its JSON and a newline.
+func encodeLine(b []byte, json []byte) []byte {
+	b = fmt.Appendf(b, "%08x ", crc32.Checksum(json, castagnoli))
+	return append(append(b, json...), '\n')
+}
+
+// decodeLine reads a line of the file (without its newline) into l, and
+// reports whether it is whole: its checksum holds and its JSON decodes.
+// A line of a journal written before lines had checksums (it starts with
+// "{") is read as it is.
+func decodeLine(raw []byte, l *line) bool {
+	body := raw
+	if len(raw) > 9 && raw[8] == ' ' {
+		sum, err := strconv.ParseUint(string(raw[:8]), 16, 32)
+		if err != nil || uint32(sum) != crc32.Checksum(raw[9:], castagnoli) {
+			return false
+		}
+		body = raw[9:]
+	} else if len(raw) == 0 || raw[0] != '{' {
+		return false
+	}
+	return json.Unmarshal(body, l) == nil
 }
 
 // write puts an entry taken over into the file (Open's, before anyone
@@ -193,10 +253,30 @@ func (j *Journal) write(e Entry) error {
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	n, err := j.f.Write(b)
-	j.size += int64(n)
+	if err := j.put(encodeLine(nil, b)); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
 	j.undone[e.Origin] = true
+	return nil
+}
+
+// put writes b at the end of the file. A write that fails midway (a full
+// disk) is cut off again, so that the next line does not run into its
+// remains; the journal is then broken until a probe succeeds (Ready).
+func (j *Journal) put(b []byte) error {
+	n, err := j.f.Write(b)
+	if err == nil {
+		j.size += int64(n)
+		return nil
+	}
+	if n > 0 {
+		if j.f.Truncate(j.size) == nil {
+			j.f.Seek(j.size, io.SeekStart)
+		} else {
+			j.size += int64(n) // the remains stay: the line is damaged, and skipped when read
+		}
+	}
+	j.broken = err
 	return err
 }
 
@@ -248,13 +328,13 @@ func (j *Journal) Add(kind string, data any) (string, error) {
 	k, _ := json.Marshal(kind)
 	b := make([]byte, 0, len(origin)+len(k)+len(raw)+20)
 	b = append(append(append(append(append(b, `{"o":"`...), origin...), `","k":`...), k...), `,"d":`...)
-	b = append(append(b, raw...), "}\n"...)
-	if j.size+int64(len(b)) >= MaxBytes {
+	b = append(b, raw...)
+	b = append(b, '}')
+	if j.size+int64(len(b))+10 >= MaxBytes {
+		j.broken = ErrFull
 		return "", ErrFull
 	}
-	n, err := j.f.Write(b)
-	j.size += int64(n)
-	if err != nil {
+	if err := j.put(encodeLine(make([]byte, 0, len(b)+10), b)); err != nil {
 		return "", fmt.Errorf("journal: %w", err)
 	}
 	j.next++
@@ -288,6 +368,8 @@ func (j *Journal) Sync(ctx context.Context) error {
 			j.syncing = false
 			if err == nil {
 				j.durable = max(j.durable, upto)
+			} else {
+				j.broken = err
 			}
 			j.synced.Broadcast()
 			if err != nil {
@@ -339,11 +421,42 @@ func (j *Journal) Done(origins ...string) {
 	// Written now (into the kernel, which outlives a killed process),
 	// without waiting for a disk flush.
 	b, _ := json.Marshal(line{Done: origins})
-	n, err := j.f.Write(append(b, '\n'))
-	j.size += int64(n)
-	if err != nil {
+	if err := j.put(encodeLine(nil, b)); err != nil {
 		j.logger.Warn("journal: marking entries landed failed; they will be landed again", "error", err)
 	}
+}
+
+// probeEvery is how often a broken journal is tried again (Ready).
+const probeEvery = 250 * time.Millisecond
+
+// Ready reports whether the journal can take what an answer promises:
+// nil, or why the file last failed to take a write or a flush (a full
+// disk, a read-only folder, ErrFull). A broken journal is tried again,
+// at most every probeEvery, with a line that marks nothing, flushed: once
+// that succeeds, it is ready again.
+func (j *Journal) Ready() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f == nil {
+		return errors.New("journal: closed")
+	}
+	if j.broken == nil || time.Since(j.probed) < probeEvery {
+		return j.broken
+	}
+	j.probed = time.Now()
+	if j.size+64 >= MaxBytes {
+		j.broken = ErrFull
+		return j.broken
+	}
+	if err := j.put(encodeLine(nil, []byte(`{}`))); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if err := j.f.Sync(); err != nil {
+		j.broken = err
+		return fmt.Errorf("journal: %w", err)
+	}
+	j.broken = nil
+	return nil
 }
 
 // Undone returns how many entries wait for the store.

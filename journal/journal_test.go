@@ -1,13 +1,17 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // What a journal promised and did not mark done is taken over by the
@@ -101,9 +105,9 @@ func TestAppendsAndCompaction(t *testing.T) {
 	wg.Wait()
 	// Every one is in the file now (read by another process's eyes).
 	f, _ := os.Open(j.Where())
-	entries, err := read(f)
+	entries, damaged, err := read(f)
 	f.Close()
-	if err != nil || len(entries) != 64 {
+	if err != nil || len(entries) != 64 || damaged != 0 {
 		t.Fatalf("in the file: %d entries, %v", len(entries), err)
 	}
 	j.Done(origins...)
@@ -130,4 +134,116 @@ func TestTornLine(t *testing.T) {
 	if n := len(j.Pending("audit")); n != 2 {
 		t.Errorf("taken over from a torn file: %d, want 2", n)
 	}
+}
+
+// A damaged record in the middle of a file is skipped and counted; every
+// record after it is taken over, and the file is kept beside as .damaged.
+// Damage of every kind: a flipped byte, a line cut short, garbage, a line
+// whose checksum is of another line.
+func TestDamagedRecords(t *testing.T) {
+	var b []byte
+	var lines [][]byte
+	for i := range 30 {
+		l := encodeLine(nil, []byte(fmt.Sprintf(`{"o":"x.%d","k":"audit","d":%d}`, i, i)))
+		lines = append(lines, l)
+	}
+	flipped := bytes.Clone(lines[3])
+	flipped[20] ^= 0x01
+	lines[3] = flipped
+	lines[7] = append(bytes.Clone(lines[7][:15]), '\n')
+	lines[11] = []byte("\x00\x00garbage\n")
+	lines[19] = append(append([]byte{}, lines[20][:9]...), lines[19][9:]...) // another line's checksum
+	for _, l := range lines {
+		b = append(b, l...)
+	}
+	b = append(b, `{"o":"x.99","k":"audit","d":1}`+"\n"...) // a line of an older journal, without a checksum
+	dir := t.TempDir()
+	file := filepath.Join(dir, "journal-x.wal")
+	os.WriteFile(file, b, 0o600)
+	j, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	got := j.Pending("audit")
+	if len(got) != 27 {
+		t.Errorf("taken over: %d records, want 27 (30 less 4 damaged, and the older journal's line)", len(got))
+	}
+	for _, e := range got {
+		if e.Origin == "x.3" || e.Origin == "x.7" || e.Origin == "x.19" {
+			t.Errorf("a damaged record was taken: %s %s", e.Origin, e.Data)
+		}
+	}
+	if _, err := os.Stat(file + ".damaged"); err != nil {
+		t.Errorf("the damaged file is not kept: %v", err)
+	}
+	if _, err := os.Stat(file); err == nil {
+		t.Error("the damaged file is still there to be taken again")
+	}
+}
+
+// A journal that cannot take a record says so (Ready), and is ready again
+// once it can: here the file is full (MaxBytes), then emptied by the
+// store taking what waits.
+func TestNotReadyWhenFull(t *testing.T) {
+	j, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if err := j.Ready(); err != nil {
+		t.Fatal(err)
+	}
+	o, err := j.Add("audit", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	j.size = MaxBytes - 20 // as if full
+	j.mu.Unlock()
+	if _, err := j.Add("audit", strings.Repeat("x", 100)); !errors.Is(err, ErrFull) {
+		t.Fatalf("an add past MaxBytes: %v", err)
+	}
+	if err := j.Ready(); !errors.Is(err, ErrFull) {
+		t.Errorf("a full journal is ready: %v", err)
+	}
+	j.Done(o) // the store took everything: the file is emptied
+	j.mu.Lock()
+	j.probed = time.Time{}
+	j.mu.Unlock()
+	if err := j.Ready(); err != nil {
+		t.Errorf("after the store took what waited: %v", err)
+	}
+}
+
+// A write that fails (the file's descriptor no longer writable, as on a
+// disk gone read-only) breaks the journal until a probe succeeds.
+func TestNotReadyWhenWritesFail(t *testing.T) {
+	dir := t.TempDir()
+	j, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := j.f
+	ro, err := os.Open(j.Where()) // read-only: every write fails
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.mu.Lock()
+	j.f = ro
+	j.mu.Unlock()
+	if _, err := j.Add("audit", 1); err == nil {
+		t.Fatal("an add to a read-only file succeeded")
+	}
+	if err := j.Ready(); err == nil {
+		t.Error("a journal whose writes fail is ready")
+	}
+	j.mu.Lock()
+	j.f, j.probed = good, time.Time{}
+	j.mu.Unlock()
+	ro.Close()
+	if err := j.Ready(); err != nil {
+		t.Errorf("once writes go again: %v", err)
+	}
+	j.Close()
 }

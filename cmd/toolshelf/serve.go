@@ -596,7 +596,7 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 			return fmt.Errorf("--journal: %w", err)
 		}
 		o.journalOpen = j
-		gopts.Sync = j.Sync
+		gopts.Sync, gopts.Ready = j.Sync, j.Ready
 		// Any replica answers for a task (MCP's tasks extension).
 		gopts.Tasks = src.db
 	}
