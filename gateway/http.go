@@ -98,11 +98,17 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 			mux.Handle(metadataPrefix+"/mcp/"+p.Profile(), pp.metadata("/mcp/"+p.Profile()))
 		}
 		if pp.Flows != nil {
-			callback := pp.Flows.Callback()
-			if pp.Relay != nil {
-				callback = pp.Relay(callback)
+			// A person's sign-in link, the check of who opened it, and
+			// the return: each goes (in a fleet) to the replica where
+			// the sign-in waits, by its state.
+			relay := pp.Relay
+			if relay == nil {
+				relay = func(h http.Handler) http.Handler { return h }
 			}
-			mux.Handle(signin.CallbackPath, callback)
+			c := newConsent(pp, main.logger)
+			mux.Handle(signin.BeginPath, relay(http.HandlerFunc(c.begin)))
+			mux.Handle(ConfirmPath, relay(http.HandlerFunc(c.confirm)))
+			mux.Handle(signin.CallbackPath, relay(c.callback(pp.Flows.Callback())))
 			mux.Handle(SigninsPath, pp.signins())
 		}
 	}

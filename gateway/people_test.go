@@ -12,12 +12,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
@@ -411,13 +413,23 @@ func whoServer() *mcp.Server {
 // TestPerPersonSignIn: two people of one profile call a server marked
 // "signin": "per-person". Each is asked to sign in on their first call
 // (alice through URL elicitation, bob, whose client has none, by the URL
-// in the tool error), and each call carries the caller's own token: the
-// server sees alice as alice and bob as bob, never one for the other. A
-// caller who is no person (a static token) is refused.
+// in the tool error), and each opens the link in a real browser
+// (Debian's chromium): the gateway has the browser sign in at the team's
+// provider (oidc-provider, testdata/idp) first, and goes on to the
+// server's sign-in only for the person the link is for. Bob opening
+// alice's link is refused and spends it; a return to the callback from a
+// browser that did not confirm is refused and spends the sign-in. Each
+// call then carries the caller's own token: the server sees alice as
+// alice and bob as bob, never one for the other. A caller who is no
+// person (a static token) is refused.
 func TestPerPersonSignIn(t *testing.T) {
+	chrome := testenv.Chromium(t)
+	var h http.Handler
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	idp := testenv.StartIDP(t, &testenv.IDPOptions{People: map[string]testenv.IDPPerson{
-		"alice": {Groups: []string{"sre"}}, "bob": {Groups: []string{"sre"}},
-	}})
+		"alice": {Email: "alice@example.com", Groups: []string{"sre"}}, "bob": {Email: "bob@example.com", Groups: []string{"sre"}},
+	}, Redirects: []string{srv.URL + ConfirmPath}})
 	upstreamSrv := oauthtest.New(t, whoServer())
 	tokens := signin.Open(filepath.Join(t.TempDir(), "tokens.json"))
 	ctx := context.Background()
@@ -426,7 +438,7 @@ func TestPerPersonSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	flows := signin.NewFlows(tokens, nil)
-	v, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf"}, nil)
+	v, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf", ClientID: testenv.GatewayClient, ClientSecret: testenv.GatewaySecret}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,20 +447,91 @@ func TestPerPersonSignIn(t *testing.T) {
 		{Name: "ops", Servers: []string{"who"}, Claims: map[string][]string{"groups": {"sre"}}},
 		{Name: "ci", Servers: []string{"who"}, Tokens: []string{"ci-token-0123456789"}},
 	}
-	srv := servedHost(t, pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Flows: flows,
+	host, err := NewHost(pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Flows: flows,
 		Claims: map[string]map[string][]string{"ops": profiles[0].Claims}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, host.Run)
+	wctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*upstream.DefaultTimeout))
+	defer cancel()
+	if err := pool.Wait(wctx); err != nil {
+		t.Fatal(err)
+	}
+	h = host.Handler()
+
+	// Each person has a browser of their own (its own cookies).
+	bctx, stopAll := context.WithTimeout(ctx, testenv.Timeout(3*time.Minute))
+	defer stopAll()
+	alloc, stopAlloc := chromedp.NewExecAllocator(bctx, append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox)...)
+	defer stopAlloc()
+	// open has who's browser open link, sign in at the provider as who
+	// (its login and consent pages, once per browser), and returns the
+	// page the gateway ends on. It is called from the client's
+	// elicitation handler too: it reports errors, not t.Fatal.
+	browsers := map[string]context.Context{}
+	open := func(who, link string) (string, error) {
+		b := browsers[who]
+		if b == nil {
+			var stop context.CancelFunc
+			b, stop = chromedp.NewContext(alloc)
+			t.Cleanup(stop)
+			browsers[who] = b
+		}
+		upstreamSrv.SetUser(who) // who signs in at the server, if the gateway lets the browser get there
+		if err := chromedp.Do(b, chromedp.Navigate(link)); err != nil {
+			return "", fmt.Errorf("%s opening %s: %v", who, link, err)
+		}
+		var page string
+		var err error
+		// Each step reads the page the browser is on, and acts on it; a
+		// page that changes under a read (a navigation) is read again.
+		for step := 0; step < 20; step++ {
+			sctx, scancel := context.WithTimeout(b, testenv.Timeout(30*time.Second))
+			err = chromedp.Do(sctx, chromedp.WaitReady(`body`))
+			if err == nil {
+				page, err = chromedp.Run(sctx, chromedp.OuterHTML(chromedp.CSS("html")))
+			}
+			scancel()
+			switch {
+			case err != nil:
+				continue
+			case strings.Contains(page, "Signed in to") || strings.Contains(page, `id="consent"`) || strings.Contains(page, "failed"):
+				return page, nil
+			case strings.Contains(page, `name="login"`):
+				err = chromedp.Do(b, chromedp.SendKeys(`input[name=login]`, who), chromedp.SendKeys(`input[name=password]`, "any password"),
+					chromedp.Submit(`input[name=login]`), chromedp.WaitNotPresent(`input[name=login]`))
+			case strings.Contains(page, `type="submit"`):
+				err = chromedp.Do(b, chromedp.Click(`button[type=submit]`), chromedp.WaitNotPresent(`button[type=submit]`))
+			}
+		}
+		return page, fmt.Errorf("%s's browser did not end on a page of the gateway: %v\n%.2000s", who, err, page)
+	}
+	mustOpen := func(who, link string) string {
+		t.Helper()
+		page, err := open(who, link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return page
+	}
 
 	whoami := map[string]any{"name": "mcp__who__whoami", "arguments": map[string]any{}}
-	asked := 0
+	var opener string // whose browser opens alice's link
+	var aliceLinks []string
 	alice, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked++
-			if req.Params.Mode != "url" || !strings.HasPrefix(req.Params.URL, upstreamSrv.AS.URL) {
+			if req.Params.Mode != "url" || !strings.HasPrefix(req.Params.URL, srv.URL+signin.BeginPath+"?state=") {
 				return nil, fmt.Errorf("asked %q with %q", req.Params.Mode, req.Params.URL)
 			}
-			if err := oauthtest.BrowseAs(req.Params.URL, "alice"); err != nil {
+			aliceLinks = append(aliceLinks, req.Params.URL)
+			page, err := open(opener, req.Params.URL)
+			if err != nil {
 				return nil, err
+			}
+			if opener == "bob" && !strings.Contains(page, "This sign-in link is not yours") {
+				t.Errorf("bob opening alice's link sees:\n%.2000s", page)
 			}
 			return &mcp.ElicitResult{Action: "accept"}, nil
 		},
@@ -457,24 +540,54 @@ func TestPerPersonSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer alice.Close()
-	if got := text(call(t, alice, toolCall, whoami)); got != "alice" || asked != 1 {
-		t.Fatalf("alice's first call: %q (asked %d times), want alice after signing in", got, asked)
+	// Bob opens alice's link (one click on a link that looks genuine).
+	opener = "bob"
+	if res := call(t, alice, toolCall, whoami); !res.IsError || text(res) == "bob" {
+		t.Fatalf("alice's call after bob opened her link: %q", text(res))
+	}
+	if recs, _ := tokens.List(); len(recs) != 1 {
+		t.Fatalf("sign-ins kept after bob opened alice's link: %+v", recs)
+	}
+	// Her link is spent: opened again (by her), it is unknown.
+	if page := mustOpen("alice", aliceLinks[0]); !strings.Contains(page, "unknown, used or expired") {
+		t.Errorf("alice's spent link, opened again:\n%.2000s", page)
+	}
+	opener = "alice"
+	if got := text(call(t, alice, toolCall, whoami)); got != "alice" || len(aliceLinks) != 2 {
+		t.Fatalf("alice's call, her link opened by her: %q (links %d), want alice", got, len(aliceLinks))
 	}
 
 	bob, err := connectAs(t, srv.URL+"/mcp/ops", idp.Token(t, "bob"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := call(t, bob, toolCall, whoami)
-	msg := text(res)
-	i := strings.Index(msg, upstreamSrv.AS.URL)
-	if !res.IsError || i < 0 {
-		t.Fatalf("bob's first call, not signed in, from a client without elicitation: %q", msg)
+	link := func() string {
+		res := call(t, bob, toolCall, whoami)
+		msg := text(res)
+		i := strings.Index(msg, srv.URL+signin.BeginPath)
+		if !res.IsError || i < 0 {
+			t.Fatalf("bob's call, not signed in, from a client without elicitation: %q", msg)
+		}
+		return strings.TrimRight(strings.Fields(msg[i:])[0], ",.")
 	}
-	signInURL := strings.Fields(msg[i:])[0]
-	signInURL = strings.TrimRight(signInURL, ",.")
-	if err := oauthtest.BrowseAs(signInURL, "bob"); err != nil {
+	// A return to the callback for bob's sign-in that does not come from
+	// a browser bob confirmed in (a link crafted with its state, a code
+	// of someone else's) is refused, and spends the sign-in.
+	u, _ := url.Parse(link())
+	resp, err := http.Get(srv.URL + signin.CallbackPath + "?state=" + url.QueryEscape(u.Query().Get("state")) + "&code=someone-elses")
+	if err != nil {
 		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(body), "not from the browser") {
+		t.Errorf("a return from another browser: %d %s", resp.StatusCode, body)
+	}
+	if page := mustOpen("bob", u.String()); !strings.Contains(page, "unknown, used or expired") {
+		t.Errorf("bob's spent link:\n%.2000s", page)
+	}
+	if page := mustOpen("bob", link()); !strings.Contains(page, "Signed in to who") {
+		t.Fatalf("bob signing in:\n%.2000s", page)
 	}
 	for _, tc := range []struct {
 		cs   *mcp.ClientSession

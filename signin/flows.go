@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 )
@@ -13,6 +14,14 @@ import (
 // CallbackPath is where a person's browser comes back to the gateway
 // after signing in to a server (see [Flows]).
 const CallbackPath = "/oauth/callback"
+
+// BeginPath is where a person's sign-in link points ([Flow.URL]): the
+// gateway there checks that whoever opened the link is the person it was
+// for, before it sends the browser on to the server's authorization
+// server ([Flows.Pending]). A link is a bearer of nothing: a person who
+// opens another's link, and signs in at the server, must not become the
+// account the other's calls run as.
+const BeginPath = "/oauth/begin"
 
 // FlowTimeout bounds a person's sign-in: a URL not followed within it
 // starts over.
@@ -46,13 +55,20 @@ func (f *Flows) SetNote(note func(ctx context.Context, state string, ttl time.Du
 
 // Flow is one person's sign-in under way.
 type Flow struct {
-	// URL is what the person opens.
+	// URL is what the person opens: the gateway's BeginPath, with the
+	// sign-in's state.
 	URL string
 	key Key
+	// auth is, by state, the URL of the server's authorization server
+	// each round of the sign-in opened.
+	auth map[string]string
 	// back takes what the browser brings back.
 	back chan callback
 	done chan struct{}
 	err  error
+	// refused is why the sign-in was refused (Refuse): every later round
+	// of it fails so, rather than wait for a browser.
+	refused error
 }
 
 // Done is closed when the sign-in has ended; Err then says how.
@@ -90,7 +106,7 @@ func (f *Flows) Begin(ctx context.Context, k Key, redirect string, headers map[s
 		f.mu.Unlock()
 		return fl, nil
 	}
-	fl := &Flow{key: k, back: make(chan callback, 1), done: make(chan struct{})}
+	fl := &Flow{key: k, auth: map[string]string{}, back: make(chan callback, 1), done: make(chan struct{})}
 	f.byKey[k] = fl
 	f.mu.Unlock()
 
@@ -103,8 +119,18 @@ func (f *Flows) Begin(ctx context.Context, k Key, redirect string, headers map[s
 			return err
 		}
 		state := parsed.Query().Get("state")
+		if state == "" {
+			return errors.New("the server's authorization URL has no state")
+		}
 		f.mu.Lock()
+		if fl.refused != nil {
+			// The client's SDK authorizes again after a refused round
+			// (its fallbacks); a refused sign-in stays refused.
+			f.mu.Unlock()
+			return fl.refused
+		}
 		f.byState[state] = fl
+		fl.auth[state] = u
 		note := f.note
 		f.mu.Unlock()
 		if note != nil {
@@ -113,7 +139,7 @@ func (f *Flows) Begin(ctx context.Context, k Key, redirect string, headers map[s
 			}
 		}
 		select {
-		case opened <- u:
+		case opened <- beginURL(redirect, state):
 		default: // a second round (step-up): the person has the first URL's page
 		}
 		return nil
@@ -156,8 +182,51 @@ func (f *Flows) Begin(ctx context.Context, k Key, redirect string, headers map[s
 	}
 }
 
+// beginURL is the link a person opens for the sign-in round state: the
+// gateway's BeginPath beside its callback.
+func beginURL(redirect, state string) string {
+	return strings.TrimSuffix(redirect, CallbackPath) + BeginPath + "?state=" + url.QueryEscape(state)
+}
+
+// Pending returns the sign-in waiting on state: its key (whose it is:
+// k.Subject) and the URL of the server's authorization server that the
+// person's browser goes on to once the gateway knows it is theirs.
+func (f *Flows) Pending(state string) (k Key, auth string, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fl := f.byState[state]
+	if fl == nil {
+		return Key{}, "", false
+	}
+	return fl.key, fl.auth[state], true
+}
+
+// Refuse ends the sign-in waiting on state with err (its link was opened
+// by someone else, or its return did not come from the browser it was
+// given to): the link is spent, and the person starts again from their
+// agent. It reports whether a sign-in was waiting.
+func (f *Flows) Refuse(state string, err error) bool {
+	f.mu.Lock()
+	fl := f.byState[state]
+	if fl != nil {
+		delete(f.byState, state)
+		fl.refused = err
+	}
+	f.mu.Unlock()
+	if fl == nil {
+		return false
+	}
+	select {
+	case fl.back <- callback{state: state, err: err}:
+	default:
+	}
+	return true
+}
+
 // Callback serves the browser's return from a server's authorization
-// server: what it brings goes to the flow its state names.
+// server: what it brings goes to the flow its state names. The gateway
+// checks, before it, that the return comes from the browser of the
+// person the sign-in is for.
 func (f *Flows) Callback() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		cb := readCallback(r)

@@ -521,6 +521,15 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 			return nil, section("identity", err)
 		}
 	}
+	for _, sc := range cfg.Servers {
+		// A person's sign-in link is checked, at the provider, to be
+		// opened by that person (gateway's consent): without the
+		// gateway's client there it could not be, and would not be safe.
+		if sc.Signin == SigninPerPerson && (cfg.Identity == nil || cfg.Identity.ClientID == "") {
+			return nil, cerr(catalog.KeyOffset(data, catalog.KeyOffset(data, 0, "mcpServers"), sc.Name),
+				`server %s: "signin": "per-person" needs "identity" with the gateway's "clientId" (and "clientSecret") at the provider: whoever opens a person's sign-in link must sign in there as that person`, sc.Name)
+		}
+	}
 	return cfg, nil
 }
 

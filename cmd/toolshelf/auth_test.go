@@ -109,7 +109,8 @@ func TestAuthEndToEnd(t *testing.T) {
 func TestAuthPerPerson(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
-	os.WriteFile(cfg, []byte(`{"mcpServers": {"notes": {"url": "https://notes.example.com/mcp", "signin": "per-person"}}}`), 0o644)
+	os.WriteFile(cfg, []byte(`{"mcpServers": {"notes": {"url": "https://notes.example.com/mcp", "signin": "per-person"}},
+		"identity": {"issuer": "https://idp.example.com", "audience": "toolshelf", "clientId": "toolshelf", "clientSecret": "s"}}`), 0o644)
 	tokens := filepath.Join(dir, "tokens.json")
 	t.Setenv(envTokens, tokens)
 	store := signin.Open(tokens)

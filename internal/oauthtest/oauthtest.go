@@ -43,6 +43,11 @@ type Server struct {
 	Refreshs int // refresh grants served
 	Calls    int // MCP requests with a valid token
 
+	// User is the person the authorization server signs in when the
+	// request names none (its "user" parameter): "operator" when empty.
+	// Set it under Lock, as a browser's sign-in does not name one.
+	User string
+
 	// CallScope, when set, is a scope tools/call needs beyond Scopes: a
 	// token without it gets 403 insufficient_scope (step-up).
 	CallScope string
@@ -52,6 +57,13 @@ type Server struct {
 	// an HTML error page), "bad-metadata" (the protected resource
 	// metadata is not JSON).
 	Fault string
+}
+
+// SetUser sets User.
+func (s *Server) SetUser(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.User = user
 }
 
 // New starts both servers; they stop when the test ends. mcpServer is
@@ -141,6 +153,9 @@ func (s *Server) serveAS(w http.ResponseWriter, r *http.Request) {
 		s.n++
 		code := fmt.Sprintf("code-%d", s.n)
 		user := q.Get("user")
+		if user == "" {
+			user = s.User
+		}
 		if user == "" {
 			user = "operator"
 		}
