@@ -84,6 +84,9 @@ func TestSignInThroughTypeScriptSDK(t *testing.T) {
 		chromedp.SendKeys(`input[name=login]`, "alice"),
 		chromedp.SendKeys(`input[name=password]`, "any password"),
 		chromedp.Submit(`input[name=login]`),
+		// The login page has a submit button too: the consent page is
+		// the one after the login form is gone.
+		chromedp.WaitNotPresent(`input[name=login]`),
 		chromedp.WaitVisible(`button[type=submit]`),
 		chromedp.Click(`button[type=submit]`),
 		chromedp.WaitVisible(`#done`),

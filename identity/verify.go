@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -237,14 +238,44 @@ func (v *Verifier) verifyJWT(ctx context.Context, jwt *oidc.IDTokenVerifier, tok
 	if t.Subject == "" {
 		return nil, &InvalidError{`no "sub"`}
 	}
-	if _, ok := claims["nonce"]; ok {
+	if why := notAccessToken(token, claims, v.cfg); why != "" {
 		// An ID token (of the console's sign-in, say) proves who signed
 		// in to a client; it is not an access token for the gateway.
-		return nil, &InvalidError{"an ID token is not an access token"}
+		return nil, &InvalidError{"an ID token is not an access token (" + why + ")"}
 	}
 	p := personOf(claims)
 	p.Expiry, p.token = t.Expiry, token
 	return p, nil
+}
+
+// notAccessToken says why a signed JWT is not an access token, or "":
+// its header's typ is neither RFC 9068's at+jwt nor the plain JWT many
+// providers still give access tokens; it carries what only ID tokens
+// carry (nonce, at_hash, c_hash); or it was issued to the gateway's own
+// client (aud holds its clientId, which is not its audience), as the ID
+// token of the console's sign-in is.
+func notAccessToken(token string, claims map[string]any, cfg Config) string {
+	header, _, _ := strings.Cut(token, ".")
+	var h struct {
+		Typ string `json:"typ"`
+	}
+	if raw, err := base64.RawURLEncoding.DecodeString(header); err != nil || json.Unmarshal(raw, &h) != nil {
+		return "its header cannot be read"
+	}
+	switch typ := strings.ToLower(strings.TrimPrefix(strings.ToLower(h.Typ), "application/")); typ {
+	case "", "jwt", "at+jwt":
+	default:
+		return fmt.Sprintf("typ %q", h.Typ)
+	}
+	for _, c := range []string{"nonce", "at_hash", "c_hash"} {
+		if _, ok := claims[c]; ok {
+			return "it has " + c
+		}
+	}
+	if cfg.ClientID != "" && cfg.ClientID != cfg.Audience && slices.Contains(claimValues(claims["aud"]), cfg.ClientID) {
+		return "its audience is the gateway's own client"
+	}
+	return ""
 }
 
 // personOf reads a person from a token's claims.

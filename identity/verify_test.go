@@ -117,6 +117,10 @@ func TestTokensOfTheProvider(t *testing.T) {
 		{"the provider's kid, another key", forge(t, rs, good(), other, nil), "signature"},
 		{"no subject", forge(t, rs, with("sub", nil), idp.Key, nil), "sub"},
 		{"an ID token", forge(t, rs, with("nonce", "n-0123"), idp.Key, nil), "an ID token is not an access token"},
+		{"an ID token with at_hash", forge(t, rs, with("at_hash", "x"), idp.Key, nil), "it has at_hash"},
+		{"an ID token with c_hash", forge(t, rs, with("c_hash", "x"), idp.Key, nil), "it has c_hash"},
+		{"a logout token's typ", forge(t, map[string]any{"alg": "RS256", "kid": idp.Kid, "typ": "logout+jwt"}, good(), idp.Key, nil), `typ "logout+jwt"`},
+		{"an ID token's typ", forge(t, map[string]any{"alg": "RS256", "kid": idp.Kid, "typ": "id_token+jwt"}, good(), idp.Key, nil), `typ "id_token+jwt"`},
 		{"garbage", "not.a.token", "malformed"},
 		{"an opaque token the provider never issued", "opaque-token-of-nobody", "not active"},
 	} {
@@ -134,6 +138,23 @@ func TestTokensOfTheProvider(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("issued to the gateway's own client", func(t *testing.T) {
+		// A gateway whose client at the provider is not its audience:
+		// a token for that client is an ID token of its own sign-in.
+		own, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf", ClientID: "toolshelf-console", ClientSecret: "s"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := good()
+		c["aud"], c["typ"] = []string{"toolshelf", "toolshelf-console"}, nil
+		if _, err := own.Verify(ctx, forge(t, map[string]any{"alg": "RS256", "kid": idp.Kid}, c, idp.Key, nil)); err == nil || !strings.Contains(err.Error(), "the gateway's own client") {
+			t.Errorf("a token for the gateway's own client: %v", err)
+		}
+		if _, err := own.Verify(ctx, forge(t, map[string]any{"alg": "RS256", "kid": idp.Kid, "typ": "JWT"}, good(), idp.Key, nil)); err != nil {
+			t.Errorf("an access token typed JWT (as many providers give): %v", err)
+		}
+	})
 
 	t.Run("without a needed scope", func(t *testing.T) {
 		_, err := v.Verify(ctx, forge(t, rs, with("scope", "read"), idp.Key, nil))
