@@ -3,6 +3,8 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -150,5 +152,48 @@ func TestRulesChecked(t *testing.T) {
 		if _, err := Parse("ok.cedar", []byte(ok)); err != nil {
 			t.Errorf("%s: %v", ok, err)
 		}
+	}
+}
+
+// Rules that vanish by mistake do not open every call: a folder left
+// with no rules file, or a file emptied, keeps the last good rules (and
+// is refused at start); an operator who wants no rules says so in a file.
+func TestRulesGoneKeepTheLastGood(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "team.cedar")
+	os.WriteFile(file, []byte(`forbid (principal, action, resource) when { resource.name == "pay" };`), 0o644)
+	l, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pay := &Request{Tool: "pay", Name: "mcp__s__pay"}
+	forbidden := func() bool { return l.Current().Decide(pay).Effect == Forbid }
+	if !forbidden() {
+		t.Fatal("the rule does not hold")
+	}
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   string // in the reload's error; "" for a reload that takes
+		forbid bool
+	}{
+		{"emptied", func() { os.WriteFile(file, []byte(" \n\n"), 0o644) }, "the file is empty", true},
+		{"removed", func() { os.Remove(file) }, "has no *.cedar file", true},
+		{"renamed away", func() { os.WriteFile(file+".bak", []byte("x"), 0o644) }, "has no *.cedar file", true},
+		{"no rules, said so", func() { os.WriteFile(file, []byte("// no rules\n"), 0o644) }, "", false},
+	} {
+		tc.change()
+		l.stamp = "before" // as if the files changed
+		_, err := l.Reload()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: reload %v, want %q", tc.name, err, tc.want)
+		}
+		if forbidden() != tc.forbid {
+			t.Errorf("%s: the rule holds: %v, want %v", tc.name, forbidden(), tc.forbid)
+		}
+	}
+	empty := t.TempDir()
+	if _, err := Open(empty); err == nil || !strings.Contains(err.Error(), "no *.cedar file") {
+		t.Errorf("a folder of no rules at start: %v", err)
 	}
 }

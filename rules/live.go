@@ -26,9 +26,10 @@ type Live struct {
 }
 
 // SetShare makes every limit a fleet's: each replica counts its share,
-// the limit divided by replicas() (rounded up), so that the fleet as a
-// whole keeps about the limit without a round trip to the store on each
-// call.
+// the limit divided by replicas() (rounded down, at least one), so that
+// the fleet as a whole keeps within the limit without a round trip to the
+// store on each call. A limit smaller than the fleet is the exception:
+// each replica still lets one call through.
 func (l *Live) SetShare(replicas func() int) { l.share.Store(&replicas) }
 
 // Open loads the rules of paths (see Load) and returns them live.
@@ -88,7 +89,7 @@ func (l *Live) Watch(ctx context.Context, logger *slog.Logger, changed func()) {
 		}
 		reloaded, err := l.Reload()
 		if err != nil && logger != nil {
-			logger.Error("the changed rules do not load; the last good ones stay in force", "error", err)
+			logger.Warn("the changed rules do not load; the last good ones stay in force", "error", err)
 		}
 		if reloaded {
 			if logger != nil {

@@ -31,6 +31,7 @@
 package rules
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -81,6 +82,11 @@ func Load(paths ...string) (*Set, error) {
 		} else if st.IsDir() {
 			files, _ = filepath.Glob(filepath.Join(p, "*.cedar"))
 			slices.Sort(files)
+			if len(files) == 0 {
+				// Rules gone by mistake (a checkout, a volume not
+				// mounted) would open every call: say none explicitly.
+				return nil, fmt.Errorf("rules: %s has no *.cedar file; to run without rules, keep a file there that says so (a comment: // no rules)", p)
+			}
 		}
 		for _, f := range files {
 			if err := s.addFile(f); err != nil {
@@ -117,6 +123,11 @@ func (s *Set) addFile(file string) error {
 		return fmt.Errorf("rules: %v", err)
 	}
 	s.Files = append(s.Files, file)
+	if len(bytes.TrimSpace(text)) == 0 {
+		// An emptied file is more likely a mistake (a truncated write, a
+		// failed template) than a wish for no rules.
+		return fmt.Errorf("%s: the file is empty; to run without its rules, say so in it (a comment: // no rules)", file)
+	}
 	return s.add(file, text)
 }
 
@@ -427,7 +438,9 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 		spec := *l.spec
 		text := l.text
 		if share > 1 {
-			spec.n = (spec.n + share - 1) / share
+			// Rounded down, so that the fleet keeps within the limit;
+			// a limit smaller than the fleet leaves each replica one.
+			spec.n = max(1, spec.n/share)
 			text = fmt.Sprintf("%s, this replica's share of %d: %d", l.text, share, spec.n)
 		}
 		f, err := c.take(key, &spec, l.id, text, now)

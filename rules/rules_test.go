@@ -161,12 +161,12 @@ func TestLimitShare(t *testing.T) {
 	c := newCounters()
 	now := time.Now()
 	r := &Request{Profile: "p", Server: "s", Name: "mcp__s__t"}
-	for i := range 3 { // ceil(5/2)
+	for i := range 2 { // floor(5/2)
 		if _, err := s.admit(r, c, now, 2); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
-	if _, err := s.admit(r, c, now, 2); err == nil || !strings.Contains(err.Error(), "this replica's share of 2: 3") {
+	if _, err := s.admit(r, c, now, 2); err == nil || !strings.Contains(err.Error(), "this replica's share of 2: 2") {
 		t.Errorf("past the share: %v", err)
 	}
 }
