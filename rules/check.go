@@ -45,6 +45,9 @@ func (k kind) String() string {
 type reads struct {
 	context     bool // anything of context
 	args, clean bool // context.args, context.clean
+	// names are the arguments it reads by name (context.args.path,
+	// context.clean.path: "path"), in the order the rule names them.
+	names []string
 }
 
 // check reads a rule for what it reads of a call, and refuses one that
@@ -74,8 +77,13 @@ func check(p *cedar.Policy) (reads, error) {
 					contextReads++
 					r.args = r.args || attr == "args"
 					r.clean = r.clean || attr == "clean"
+				} else if (isAccess(n.Arg, "context", "args") || isAccess(n.Arg, "context", "clean")) && !slices.Contains(r.names, attr) {
+					r.names = append(r.names, attr)
 				}
 			case ast.NodeTypeHas:
+				if (isAccess(n.Arg, "context", "args") || isAccess(n.Arg, "context", "clean")) && !slices.Contains(r.names, string(n.Value)) {
+					r.names = append(r.names, string(n.Value))
+				}
 				if isVar(n.Arg, "context") {
 					contextReads++
 					r.args = r.args || n.Value == "args"

@@ -58,6 +58,9 @@ type Set struct {
 	// context.clean. Without them the arguments are not converted.
 	readArgs  []string
 	readClean bool
+	// argNames are, by rule, the arguments it reads by name: a person
+	// asked about a call is shown them first (Decision.Args).
+	argNames map[string][]string
 	// Files are the files the rules came from, in the order read.
 	Files []string
 }
@@ -168,6 +171,12 @@ func (s *Set) add(file string, text []byte) error {
 		if r.args || r.clean {
 			s.readArgs = append(s.readArgs, id)
 		}
+		if len(r.names) > 0 {
+			if s.argNames == nil {
+				s.argNames = map[string][]string{}
+			}
+			s.argNames[id] = r.names
+		}
 		s.readClean = s.readClean || r.clean
 		if spec != nil {
 			one := cedar.NewPolicySet()
@@ -239,6 +248,9 @@ type Decision struct {
 	Rules []string
 	// Message is the deciding rules' @message (or @ask) text, if any.
 	Message string
+	// Args are the arguments the deciding rules read by name: what a
+	// person asked about the call must see first, and whole.
+	Args []string
 }
 
 // Decide evaluates a request. A rule that cannot decide refuses: a
@@ -252,7 +264,15 @@ func (s *Set) Decide(r *Request) Decision {
 		return Decision{Effect: Forbid, Rules: slices.Clone(s.readArgs),
 			Message: err.Error() + "; rules read them, so the call is refused"}
 	}
-	return decision(s.policies, entities, req)
+	d := decision(s.policies, entities, req)
+	for _, id := range d.Rules {
+		for _, name := range s.argNames[id] {
+			if !slices.Contains(d.Args, name) {
+				d.Args = append(d.Args, name)
+			}
+		}
+	}
+	return d
 }
 
 // decision evaluates a request against a set of rules.

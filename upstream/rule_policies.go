@@ -23,9 +23,10 @@ var (
 	ErrDeclined = errors.New("not approved by the person")
 )
 
-// An Asker asks the person whether a call may go, and says yes or no; an
+// An Asker asks the person whether a call may go, showing them message
+// (the question, the tool and its arguments), and says yes or no; an
 // error is a question that could not be asked.
-type Asker func(ctx context.Context, question string, c *Call) (bool, error)
+type Asker func(ctx context.Context, message string) (bool, error)
 
 type askerKey struct{}
 
@@ -49,26 +50,72 @@ func askerOf(ctx context.Context) Asker {
 	if p := v.client.InitializeParams(); p == nil || p.Capabilities == nil || p.Capabilities.Elicitation == nil {
 		return nil
 	}
-	return func(ctx context.Context, question string, c *Call) (bool, error) {
-		return askByElicitation(ctx, v.client, question, c)
+	return func(ctx context.Context, message string) (bool, error) {
+		return askByElicitation(ctx, v.client, message)
 	}
 }
 
-// askedArgs bounds the arguments shown to the person in a question.
-const askedArgs = 2000
+// What a question shows of a call's arguments: the ones the deciding
+// rules read, first and whole (a long harmless argument placed first
+// must not push them out of sight), then the others within otherArgs.
+const (
+	// readArg bounds one argument a rule reads: one larger cannot be
+	// shown whole, and the question is not asked (the call is refused).
+	readArg = 8 << 10
+	// otherArgs bounds what is shown of the arguments no rule reads.
+	otherArgs = 2000
+)
+
+// question is what the person is asked about a call: the rules'
+// question, the tool, the arguments the rules read (each whole), then
+// the rest. The error is an argument a rule reads that is too long to
+// show whole: the person could not see what they say yes to.
+func question(d rules.Decision, c *Call) (string, error) {
+	q := d.Message
+	if q == "" {
+		q = "Allow this call?"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\nTool: %s\n", q, c.Tool.Name)
+	var args map[string]json.RawMessage
+	if json.Unmarshal(c.Args, &args) != nil {
+		// Not an object: shown as it is, within the bound.
+		return b.String() + "Arguments: " + clip(string(c.Args), otherArgs), nil
+	}
+	for _, name := range d.Args {
+		v, ok := args[name]
+		if !ok {
+			continue
+		}
+		if len(v) > readArg {
+			return "", fmt.Errorf("the argument %q, which rule %s reads, is %d bytes: too long to show whole in a question (at most %d)", clip(name, 64), strings.Join(d.Rules, ", "), len(v), readArg)
+		}
+		fmt.Fprintf(&b, "%s: %s\n", name, v)
+		delete(args, name)
+	}
+	if len(args) > 0 {
+		rest, _ := json.Marshal(args)
+		label := "Arguments"
+		if len(d.Args) > 0 {
+			label = "Other arguments"
+		}
+		fmt.Fprintf(&b, "%s: %s", label, clip(string(rest), otherArgs))
+	}
+	return b.String(), nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
 
 // askByElicitation asks through a client's elicitation: a form with the
-// question, the tool and its arguments, and one yes-or-no field.
-func askByElicitation(ctx context.Context, client Client, question string, c *Call) (bool, error) {
-	if question == "" {
-		question = "Allow this call?"
-	}
-	args := string(c.Args)
-	if len(args) > askedArgs {
-		args = args[:askedArgs] + "…"
-	}
+// message and one yes-or-no field.
+func askByElicitation(ctx context.Context, client Client, message string) (bool, error) {
 	res, err := client.Elicit(ctx, &mcp.ElicitParams{
-		Message: fmt.Sprintf("%s\n\nTool: %s\nArguments: %s", question, c.Tool.Name, args),
+		Message: message,
 		RequestedSchema: map[string]any{
 			"type": "object",
 			"properties": map[string]any{
@@ -120,7 +167,11 @@ func enforce(ctx context.Context, d rules.Decision, c *Call) error {
 	if ask == nil {
 		return refused("declined", d, fmt.Errorf("%w: %s needs a person's yes (rule %s), and this client cannot ask (it does not offer elicitation)", ErrDeclined, c.Tool.Name, strings.Join(d.Rules, ", ")))
 	}
-	yes, err := ask(ctx, d.Message, c)
+	message, err := question(d, c)
+	if err != nil {
+		return refused("declined", d, fmt.Errorf("%w: %s needs a person's yes (rule %s), and it cannot be asked: %v", ErrDeclined, c.Tool.Name, strings.Join(d.Rules, ", "), err))
+	}
+	yes, err := ask(ctx, message)
 	switch {
 	case err != nil:
 		return refused("declined", d, fmt.Errorf("%w: asking the person failed (rule %s): %v", ErrDeclined, strings.Join(d.Rules, ", "), err))
