@@ -216,22 +216,52 @@ func TestSearchKnowsTheRules(t *testing.T) {
 }
 
 // TestRulesOnPromptsAndResources: rules that name prompts (Action
-// "prompt") and resources (Action "read") hold for them as for calls.
+// "prompt") and resources (Action "read") hold for them as for calls:
+// one a rule forbids whatever the request is not listed (nor found by
+// its name), and one a rule forbids by its arguments is refused, naming
+// the rule.
 func TestRulesOnPromptsAndResources(t *testing.T) {
 	live, _ := rulesFile(t, `@message("no prompts with arguments here") forbid (principal, action == Action::"prompt", resource) when { resource.name == "test_prompt_with_arguments" };
+@message("not with x") forbid (principal, action == Action::"prompt", resource) when { resource.name == "test_prompt_with_embedded_resource" && context.args has resourceUri && context.args.resourceUri == "x" };
 @message("static text is off limits") forbid (principal, action == Action::"read", resource) when { resource.name like "*static-text*" };`)
 	pool := poolWith(t, &upstream.Options{Policies: live}, inMemory("fx", mcptest.Fixture()))
 	ctx := context.Background()
 	g := newGateway(t, pool.Scope(nil), nil)
 	cs := connectLegacy(t, g, nil)
-	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x", "arg2": "y"}}); err == nil || !strings.Contains(err.Error(), "no prompts with arguments here") {
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_arguments", Arguments: map[string]string{"arg1": "x", "arg2": "y"}}); err == nil || !strings.Contains(err.Error(), "unknown prompt") {
 		t.Errorf("a forbidden prompt: %v", err)
+	}
+	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_prompt_with_embedded_resource", Arguments: map[string]string{"resourceUri": "x"}}); err == nil || !strings.Contains(err.Error(), "not with x") {
+		t.Errorf("a prompt forbidden by its arguments: %v", err)
 	}
 	if _, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "test_simple_prompt"}); err != nil {
 		t.Errorf("a permitted prompt: %v", err)
 	}
-	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"}); err == nil || !strings.Contains(err.Error(), "static text is off limits") {
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "test://static-text"}); err == nil || !strings.Contains(err.Error(), "not found") {
 		t.Errorf("a forbidden resource: %v", err)
+	}
+	// What a rule forbids whatever the request is not listed either.
+	prompts, err := cs.ListPrompts(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range prompts.Prompts {
+		names = append(names, p.Name)
+	}
+	if slices.Contains(names, "test_prompt_with_arguments") || !slices.Contains(names, "test_simple_prompt") {
+		t.Errorf("prompts listed: %v", names)
+	}
+	resources, err := cs.ListResources(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uris []string
+	for _, r := range resources.Resources {
+		uris = append(uris, r.URI)
+	}
+	if slices.Contains(uris, "test://static-text") || len(uris) == 0 {
+		t.Errorf("resources listed: %v", uris)
 	}
 }
 

@@ -119,7 +119,24 @@ func (sc *Scope) Quarantined() []Quarantined {
 
 // Offers returns what the profile's servers offer besides tools.
 func (sc *Scope) Offers() []Offer {
-	return slices.DeleteFunc(sc.pool.Offers(), func(o Offer) bool { return !sc.HasServer(o.Server) })
+	offers := slices.DeleteFunc(sc.pool.Offers(), func(o Offer) bool { return !sc.HasServer(o.Server) })
+	live := sc.pool.opts.Policies
+	if live == nil {
+		return offers
+	}
+	// A prompt or resource a rule forbids whatever the request is not
+	// listed, as such a tool is not (its get or read is refused too).
+	set := live.Current()
+	forbids := func(action, kind, server, name string) bool {
+		r := &rules.Request{Profile: sc.Profile(), Action: action, Kind: kind, Server: server, Tool: name, Name: name}
+		return set.Static(r).Effect == rules.Forbid
+	}
+	for i, o := range offers {
+		o.Prompts = slices.DeleteFunc(slices.Clone(o.Prompts), func(p *mcp.Prompt) bool { return p != nil && forbids("prompt", "Prompt", o.Server, p.Name) })
+		o.Resources = slices.DeleteFunc(slices.Clone(o.Resources), func(r *mcp.Resource) bool { return r != nil && forbids("read", "Resource", o.Server, r.URI) })
+		offers[i] = o
+	}
+	return offers
 }
 
 // Session runs f with a server's session (see [Pool.Session]), if the
