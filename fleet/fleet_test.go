@@ -362,3 +362,56 @@ func TestNonces(t *testing.T) {
 		t.Errorf("once the remembered ones expired: %v", err)
 	}
 }
+
+// A fleet's tasks are sealed with the fleet key in the store: a store
+// writer without the key who changes a task's record (its result, its
+// owner), moves it to another task's id, or writes one of their own, is
+// refused, and reads nothing of the call in the store.
+func TestTasksSealed(t *testing.T) {
+	ctx, a, b := twoReplicas(t)
+	db, err := store.Open(ctx, a.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ta, tb := a.m.SealTasks(db), b.m.SealTasks(db)
+	record := []byte(`{"taskId":"t1","status":"completed","owner":"/mcp caller:alice","call":{"name":"pay","arguments":{"card":"4111-1111-1111-1111"}}}`)
+	exp := time.Now().Add(time.Hour)
+	if err := ta.PutTask(ctx, "t1", record, exp); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tb.GetTask(ctx, "t1"); err != nil || string(got) != string(record) {
+		t.Fatalf("the other replica reads: %s %v", got, err)
+	}
+	if err := ta.PutTask(ctx, "t2", []byte(`{"taskId":"t2","owner":"/mcp caller:bob"}`), exp); err != nil {
+		t.Fatal(err)
+	}
+	sql := testenv.SQL(t, a.url)
+	var raw []byte
+	if err := sql.QueryRow(ctx, "SELECT record FROM tasks WHERE id = 't1'").Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "4111") || strings.Contains(string(raw), "alice") {
+		t.Errorf("the store holds the task in clear: %q", raw)
+	}
+	for _, tc := range []struct {
+		name, stmt string
+	}{
+		{"a byte of the result changed", "UPDATE tasks SET record = overlay(record placing '\\x00'::bytea from 20 for 1) WHERE id = 't1'"},
+		{"bob's record moved to alice's task", "UPDATE tasks SET record = (SELECT record FROM tasks WHERE id = 't2') WHERE id = 't1'"},
+		{"a record written in clear", `UPDATE tasks SET record = convert_to('{"taskId":"t1","status":"completed","owner":"/mcp caller:bob"}', 'UTF8') WHERE id = 't1'`},
+		{"a record too short to hold a nonce", "UPDATE tasks SET record = '\\x0102'::bytea WHERE id = 't1'"},
+	} {
+		if err := ta.PutTask(ctx, "t1", record, exp); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sql.Exec(ctx, tc.stmt); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		for _, r := range []*SealedTasks{ta, tb} {
+			if got, err := r.GetTask(ctx, "t1"); !errors.Is(err, ErrTaskForged) || got != nil {
+				t.Errorf("%s: read %q, %v", tc.name, got, err)
+			}
+		}
+	}
+}

@@ -95,11 +95,18 @@ type taskRecord struct {
 	Remote string          `json:"remote,omitempty"`
 }
 
+// maxTaskRecord bounds what a task keeps (its call and its result): a
+// result past it is not kept, and the task fails saying so.
+const maxTaskRecord = 8 << 20
+
 // putTask keeps a task until its TTL has passed.
 func putTask(ctx context.Context, st Tasks, t *Task) error {
 	b, err := json.Marshal(taskRecord{*t, t.Owner, t.Runner, t.Call, t.State, t.Server, t.Remote})
 	if err != nil {
 		return err
+	}
+	if len(b) > maxTaskRecord {
+		return fmt.Errorf("the task's record is %d bytes, past the %d a task keeps", len(b), maxTaskRecord)
 	}
 	return st.PutTask(ctx, t.ID, b, t.CreatedAt.Add(time.Duration(t.TTLMs)*time.Millisecond))
 }
@@ -431,7 +438,12 @@ func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder, capture
 			finish(task, upstream.Answer(rec.Body.Bytes(), rec.Header().Get("Content-Type"), MaxRequestBytes*4))
 			task.LastUpdatedAt = time.Now().UTC()
 		}
-		_ = putTask(ctx, t.store, task)
+		if err := putTask(ctx, t.store, task); err != nil {
+			// A task is never left working for a result it lost.
+			task.Status, task.StatusMessage, task.Result, task.InputRequests = "failed", "the call ended, but its result could not be kept: "+err.Error(), nil, nil
+			task.Error = rpcError(-32603, task.StatusMessage)
+			_ = putTask(ctx, t.store, task)
+		}
 	}()
 }
 
@@ -469,7 +481,9 @@ func finish(task *Task, msg []byte) {
 func (t *tasker) lookup(ctx context.Context, id, owner string) (*Task, json.RawMessage) {
 	task, err := getTask(ctx, t.store, id)
 	if err != nil {
-		return nil, rpcError(-32603, "the task store cannot be reached: "+err.Error())
+		// A store that cannot be read, or a record that fails its
+		// check (fleet.ErrTaskForged): refused, never served.
+		return nil, rpcError(-32603, "the task cannot be read: "+err.Error())
 	}
 	if task == nil || (task.Owner != owner && !vouched(ctx)) {
 		return nil, rpcError(-32602, fmt.Sprintf("no task %s", quoteClipped(id)))

@@ -112,6 +112,12 @@ var migrations = []string{
 		expires timestamptz NOT NULL
 	);
 	CREATE INDEX tasks_expires ON tasks (expires)`,
+	// 13: a task's record is opaque bytes: a fleet seals it with the
+	// fleet key (fleet.SealedTasks), so that a store writer without the
+	// key can neither read nor change it. Records of before are dropped:
+	// they were not sealed, and would be refused.
+	`DELETE FROM tasks;
+	ALTER TABLE tasks ALTER COLUMN record TYPE bytea USING convert_to(record::text, 'UTF8')`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -340,7 +340,7 @@ func TestTasks(t *testing.T) {
 	if err := a.PutTask(ctx, "t1", []byte(`{"status":"completed"}`), time.Now().Add(time.Hour)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := b.GetTask(ctx, "t1"); err != nil || string(got) != `{"status": "completed"}` {
+	if got, err := b.GetTask(ctx, "t1"); err != nil || string(got) != `{"status":"completed"}` {
 		t.Errorf("from another replica: %s (%v)", got, err)
 	}
 	a.PutTask(ctx, "old", []byte(`{}`), time.Now().Add(-time.Second))

@@ -597,8 +597,14 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 		}
 		o.journalOpen = j
 		gopts.Sync, gopts.Ready = j.Sync, j.Ready
-		// Any replica answers for a task (MCP's tasks extension).
-		gopts.Tasks = src.db
+		if o.fleet != nil {
+			// Any replica answers for a task (MCP's tasks extension),
+			// from the store, sealed with the fleet key. A replica that
+			// serves alone keeps its tasks in memory: in the store
+			// without a key, anyone who can write there could rewrite
+			// one.
+			gopts.Tasks = o.fleet.SealTasks(src.db)
+		}
 	}
 	switch {
 	case o.audit == auditStore && src.db == nil:
