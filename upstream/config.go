@@ -137,6 +137,12 @@ type ServerConfig struct {
 	// uncontained says why the pool runs it uncontained (Options.NoContain).
 	hide        []string
 	uncontained string
+	// cwdDefault: Cwd is the configuration's folder because the
+	// configuration names none. A contained server then runs there
+	// without being given the folder (which holds the configuration,
+	// and often token files, .env, old audit logs): only the program
+	// files its arguments name.
+	cwdDefault bool
 }
 
 // OAuthConfig is a client registered with a server's authorization server
@@ -698,7 +704,7 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		sc.Cwd = filepath.Join(dir, sc.Cwd)
 	}
 	if sc.Command != "" && sc.Cwd == "" {
-		sc.Cwd = dir
+		sc.Cwd, sc.cwdDefault = dir, true
 	}
 	return sc, nil
 }

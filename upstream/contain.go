@@ -81,6 +81,10 @@ type sandboxPlan struct {
 	setpriv    string
 	missing    []string // granted paths that do not exist
 	cwdSkipped bool     // the cwd is the home folder or above it, so not given
+	cwdEmpty   bool     // the cwd is the configuration's folder by default: not given
+	// coveredFor are toolshelf's files not made yet whose granted
+	// folder is covered in their stead.
+	coveredFor []string
 }
 
 // planSandbox decides what a contained server sees. environ is the
@@ -103,9 +107,19 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 		}
 	}
 	// The program it runs: an argument naming a file (node's script,
-	// python's) brings the package it is part of.
+	// python's) brings the package it is part of; in a folder given by
+	// default (the configuration's), only the file and its modules.
 	for _, a := range cfg.Args {
-		if pkg := packageOf(anchor(a, p.cwd), p.home); pkg != "" && !under(pkg, systemDirs) {
+		file := anchor(a, p.cwd)
+		pkg := packageOf(file, p.home)
+		switch {
+		case pkg == "" || under(pkg, systemDirs):
+		case cfg.cwdDefault && (pkg == p.cwd || under(p.cwd, []string{pkg})):
+			p.read = append(p.read, file)
+			if m := filepath.Join(pkg, "node_modules"); pkg == p.cwd && isDir(m) {
+				p.read = append(p.read, m)
+			}
+		default:
 			p.read = append(p.read, pkg)
 		}
 	}
@@ -117,9 +131,12 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 		}
 	}
 	if p.cwd != "" {
-		if p.cwd == "/" || p.cwd == p.home || strings.HasPrefix(p.home, p.cwd+"/") {
+		switch {
+		case p.cwd == "/" || p.cwd == p.home || strings.HasPrefix(p.home, p.cwd+"/"):
 			p.cwdSkipped = true
-		} else {
+		case cfg.cwdDefault:
+			p.cwdEmpty = true // runs there, given nothing of it
+		default:
 			p.read = append(p.read, p.cwd)
 		}
 	}
@@ -138,9 +155,26 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 		}
 	}
 	given := slices.Concat(p.read, p.write)
+	inGrant := func(h string) bool { return under(h, given) || slices.Contains(given, h) }
 	for _, h := range hide {
-		if h = clean(h); h != "" && exists(h) && (under(h, given) || slices.ContainsFunc(given, func(g string) bool { return g == h })) {
-			p.hide = append(p.hide, h)
+		switch h = clean(h); {
+		case h == "":
+		case exists(h):
+			if inGrant(h) {
+				p.hide = append(p.hide, h)
+			}
+		default:
+			// Not there yet (a lock file, an audit log made later): its
+			// folder is covered if a grant holds it, or the file would
+			// be seen once made (or, in a write grant, planted first).
+			dir := filepath.Dir(h)
+			for !exists(dir) && dir != "/" {
+				dir = filepath.Dir(dir)
+			}
+			if inGrant(h) && !slices.Contains(p.hide, dir) {
+				p.hide = append(p.hide, dir)
+				p.coveredFor = append(p.coveredFor, h)
+			}
 		}
 	}
 	return p
@@ -200,7 +234,7 @@ func (p *sandboxPlan) args() []string {
 		}
 	}
 	if p.cwd != "" {
-		if p.cwdSkipped {
+		if p.cwdSkipped || p.cwdEmpty {
 			m.parents(p.cwd + "/")
 		}
 		m.add("--chdir", p.cwd)
@@ -444,6 +478,9 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 		}
 		if plan.cwdSkipped {
 			logger.Warn("the server's cwd is the home folder or above it, which a contained server does not see; give it a folder of its own (\"cwd\") and what it needs in \"paths\"", "cwd", cfg.Cwd)
+		}
+		for _, f := range plan.coveredFor {
+			logger.Warn("a file toolshelf will write is in a folder the server is granted; the folder is covered in the server's sandbox", "file", f, "folder", filepath.Dir(f))
 		}
 	}
 	return sb.bwrap, slices.Concat(plan.args(), []string{command}, cfg.Args), true, nil

@@ -48,6 +48,10 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// held are the files toolshelf holds secret or writes (secret files
+	// read, the audit log, the journal): each is added where it enters
+	// the program, and covered in every contained server's sandbox.
+	held *heldPaths
 }
 
 // command is one subcommand.
@@ -138,10 +142,11 @@ func runEnv(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(stderr, "toolshelf %s: %v\nRun 'toolshelf help %s' for usage.\n", name, err, name)
 		return exitUsage
 	}
-	getenv, err := withSecretFiles(e.getenv)
+	held := &heldPaths{}
+	getenv, err := withSecretFiles(e.getenv, held)
 	if err == nil {
 		ee := *e
-		ee.getenv = getenv
+		ee.getenv, ee.held = getenv, held
 		err = action(ctx, &ee, positional)
 	}
 	var status exitStatus

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/url"
+	"slices"
+	"sync"
 
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -18,7 +20,7 @@ var secretVars = []string{envAuthToken, envStore, envStoreKey, envStoreOldKey, e
 // withSecretFiles returns getenv with each secret variable that is unset
 // but has a _FILE companion read from that file, or an error naming the
 // variable and the file that could not be read.
-func withSecretFiles(getenv func(string) string) (func(string) string, error) {
+func withSecretFiles(getenv func(string) string, held *heldPaths) (func(string) string, error) {
 	values := map[string]string{}
 	for _, name := range secretVars {
 		file := getenv(name + "_FILE")
@@ -28,7 +30,7 @@ func withSecretFiles(getenv func(string) string) (func(string) string, error) {
 		if getenv(name) != "" {
 			return nil, usagef("both $%s and $%s_FILE are set; set one", name, name)
 		}
-		v, err := readSecretFile(file)
+		v, err := held.readSecretFile(file)
 		if err != nil {
 			return nil, usagef("$%s_FILE: %v", name, err)
 		}
@@ -45,10 +47,44 @@ func withSecretFiles(getenv func(string) string) (func(string) string, error) {
 	}, nil
 }
 
+// heldPaths is the one list of the files toolshelf holds secret or
+// writes, filled where each enters the program (a secret file read, the
+// audit log's and the journal's paths); contained servers never see them
+// (upstream.Options.Hide). It is safe for concurrent use.
+type heldPaths struct {
+	mu    sync.Mutex
+	paths []string
+}
+
+// add holds paths; "" is skipped.
+func (h *heldPaths) add(paths ...string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range paths {
+		if p != "" && !slices.Contains(h.paths, p) {
+			h.paths = append(h.paths, p)
+		}
+	}
+}
+
+// list returns the paths held.
+func (h *heldPaths) list() []string {
+	if h == nil {
+		return nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.paths)
+}
+
 // readSecretFile reads a secret of toolshelf's own from a file (see
-// upstream.ReadSecretFile); an empty file is an error: a token or a key
-// is never empty.
-func readSecretFile(file string) (string, error) {
+// upstream.ReadSecretFile), and holds the file; an empty file is an
+// error: a token or a key is never empty.
+func (h *heldPaths) readSecretFile(file string) (string, error) {
+	h.add(file)
 	v, err := upstream.ReadSecretFile(file)
 	if err == nil && v == "" {
 		err = fmt.Errorf("%s is empty", file)

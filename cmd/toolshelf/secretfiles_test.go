@@ -26,7 +26,7 @@ func TestSecretFileVariables(t *testing.T) {
 			return ""
 		}
 	}
-	getenv, err := withSecretFiles(env(envStoreKey+"_FILE", file, "OTHER", "x"))
+	getenv, err := withSecretFiles(env(envStoreKey+"_FILE", file, "OTHER", "x"), &heldPaths{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestSecretFileVariables(t *testing.T) {
 		{env(envStore+"_FILE", filepath.Join(dir, "missing")), "$TOOLSHELF_STORE_FILE: open " + filepath.Join(dir, "missing")},
 		{env(envProxyToken+"_FILE", empty), empty + " is empty"},
 	} {
-		_, err := withSecretFiles(c.env)
+		_, err := withSecretFiles(c.env, &heldPaths{})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("error %v, want %q", err, c.want)
 		}

@@ -268,7 +268,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 			case o.token != "" && o.tokenFile != "":
 				return usagef("--auth-token and --auth-token-file: give one")
 			case o.tokenFile != "":
-				v, err := readSecretFile(o.tokenFile)
+				v, err := e.held.readSecretFile(o.tokenFile)
 				if err != nil {
 					return usagef("--auth-token-file: %v", err)
 				}
@@ -280,7 +280,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 			}
 			o.fleetKey = e.getenv(envFleetKey)
 			if o.fleetKeyFile != "" {
-				v, err := readSecretFile(o.fleetKeyFile)
+				v, err := e.held.readSecretFile(o.fleetKeyFile)
 				if err != nil {
 					return usagef("--fleet-key-file: %v", err)
 				}
@@ -292,6 +292,14 @@ servers have started) makes it collect earlier when large requests arrive.`,
 			if o.store == "" {
 				o.store = e.getenv(envStore)
 			}
+			if o.audit != auditStore {
+				e.held.add(o.audit)
+			}
+			journalDir := o.journal
+			if journalDir == "" {
+				journalDir = filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "journal")
+			}
+			e.held.add(journalDir)
 			o.stderr = e.stderr
 			return runServe(ctx, e, o)
 		}
@@ -589,7 +597,7 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 		// answer promises it (see package journal).
 		dir := o.journal
 		if dir == "" {
-			dir = filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "journal")
+			dir = filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "journal") // held (see serveCommand)
 		}
 		j, err := journal.Open(dir, logger.With("component", "journal"))
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -167,7 +168,7 @@ func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.P
 		tokens = signin.Open(e.getenv(envTokens))
 	}
 	opts := &upstream.Options{Logger: o.logger, Tokens: tokens, Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry,
-		Policies: o.policies, Hide: o.hide, Identity: o.identity, Flows: o.flows}
+		Policies: o.policies, Hide: slices.Concat(o.hide, e.held.list()), Identity: o.identity, Flows: o.flows}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir()
 	}
