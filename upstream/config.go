@@ -143,6 +143,9 @@ type ServerConfig struct {
 	// and often token files, .env, old audit logs): only the program
 	// files its arguments name.
 	cwdDefault bool
+	// cacheDir is the folder of the server's own package caches (npx's,
+	// uvx's), set by the pool.
+	cacheDir string
 }
 
 // OAuthConfig is a client registered with a server's authorization server

@@ -264,7 +264,7 @@ func (c *conn) explain(err error) error {
 		return fmt.Errorf("%w (server %s)", err, c.proc.exitReason())
 	case <-time.After(100 * time.Millisecond):
 	}
-	if tail := c.proc.stderr.Tail(512); tail != "" {
+	if tail := c.proc.stderr.Said(512); tail != "" {
 		return fmt.Errorf("%w (stderr: %s)", err, tail)
 	}
 	return err

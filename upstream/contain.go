@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -85,6 +87,9 @@ type sandboxPlan struct {
 	// coveredFor are toolshelf's files not made yet whose granted
 	// folder is covered in their stead.
 	coveredFor []string
+	// caches are the package runner's caches of the server's own:
+	// {folder on the host, where the runner looks for it}, writable.
+	caches [][2]string
 }
 
 // planSandbox decides what a contained server sees. environ is the
@@ -98,12 +103,22 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 	}
 	// The runtime: the command as found on the server's PATH, and the
 	// interpreter its first line names (#!/usr/bin/env node).
+	outside := func(dir string) bool {
+		return dir != "" && dir != "/" && !under(dir, systemDirs) && !slices.Contains(systemDirs, dir) &&
+			dir != p.home && !strings.HasPrefix(p.home, dir+"/")
+	}
 	for _, prog := range []string{cfg.Command, interpreter(lookPath(cfg.Command, get("PATH"), p.cwd))} {
 		if prog == "" {
 			continue
 		}
-		if prefix := installPrefix(lookPath(prog, get("PATH"), p.cwd)); prefix != "" && prefix != "/" && !under(prefix, systemDirs) && !slices.Contains(systemDirs, prefix) {
+		found := lookPath(prog, get("PATH"), p.cwd)
+		if prefix := installPrefix(found); outside(prefix) {
 			p.read = append(p.read, prefix)
+		}
+		// A version manager's shim (pyenv, asdf, mise, rbenv) runs the
+		// manager, which reads its root: given read-only.
+		if root := managerRoot(found); outside(root) {
+			p.read = append(p.read, root)
 		}
 	}
 	// The program it runs: an argument naming a file (node's script,
@@ -123,11 +138,13 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 			p.read = append(p.read, pkg)
 		}
 	}
-	if p.home != "" {
+	if p.home != "" && cfg.cacheDir != "" {
+		// A package runner's cache of the server's own, where the runner
+		// looks for it (~/.npm for npx): one server cannot change what
+		// another runs, and npx started by root (running as nobody)
+		// writes a cache it owns.
 		for _, rel := range packageCaches[filepath.Base(cfg.Command)] {
-			if dir := filepath.Join(p.home, rel); exists(dir) {
-				p.write = append(p.write, dir)
-			}
+			p.caches = append(p.caches, [2]string{filepath.Join(cfg.cacheDir, strings.ReplaceAll(rel, "/", "_")), filepath.Join(p.home, rel)})
 		}
 	}
 	if p.cwd != "" {
@@ -213,6 +230,11 @@ func (p *sandboxPlan) args() []string {
 		for _, d := range []string{".cache", ".config", ".local", ".local/share", ".local/state"} {
 			m.add("--perms", "0777", "--dir", filepath.Join(p.home, d))
 			m.made = append(m.made, filepath.Join(p.home, d))
+		}
+		for _, c := range p.caches {
+			m.parents(c[1])
+			m.add("--bind", c[0], c[1])
+			m.made = append(m.made, c[1])
 		}
 	}
 	// Outer folders first, so that a grant inside another is mounted
@@ -353,6 +375,20 @@ func installPrefix(prog string) string {
 	return dir
 }
 
+// managerRoot is the root of the version manager whose shim prog is
+// (pyenv's ~/.pyenv, rbenv's, asdf's ~/.asdf, mise's ~/.local/share/mise:
+// X for X/shims/prog, before links), or "": a shim runs the manager,
+// which picks the real runtime from under its root.
+func managerRoot(prog string) string {
+	if prog == "" {
+		return ""
+	}
+	if dir := filepath.Dir(prog); filepath.Base(dir) == "shims" {
+		return clean(filepath.Dir(dir))
+	}
+	return ""
+}
+
 // interpreter is the program a script's first line runs ("node" for
 // "#!/usr/bin/env node"), or "".
 func interpreter(file string) string {
@@ -472,6 +508,11 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 	sb := findSandbox()
 	plan := planSandbox(cfg, environ, cfg.hide)
 	plan.asNobody, plan.setpriv = sb.asNobody, sb.setpriv
+	for _, c := range plan.caches {
+		if err := makeCache(c[0], sb.asNobody); err != nil {
+			return "", nil, false, fmt.Errorf("the server's package cache %s: %w", c[0], err)
+		}
+	}
 	if logger != nil {
 		for _, m := range plan.missing {
 			logger.Warn("a path granted in \"paths\" does not exist; the server does not get it", "path", m)
@@ -484,6 +525,38 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 		}
 	}
 	return sb.bwrap, slices.Concat(plan.args(), []string{command}, cfg.Args), true, nil
+}
+
+// makeCache makes a server's package cache, its own: owned by nobody
+// when the server runs as nobody (toolshelf is root), so that npm, which
+// refuses a cache owned by another user, writes it. (Its folders above
+// need not be passable: bwrap binds it before the server runs.)
+func makeCache(dir string, asNobody bool) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if asNobody {
+		return os.Chown(dir, nobody, nobody)
+	}
+	return nil
+}
+
+// serverCacheDir is the folder of a server's own package caches: under
+// toolshelf's cache folder (which no server sees), by a name safe as a
+// path that no two servers share; "" without a cache folder.
+func serverCacheDir(server string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	safe := []byte(server)
+	for i, c := range safe {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			safe[i] = '_'
+		}
+	}
+	sum := sha256.Sum256([]byte(server))
+	return filepath.Join(dir, "toolshelf", "servers", fmt.Sprintf("%.40s-%x", safe, sum[:4]))
 }
 
 // findCommand finds a command as exec.LookPath would on the server's

@@ -56,6 +56,17 @@ func TestContainedCommandNotFound(t *testing.T) {
 	}
 }
 
+// A server whose cwd does not exist is told so, not that its command
+// does not exist.
+func TestMissingCwdNamed(t *testing.T) {
+	cfg := contained("nocwd", "serve", nil)
+	cfg.Cwd = filepath.Join(t.TempDir(), "gone")
+	p := startPool(t, []ServerConfig{cfg}, nil)
+	if st := p.Status()[0]; !strings.Contains(st.Error, "cwd "+cfg.Cwd+" does not exist") || strings.Contains(st.Error, "command") {
+		t.Errorf("error = %q", st.Error)
+	}
+}
+
 // TestSandboxPlan: what a server is given, and that toolshelf's own
 // files inside a grant are covered.
 func TestSandboxPlan(t *testing.T) {
@@ -71,12 +82,16 @@ func TestSandboxPlan(t *testing.T) {
 	npx := filepath.Join(dir, "node", "bin", "npx")
 	os.MkdirAll(filepath.Dir(npx), 0o755)
 	os.WriteFile(npx, []byte("#!/bin/sh\n"), 0o755)
-	cfg := &ServerConfig{Name: "s", Command: "npx", Cwd: cwd, ReadPaths: []string{"../data"}, WritePaths: []string{"out"}, NoNetwork: true}
+	cache := filepath.Join(dir, "cache", "s")
+	cfg := &ServerConfig{Name: "s", Command: "npx", Cwd: cwd, ReadPaths: []string{"../data"}, WritePaths: []string{"out"}, NoNetwork: true, cacheDir: cache}
 	p := planSandbox(cfg, []string{"HOME=" + home, "PATH=" + filepath.Dir(npx)}, []string{lock, filepath.Join(home, ".config", "toolshelf")})
 	args := strings.Join(p.args(), " ")
+	if strings.Contains(args, " "+filepath.Join(home, ".npm")+" "+filepath.Join(home, ".npm")) {
+		t.Errorf("the user's npm cache is given (another server's packages are there):\n%s", args)
+	}
 	for _, want := range []string{
-		"--ro-bind " + filepath.Join(dir, "node") + " ", // npx's install prefix
-		"--bind " + filepath.Join(home, ".npm") + " ",   // npx's cache
+		"--ro-bind " + filepath.Join(dir, "node") + " ",                              // npx's install prefix
+		"--bind " + filepath.Join(cache, ".npm") + " " + filepath.Join(home, ".npm"), // npx's cache, the server's own
 		"--ro-bind " + cwd + " ",
 		"--ro-bind " + grant + " ",
 		"--ro-bind /dev/null " + lock, // inside a grant: covered
@@ -98,6 +113,22 @@ func TestSandboxPlan(t *testing.T) {
 	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Cwd: home}
 	if p := planSandbox(cfg, []string{"HOME=" + home}, nil); !p.cwdSkipped || slices.Contains(p.read, home) {
 		t.Errorf("home as cwd: %+v", p)
+	}
+	// The configuration's folder, a cwd by default, is not given: only
+	// the script an argument names.
+	os.WriteFile(filepath.Join(cwd, "server.js"), []byte("//"), 0o644)
+	os.WriteFile(filepath.Join(cwd, "package.json"), []byte("{}"), 0o644)
+	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Args: []string{"server.js"}, Cwd: cwd, cwdDefault: true}
+	if p := planSandbox(cfg, []string{"HOME=" + home}, nil); slices.Contains(p.read, cwd) || !slices.Contains(p.read, filepath.Join(cwd, "server.js")) || !p.cwdEmpty {
+		t.Errorf("the configuration's folder as cwd by default: %+v", p)
+	}
+	// A version manager's shim brings the manager's root (read-only).
+	shim := filepath.Join(dir, "mgr", "shims", "python3")
+	os.MkdirAll(filepath.Dir(shim), 0o755)
+	os.WriteFile(shim, []byte("#!/bin/sh\n"), 0o755)
+	cfg = &ServerConfig{Name: "s", Command: "python3", Cwd: cwd}
+	if p := planSandbox(cfg, []string{"HOME=" + home, "PATH=" + filepath.Dir(shim)}, nil); !slices.Contains(p.read, filepath.Join(dir, "mgr")) {
+		t.Errorf("a shim's manager root is not given: %v", p.read)
 	}
 }
 
@@ -189,5 +220,24 @@ func BenchmarkServerStart(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// What a failed npx server said is npm's error, not its notices or its
+// complaints about its log folder.
+func TestStderrSaid(t *testing.T) {
+	b := newTailBuffer(16 << 10)
+	b.Write([]byte(`npm notice
+npm notice New minor version of npm available! 11.19.1 -> 11.21.2
+npm error code E404
+npm error 404 Not Found - GET https://registry.npmjs.org/@modelcontextprotocol%2fserver-memroy - Not found
+npm error 404  '@modelcontextprotocol/server-memroy@*' is not in this registry.
+npm error Log files were not written due to an error writing to the directory: /root/.npm/_logs
+npm error You can rerun the command with ` + "`--loglevel=verbose`" + ` to see the logs in your terminal
+npm notice To update run: npm install -g npm@11.21.2
+`))
+	got := b.Said(512)
+	if !strings.Contains(got, "404 Not Found") || !strings.Contains(got, "is not in this registry") || strings.Contains(got, "notice") || strings.Contains(got, "Log files") {
+		t.Errorf("said: %q", got)
 	}
 }

@@ -237,7 +237,7 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	for _, cfg := range configs {
 		if cfg.transport() == "stdio" {
 			cfg.environ = serverEnv(&cfg, environ, kept, p.logger.With("server", cfg.Name))
-			cfg.hide = hide
+			cfg.hide, cfg.cacheDir = hide, serverCacheDir(cfg.Name)
 			if p.opts.NoContain {
 				cfg.uncontained = "the program running toolshelf turned containment off (upstream.Options.NoContain)"
 			}

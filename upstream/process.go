@@ -44,6 +44,13 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 		// toolshelf's whole one (a nil Env would pass that).
 		env = serverEnv(cfg, os.Environ(), newWithheld(Secrets{}, nil), logger)
 	}
+	if cfg.Cwd != "" {
+		// Else exec says the command does not exist, blaming the wrong
+		// thing.
+		if st, err := os.Stat(cfg.Cwd); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("the server's cwd %s does not exist or is not a folder (\"cwd\" in its configuration)", cfg.Cwd)
+		}
+	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	jailed := false
 	name, args, ok, err := sandboxed(cfg, env, logger)
@@ -207,7 +214,7 @@ func (p *process) exitReason() string {
 	if hint := missingModule(p.stderr.Tail(16<<10), p.cmd.Dir); hint != "" {
 		return reason + "; " + hint
 	}
-	tail := p.stderr.Tail(512)
+	tail := p.stderr.Said(512)
 	if tail != "" {
 		reason += "; stderr: " + tail
 	}
@@ -272,6 +279,29 @@ func (b *tailBuffer) Tail(n int) string {
 		data = data[len(data)-n:]
 	}
 	return strings.Join(strings.Fields(string(data)), " ")
+}
+
+// Said is the last n bytes of what a server said on stderr, less what a
+// package runner adds that says nothing of why the server failed: npm's
+// notices (a newer npm is out) and its complaints about its own logs
+// (whose folder a contained server may not write). npm's own error
+// lines (a 404 for a misspelt package) are kept.
+func (b *tailBuffer) Said(n int) string {
+	var kept []string
+	for _, line := range strings.Split(string(b.Bytes()), "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "npm notice") || strings.HasPrefix(t, "npm warn") && strings.Contains(t, "log") ||
+			strings.Contains(t, "Log files were not written") || strings.Contains(t, "rerun the command with `--loglevel=verbose`") ||
+			t == "npm error" {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	s := strings.Join(strings.Fields(strings.Join(kept, "\n")), " ")
+	if len(s) > n {
+		s = s[len(s)-n:]
+	}
+	return s
 }
 
 func truncate(s string, n int) string {

@@ -215,7 +215,7 @@ func stderrNote(c *conn) string {
 	if c == nil || c.proc == nil {
 		return ""
 	}
-	if tail := c.proc.stderr.Tail(512); tail != "" {
+	if tail := c.proc.stderr.Said(512); tail != "" {
 		return "; stderr: " + tail
 	}
 	return ""
