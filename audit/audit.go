@@ -132,7 +132,7 @@ func Open(path string, opts *Options) (*Log, error) {
 	if l.logger == nil {
 		l.logger = discard
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := openLog(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit log: %w", err)
 	}
@@ -183,7 +183,7 @@ func (l *Log) Run(ctx context.Context) error {
 	if l.shared != nil {
 		return l.runShared(ctx)
 	}
-	f, err := os.OpenFile(l.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := openLog(l.path)
 	if err != nil {
 		return fmt.Errorf("audit log: %w", err)
 	}
@@ -274,11 +274,26 @@ func (w *writer) rotate() {
 	if err := os.Rename(p, p+".1"); err != nil {
 		w.l.logger.Warn("audit log: rotation failed", "error", err)
 	}
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := openLog(p)
 	if err != nil {
 		// Keep writing to nowhere rather than stop the gateway; say so.
 		w.l.logger.Error("audit log: cannot reopen after rotation", "error", err)
 		f, _ = os.Open(os.DevNull)
 	}
 	w.f, w.buf, w.size = f, bufio.NewWriter(f), 0
+}
+
+// openLog opens the log file to append, never through a symbolic link
+// (noFollow), and only a regular file: not a FIFO or a device someone
+// put in its place.
+func openLog(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY|noFollow, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, nil
 }

@@ -124,9 +124,9 @@ func (j *Journal) adopt() error {
 		if file == j.path {
 			continue
 		}
-		f, err := os.OpenFile(file, os.O_RDWR, 0)
+		f, err := os.OpenFile(file, os.O_RDWR|noFollow, 0)
 		if err != nil {
-			continue
+			continue // a link planted as a journal is not followed
 		}
 		if lock(f) != nil {
 			f.Close() // a live process's

@@ -12,3 +12,7 @@ import (
 func lock(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
+
+// noFollow: a journal file left behind is opened only if it is one, not
+// a link planted in its name.
+const noFollow = syscall.O_NOFOLLOW
