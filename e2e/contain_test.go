@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -239,6 +240,17 @@ func TestContainedServerReachesNothing(t *testing.T) {
 		refused(t, call(t, ctx, cs, "ptrace", map[string]any{"pid": "1"}))
 	})
 	t.Run("harvest in any encoding", func(t *testing.T) { noSecret(t, h, call(t, ctx, cs, "harvest", nil)) })
+	t.Run("reach the gateway on loopback", func(t *testing.T) {
+		if _, err := exec.LookPath("slirp4netns"); err != nil {
+			t.Skip("needs slirp4netns (apt install slirp4netns); CI installs it")
+		}
+		// The gateway's /mcp on 127.0.0.1, which it could call as any
+		// local process, and through it another server's tools.
+		u, _ := url.Parse(h.url)
+		post := "POST /mcp HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
+		refused(t, call(t, ctx, cs, "connect", map[string]any{"address": u.Host, "line": post}))
+		refused(t, call(t, ctx, cs, "connect", map[string]any{"address": "10.0.2.2:" + u.Port(), "line": post}))
+	})
 }
 
 // TestUncontainedServerCannotReadNonDumpableGateway runs the /proc

@@ -84,6 +84,11 @@ type sandboxPlan struct {
 	missing    []string // granted paths that do not exist
 	cwdSkipped bool     // the cwd is the home folder or above it, so not given
 	cwdEmpty   bool     // the cwd is the configuration's folder by default: not given
+	// ownNet: the server gets a network namespace of its own, which
+	// slirp4netns connects outward with no route to the host's loopback
+	// (see netns.go); bwrap then says the sandbox's pid on fd 3 and
+	// waits on fd 4 until the network is there.
+	ownNet bool
 	// coveredFor are toolshelf's files not made yet whose granted
 	// folder is covered in their stead.
 	coveredFor []string
@@ -207,8 +212,11 @@ func (p *sandboxPlan) args() []string {
 		// make another (where it would hold every capability).
 		m.add("--unshare-user", "--disable-userns")
 	}
-	if p.noNetwork {
+	if p.noNetwork || p.ownNet {
 		m.add("--unshare-net")
+	}
+	if p.ownNet && !p.noNetwork {
+		m.add("--info-fd", "3", "--block-fd", "4")
 	}
 	for _, d := range systemDirs {
 		if exists(d) {
@@ -492,25 +500,26 @@ func (c *ServerConfig) containment() Containment {
 }
 
 // sandboxed returns the command that starts a contained server: bwrap
-// with the server's plan and command; ok is false when it runs
-// uncontained. Granted paths that do not exist are logged.
-func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name string, args []string, ok bool, err error) {
+// with the server's plan and command, and the plan; plan is nil when it
+// runs uncontained. Granted paths that do not exist are logged.
+func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name string, args []string, plan *sandboxPlan, err error) {
 	if !cfg.containment().Contained {
-		return "", nil, false, nil
+		return "", nil, nil, nil
 	}
 	// Found here, as exec would, so that a missing command is said as
 	// plainly as uncontained; the sandbox runs it by its full path,
 	// which holds whatever the server's PATH is inside.
 	command, err := findCommand(cfg.Command, envValue(environ, "PATH"), cfg.Cwd)
 	if err != nil {
-		return "", nil, false, err
+		return "", nil, nil, err
 	}
 	sb := findSandbox()
-	plan := planSandbox(cfg, environ, cfg.hide)
+	plan = planSandbox(cfg, environ, cfg.hide)
 	plan.asNobody, plan.setpriv = sb.asNobody, sb.setpriv
+	plan.ownNet = sb.slirp != "" && !plan.noNetwork
 	for _, c := range plan.caches {
 		if err := makeCache(c[0], sb.asNobody); err != nil {
-			return "", nil, false, fmt.Errorf("the server's package cache %s: %w", c[0], err)
+			return "", nil, nil, fmt.Errorf("the server's package cache %s: %w", c[0], err)
 		}
 	}
 	if logger != nil {
@@ -524,7 +533,7 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 			logger.Warn("a file toolshelf will write is in a folder the server is granted; the folder is covered in the server's sandbox", "file", f, "folder", filepath.Dir(f))
 		}
 	}
-	return sb.bwrap, slices.Concat(plan.args(), []string{command}, cfg.Args), true, nil
+	return sb.bwrap, slices.Concat(plan.args(), []string{command}, cfg.Args), plan, nil
 }
 
 // makeCache makes a server's package cache, its own: owned by nobody
@@ -621,5 +630,16 @@ func Uncontained(statuses []Status) []UncontainedGroup {
 func (p *Pool) logContainment() {
 	for _, g := range Uncontained(p.Status()) {
 		p.logger.Warn("stdio servers run uncontained: they can read everything toolshelf's user can, its token files and configuration too", "servers", strings.Join(g.Servers, ","), "why", g.Why)
+	}
+	if sb := findSandbox(); sb.why == "" && sb.slirp == "" {
+		var shared []string
+		for _, s := range p.servers {
+			if s.cfg.containment().Contained && !s.cfg.NoNetwork {
+				shared = append(shared, s.cfg.Name)
+			}
+		}
+		if len(shared) > 0 {
+			p.logger.Warn("contained servers share the host's network, its loopback too (the gateway, local databases): install slirp4netns (Debian: apt install slirp4netns) to give each a network of its own, or set \"network\": false", "servers", strings.Join(shared, ","))
+		}
 	}
 }

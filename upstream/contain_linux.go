@@ -16,6 +16,9 @@ type sandboxer struct {
 	bwrap, setpriv string
 	asNobody       bool
 	why            string // "" when servers can be contained
+	// slirp is slirp4netns, which gives a contained server a network of
+	// its own (see netns.go); "" when it is not installed.
+	slirp string
 }
 
 var (
@@ -38,6 +41,7 @@ func probeSandbox() sandboxer {
 		s.why = "bubblewrap (bwrap) is not installed (Debian and Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap)"
 		return s
 	}
+	s.slirp, _ = exec.LookPath("slirp4netns")
 	if os.Geteuid() == 0 {
 		s.asNobody = true
 		if s.setpriv, err = exec.LookPath("setpriv"); err != nil {

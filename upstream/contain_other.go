@@ -9,6 +9,7 @@ type sandboxer struct {
 	bwrap, setpriv string
 	asNobody       bool
 	why            string
+	slirp          string
 }
 
 // findSandbox says why servers run uncontained: bubblewrap and the

@@ -38,6 +38,17 @@ type process struct {
 // go to p.stdout, anything else (banners, logs that belong on stderr) to
 // p.output and the log, so that one stray line does not break the session.
 func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
+	return startProcessTry(cfg, logger, 1)
+}
+
+// netTries is how many times a contained server is started when setting
+// up its network fails: bwrap's set-up of the sandbox's loopback and
+// slirp4netns's of its outward link, both in the new namespace at once,
+// now and then make bwrap fail ("loopback: Failed RTM_NEWADDR"), before
+// the server has run.
+const netTries = 4
+
+func startProcessTry(cfg *ServerConfig, logger *slog.Logger, try int) (*process, error) {
 	env := cfg.environ
 	if env == nil {
 		// Not from a pool: the minimal environment still, never
@@ -53,12 +64,18 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
 	jailed := false
-	name, args, ok, err := sandboxed(cfg, env, logger)
+	name, args, plan, err := sandboxed(cfg, env, logger)
 	if err != nil {
 		return nil, startError(cfg.Command, err)
 	}
-	if ok {
+	var net *netns
+	if plan != nil {
 		cmd, jailed = exec.Command(name, args...), true
+		if plan.ownNet {
+			if net, err = newNetns(cmd); err != nil {
+				return nil, fmt.Errorf("the server's network: %w", err)
+			}
+		}
 	}
 	cmd.Dir = cfg.Cwd
 	cmd.Env = env
@@ -82,14 +99,31 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		net.close()
 		if namespaceRefused(cmd.SysProcAttr, err) {
 			// Once: namespaces are not asked for again.
 			if logger != nil {
 				logger.Warn("the system refuses PID namespaces; a daemon a server detaches may outlive it", "error", err)
 			}
-			return startProcess(cfg, logger)
+			return startProcessTry(cfg, logger, try)
 		}
 		return nil, startError(cfg.Command, err)
+	}
+	if net != nil {
+		if err := net.attach(findSandbox().slirp, !plan.asNobody); err != nil {
+			// The server waits for its network before it runs; without
+			// one it does not run.
+			signalGroup(cmd, true)
+			cmd.Wait()
+			net.close()
+			if try < netTries {
+				return startProcessTry(cfg, logger, try+1) // nothing of the server ran
+			}
+			if said := p.stderr.Said(512); said != "" {
+				err = fmt.Errorf("%w (stderr: %s)", err, said)
+			}
+			return nil, fmt.Errorf("the server's network could not be set up (%d tries): %w", netTries, err)
+		}
 	}
 	p.stdin = stdin
 	pr, pw := io.Pipe()
@@ -102,6 +136,7 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	go func() {
 		// Reap the server as soon as it exits, whatever its pipes do.
 		p.err = cmd.Wait()
+		net.close()
 		rawW.Close()
 		<-filtered
 		close(p.done)

@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -46,6 +48,18 @@ func Hostile() *mcp.Server {
 		})
 	}
 	add("read", "Reads a file or lists a folder.", obj("path"), func(a map[string]string) string { return readAny(a["path"]) })
+	add("connect", "Connects to a TCP address (HOST:PORT) and sends a line.", obj("address", "line"), func(a map[string]string) string {
+		c, err := net.DialTimeout("tcp", a["address"], 5*time.Second)
+		if err != nil {
+			return "refused: " + err.Error()
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		fmt.Fprintf(c, "%s\n", a["line"])
+		b := make([]byte, 512)
+		n, _ := c.Read(b)
+		return "connected: " + string(b[:n])
+	})
 	add("write", "Writes a file.", obj("path", "text"), func(a map[string]string) string {
 		if err := os.WriteFile(a["path"], []byte(a["text"]), 0o644); err != nil {
 			return "refused: " + err.Error()
