@@ -309,6 +309,9 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 			}
 			defer done()
 			p := *req.Params
+			if !s.redact.CutParams(&p) {
+				return nil, errWithheld("sampling/createMessage")
+			}
 			defer s.pool.progressBack(req.Session, &p)()
 			return cl.CreateMessage(sctx, &p)
 		},
@@ -326,6 +329,9 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 			}
 			defer done()
 			p := *req.Params
+			if !s.redact.CutParams(&p) {
+				return nil, errWithheld("elicitation/create")
+			}
 			defer s.pool.progressBack(req.Session, &p)()
 			return cl.Elicit(sctx, &p)
 		},
@@ -346,18 +352,31 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 				return // a request that has ended, or a token of no request
 			}
 			p := *req.Params
+			if !s.redact.CutParams(&p) {
+				return // what held a secret and cannot be cut is not passed on
+			}
 			p.ProgressToken = f.token
 			_ = f.client.NotifyProgress(f.ctx, &p)
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			defer s.flights.logDone()
-			if f, n := s.flights.only(); n == 1 {
-				_ = f.client.Log(f.ctx, req.Params)
+			p := *req.Params
+			if !s.redact.CutParams(&p) {
 				return
 			}
-			s.pool.notice(Notice{Server: s.cfg.Name, Log: req.Params})
+			if f, n := s.flights.only(); n == 1 {
+				_ = f.client.Log(f.ctx, &p)
+				return
+			}
+			s.pool.notice(Notice{Server: s.cfg.Name, Log: &p})
 		},
 	}
+}
+
+// errWithheld is a server's request to a client that held a secret and
+// could not be cut: it is not passed on.
+func errWithheld(method string) error {
+	return fmt.Errorf("%s withheld: it held a secret the gateway could not cut from it", method)
 }
 
 // rootsMiddleware sends a server's roots/list to the client it is for;

@@ -60,9 +60,14 @@ type ServerConfig struct {
 	// server is contained where the system allows (see Containment):
 	// it sees its cwd and runtime read-only and ReadPaths and WritePaths
 	// ("paths": {"read": [...], "write": [...]}, relative to its cwd).
-	// NoNetwork ("network": false) takes its network away.
-	NoContain  bool
-	NoNetwork  bool
+	// NoNetwork ("network": false) takes its network away; by default
+	// it has a network of its own, which reaches out but not the host's
+	// loopback. HostNetwork ("network": "host") shares the host's, its
+	// loopback too: for a server that must reach a local service (a
+	// collector, a database), logged at start.
+	NoContain   bool
+	NoNetwork   bool
+	HostNetwork bool
 	ReadPaths  []string
 	WritePaths []string
 
@@ -233,7 +238,7 @@ type serverJSON struct {
 	AutoApprove []string          `json:"autoApprove"`
 	InheritEnv  json.RawMessage   `json:"inheritEnv"`
 	Contain     *bool             `json:"contain"`
-	Network     *bool             `json:"network"`
+	Network     json.RawMessage   `json:"network"`
 	Paths       *struct {
 		Read  []string `json:"read"`
 		Write []string `json:"write"`
@@ -672,7 +677,15 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			return sc, errors.New(`"contain", "network" and "paths" are for stdio servers ("command")`)
 		}
 		sc.NoContain = j.Contain != nil && !*j.Contain
-		sc.NoNetwork = j.Network != nil && !*j.Network
+		switch strings.TrimSpace(string(j.Network)) {
+		case "", "true", "null":
+		case "false":
+			sc.NoNetwork = true
+		case `"host"`:
+			sc.HostNetwork = true
+		default:
+			return sc, fmt.Errorf(`"network": want true (a network of its own), false (none) or "host" (the host's, its loopback too), not %s`, truncate(string(j.Network), 40))
+		}
 		if sc.NoContain && (sc.NoNetwork || j.Paths != nil) {
 			return sc, errors.New(`"network" and "paths" shape a contained server; with "contain": false they would not hold`)
 		}

@@ -79,6 +79,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"null servers", `{"mcpServers": null}`, `servers.json:1: "mcpServers" must be an object of servers by name`},
 		{"signin unknown", `{"mcpServers": {"a": {"url": "https://x/mcp", "signin": "per-user"}}}`, `"signin": unknown "per-user" (want shared, per-person or exchange)`},
 		{"signin on a stdio server", `{"mcpServers": {"a": {"command": "x", "signin": "per-person"}}}`, `"signin": "per-person" is for remote servers`},
+		{"network of another kind", `{"mcpServers": {"a": {"command": "x", "network": "lan"}}}`, `"network": want true (a network of its own), false (none) or "host"`},
 		{"per-person without identity", `{"mcpServers": {"a": {"url": "https://x/mcp", "signin": "per-person"}}}`, `server a: "signin": "per-person" needs "identity" with the gateway's "clientId"`},
 		{"per-person without the gateway's client", `{"mcpServers": {"a": {"url": "https://x/mcp", "signin": "per-person"}}, "identity": {"issuer": "https://idp.example.com", "audience": "toolshelf"}}`, `whoever opens a person's sign-in link must sign in there as that person`},
 		{"audience without exchange", `{"mcpServers": {"a": {"url": "https://x/mcp", "audience": "api"}}}`, `"audience" is the audience of a token exchange`},

@@ -516,7 +516,7 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 	sb := findSandbox()
 	plan = planSandbox(cfg, environ, cfg.hide)
 	plan.asNobody, plan.setpriv = sb.asNobody, sb.setpriv
-	plan.ownNet = sb.slirp != "" && !plan.noNetwork
+	plan.ownNet = sb.slirp != "" && !plan.noNetwork && !cfg.HostNetwork
 	for _, c := range plan.caches {
 		if err := makeCache(c[0], sb.asNobody); err != nil {
 			return "", nil, nil, fmt.Errorf("the server's package cache %s: %w", c[0], err)
@@ -631,10 +631,19 @@ func (p *Pool) logContainment() {
 	for _, g := range Uncontained(p.Status()) {
 		p.logger.Warn("stdio servers run uncontained: they can read everything toolshelf's user can, its token files and configuration too", "servers", strings.Join(g.Servers, ","), "why", g.Why)
 	}
+	var host []string
+	for _, s := range p.servers {
+		if s.cfg.HostNetwork && s.cfg.containment().Contained {
+			host = append(host, s.cfg.Name)
+		}
+	}
+	if len(host) > 0 {
+		p.logger.Warn("contained servers share the host's network, its loopback too (\"network\": \"host\"): they can reach the gateway and any local service", "servers", strings.Join(host, ","))
+	}
 	if sb := findSandbox(); sb.why == "" && sb.slirp == "" {
 		var shared []string
 		for _, s := range p.servers {
-			if s.cfg.containment().Contained && !s.cfg.NoNetwork {
+			if s.cfg.containment().Contained && !s.cfg.NoNetwork && !s.cfg.HostNetwork {
 				shared = append(shared, s.cfg.Name)
 			}
 		}

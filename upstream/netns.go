@@ -82,6 +82,12 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 	case <-time.After(netnsTimeout):
 		return fmt.Errorf("bubblewrap did not say its sandbox's pid within %v", netnsTimeout)
 	}
+	// bwrap sets up the namespace's loopback first; slirp4netns at the
+	// same time makes bwrap's netlink request fail. The loopback's
+	// address in the namespace's routes says bwrap is done with it.
+	if err := loopbackUp(pid); err != nil {
+		return err
+	}
 	readyR, readyW, err := os.Pipe()
 	if err != nil {
 		return err
@@ -118,6 +124,28 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 		return fmt.Errorf("the sandbox did not wait for its network: %w", err)
 	}
 	return nil
+}
+
+// loopbackUp waits until the network namespace of pid has its loopback
+// address, which bwrap gives it, or says why not.
+func loopbackUp(pid int) error {
+	routes := "/proc/" + strconv.Itoa(pid) + "/net/fib_trie"
+	deadline := time.Now().Add(netnsTimeout)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, err := os.ReadFile(routes)
+		if err == nil && strings.Contains(string(b), "127.0.0.1") {
+			return nil
+		}
+		if err != nil && !os.IsNotExist(err) || time.Now().After(deadline) {
+			return fmt.Errorf("the sandbox's loopback was not set up (%s): %v", routes, err)
+		}
+		if err != nil {
+			return fmt.Errorf("the sandbox ended before its network was set up")
+		}
+		<-tick.C
+	}
 }
 
 // close ends what the network holds: its pipes, and slirp4netns once the

@@ -213,18 +213,41 @@ func (r *Redactor) cutResult(res *mcp.CallToolResult) {
 		return
 	}
 	var texts []*string
-	for _, c := range res.Content {
+	for i, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			texts = append(texts, &c.Text)
 		case *mcp.EmbeddedResource:
 			if c.Resource != nil {
 				texts = append(texts, &c.Resource.Text)
+				if r.holdsBytes(c.Resource.Blob) {
+					c.Resource.Blob = nil
+					c.Resource.Text = Redacted
+				}
+			}
+		case *mcp.ImageContent:
+			if r.holdsBytes(c.Data) {
+				res.Content[i] = &mcp.TextContent{Text: Redacted + " (an image that held a secret)"}
+			}
+		case *mcp.AudioContent:
+			if r.holdsBytes(c.Data) {
+				res.Content[i] = &mcp.TextContent{Text: Redacted + " (audio that held a secret)"}
 			}
 		}
 	}
 	r.cutAll(texts)
 	res.StructuredContent = r.cutJSON(res.StructuredContent)
+}
+
+// holdsBytes reports whether binary data (an image, a blob) holds a
+// secret: as it is, or in a decoded view of it read as text.
+func (r *Redactor) holdsBytes(b []byte) bool {
+	if r == nil || len(r.secrets) == 0 || len(b) == 0 {
+		return false
+	}
+	s := string(b)
+	out := r.cutTexts([]string{s})
+	return out[0] != s
 }
 
 // CutPrompt removes the redactor's secrets from a prompt, in place.
@@ -259,6 +282,9 @@ func (r *Redactor) CutResource(res *mcp.ReadResourceResult) {
 	for _, c := range res.Contents {
 		if c != nil {
 			texts = append(texts, &c.Text)
+			if r.holdsBytes(c.Blob) {
+				c.Blob, c.Text = nil, Redacted
+			}
 		}
 	}
 	r.cutAll(texts)
@@ -285,13 +311,82 @@ func (r *Redactor) cutJSON(v any) any {
 	if err != nil {
 		return v
 	}
-	text, cut := r.cut(string(b))
-	if !cut {
+	raw := r.CutRaw(b)
+	if string(raw) == string(b) {
 		return v
 	}
 	var out any
-	if json.Unmarshal([]byte(text), &out) == nil {
+	if json.Unmarshal(raw, &out) == nil {
 		return out
 	}
 	return nil
+}
+
+// CutRaw cuts the secrets from a JSON message: every string in it (its
+// keys too) is cut as a text is, in every form cutTexts finds, so that
+// the message stays JSON; one that does not parse is cut as text.
+func (r *Redactor) CutRaw(raw json.RawMessage) json.RawMessage {
+	if r == nil || len(r.secrets) == 0 || len(raw) == 0 {
+		return raw
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return json.RawMessage(r.CutText(string(raw)))
+	}
+	changed := false
+	var walk func(v any) any
+	walk = func(v any) any {
+		switch v := v.(type) {
+		case string:
+			if out, cut := r.cut(v); cut {
+				changed = true
+				return out
+			}
+		case []any:
+			for i := range v {
+				v[i] = walk(v[i])
+			}
+		case map[string]any:
+			for k, x := range v {
+				x = walk(x)
+				if nk, cut := r.cut(k); cut {
+					changed = true
+					delete(v, k)
+					k = nk
+				}
+				v[k] = x
+			}
+		}
+		return v
+	}
+	v = walk(v)
+	if !changed {
+		return raw
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`"` + Redacted + `"`)
+	}
+	return out
+}
+
+// CutParams cuts the secrets from what a server sends a client beyond a
+// result (a log message, a progress message, an elicitation's or a
+// sampling request's texts), in place, through its JSON: ok is false
+// when the cut message no longer fits p, which must then not be sent.
+func (r *Redactor) CutParams(p any) (ok bool) {
+	if r == nil || len(r.secrets) == 0 || p == nil {
+		return true
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return false
+	}
+	raw := r.CutRaw(b)
+	if string(raw) == string(b) {
+		return true
+	}
+	return json.Unmarshal(raw, p) == nil
 }

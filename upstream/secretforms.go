@@ -78,6 +78,19 @@ func (r *Redactor) cutTexts(texts []string) []string {
 	if r == nil || len(r.secrets) == 0 {
 		return texts
 	}
+	out := r.cutLiteral(texts)
+	// A block a decoded view of which holds a secret is cut whole.
+	for i, t := range out {
+		if r.holdsEncoded(t) {
+			out[i] = Redacted
+		}
+	}
+	return out
+}
+
+// cutLiteral replaces the forms of the redactor's secrets that are
+// matched in the text itself (see forms and skeleton).
+func (r *Redactor) cutLiteral(texts []string) []string {
 	joined := strings.Join(texts, "")
 	var spans [][2]int
 	r.literalSet.find(joined, func(start, end int) { spans = append(spans, [2]int{start, end}) })

@@ -78,7 +78,7 @@ func (c *TaskCapture) Task() (server string, handle json.RawMessage, ok bool) {
 		return "", nil, false
 	}
 	if c.redact != nil {
-		return c.server, json.RawMessage(c.redact.Redact(string(resp.Result))), true
+		return c.server, c.redact.CutRaw(resp.Result), true
 	}
 	return c.server, resp.Result, true
 }
@@ -252,5 +252,5 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 	if msg.Result == nil {
 		return nil, errors.New("server " + server + ": " + method + ": an answer without a result")
 	}
-	return json.RawMessage(s.redact.Redact(string(msg.Result))), nil
+	return s.redact.CutRaw(msg.Result), nil
 }

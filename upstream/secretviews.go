@@ -1,0 +1,229 @@
+package upstream
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"encoding/base32"
+	"encoding/base64"
+	"html"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+)
+
+// Beyond the forms a secret is matched in directly (secretforms.go), a
+// text is decoded the ways a server could write a secret to get past the
+// match, each in bounded time, and the decoded views are searched: percent
+// encoding, HTML entities, JSON and JavaScript escapes, rot13, look-alike
+// letters folded (Cyrillic, Greek, fullwidth), lists of character codes,
+// base32, and base64 (of compressed data too, inflated within a bound). A
+// text whose view holds a secret is cut whole: where the secret lies in
+// the original cannot be told once it was decoded.
+//
+// What the wall cannot promise: a server that holds a secret can always
+// write it in a form not listed here (encrypted with a key of its own,
+// spelled out in words, one character a call). Containment, which keeps
+// the secret out of the server's reach, is the defence; this wall catches
+// what leaks by accident or by a known trick.
+
+// maxInflated bounds what is inflated of one compressed run.
+const maxInflated = 1 << 20
+
+// maxViews bounds the decoded runs looked at in one text.
+const maxViews = 256
+
+var (
+	percentRun = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2})+`)
+	escapeRun  = regexp.MustCompile(`\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|[0-7]{3})`)
+	codeRun    = regexp.MustCompile(`\b\d{2,3}(?:\s*[,; ]\s*\d{2,3}){5,}\b`)
+	base32Run  = regexp.MustCompile(`[A-Z2-7]{16,}=*|[a-z2-7]{16,}=*`)
+	base64Run  = regexp.MustCompile(`[A-Za-z0-9+/_-]{12,}={0,2}`)
+)
+
+// views are the decoded forms of s worth searching for secrets: each
+// differs from s.
+func views(s string) []string {
+	var out []string
+	add := func(v string) {
+		if v != "" && v != s && len(out) < maxViews {
+			out = append(out, v)
+		}
+	}
+	if strings.Contains(s, "%") {
+		add(percentRun.ReplaceAllStringFunc(s, func(run string) string {
+			b := make([]byte, 0, len(run)/3)
+			for i := 0; i+3 <= len(run); i += 3 {
+				n, _ := strconv.ParseUint(run[i+1:i+3], 16, 8)
+				b = append(b, byte(n))
+			}
+			return string(b)
+		}))
+	}
+	if strings.Contains(s, "&") {
+		add(html.UnescapeString(s))
+	}
+	if strings.Contains(s, `\`) {
+		add(escapeRun.ReplaceAllStringFunc(s, func(e string) string {
+			switch e[1] {
+			case 'u':
+				n, _ := strconv.ParseUint(e[2:], 16, 32)
+				return string(rune(n))
+			case 'x':
+				n, _ := strconv.ParseUint(e[2:], 16, 8)
+				return string(rune(n))
+			}
+			n, _ := strconv.ParseUint(e[1:], 8, 8)
+			return string(rune(n))
+		}))
+	}
+	add(rot13(s))
+	add(foldLookalikes(s))
+	for _, run := range codeRun.FindAllString(s, maxViews) {
+		var b strings.Builder
+		for _, f := range strings.FieldsFunc(run, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' }) {
+			if n, err := strconv.Atoi(f); err == nil && n >= 32 && n < 127 {
+				b.WriteByte(byte(n))
+			}
+		}
+		add(b.String())
+	}
+	for _, run := range base32Run.FindAllString(s, maxViews) {
+		run = strings.ToUpper(strings.TrimRight(run, "="))
+		// A secret may begin at any of a quantum's eight characters.
+		for k := 0; k < 8 && k < len(run); k++ {
+			part := run[k:]
+			// The longest prefix that ends a quantum or a valid part of one.
+			for n := len(part) % 8; n == 1 || n == 3 || n == 6; n = len(part) % 8 {
+				part = part[:len(part)-1]
+			}
+			if b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(part); err == nil {
+				add(printable(b))
+			}
+		}
+	}
+	for _, run := range base64Run.FindAllString(s, maxViews) {
+		run = strings.TrimRight(run, "=")
+		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
+			for k := 0; k < 4 && k < len(run); k++ {
+				part := run[k:]
+				if len(part)%4 == 1 {
+					part = part[:len(part)-1]
+				}
+				b, err := enc.DecodeString(part)
+				if err != nil {
+					continue
+				}
+				if k == 0 {
+					add(inflated(b))
+				}
+				add(printable(b))
+			}
+		}
+	}
+	return out
+}
+
+// inflated is b decompressed (gzip or zlib), within maxInflated; "" when
+// it is neither.
+func inflated(b []byte) string {
+	var r io.Reader
+	var err error
+	switch {
+	case len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b:
+		r, err = gzip.NewReader(bytes.NewReader(b))
+	case len(b) > 2 && b[0] == 0x78 && (b[1] == 0x01 || b[1] == 0x5e || b[1] == 0x9c || b[1] == 0xda):
+		r, err = zlib.NewReader(bytes.NewReader(b))
+	default:
+		return ""
+	}
+	if err != nil {
+		return ""
+	}
+	out, _ := io.ReadAll(io.LimitReader(r, maxInflated))
+	return string(out)
+}
+
+// printable is b as text when most of it is (a secret is), else "".
+func printable(b []byte) string {
+	if len(b) < minEncoded || !utf8.Valid(b) {
+		return ""
+	}
+	n := 0
+	for _, c := range b {
+		if c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' {
+			n++
+		}
+	}
+	if n*10 < len(b)*9 {
+		return ""
+	}
+	return string(b)
+}
+
+func rot13(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return 'a' + (r-'a'+13)%26
+		case r >= 'A' && r <= 'Z':
+			return 'A' + (r-'A'+13)%26
+		}
+		return r
+	}, s)
+}
+
+// lookalikes are letters of other scripts that look like Latin ones.
+var lookalikes = map[rune]rune{
+	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'һ': 'h', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ɡ': 'g',
+	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T', 'Х': 'X', 'І': 'I', 'Ј': 'J', 'Ѕ': 'S',
+	'α': 'a', 'ο': 'o', 'ν': 'v', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'ι': 'i', 'κ': 'k',
+	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
+	'ℓ': 'l',
+}
+
+// foldLookalikes is s with compatibility forms folded (NFKC: fullwidth
+// letters, ligatures) and look-alike letters of other scripts made
+// Latin; s itself when nothing changes.
+func foldLookalikes(s string) string {
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			ascii = false
+			break
+		}
+	}
+	if ascii {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if l, ok := lookalikes[r]; ok {
+			return l
+		}
+		return r
+	}, norm.NFKC.String(s))
+}
+
+// holdsEncoded reports whether a decoded view of s holds one of the
+// redactor's secrets (in any of the forms cutTexts finds).
+func (r *Redactor) holdsEncoded(s string) bool {
+	if r == nil || len(r.secrets) == 0 {
+		return false
+	}
+	for _, v := range views(s) {
+		found := false
+		r.literalSet.find(v, func(int, int) { found = true })
+		if !found && len(r.skeletons) > 0 {
+			sk, _ := skeleton(v)
+			r.skeletonSet.find(string(sk), func(int, int) { found = true })
+		}
+		if found {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,136 @@
+package upstream
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base32"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The second wall finds a secret in the forms a server writes it in to
+// get past a literal match, decoded in bounded time, and cuts the text
+// that holds it; ordinary texts pass as they are.
+func TestSecretInEncodedForms(t *testing.T) {
+	const secret = "other-server-key-5a6b7c8d9e0f"
+	r := NewRedactor(secret)
+	gz := func(s string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return base64.StdEncoding.EncodeToString(b.Bytes())
+	}
+	codes := func(s string) string {
+		var parts []string
+		for _, c := range []byte(s) {
+			parts = append(parts, fmt.Sprint(c))
+		}
+		return strings.Join(parts, ", ")
+	}
+	fullPercent := func(s string) string {
+		var b strings.Builder
+		for _, c := range []byte(s) {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+		return b.String()
+	}
+	uEscapes := func(s string) string {
+		var b strings.Builder
+		for _, c := range s {
+			fmt.Fprintf(&b, `\u%04x`, c)
+		}
+		return b.String()
+	}
+	entities := func(s string) string {
+		var b strings.Builder
+		for _, c := range s {
+			fmt.Fprintf(&b, "&#%d;", c)
+		}
+		return b.String()
+	}
+	lookalike := strings.NewReplacer("o", "о", "e", "е", "a", "а", "c", "с").Replace(secret) // Cyrillic
+	fullwidth := strings.Map(func(r rune) rune {
+		if r >= '!' && r <= '~' {
+			return r + 0xFEE0
+		}
+		return r
+	}, secret)
+	for name, text := range map[string]string{
+		"full percent-encoding":  fullPercent(secret),
+		"url query escaping":     "see https://x.test/?k=" + url.QueryEscape("k:"+secret+"!"),
+		"base32":                 base32.StdEncoding.EncodeToString([]byte("key: " + secret)),
+		"base32, lower case":     strings.ToLower(base32.StdEncoding.EncodeToString([]byte(secret))),
+		`\u escapes`:             `{"v": "` + uEscapes(secret) + `"}`,
+		"HTML entities":          "<p>" + entities(secret) + "</p>",
+		"look-alike letters":     "the key is " + lookalike,
+		"fullwidth letters":      fullwidth,
+		"rot13":                  "tl;dr " + rot13(secret),
+		"gzip and base64":        "payload: " + gz("the key of the other server: "+secret),
+		"character codes":        "[" + codes(secret) + "]",
+		"base64 in a longer run": base64.StdEncoding.EncodeToString([]byte("prefix that shifts the alignment " + secret + " and more")),
+	} {
+		if got := r.CutText(text); strings.Contains(got, secret) || got == text {
+			t.Errorf("%s: not cut:\n%.200s", name, got)
+		}
+	}
+	for _, ordinary := range []string{
+		`{"issues":[{"number":42,"title":"Fix the login page","url":"https://github.com/acme/web/issues/42"}]}`,
+		"Created file /srv/app/src/internationalization/messages.json (2.3 KB)",
+		"SGVsbG8gd29ybGQsIHRoaXMgaXMgYSBwbGFpbiBtZXNzYWdlLg== decodes to a greeting",
+		"Москва — столица России; ｆｕｌｌｗｉｄｔｈ text; 72, 101, 108, 108, 111, 33",
+		"%E2%9C%93 done &amp; dusted \\u00e9t\\u00e9",
+	} {
+		if got := r.CutText(ordinary); got != ordinary {
+			t.Errorf("an ordinary text was cut:\n%s\n%s", ordinary, got)
+		}
+	}
+}
+
+// Every message a server sends a client beyond its results passes the
+// wall: log and progress notifications, elicitation and sampling
+// requests; images, audio and blobs in results; and JSON stays JSON.
+func TestSecretInEveryChannel(t *testing.T) {
+	const secret = "other-server-key-5a6b7c8d9e0f"
+	r := NewRedactor(secret)
+	b64 := base64.StdEncoding.EncodeToString([]byte(secret))
+	log := &mcp.LoggingMessageParams{Level: "info", Logger: "srv", Data: map[string]any{"msg": "using " + secret, "nested": []any{b64}}}
+	progress := &mcp.ProgressNotificationParams{ProgressToken: "t", Progress: 1, Message: "step with " + rot13(secret)}
+	elicit := &mcp.ElicitParams{Message: "Confirm " + secret + "?", RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"x": map[string]any{"type": "string", "default": secret}}}}
+	sample := &mcp.CreateMessageParams{MaxTokens: 10, SystemPrompt: "key " + secret, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "send " + b64}}}}
+	for name, p := range map[string]any{"log": log, "progress": progress, "elicitation": elicit, "sampling": sample} {
+		if !r.CutParams(p) {
+			t.Errorf("%s: could not be cut", name)
+		}
+		b, _ := json.Marshal(p)
+		if strings.Contains(string(b), secret) || strings.Contains(string(b), b64) || strings.Contains(string(b), rot13(secret)) {
+			t.Errorf("%s still holds the secret: %s", name, b)
+		}
+	}
+	res := &mcp.CallToolResult{Content: []mcp.Content{
+		&mcp.ImageContent{Data: []byte("\x89PNG..." + secret + "..."), MIMEType: "image/png"},
+		&mcp.AudioContent{Data: []byte(b64), MIMEType: "audio/wav"},
+		&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///x", Blob: []byte(secret)}},
+		&mcp.ImageContent{Data: []byte("\x89PNG an ordinary picture"), MIMEType: "image/png"},
+	}}
+	r.cutResult(res)
+	b, _ := json.Marshal(res)
+	if strings.Contains(string(b), b64) || strings.Contains(string(b), base64.StdEncoding.EncodeToString([]byte("\x89PNG..."+secret+"..."))) {
+		t.Errorf("a binary block still holds the secret: %s", b)
+	}
+	if _, ok := res.Content[3].(*mcp.ImageContent); !ok {
+		t.Errorf("an ordinary image was cut")
+	}
+	raw := r.CutRaw(json.RawMessage(`{"content":[{"type":"text","text":"` + b64 + `"}],"n":12345678901234567890,"k":"v"}`))
+	var v map[string]any
+	if json.Unmarshal(raw, &v) != nil || strings.Contains(string(raw), b64) || !strings.Contains(string(raw), "12345678901234567890") {
+		t.Errorf("a task's result cut: %s", raw)
+	}
+}
