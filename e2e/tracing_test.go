@@ -139,7 +139,7 @@ func TestTraceThroughGateway(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tracker": map[string]any{
 		"command": exe, "timeout": testenv.Timeout(10 * time.Second).String(),
-		"env": map[string]string{mcptest.ModeEnv: "traced", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "tracker"},
+		"env":     map[string]string{mcptest.ModeEnv: "traced", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "tracker"},
 		"network": "host", // it exports to the collector on loopback
 	}}})
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {

@@ -68,8 +68,8 @@ type ServerConfig struct {
 	NoContain   bool
 	NoNetwork   bool
 	HostNetwork bool
-	ReadPaths  []string
-	WritePaths []string
+	ReadPaths   []string
+	WritePaths  []string
 
 	// URL and Headers reach a remote server.
 	URL     string
