@@ -52,8 +52,23 @@ const pinReload = 2 * time.Second
 // making them costs 20 ms for 500 tools, and a pool publishes on every
 // server's start and change.
 func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, quarantined []Quarantined) {
+	// A tool whose definition held a secret (cut from it, see setTools)
+	// is held out, with or without a lock file.
+	if len(s.secretHeld) > 0 {
+		var rest []catalog.Entry
+		for _, e := range es {
+			if !s.secretHeld[e.Tool] {
+				rest = append(rest, e)
+				continue
+			}
+			def, _ := pin.Canonical(e.Raw)
+			quarantined = append(quarantined, Quarantined{Server: s.cfg.Name, Tool: e.Tool, Name: qualified(e), Status: pin.Risky,
+				Why: "its definition held a secret (toolshelf's or a server's), which was cut from it; a server that puts a secret in a tool's definition is not to be trusted", Current: def})
+		}
+		es = rest
+	}
 	if p.opts.Pins == nil {
-		return es, nil
+		return es, quarantined
 	}
 	for _, e := range es {
 		if e.Unverified {
@@ -74,13 +89,17 @@ func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, quara
 			kept = append(kept, e)
 			continue
 		}
-		name := e.Tool
-		if !e.Unprefixed {
-			name = catalog.Prefix + e.Server + "__" + e.Tool
-		}
-		quarantined = append(quarantined, Quarantined{Server: s.cfg.Name, Tool: e.Tool, Name: name, Status: v.Status, Why: v.Why, Pinned: v.Pinned, Current: def})
+		quarantined = append(quarantined, Quarantined{Server: s.cfg.Name, Tool: e.Tool, Name: qualified(e), Status: v.Status, Why: v.Why, Pinned: v.Pinned, Current: def})
 	}
 	return kept, quarantined
+}
+
+// qualified is the name a tool has when it is let in.
+func qualified(e catalog.Entry) string {
+	if e.Unprefixed {
+		return e.Tool
+	}
+	return catalog.Prefix + e.Server + "__" + e.Tool
 }
 
 // noteQuarantined logs tools that were quarantined or let in since the
@@ -88,7 +107,7 @@ func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, quara
 // and saves tools pinned on first use. Called by publish, with pubMu
 // held.
 func (p *Pool) noteQuarantined(now map[string][]Quarantined) {
-	if p.opts.Pins == nil {
+	if p.opts.Pins == nil && len(now) == 0 && len(p.quarantined) == 0 {
 		return
 	}
 	was := make(map[string]bool)
@@ -106,6 +125,9 @@ func (p *Pool) noteQuarantined(now map[string][]Quarantined) {
 		}
 	}
 	p.quarantined = now
+	if p.opts.Pins == nil {
+		return // what secrets held out, without a lock file
+	}
 	p.defs, p.nextDefs = p.nextDefs, make(map[string]pin.Definition, len(p.nextDefs))
 	if p.opts.Pins.Dirty() {
 		if err := p.opts.Pins.Save(); err != nil {

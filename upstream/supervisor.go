@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,13 +30,16 @@ type server struct {
 	offers      offerState
 	people      people // connections of people (Signin)
 
-	mu          sync.Mutex
-	state       State
-	err         string
-	conn        *conn
-	ready       chan struct{} // closed while state is ready
-	entries     []catalog.Entry
-	rawTools    []json.RawMessage // the last tools/list, unfiltered, for the cache
+	mu       sync.Mutex
+	state    State
+	err      string
+	conn     *conn
+	ready    chan struct{} // closed while state is ready
+	entries  []catalog.Entry
+	rawTools []json.RawMessage // the last tools/list, unfiltered, for the cache
+	// secretHeld are the tools whose definition held a secret (cut from
+	// it): held out like a poisoned tool (see Pool.judge).
+	secretHeld  map[string]bool
 	info        catalog.Server
 	source      string
 	restarts    int
@@ -180,7 +184,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 // accept makes a tool list the server just gave its live tools: published
 // in a new snapshot, and cached on disk for the next start.
 func (s *server) accept(info catalog.Server, tools []json.RawMessage) {
-	s.setTools(info, tools, SourceLive)
+	tools = s.setTools(info, tools, SourceLive)
 	s.mu.Lock()
 	s.rawTools = tools
 	s.mu.Unlock()
@@ -268,9 +272,28 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 	}
 }
 
-// setTools replaces the server's tools.
-func (s *server) setTools(info catalog.Server, raws []json.RawMessage, source string) {
+// setTools replaces the server's tools, and returns their definitions as
+// kept: a secret one held (toolshelf's, another server's, its own) is cut
+// from it, so that it reaches no client, lock file or cache, and the tool
+// is held out.
+func (s *server) setTools(info catalog.Server, raws []json.RawMessage, source string) []json.RawMessage {
 	info.Name = s.cfg.Name
+	held := map[string]bool{}
+	cloned := false
+	for i, raw := range raws {
+		if cut := s.redact.CutRaw(raw); string(cut) != string(raw) {
+			if !cloned {
+				raws, cloned = slices.Clone(raws), true // the caller's are the server's answer
+			}
+			raws[i] = cut
+			var t struct {
+				Name string `json:"name"`
+			}
+			json.Unmarshal(cut, &t)
+			held[t.Name] = true
+			s.logger.Warn("a tool's definition held a secret: cut, and the tool is held out", "tool", truncate(t.Name, 64))
+		}
+	}
 	es, bad := entries(&s.cfg, raws, source == SourceOutput || source == SourceAutoApprove)
 	for _, err := range bad {
 		s.logger.Warn("skipped a tool the server listed", "error", err)
@@ -279,8 +302,9 @@ func (s *server) setTools(info catalog.Server, raws []json.RawMessage, source st
 		es[i].Stale = source == SourceCache
 	}
 	s.mu.Lock()
-	s.entries, s.info, s.source = es, info, source
+	s.entries, s.info, s.source, s.secretHeld = es, info, source, held
 	s.mu.Unlock()
+	return raws
 }
 
 // fail records a failed attempt. Tools already known (from the cache or
