@@ -16,7 +16,7 @@ const module = "github.com/toolshelf/toolshelf/"
 // the core; only the CLI and the example agent see everything they wire.
 // docs/design.md draws the same picture.
 var mayImport = map[string][]string{
-	"catalog":             {"internal/jsonscan"},
+	"catalog":             {"internal/jsonscan", "internal/confusable"},
 	"search":              {"catalog", "internal/wordvec", "internal/zhdict"},
 	"policy":              {"catalog"},
 	"shelf":               {"catalog", "search", "policy"},
@@ -24,7 +24,7 @@ var mayImport = map[string][]string{
 	"evaluate":            {"catalog", "search"},
 	"embedding":           {"search"},
 	"anthropic":           {"policy"},
-	"upstream":            {"catalog", "identity", "internal/fuzzy", "pin", "rules", "signin", "telemetry"},
+	"upstream":            {"catalog", "identity", "internal/confusable", "internal/fuzzy", "pin", "rules", "signin", "telemetry"},
 	"identity":            {},
 	"rules":               {},
 	"pin":                 {"catalog", "store"},
@@ -45,6 +45,7 @@ var mayImport = map[string][]string{
 	"internal/jsonscan":   {},
 	"internal/bigcatalog": {"catalog"},
 	"internal/fuzzy":      {},
+	"internal/confusable": {},
 	"internal/testenv":    {},
 	"internal/mcptest":    {"telemetry"},
 	"internal/fakeembed":  {},

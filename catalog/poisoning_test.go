@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -97,4 +98,59 @@ func datasetCatalog(t *testing.T, path string) *catalog.Catalog {
 		}
 	}
 	return catalog.New(es, nil)
+}
+
+// The second labelled set (testdata/poisoning/second.jsonl, issue 51):
+// instructions in every string of a definition (parameter names, enum
+// values, defaults, the output schema, the title, annotations), in other
+// languages and scripts, encoded, and one tool steering another's; and
+// benign texts that look like them (benign.jsonl: setup texts asking for
+// the user's API key, a bcc field). The check was changed with the "tune"
+// half in view; the "heldout" half is reported apart.
+func TestPoisoningSecondSet(t *testing.T) {
+	type record struct {
+		Source string          `json:"source"`
+		Split  string          `json:"split"`
+		Tool   json.RawMessage `json:"tool"`
+	}
+	read := func(file string) []record {
+		b, err := os.ReadFile(filepath.Join("testdata/poisoning", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []record
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var r record
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	caught, total := map[string]int{}, map[string]int{}
+	for _, r := range read("second.jsonl") {
+		e, err := catalog.ParseTool("suspect", r.Tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		total[r.Split]++
+		if e.Poisoning() != "" {
+			caught[r.Split]++
+		} else if r.Split == "tune" {
+			t.Errorf("not flagged: %s (%s)", r.Tool, r.Source)
+		} else {
+			t.Logf("held out, missed: %.120s (%s)", r.Tool, r.Source)
+		}
+	}
+	alarms := 0
+	benign := read("benign.jsonl")
+	for _, r := range benign {
+		e, _ := catalog.ParseTool("benign", r.Tool)
+		if why := e.Poisoning(); why != "" {
+			alarms++
+			t.Errorf("false alarm on %s: %s", r.Source, why)
+		}
+	}
+	t.Logf("tune: %d of %d caught; held out: %d of %d caught; benign: %d false alarms of %d", caught["tune"], total["tune"], caught["heldout"], total["heldout"], alarms, len(benign))
 }

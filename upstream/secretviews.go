@@ -13,7 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"golang.org/x/text/unicode/norm"
+	"github.com/toolshelf/toolshelf/internal/confusable"
 )
 
 // Beyond the forms a secret is matched in directly (secretforms.go), a
@@ -82,7 +82,7 @@ func views(s string) []string {
 		}))
 	}
 	add(rot13(s))
-	add(foldLookalikes(s))
+	add(confusable.Fold(s))
 	for _, run := range codeRun.FindAllString(s, maxViews) {
 		var b strings.Builder
 		for _, f := range strings.FieldsFunc(run, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' }) {
@@ -175,37 +175,6 @@ func rot13(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// lookalikes are letters of other scripts that look like Latin ones.
-var lookalikes = map[rune]rune{
-	'а': 'a', 'е': 'e', 'о': 'o', 'р': 'p', 'с': 'c', 'у': 'y', 'х': 'x', 'і': 'i', 'ј': 'j', 'ѕ': 's', 'һ': 'h', 'ԁ': 'd', 'ԛ': 'q', 'ԝ': 'w', 'ɡ': 'g',
-	'А': 'A', 'В': 'B', 'Е': 'E', 'К': 'K', 'М': 'M', 'Н': 'H', 'О': 'O', 'Р': 'P', 'С': 'C', 'Т': 'T', 'Х': 'X', 'І': 'I', 'Ј': 'J', 'Ѕ': 'S',
-	'α': 'a', 'ο': 'o', 'ν': 'v', 'ρ': 'p', 'τ': 't', 'υ': 'u', 'ι': 'i', 'κ': 'k',
-	'Α': 'A', 'Β': 'B', 'Ε': 'E', 'Ζ': 'Z', 'Η': 'H', 'Ι': 'I', 'Κ': 'K', 'Μ': 'M', 'Ν': 'N', 'Ο': 'O', 'Ρ': 'P', 'Τ': 'T', 'Υ': 'Y', 'Χ': 'X',
-	'ℓ': 'l',
-}
-
-// foldLookalikes is s with compatibility forms folded (NFKC: fullwidth
-// letters, ligatures) and look-alike letters of other scripts made
-// Latin; s itself when nothing changes.
-func foldLookalikes(s string) string {
-	ascii := true
-	for i := 0; i < len(s); i++ {
-		if s[i] >= 0x80 {
-			ascii = false
-			break
-		}
-	}
-	if ascii {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if l, ok := lookalikes[r]; ok {
-			return l
-		}
-		return r
-	}, norm.NFKC.String(s))
 }
 
 // holdsEncoded reports whether a decoded view of s holds one of the
