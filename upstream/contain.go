@@ -514,8 +514,14 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 		return "", nil, nil, err
 	}
 	sb := findSandbox()
+	madeGrants(cfg, sb.asNobody, logger)
 	plan = planSandbox(cfg, environ, cfg.hide)
 	plan.asNobody, plan.setpriv = sb.asNobody, sb.setpriv
+	if logger != nil {
+		for _, hint := range plan.hints(cfg, sb.asNobody) {
+			logger.Warn(hint)
+		}
+	}
 	plan.ownNet = sb.slirp != "" && !plan.noNetwork && !cfg.HostNetwork
 	for _, c := range plan.caches {
 		if err := makeCache(c[0], sb.asNobody); err != nil {
@@ -534,6 +540,65 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 		}
 	}
 	return sb.bwrap, slices.Concat(plan.args(), []string{command}, cfg.Args), plan, nil
+}
+
+// madeGrants makes the folders "paths": {"write"} names that are not
+// there yet: owned by nobody when the server runs as nobody (toolshelf is
+// root), so that it can write them. A folder that exists is left as it is
+// (see hints).
+func madeGrants(cfg *ServerConfig, asNobody bool, logger *slog.Logger) {
+	for _, w := range cfg.WritePaths {
+		w = anchor(w, cfg.Cwd)
+		if w == "" || exists(w) {
+			continue
+		}
+		if err := os.MkdirAll(w, 0o755); err != nil {
+			continue // reported as a missing grant
+		}
+		if asNobody {
+			os.Chown(w, nobody, nobody)
+		}
+		if logger != nil {
+			logger.Info("made the folder \"paths\": {\"write\"} names", "path", w)
+		}
+	}
+}
+
+// hints are what a person should know before the server runs and fails
+// on it: a write grant the server (as nobody) cannot write, and a path
+// the server's environment names that it is not given (its /tmp and home
+// are its own: a file written there is lost when it stops).
+func (p *sandboxPlan) hints(cfg *ServerConfig, asNobody bool) []string {
+	var out []string
+	if asNobody {
+		for _, w := range p.write {
+			if st, err := os.Stat(w); err == nil && !writableByNobody(st) {
+				out = append(out, fmt.Sprintf("server %s: %q in \"paths\": {\"write\"} is not writable by nobody, as which the contained server runs (toolshelf is root): run chown %d:%d %s (or chmod o+w)", cfg.Name, w, nobody, nobody, w))
+			}
+		}
+	}
+	given := slices.Concat(p.read, p.write)
+	for _, k := range sortedKeys(cfg.Env) {
+		v := cfg.Env[k]
+		if !filepath.IsAbs(v) || strings.ContainsAny(v, ":\n") {
+			continue
+		}
+		v = filepath.Clean(v)
+		dir := v
+		if !isDir(v) {
+			dir = filepath.Dir(v)
+		}
+		if under(v, systemDirs) || slices.Contains(given, dir) || under(dir, given) || dir == p.cwd && !p.cwdEmpty {
+			continue
+		}
+		out = append(out, fmt.Sprintf("server %s: its env %s names %s, which the contained server does not see (what it writes there is lost when it stops): add %q to its \"paths\": {\"write\"}", cfg.Name, k, v, dir))
+	}
+	return out
+}
+
+// writableByNobody reports whether nobody may write a folder.
+func writableByNobody(st os.FileInfo) bool {
+	return st.Mode().Perm()&0o002 != 0 || ownerOf(st) == nobody && st.Mode().Perm()&0o200 != 0
 }
 
 // makeCache makes a server's package cache, its own: owned by nobody

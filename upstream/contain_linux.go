@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -64,4 +65,12 @@ func probeSandbox() sandboxer {
 		s.why = "bubblewrap cannot make a sandbox here (user namespaces off or refused?): " + truncate(line, 200)
 	}
 	return s
+}
+
+// ownerOf is the user id that owns a file.
+func ownerOf(st os.FileInfo) int {
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(sys.Uid)
+	}
+	return -1
 }

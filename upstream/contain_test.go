@@ -255,3 +255,38 @@ npm notice To update run: npm install -g npm@11.21.2
 		t.Errorf("said: %q", got)
 	}
 }
+
+// Before a contained server runs, a person is told what would fail it:
+// a path its environment names that it is not given (a file it writes
+// there is lost), and a write grant that nobody (as which it runs under a
+// root toolshelf) cannot write; a write grant not made yet is made.
+func TestSandboxHints(t *testing.T) {
+	dir := t.TempDir()
+	granted := filepath.Join(dir, "granted")
+	closed := filepath.Join(dir, "closed")
+	os.MkdirAll(granted, 0o777)
+	os.Chmod(granted, 0o777)
+	os.MkdirAll(closed, 0o755)
+	made := filepath.Join(dir, "made", "here")
+	cfg := &ServerConfig{Name: "memory", Command: "/bin/sh", Cwd: dir,
+		Env:        map[string]string{"MEMORY_FILE_PATH": "/tmp/lost/memory.jsonl", "DATA_DIR": granted + "/graph.jsonl", "MODE": "fast"},
+		WritePaths: []string{granted, closed, made}}
+	madeGrants(cfg, false, nil)
+	if !isDir(made) {
+		t.Errorf("a write grant not made yet was not made: %s", made)
+	}
+	hints := strings.Join(planSandbox(cfg, []string{"HOME=" + dir + "/home"}, nil).hints(cfg, true), "\n")
+	for _, want := range []string{
+		`its env MEMORY_FILE_PATH names /tmp/lost/memory.jsonl, which the contained server does not see`,
+		`add "/tmp/lost" to its "paths": {"write"}`,
+		closed + `" in "paths": {"write"} is not writable by nobody`,
+		"chown 65534:65534 " + closed,
+	} {
+		if !strings.Contains(hints, want) {
+			t.Errorf("no %q in the hints:\n%s", want, hints)
+		}
+	}
+	if strings.Contains(hints, "DATA_DIR") || strings.Contains(hints, "MODE") || strings.Contains(hints, granted+`" in`) {
+		t.Errorf("a hint about what is fine:\n%s", hints)
+	}
+}

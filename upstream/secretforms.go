@@ -50,12 +50,14 @@ func forms(secret string) []string {
 		slices.Reverse(r)
 		add(string(r))
 	}
+	add(rot13(secret))
 	return out
 }
 
 // skeleton is a text's letters and digits, lowercased, with the index in
 // the text of each.
 func skeleton(s string) (sk []byte, at []int) {
+	sk, at = make([]byte, 0, len(s)), make([]int, 0, len(s))
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {

@@ -41,9 +41,34 @@ var (
 	percentRun = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2})+`)
 	escapeRun  = regexp.MustCompile(`\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|[0-7]{3})`)
 	codeRun    = regexp.MustCompile(`\b\d{2,3}(?:\s*[,; ]\s*\d{2,3}){5,}\b`)
-	base32Run  = regexp.MustCompile(`[A-Z2-7]{16,}=*|[a-z2-7]{16,}=*`)
-	base64Run  = regexp.MustCompile(`[A-Za-z0-9+/_-]{12,}={0,2}`)
 )
+
+// runs calls f with each run of at least min bytes that in accepts: a
+// byte loop, where a regular expression over a megabyte costs tens of
+// milliseconds.
+func runs(s string, min int, in func(c byte) bool, f func(run string)) {
+	start := -1
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && in(s[i]) {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 && i-start >= min {
+			f(s[start:i])
+		}
+		start = -1
+	}
+}
+
+func base64Char(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
+}
+
+func base32Char(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '2' && c <= '7' || c == '='
+}
 
 // views are the decoded forms of s worth searching for secrets: each
 // differs from s.
@@ -81,9 +106,13 @@ func views(s string) []string {
 			return string(rune(n))
 		}))
 	}
-	add(rot13(s))
+	// rot13 is matched as a form of each secret (forms), not as a view.
 	add(confusable.Fold(s))
-	for _, run := range codeRun.FindAllString(s, maxViews) {
+	var codes []string
+	if strings.ContainsAny(s, ",; ") {
+		codes = codeRun.FindAllString(s, maxViews)
+	}
+	for _, run := range codes {
 		var b strings.Builder
 		for _, f := range strings.FieldsFunc(run, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' }) {
 			if n, err := strconv.Atoi(f); err == nil && n >= 32 && n < 127 {
@@ -92,8 +121,13 @@ func views(s string) []string {
 		}
 		add(b.String())
 	}
-	for _, run := range base32Run.FindAllString(s, maxViews) {
-		run = strings.ToUpper(strings.TrimRight(run, "="))
+	n := 0
+	runs(s, 16, base32Char, func(run string) {
+		run = strings.TrimRight(run, "=")
+		if n++; n > maxViews || len(run) < 16 || strings.ToUpper(run) != run && strings.ToLower(run) != run {
+			return // base32 is of one case
+		}
+		run = strings.ToUpper(run)
 		// A secret may begin at any of a quantum's eight characters.
 		for k := 0; k < 8 && k < len(run); k++ {
 			part := run[k:]
@@ -105,8 +139,12 @@ func views(s string) []string {
 				add(printable(b))
 			}
 		}
-	}
-	for _, run := range base64Run.FindAllString(s, maxViews) {
+	})
+	n = 0
+	runs(s, 12, base64Char, func(run string) {
+		if n++; n > maxViews {
+			return
+		}
 		run = strings.TrimRight(run, "=")
 		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
 			for k := 0; k < 4 && k < len(run); k++ {
@@ -124,7 +162,7 @@ func views(s string) []string {
 				add(printable(b))
 			}
 		}
-	}
+	})
 	return out
 }
 
@@ -165,6 +203,21 @@ func printable(b []byte) string {
 	return string(b)
 }
 
+// skeletonOf is skeleton without the positions.
+func skeletonOf(s string) string {
+	sk := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			sk = append(sk, c+'a'-'A')
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+			sk = append(sk, c)
+		}
+	}
+	return string(sk)
+}
+
 func rot13(s string) string {
 	return strings.Map(func(r rune) rune {
 		switch {
@@ -187,8 +240,7 @@ func (r *Redactor) holdsEncoded(s string) bool {
 		found := false
 		r.literalSet.find(v, func(int, int) { found = true })
 		if !found && len(r.skeletons) > 0 {
-			sk, _ := skeleton(v)
-			r.skeletonSet.find(string(sk), func(int, int) { found = true })
+			r.skeletonSet.find(skeletonOf(v), func(int, int) { found = true })
 		}
 		if found {
 			return true
