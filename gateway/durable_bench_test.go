@@ -70,7 +70,7 @@ func BenchmarkDurableCalls(b *testing.B) {
 				pool.Wait(ctx)
 				opts := &Options{Audit: log, Learn: learned}
 				if j != nil {
-					opts.Sync = j.Sync
+					opts.Sync, opts.Ready = j.Sync, j.Ready
 				}
 				g := newGateway(b, pool.Scope(nil), opts)
 				sessions := make([]*mcp.ClientSession, clients)
