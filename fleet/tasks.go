@@ -6,13 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-)
 
-// TaskStore keeps tasks' records where every replica finds them (store.DB).
-type TaskStore interface {
-	PutTask(ctx context.Context, id string, record []byte, expires time.Time) error
-	GetTask(ctx context.Context, id string) ([]byte, error)
-}
+	"github.com/toolshelf/toolshelf/store"
+)
 
 // SealedTasks keeps a fleet's tasks in the store sealed with the fleet
 // key (AES-GCM, bound to the task's id): someone who can write to the
@@ -21,12 +17,12 @@ type TaskStore interface {
 // move one task's record to another's id. A record that fails its check
 // is refused, never served.
 type SealedTasks struct {
-	store TaskStore
+	store store.Tasks
 	keys  *keys
 }
 
 // SealTasks returns the fleet's tasks, kept in st.
-func (m *Member) SealTasks(st TaskStore) *SealedTasks { return &SealedTasks{store: st, keys: m.keys} }
+func (m *Member) SealTasks(st store.Tasks) *SealedTasks { return &SealedTasks{store: st, keys: m.keys} }
 
 // ErrTaskForged is a task's record in the store that the fleet key did
 // not seal (written, or changed, by someone without it).

@@ -99,8 +99,8 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 	}
 	n.slirp = exec.Command(slirp, append(args, strconv.Itoa(pid), "tap0")...)
 	n.slirp.ExtraFiles = []*os.File{readyW}
-	var stderr strings.Builder
-	n.slirp.Stderr = &limitedWriter{w: &stderr, n: 2048}
+	stderr := newTailBuffer(2048)
+	n.slirp.Stderr = stderr
 	if err := n.slirp.Start(); err != nil {
 		readyW.Close()
 		return fmt.Errorf("slirp4netns: %w", err)
@@ -115,7 +115,7 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 	select {
 	case err := <-ready:
 		if err != nil {
-			return fmt.Errorf("slirp4netns did not connect the sandbox (%v): %s", err, strings.TrimSpace(stderr.String()))
+			return fmt.Errorf("slirp4netns did not connect the sandbox (%v): %s", err, stderr.Tail(2048))
 		}
 	case <-time.After(netnsTimeout):
 		return fmt.Errorf("slirp4netns did not connect the sandbox within %v", netnsTimeout)
@@ -161,19 +161,4 @@ func (n *netns) close() {
 		n.slirp.Process.Kill()
 		n.slirp.Wait()
 	}
-}
-
-// limitedWriter keeps the first n bytes written to it.
-type limitedWriter struct {
-	w io.Writer
-	n int
-}
-
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		l.w.Write(p[:k])
-		l.n -= k
-	}
-	return len(p), nil
 }
