@@ -90,6 +90,8 @@ type Console struct {
 	// key signs the login cookie and the CSRF tokens; it is new for each
 	// process, so a restart logs everyone out.
 	key []byte
+	// cookies seals the sign-in's and the session's cookies with key.
+	cookies *gateway.CookieSeal
 	// tries bounds sign-in failures, by client address.
 	tries *limiter
 }
@@ -108,6 +110,7 @@ func New(opts *Options) *Console {
 		c.key = make([]byte, 32)
 		rand.Read(c.key)
 	}
+	c.cookies = gateway.NewCookieSeal(c.key)
 	c.log = c.opts.Logger
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)

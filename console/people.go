@@ -3,14 +3,11 @@ package console
 import (
 	"crypto/rand"
 	"crypto/subtle"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/toolshelf/toolshelf/gateway"
@@ -62,22 +59,11 @@ type flowState struct {
 	Expires                int64
 }
 
-// sealed signs v into a cookie value: payload.mac.
-func (c *Console) sealed(kind string, v any) string {
-	data, _ := json.Marshal(v)
-	payload := base64.RawURLEncoding.EncodeToString(data)
-	return payload + "." + c.sign(kind, payload)
-}
+// sealed signs v into a cookie value for kind (gateway.CookieSeal).
+func (c *Console) sealed(kind string, v any) string { return c.cookies.Seal(kind, v) }
 
 // unseal reads a cookie value sealed for kind into v.
-func (c *Console) unseal(kind, value string, v any) bool {
-	payload, mac, ok := strings.Cut(value, ".")
-	if !ok || subtle.ConstantTimeCompare([]byte(mac), []byte(c.sign(kind, payload))) != 1 {
-		return false
-	}
-	data, err := base64.RawURLEncoding.DecodeString(payload)
-	return err == nil && json.Unmarshal(data, v) == nil
-}
+func (c *Console) unseal(kind, value string, v any) bool { return c.cookies.Open(kind, value, v) }
 
 // person reads a person's session from its cookie value.
 func (c *Console) person(value string) (*viewer, bool) {

@@ -1,18 +1,14 @@
 package gateway
 
 import (
-	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/toolshelf/toolshelf/identity"
@@ -40,7 +36,7 @@ type consent struct {
 	flows    *signin.Flows
 	verifier *identity.Verifier
 	logger   *slog.Logger
-	key      []byte // signs the cookies; this process's own
+	cookies  *CookieSeal // this process's own key
 }
 
 func newConsent(pp *People, logger *slog.Logger) *consent {
@@ -49,7 +45,7 @@ func newConsent(pp *People, logger *slog.Logger) *consent {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &consent{flows: pp.Flows, verifier: pp.Verifier, logger: logger, key: key}
+	return &consent{flows: pp.Flows, verifier: pp.Verifier, logger: logger, cookies: NewCookieSeal(key)}
 }
 
 // consentFor is how long a check, and then a sign-in at the server, may
@@ -87,7 +83,7 @@ func (c *consent) begin(w http.ResponseWriter, r *http.Request) {
 	ck := checking{State: state, Nonce: rand.Text(), Verifier: oauth2.GenerateVerifier(), Expires: time.Now().Add(consentFor).Unix()}
 	// Lax: the browser comes back from the provider's site, a top-level
 	// navigation that a Strict cookie would not go with.
-	http.SetCookie(w, &http.Cookie{Name: cookieName("toolshelf_check_", state), Value: c.seal("check", ck), Path: ConfirmPath,
+	http.SetCookie(w, &http.Cookie{Name: cookieName("toolshelf_check_", state), Value: c.cookies.Seal("check", ck), Path: ConfirmPath,
 		HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode, MaxAge: int(consentFor.Seconds())})
 	// The provider's state is the sign-in's own: a fleet sends the
 	// return to the replica where the sign-in waits by it.
@@ -101,7 +97,7 @@ func (c *consent) confirm(w http.ResponseWriter, r *http.Request) {
 	state := q.Get("state")
 	var ck checking
 	cookie, err := r.Cookie(cookieName("toolshelf_check_", state))
-	if err != nil || !c.unseal("check", cookie.Value, &ck) || ck.State != state || time.Now().Unix() > ck.Expires {
+	if err != nil || !c.cookies.Open("check", cookie.Value, &ck) || ck.State != state || time.Now().Unix() > ck.Expires {
 		consentPage(w, http.StatusBadRequest, "This check was not started in this browser, or took too long. Open the sign-in link again.")
 		return
 	}
@@ -133,7 +129,7 @@ func (c *consent) confirm(w http.ResponseWriter, r *http.Request) {
 		consentPage(w, http.StatusForbidden, fmt.Sprintf("This sign-in link is not yours: it is for another person, and you are signed in as %s. It has been cancelled; nothing was signed in.", p))
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: cookieName("toolshelf_signin_", state), Value: c.seal("bound", bound{State: state, Subject: k.Subject, Expires: time.Now().Add(consentFor).Unix()}),
+	http.SetCookie(w, &http.Cookie{Name: cookieName("toolshelf_signin_", state), Value: c.cookies.Seal("bound", bound{State: state, Subject: k.Subject, Expires: time.Now().Add(consentFor).Unix()}),
 		Path: signin.CallbackPath, HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode, MaxAge: int(consentFor.Seconds())})
 	http.Redirect(w, r, auth, http.StatusSeeOther)
 }
@@ -151,7 +147,7 @@ func (c *consent) callback(next http.Handler) http.Handler {
 		}
 		var b bound
 		cookie, err := r.Cookie(cookieName("toolshelf_signin_", state))
-		if err != nil || !c.unseal("bound", cookie.Value, &b) || b.State != state || b.Subject != k.Subject || time.Now().Unix() > b.Expires {
+		if err != nil || !c.cookies.Open("bound", cookie.Value, &b) || b.State != state || b.Subject != k.Subject || time.Now().Unix() > b.Expires {
 			c.logger.Warn("a sign-in's return came from a browser its person did not confirm in: refused, and the sign-in is spent", "server", k.Server, "for", k.Subject)
 			c.flows.Refuse(state, errors.New("the sign-in's return did not come from the browser that opened its link as you; it was refused and cancelled: call the tool again for a new link"))
 			consentPage(w, http.StatusForbidden, "This return is not from the browser the sign-in link was opened in. The sign-in has been cancelled; nothing was signed in.")
@@ -176,29 +172,6 @@ func (c *consent) oauth2(r *http.Request) (*oauth2.Config, error) {
 func cookieName(prefix, state string) string {
 	sum := sha256.Sum256([]byte(state))
 	return prefix + hex.EncodeToString(sum[:8])
-}
-
-// seal signs v into a cookie value: payload.mac.
-func (c *consent) seal(kind string, v any) string {
-	data, _ := json.Marshal(v)
-	payload := base64.RawURLEncoding.EncodeToString(data)
-	return payload + "." + c.mac(kind, payload)
-}
-
-// unseal reads a cookie value sealed for kind into v.
-func (c *consent) unseal(kind, value string, v any) bool {
-	payload, mac, ok := strings.Cut(value, ".")
-	if !ok || !hmac.Equal([]byte(mac), []byte(c.mac(kind, payload))) {
-		return false
-	}
-	data, err := base64.RawURLEncoding.DecodeString(payload)
-	return err == nil && json.Unmarshal(data, v) == nil
-}
-
-func (c *consent) mac(kind, payload string) string {
-	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(kind + "\x00" + payload))
-	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
 // consentPage answers a browser with a short page saying what happened.
