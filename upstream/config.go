@@ -722,6 +722,11 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 	if sc.Command != "" && sc.Cwd == "" {
 		sc.Cwd, sc.cwdDefault = dir, true
 	}
+	if !sc.NoContain {
+		if err := checkEngine(&sc); err != nil {
+			return sc, err
+		}
+	}
 	return sc, nil
 }
 

@@ -29,6 +29,9 @@ import (
 // Containment is how a stdio server runs: contained, or not and why.
 type Containment struct {
 	Contained bool
+	// Engine names the container engine that contains it ("docker",
+	// "podman"), for a server started as ENGINE run …; "" for bwrap.
+	Engine string
 	// Why says why a server runs uncontained ("" when contained, or for a
 	// server that is not a process).
 	Why string
@@ -492,6 +495,8 @@ func (c *ServerConfig) containment() Containment {
 		return Containment{Why: `"contain": false in its configuration`}
 	case c.uncontained != "":
 		return Containment{Why: c.uncontained}
+	case engineOf(c) != "":
+		return Containment{Contained: true, Engine: engineOf(c)} // its flags were checked (checkEngine)
 	}
 	if sb := findSandbox(); sb.why != "" {
 		return Containment{Why: sb.why}
@@ -503,7 +508,7 @@ func (c *ServerConfig) containment() Containment {
 // with the server's plan and command, and the plan; plan is nil when it
 // runs uncontained. Granted paths that do not exist are logged.
 func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name string, args []string, plan *sandboxPlan, err error) {
-	if !cfg.containment().Contained {
+	if c := cfg.containment(); !c.Contained || c.Engine != "" {
 		return "", nil, nil, nil
 	}
 	// Found here, as exec would, so that a missing command is said as
@@ -698,7 +703,7 @@ func (p *Pool) logContainment() {
 	}
 	var host []string
 	for _, s := range p.servers {
-		if s.cfg.HostNetwork && s.cfg.containment().Contained {
+		if c := s.cfg.containment(); s.cfg.HostNetwork && c.Contained && c.Engine == "" {
 			host = append(host, s.cfg.Name)
 		}
 	}
@@ -708,7 +713,7 @@ func (p *Pool) logContainment() {
 	if sb := findSandbox(); sb.why == "" && sb.slirp == "" {
 		var shared []string
 		for _, s := range p.servers {
-			if s.cfg.containment().Contained && !s.cfg.NoNetwork && !s.cfg.HostNetwork {
+			if c := s.cfg.containment(); c.Contained && c.Engine == "" && !s.cfg.NoNetwork && !s.cfg.HostNetwork {
 				shared = append(shared, s.cfg.Name)
 			}
 		}

@@ -1,0 +1,115 @@
+package upstream
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// A server started as "docker run …" or "podman run …" is contained by
+// its engine: in bubblewrap it could not reach the engine's socket, and
+// the engine's own isolation (namespaces, its own root file system) does
+// what bwrap would. What the engine is asked for is checked when the
+// configuration is read, so that the flags do not undo it: no host
+// network, PID, IPC or user namespace, no privileged mode, no added
+// capabilities or devices, no bind mounts beyond the server's "paths".
+
+// engines are the container engines recognised, by command name.
+var engines = map[string]bool{"docker": true, "podman": true, "nerdctl": true}
+
+// engineOf is the engine a server's command runs its server with ("" for
+// none): COMMAND run ….
+func engineOf(cfg *ServerConfig) string {
+	name := filepath.Base(cfg.Command)
+	if !engines[name] || len(cfg.Args) == 0 || cfg.Args[0] != "run" {
+		return ""
+	}
+	return name
+}
+
+// engineRefused are the flags that would undo an engine's isolation, and
+// why, by flag (without its value).
+var engineRefused = map[string]string{
+	"--privileged":   "privileged mode gives the container the host's devices and every capability",
+	"--cap-add":      "added capabilities",
+	"--device":       "a host device",
+	"--security-opt": "a changed security profile (seccomp, AppArmor, no-new-privileges)",
+}
+
+// hostNamespaces are flags whose value "host" shares the host's.
+var hostNamespaces = map[string]bool{"--network": true, "--net": true, "--pid": true, "--ipc": true, "--userns": true, "--uts": true, "--cgroupns": true}
+
+// checkEngine refuses a docker or podman run whose flags undo its
+// isolation, or mount what the server's "paths" do not grant.
+func checkEngine(cfg *ServerConfig) error {
+	engine := engineOf(cfg)
+	if engine == "" {
+		return nil
+	}
+	grants := append(append([]string(nil), cfg.ReadPaths...), cfg.WritePaths...)
+	for i := range grants {
+		grants[i] = anchor(grants[i], cfg.Cwd)
+	}
+	args := cfg.Args[1:]
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break // the image: what follows is the server's own
+		}
+		flag, value, hasValue := strings.Cut(a, "=")
+		next := func() string {
+			if hasValue {
+				return value
+			}
+			if i+1 < len(args) {
+				i++
+				return args[i]
+			}
+			return ""
+		}
+		switch {
+		case engineRefused[flag] != "":
+			return fmt.Errorf("%s run %s: %s would undo the container's isolation; toolshelf runs such a server only with \"contain\": false", engine, flag, engineRefused[flag])
+		case hostNamespaces[flag]:
+			if v := next(); v == "host" || strings.HasPrefix(v, "container:") || strings.HasPrefix(v, "ns:") {
+				return fmt.Errorf("%s run %s=%s: the host's (or another container's) namespace undoes the container's isolation; toolshelf runs such a server only with \"contain\": false", engine, flag, v)
+			}
+		case flag == "-v" || flag == "--volume" || flag == "--mount" || flag == "--volumes-from":
+			v := next()
+			if flag == "--volumes-from" {
+				return fmt.Errorf("%s run --volumes-from: another container's mounts are not the server's \"paths\"", engine)
+			}
+			host := v
+			if flag == "--mount" {
+				host = ""
+				for _, kv := range strings.Split(v, ",") {
+					if k, val, _ := strings.Cut(kv, "="); k == "source" || k == "src" {
+						host = val
+					}
+				}
+				if host == "" {
+					continue // a volume of the engine's own, or a tmpfs
+				}
+			} else {
+				host, _, _ = strings.Cut(v, ":")
+			}
+			if !filepath.IsAbs(host) && !strings.HasPrefix(host, ".") {
+				continue // a named volume of the engine's own
+			}
+			host = anchor(host, cfg.Cwd)
+			if !under(host, grants) && !containsPath(grants, host) {
+				return fmt.Errorf("%s run %s %s: the container would see %s, which the server's \"paths\" do not grant; grant it there", engine, flag, v, host)
+			}
+		}
+	}
+	return nil
+}
+
+func containsPath(list []string, p string) bool {
+	for _, x := range list {
+		if x == p {
+			return true
+		}
+	}
+	return false
+}
