@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,5 +41,25 @@ func TestContainerEngines(t *testing.T) {
 				t.Errorf("%s: %+v", tc.name, c)
 			}
 		}
+	}
+}
+
+// doctor's warning of secret-looking files in a server's grants.
+func TestSecretLooking(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{".env", "admin-token", "server.pem", "id_ed25519", "id_ed25519.pub", "readme.md", "data.json", "stripe_api_key.txt"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600)
+	}
+	cfg := ServerConfig{Name: "s", Command: "node", Cwd: dir, ReadPaths: []string{dir}}
+	var names []string
+	for _, f := range cfg.SecretLooking() {
+		names = append(names, filepath.Base(f))
+	}
+	if got := strings.Join(names, " "); got != ".env admin-token id_ed25519 server.pem stripe_api_key.txt" {
+		t.Errorf("secret-looking: %s", got)
+	}
+	cfg.NoContain = true
+	if got := cfg.SecretLooking(); got != nil {
+		t.Errorf("an uncontained server (it sees everything anyway): %v", got)
 	}
 }

@@ -270,6 +270,16 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		Decision: decision, Summary: decision.String(), Warnings: append(src.cat.Audit(), src.unreviewed()...),
 		Profile: profileOrDefault(o.profile), Quarantined: src.quarantined(),
 	}
+	if src.config != nil {
+		// A grant holds what is in it: a token file beside a server's
+		// program is the server's to read.
+		for _, sc := range src.config.Servers {
+			for _, f := range sc.SecretLooking() {
+				rep.Warnings = append(rep.Warnings, catalog.Finding{Kind: "secret_in_grant", Server: sc.Name,
+					Message: fmt.Sprintf("%s looks like it holds a secret, and server %s is granted its folder: move it, or give the server a folder of its own", f, sc.Name), High: true})
+			}
+		}
+	}
 	if rep.Warnings == nil {
 		rep.Warnings = []catalog.Finding{}
 	}
