@@ -417,6 +417,25 @@ func personValue(p *Person) (types.Value, error) {
 	return types.NewRecord(m), nil
 }
 
+// LimitErrors says why a limit rule cannot decide whether r counts
+// against it (the first such rule), without counting anything: what
+// admit would refuse the call for, for a check that makes no call.
+func (s *Set) LimitErrors(r *Request) error {
+	if len(s.limits) == 0 {
+		return nil
+	}
+	entities, req, err := s.cedarRequest(r)
+	if err != nil {
+		return err
+	}
+	for _, l := range s.limits {
+		if _, diag := cedar.Authorize(l.set, entities, req); len(diag.Errors) > 0 {
+			return fmt.Errorf("limit rule %s could not be evaluated (%s), and a rule that cannot decide refuses", l.id, errorText(diag.Errors[0].Message))
+		}
+	}
+	return nil
+}
+
 // admit counts a permitted call against every limit rule it matches,
 // each limit divided among share replicas; release ends its "at once"
 // counts. The error is a *LimitError.

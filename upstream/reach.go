@@ -144,7 +144,15 @@ func (sc *Scope) Check(ctx context.Context, c *Call) Verdict {
 		}
 	}
 	if live := sc.pool.opts.Policies; live != nil {
-		d := live.Current().Decide(requestOf(ctx, sc, c))
+		req := requestOf(ctx, sc, c)
+		d := live.Current().Decide(req)
+		if d.Effect == rules.Permit {
+			// A limit rule that cannot decide refuses the call as the
+			// gateway would (nothing is counted here).
+			if err := live.Current().LimitErrors(req); err != nil {
+				return Verdict{Effect: rules.Forbid, Rules: []string{"a limit rule"}, Message: err.Error()}
+			}
+		}
 		return Verdict{Effect: d.Effect, Rules: d.Rules, Message: d.Message}
 	}
 	return Verdict{Effect: rules.Permit}
