@@ -135,6 +135,10 @@ type Options struct {
 	// (DefaultTaskAfter when zero).
 	Tasks     Tasks
 	TaskAfter time.Duration
+	// TasksPerCaller bounds the calls one caller may have running as
+	// tasks on this replica at once (DefaultTasksPerCaller when 0): past
+	// it a call is refused, not started.
+	TasksPerCaller int
 	// ReplicaAlive, in a fleet, reports whether a replica still serves:
 	// a task whose replica is gone mid-call has failed.
 	ReplicaAlive func(ctx context.Context, id string) (bool, error)

@@ -179,19 +179,30 @@ type tasker struct {
 	sendTo func(w http.ResponseWriter, r *http.Request, body []byte, id string) error
 	up     *upstream.Scope // follows the tasks servers run themselves
 
-	mu      sync.Mutex
-	running map[string]context.CancelFunc // tasks whose call runs here
+	mu        sync.Mutex
+	running   map[string]context.CancelFunc // tasks whose call runs here
+	owners    map[string]int                // of those, how many each caller has
+	ownerOf   map[string]string             // a running task's caller
+	perCaller int
 }
+
+// DefaultTasksPerCaller bounds the calls one caller has running as tasks
+// here at once (each holds a goroutine, a call to a server and its
+// recorded answer) unless Options.TasksPerCaller says otherwise.
+const DefaultTasksPerCaller = 256
 
 // withTasks serves tasks in front of next, a transport without sessions.
 func (s *Server) withTasks(next http.Handler, path string) http.Handler {
 	t := &tasker{next: next, store: s.opts.Tasks, after: s.opts.TaskAfter, path: path, self: s.opts.Replica, alive: s.opts.ReplicaAlive,
-		sendTo: s.opts.SendTo, up: s.up, running: map[string]context.CancelFunc{}}
+		sendTo: s.opts.SendTo, up: s.up, running: map[string]context.CancelFunc{}, owners: map[string]int{}, ownerOf: map[string]string{}}
 	if t.store == nil {
 		t.store = &memoryTasks{}
 	}
 	if t.after <= 0 {
 		t.after = DefaultTaskAfter
+	}
+	if t.perCaller = s.opts.TasksPerCaller; t.perCaller <= 0 {
+		t.perCaller = DefaultTasksPerCaller
 	}
 	return t
 }
@@ -309,6 +320,13 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		Params json.RawMessage `json:"params"`
 	}
 	json.Unmarshal(body, &msg)
+	t.mu.Lock()
+	busy := t.owners[owner]
+	t.mu.Unlock()
+	if busy >= t.perCaller {
+		writeRPC(w, id, nil, rpcError(-32603, fmt.Sprintf("this caller has %d calls running, the most one caller may have at once: wait for one to end", busy)))
+		return
+	}
 	task := &Task{ID: randomID(), Status: "working", Owner: owner, Runner: t.self, Call: msg.Params,
 		CreatedAt: time.Now().UTC(), TTLMs: taskTTL.Milliseconds(), PollMs: taskPoll.Milliseconds()}
 	task.LastUpdatedAt = task.CreatedAt
@@ -350,6 +368,10 @@ func (t *tasker) start(r *http.Request, task *Task, body []byte) (chan *httptest
 	// A server that runs tasks may answer with one of its own.
 	ctx, capture := upstream.WithTasks(ctx)
 	t.mu.Lock()
+	if old := t.running[task.ID]; old == nil {
+		t.owners[task.Owner]++
+		t.ownerOf[task.ID] = task.Owner
+	}
 	t.running[task.ID] = cancel
 	t.mu.Unlock()
 	inner := r.Clone(ctx)
@@ -416,6 +438,12 @@ func (t *tasker) forget(id string) {
 	t.mu.Lock()
 	cancel := t.running[id]
 	delete(t.running, id)
+	if owner, ok := t.ownerOf[id]; ok {
+		delete(t.ownerOf, id)
+		if t.owners[owner]--; t.owners[owner] <= 0 {
+			delete(t.owners, owner)
+		}
+	}
 	t.mu.Unlock()
 	if cancel != nil {
 		cancel()

@@ -281,3 +281,39 @@ func TestTasksOfAServerThatRunsThem(t *testing.T) {
 		t.Errorf("a client without the extension: %v", res)
 	}
 }
+
+// One caller's calls running as tasks are bounded: past the bound a call
+// is refused, not started; another caller is not held up, and once a
+// call ends the caller may start another.
+func TestTasksPerCaller(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "jobs", Version: "1"}, nil)
+	release := make(chan struct{})
+	addJobs(srv, release)
+	g, _ := gatewayFor(t, &Options{TaskAfter: 50 * time.Millisecond, TasksPerCaller: 2}, inMemory("jobs", srv))
+	url := httpGateway(t, g, nil)
+	alice := &taskClient{t: t, url: url, agent: "alice's agent", tasks: true}
+	var ids []string
+	for range 2 {
+		res := alice.call("mcp__jobs__slow_report", map[string]any{})
+		if res["resultType"] != "task" {
+			t.Fatalf("a long call: %v", res)
+		}
+		ids = append(ids, res["taskId"].(string))
+	}
+	_, e := alice.do("tools/call", toolCall, map[string]any{"name": toolCall, "arguments": map[string]any{"name": "mcp__jobs__slow_report", "arguments": map[string]any{}}})
+	if e == nil || !strings.Contains(fmt.Sprint(e["message"]), "2 calls running") {
+		t.Errorf("a third call of one caller: %v", e)
+	}
+	bob := &taskClient{t: t, url: url, agent: "bob's agent", tasks: true}
+	if res := bob.call("mcp__jobs__slow_report", map[string]any{}); res["resultType"] != "task" {
+		t.Errorf("another caller's call: %v", res)
+	}
+	close(release)
+	for _, id := range ids {
+		alice.until(id, "completed")
+	}
+	testenv.Eventually(t, 10*time.Second, "alice's calls to end", func() bool {
+		res, e := alice.do("tools/call", toolCall, map[string]any{"name": toolCall, "arguments": map[string]any{"name": "mcp__jobs__slow_report", "arguments": map[string]any{}}})
+		return e == nil && res != nil
+	})
+}
