@@ -158,12 +158,17 @@ environment or memory.
 
 Stdio servers run contained where the system allows (Linux with
 bubblewrap, Debian's package "bubblewrap"): each in namespaces of its own,
-seeing the system's programs, its cwd and runtime (read-only), a private
-/tmp and home, and the paths its configuration grants ("paths": {"read":
-[...], "write": [...]}); "network": false takes its network away and
-"contain": false runs it as before (logged at start). As root, a contained
-server runs as nobody. The start-up log, list, doctor and the console say
-which servers run uncontained and why.
+seeing the system's programs, its cwd and runtime (read-only), a package
+runner's cache of its own (npx's ~/.npm), a private /tmp and home, and the
+paths its configuration grants ("paths": {"read": [...], "write":
+[...]}); never a file toolshelf holds (token and key files, however
+given, the audit log, the journal). With slirp4netns (Debian's package) it
+has a network of its own that does not reach the host's loopback;
+"network": false takes its network away, "network": "host" shares the
+host's, and "contain": false runs it as before (each logged at start). A
+"docker run" or "podman run" server is contained by its engine, its flags
+checked. As root, a contained server runs as nobody. The start-up log,
+list, doctor and the console say which servers run uncontained and why.
 
 Traces: with OTEL_EXPORTER_OTLP_ENDPOINT (or OTEL_TRACES_EXPORTER=otlp)
 set, each request a client sends is a span (its parent the traceparent in
