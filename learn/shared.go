@@ -1,6 +1,7 @@
 package learn
 
 import (
+	"crypto/hmac"
 	"context"
 	"log/slog"
 	"strconv"
@@ -29,8 +30,33 @@ func OpenShared(st Shared, logger *slog.Logger, j *journal.Journal) *Store {
 	return s
 }
 
+// SignPairs makes a shared store's pairs signed: each pair written is
+// signed with mac (a fleet's key: fleet.Member.MAC), and a pair read whose
+// signature does not hold (written by someone without the key) is
+// refused and logged, never ranked. Call it before Run.
+func (s *Store) SignPairs(mac func(parts ...string) string) {
+	if sh, ok := s.b.(*shared); ok {
+		sh.mac = mac
+		sh.logger = s.logger
+	}
+}
+
 // shared adapts a shared store to the pairs' backend.
-type shared struct{ st Shared }
+type shared struct {
+	st     Shared
+	mac    func(parts ...string) string // nil: pairs are not signed
+	logger *slog.Logger
+}
+
+// sig is a pair's signature: its profile, tool and query (its count and
+// time change as replicas add to it; a pair that is not there cannot be
+// made up).
+func (s *shared) sig(profile, tool, query string) string {
+	if s.mac == nil {
+		return ""
+	}
+	return s.mac("learned", profile, tool, query)
+}
 
 func (s *shared) where() string { return s.st.Where() }
 
@@ -39,7 +65,8 @@ func (s *shared) stamp() string { return strconv.FormatUint(s.st.Changes(store.K
 func (s *shared) write(ctx context.Context, batch []Pair) error {
 	rows := make([]store.LearnedPair, len(batch))
 	for i, p := range batch {
-		rows[i] = store.LearnedPair{Profile: p.Profile, Tool: p.Tool, Query: p.Query, Count: p.Count, Last: p.Last, Origin: p.origin}
+		rows[i] = store.LearnedPair{Profile: p.Profile, Tool: p.Tool, Query: p.Query, Count: p.Count, Last: p.Last, Origin: p.origin,
+			Sig: s.sig(p.Profile, p.Tool, p.Query)}
 	}
 	return s.st.AddPairs(ctx, rows, MaxAge, MaxPairs)
 }
@@ -49,9 +76,17 @@ func (s *shared) read(ctx context.Context) ([]Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	pairs := make([]Pair, len(rows))
-	for i, r := range rows {
-		pairs[i] = fromRow(r)
+	pairs := make([]Pair, 0, len(rows))
+	refused := 0
+	for _, r := range rows {
+		if s.mac != nil && !hmac.Equal([]byte(r.Sig), []byte(s.sig(r.Profile, r.Tool, r.Query))) {
+			refused++
+			continue
+		}
+		pairs = append(pairs, fromRow(r))
+	}
+	if refused > 0 && s.logger != nil {
+		s.logger.Warn("learned pairs in the store refused: their signature does not hold (written without the fleet key)", "pairs", refused)
 	}
 	return pairs, nil
 }

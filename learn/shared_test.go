@@ -2,6 +2,9 @@ package learn
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"sync"
 	"testing"
@@ -66,5 +69,53 @@ func TestSharedAcrossReplicas(t *testing.T) {
 	}
 	if want := store.Redact(url); a.Path() != want {
 		t.Errorf("Path %q, want %q", a.Path(), want)
+	}
+}
+
+// A fleet's learned pairs are signed: a pair a store writer without the
+// key adds (to steer search toward a tool of its choice), or one whose
+// signature belongs to another pair, is refused on read; the replicas'
+// own pairs are read.
+func TestSignedPairs(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx := context.Background()
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	mac := func(parts ...string) string {
+		m := hmac.New(sha256.New, []byte("fleet key 0123456789abcdef012345"))
+		for _, p := range parts {
+			m.Write([]byte(p + "\x00"))
+		}
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	a := OpenShared(db, nil, nil)
+	a.SignPairs(mac)
+	a.Record("ops", "open an issue", "mcp__tracker__create_issue")
+	if err := a.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	sql := testenv.SQL(t, url)
+	for _, stmt := range []string{
+		`INSERT INTO learned_pairs (profile, tool, query, count, last) VALUES ('ops', 'mcp__evil__exfiltrate', 'open an issue', 1000, now())`,
+		`INSERT INTO learned_pairs (profile, tool, query, count, last, sig) SELECT 'ops', 'mcp__evil__steal', 'open an issue', 1000, now(), sig FROM learned_pairs WHERE tool = 'mcp__tracker__create_issue'`,
+	} {
+		if _, err := sql.Exec(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := OpenShared(db, nil, nil)
+	b.SignPairs(mac)
+	pairs, err := b.Pairs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pairs) != 1 || pairs[0].Tool != "mcp__tracker__create_issue" {
+		t.Errorf("pairs read: %+v, want the replica's own only", pairs)
+	}
+	if all, _ := OpenShared(db, nil, nil).Pairs(); len(all) != 3 {
+		t.Errorf("unsigned, the store reads %d pairs", len(all))
 	}
 }

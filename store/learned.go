@@ -16,6 +16,9 @@ type LearnedPair struct {
 	// Origin is the pair's place in a replica's journal ("" when it came
 	// from none): a pair landed twice counts once.
 	Origin string
+	// Sig is the pair's signature, when a fleet signs them (package
+	// learn): kept with the pair as its writer gave it.
+	Sig string
 }
 
 // Learned keeps what was learned from use (package learn).
@@ -39,11 +42,12 @@ func (d *DB) AddPairs(ctx context.Context, batch []LearnedPair, maxAge time.Dura
 			// A pair of a journal is counted once, however many times it
 			// is landed (its journal's mark lost in a crash).
 			b.Queue(`WITH fresh AS (INSERT INTO journal_landed (origin) SELECT $6 WHERE $6 <> '' ON CONFLICT DO NOTHING RETURNING 1)
-				INSERT INTO learned_pairs (profile, tool, query, count, last)
-				SELECT $1, $2, $3, $4, $5 WHERE $6 = '' OR EXISTS (SELECT 1 FROM fresh)
+				INSERT INTO learned_pairs (profile, tool, query, count, last, sig)
+				SELECT $1, $2, $3, $4, $5, $7 WHERE $6 = '' OR EXISTS (SELECT 1 FROM fresh)
 				ON CONFLICT (profile, tool, query) DO UPDATE
-				SET count = learned_pairs.count + excluded.count, last = greatest(learned_pairs.last, excluded.last)`,
-				p.Profile, p.Tool, p.Query, p.Count, p.Last, p.Origin)
+				SET count = learned_pairs.count + excluded.count, last = greatest(learned_pairs.last, excluded.last),
+					sig = CASE WHEN excluded.sig <> '' THEN excluded.sig ELSE learned_pairs.sig END`,
+				p.Profile, p.Tool, p.Query, p.Count, p.Last, p.Origin, p.Sig)
 		}
 		b.Queue(`DELETE FROM journal_landed WHERE at < now() - interval '7 days'`)
 		b.Queue(`DELETE FROM learned_pairs WHERE last < $1`, time.Now().Add(-maxAge))
@@ -59,13 +63,13 @@ func (d *DB) AddPairs(ctx context.Context, batch []LearnedPair, maxAge time.Dura
 func (d *DB) Pairs(ctx context.Context) ([]LearnedPair, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	rows, err := d.pool.Query(ctx, `SELECT profile, tool, query, count, last FROM learned_pairs`)
+	rows, err := d.pool.Query(ctx, `SELECT profile, tool, query, count, last, sig FROM learned_pairs`)
 	if err != nil {
 		return nil, err
 	}
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (LearnedPair, error) {
 		var p LearnedPair
-		err := r.Scan(&p.Profile, &p.Tool, &p.Query, &p.Count, &p.Last)
+		err := r.Scan(&p.Profile, &p.Tool, &p.Query, &p.Count, &p.Last, &p.Sig)
 		p.Last = p.Last.UTC()
 		return p, err
 	})

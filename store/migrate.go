@@ -118,6 +118,10 @@ var migrations = []string{
 	// they were not sealed, and would be refused.
 	`DELETE FROM tasks;
 	ALTER TABLE tasks ALTER COLUMN record TYPE bytea USING convert_to(record::text, 'UTF8')`,
+	// 14: a learned pair's signature (a fleet signs its profile, tool
+	// and query with the fleet key; package learn refuses a pair whose
+	// signature does not hold).
+	`ALTER TABLE learned_pairs ADD COLUMN sig text NOT NULL DEFAULT ''`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a

@@ -636,6 +636,11 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 	}
 	if src.db != nil {
 		gopts.Learn = learn.OpenShared(src.db, logger.With("component", "learn"), o.journalOpen)
+		if o.fleet != nil {
+			// A fleet trusts only the pairs its replicas signed: a store
+			// writer without the key cannot steer search.
+			gopts.Learn.SignPairs(o.fleet.MAC)
+		}
 	} else if path := learnedPath(e); path != "" {
 		gopts.Learn = learn.Open(path, logger.With("component", "learn"))
 	}
