@@ -73,7 +73,9 @@ func (k *keys) valid(sig string, parts ...string) bool {
 // MAC signs parts with the fleet key (apart from the fleet's own uses):
 // what the fleet keeps in the store and trusts only when signed, such as
 // learned pairs (learn.Store.SignPairs).
-func (m *Member) MAC(parts ...string) string { return m.keys.mac(append([]string{"data"}, parts...)...) }
+func (m *Member) MAC(parts ...string) string {
+	return m.keys.mac(append([]string{"data"}, parts...)...)
+}
 
 // heartbeat is the signature of a replica's row: its id and address at a
 // time (unix seconds).

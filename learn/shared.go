@@ -1,8 +1,8 @@
 package learn
 
 import (
-	"crypto/hmac"
 	"context"
+	"crypto/hmac"
 	"log/slog"
 	"strconv"
 
