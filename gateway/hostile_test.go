@@ -124,11 +124,11 @@ func TestProfileTokensCloseEverything(t *testing.T) {
 		if err != nil || st != tc.want {
 			t.Errorf("%s with %q: %d %v %s, want %d", tc.path, tc.token, st, err, body, tc.want)
 		}
-		if tc.path == "/mcp" && tc.token == "" && !strings.Contains(body, "--auth-token") {
+		if tc.path == "/mcp" && tc.token == "" && !strings.Contains(body, "--auth-token-file") {
 			t.Errorf("the refusal does not say what opens /mcp: %s", body)
 		}
 	}
-	want := []Route{{"/mcp", "everything", "no one: profiles have tokens and --auth-token is not set"}, {"/mcp/ro", "ro", "its 1 token(s)"}}
+	want := []Route{{"/mcp", "everything", "no one: profiles have tokens and no admin token is set (--auth-token-file)"}, {"/mcp/ro", "ro", "its 1 token(s)"}}
 	if diff := cmp.Diff(want, host.Routes()); diff != "" {
 		t.Errorf("routes (-want +got):\n%s", diff)
 	}

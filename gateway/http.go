@@ -347,7 +347,7 @@ func (o *HTTPOptions) authorize(profile string, h http.Handler) http.Handler {
 	// anyone who can reach it (on loopback, any local process).
 	refusal := "missing or wrong bearer token"
 	if len(own) == 0 {
-		refusal = fmt.Sprintf("profile %s is closed: the configuration's profiles have tokens, and this path needs one of its own or --auth-token, which is not set", o.profileName(profile))
+		refusal = fmt.Sprintf("profile %s is closed: the configuration's profiles have tokens, and this path needs one of its own or the admin token (--auth-token-file), which is not set", o.profileName(profile))
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.Vouch != nil {
@@ -404,9 +404,9 @@ func (o *HTTPOptions) Access(profile string) string {
 		}
 		switch {
 		case o.AuthToken != "" && n > 0:
-			return fmt.Sprintf("%s, its %d token(s) or --auth-token", people, n)
+			return fmt.Sprintf("%s, its %d token(s) or the admin token", people, n)
 		case o.AuthToken != "":
-			return people + " or --auth-token"
+			return people + " or the admin token"
 		case n > 0:
 			return fmt.Sprintf("%s or its %d token(s)", people, n)
 		}
@@ -414,13 +414,13 @@ func (o *HTTPOptions) Access(profile string) string {
 	}
 	switch {
 	case o.AuthToken != "" && n > 0:
-		return fmt.Sprintf("its %d token(s) or --auth-token", n)
+		return fmt.Sprintf("its %d token(s) or the admin token", n)
 	case o.AuthToken != "":
-		return "--auth-token"
+		return "the admin token (--auth-token-file)"
 	case n > 0:
 		return fmt.Sprintf("its %d token(s)", n)
 	case len(o.Tokens) > 0:
-		return "no one: profiles have tokens and --auth-token is not set"
+		return "no one: profiles have tokens and no admin token is set (--auth-token-file)"
 	}
 	return "anyone who can reach the address"
 }

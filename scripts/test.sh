@@ -28,5 +28,9 @@ echo "go test -timeout $timeout (load scale $scale)"
 # name fails the run.
 expected=()
 [[ -n ${CI:-} ]] && expected=(-expected scripts/expected-skips.txt)
-go build -o "${TMPDIR:-/tmp}/toolshelf-testreport" ./scripts/testreport
-go test -race -count=1 -timeout "$timeout" -json ./... | "${TMPDIR:-/tmp}/toolshelf-testreport" "${expected[@]}"
+# The report tool is built in a folder of this run's own: two checkouts
+# testing at once must not overwrite each other's.
+report=$(mktemp -d "${TMPDIR:-/tmp}/toolshelf-testreport.XXXXXX")
+trap 'rm -rf "$report"' EXIT
+go build -o "$report/testreport" ./scripts/testreport
+go test -race -count=1 -timeout "$timeout" -json ./... | "$report/testreport" "${expected[@]}"

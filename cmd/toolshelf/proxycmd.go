@@ -102,7 +102,7 @@ a traceparent header, and one span per search the proxy answered.`,
 			if *token == "" {
 				*token = e.getenv(envProxyToken)
 			}
-			if err := checkListenAddr("--listen", *listen, *token, "--token or $"+envProxyToken); err != nil {
+			if err := checkListenAddr("--listen", *listen, *token, "$"+envProxyToken+"_FILE"); err != nil {
 				return err
 			}
 			logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))

@@ -561,7 +561,7 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 		return nil, gateway.Options{}, usagef("--log-level %q: want debug, info, warn or error", o.logLevel)
 	}
 	if o.http != "" {
-		if err := checkListenAddr("--http", o.http, o.token, "--auth-token or $"+envAuthToken); err != nil {
+		if err := checkListenAddr("--http", o.http, o.token, "--auth-token-file FILE (or $"+envAuthToken+"_FILE)"); err != nil {
 			return nil, gateway.Options{}, err
 		}
 	} else if o.console {

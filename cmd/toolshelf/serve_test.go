@@ -161,7 +161,7 @@ func TestServeErrors(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"serve", "--http", "0.0.0.0:0"}, `--http "0.0.0.0:0" listens beyond this machine; set --auth-token or $TOOLSHELF_AUTH_TOKEN`},
+		{[]string{"serve", "--http", "0.0.0.0:0"}, `--http "0.0.0.0:0" listens beyond this machine; set --auth-token-file FILE (or $TOOLSHELF_AUTH_TOKEN_FILE)`},
 		{[]string{"serve", "--http", ":8080"}, "listens beyond this machine"},
 		{[]string{"serve", "--http", "nonsense"}, "want HOST:PORT"},
 		{[]string{"serve", "--mode", "most"}, `--mode "most": want true, false, auto or auto:N`},
