@@ -43,6 +43,9 @@ by toolshelf.lock (see 'toolshelf tools') are listed with why. With an
 "identity" section, the identity provider is asked for its metadata: it
 answers or not (and why), and whether opaque tokens (introspection) and
 "signin": "exchange" servers (the token exchange grant) can be served.
+Files that look secret (.env, keys, token files) in the folders a
+contained server is granted are warned of. Like list, it exits 1 when a
+server failed or needs sign-in, after the report.
 
 --profile NAME reports what a client of the configuration's profile NAME
 sees: its servers and tools, its cost and its deferral decision.
@@ -314,10 +317,18 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		rep.PerTurn.SavedPercent = float64(int(1000*float64(rep.PerTurn.Saved)/float64(rep.PerTurn.Without.Tokens))) / 10
 	}
 	if o.json {
-		return writeJSON(e.stdout, rep)
+		if err := writeJSON(e.stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		rep.write(e.stdout)
 	}
-	rep.write(e.stdout)
-	return nil
+	// As list does: a server that failed is a failure of the command.
+	states := make(map[string]upstream.State, len(rep.Servers))
+	for _, s := range rep.Servers {
+		states[s.Name] = upstream.State(s.State)
+	}
+	return serversFailure(states)
 }
 
 // provider is the Messages API provider, as Claude Code's variables say.

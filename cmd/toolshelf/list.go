@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"text/tabwriter"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -151,20 +153,30 @@ func newListReport(ctx context.Context, src *catalogSource, view *policy.View) (
 
 // failure reports the servers that failed, as the command's error.
 func (r *listReport) failure() error {
-	var failed, signIn []string
+	states := make(map[string]upstream.State, len(r.Servers))
 	for _, s := range r.Servers {
-		switch s.State {
+		states[s.Name] = s.State
+	}
+	return serversFailure(states)
+}
+
+// serversFailure is the error of a command whose servers (their states,
+// by name) failed or need sign-in: list and doctor exit 1 with it.
+func serversFailure(states map[string]upstream.State) error {
+	var failed, signIn []string
+	for _, name := range slices.Sorted(maps.Keys(states)) {
+		switch states[name] {
 		case upstream.StateFailed:
-			failed = append(failed, s.Name)
+			failed = append(failed, name)
 		case upstream.StateNeedsAuth:
-			signIn = append(signIn, s.Name)
+			signIn = append(signIn, name)
 		}
 	}
 	switch {
 	case len(failed) > 0:
-		return fmt.Errorf("%d of %d servers failed: %v", len(failed), len(r.Servers), failed)
+		return fmt.Errorf("%d of %d servers failed: %v", len(failed), len(states), failed)
 	case len(signIn) > 0:
-		return fmt.Errorf("%d of %d servers need sign-in (toolshelf auth login SERVER): %v", len(signIn), len(r.Servers), signIn)
+		return fmt.Errorf("%d of %d servers need sign-in (toolshelf auth login SERVER): %v", len(signIn), len(states), signIn)
 	}
 	return nil
 }
