@@ -20,6 +20,8 @@ package journal
 
 import (
 	"bufio"
+	"crypto/hmac"
+	"crypto/sha256"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -63,6 +65,7 @@ type line struct {
 type Journal struct {
 	dir, path, id string
 	logger        *slog.Logger
+	key           []byte // signs the lines (OpenSigned); nil: checksums
 
 	mu      sync.Mutex
 	f       *os.File
@@ -84,7 +87,15 @@ type Journal struct {
 // takes over the entries that journals of processes gone left there
 // unlanded: they are written into the new file, fsynced, and their files
 // removed; Pending hands them out by kind.
-func Open(dir string, logger *slog.Logger) (*Journal, error) {
+func Open(dir string, logger *slog.Logger) (*Journal, error) { return OpenSigned(dir, nil, logger) }
+
+// OpenSigned is Open for a journal whose lines are signed with key (an
+// HMAC-SHA-256 in place of the checksum): a fleet's replica signs its
+// journal with a key derived from the fleet key, so that a line written
+// by anyone else (into the folder, or a file left behind) is refused,
+// counted as damaged, and never landed. A line without a signature is
+// refused too.
+func OpenSigned(dir string, key []byte, logger *slog.Logger) (*Journal, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -93,7 +104,7 @@ func Open(dir string, logger *slog.Logger) (*Journal, error) {
 	}
 	idb := make([]byte, 8)
 	rand.Read(idb)
-	j := &Journal{dir: dir, id: hex.EncodeToString(idb), logger: logger, undone: map[string]bool{}, pending: map[string][]Entry{}}
+	j := &Journal{dir: dir, id: hex.EncodeToString(idb), logger: logger, key: key, undone: map[string]bool{}, pending: map[string][]Entry{}}
 	j.synced = sync.NewCond(&j.mu)
 	j.path = filepath.Join(dir, "journal-"+j.id+".wal")
 	f, err := os.OpenFile(j.path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o600)
@@ -132,7 +143,7 @@ func (j *Journal) adopt() error {
 			f.Close() // a live process's
 			continue
 		}
-		entries, damaged, err := read(f)
+		entries, damaged, err := read(f, j.key)
 		if err != nil {
 			f.Close()
 			j.logger.Warn("journal: a file left behind cannot be read; it stays for the next start", "file", file, "error", err)
@@ -183,7 +194,7 @@ func (j *Journal) adopt() error {
 // not JSON): those are skipped, and reading goes on. A last line without
 // its newline was torn by a kill mid-write (never fsynced, so never
 // promised): it is not counted. The error is a file that cannot be read.
-func read(f *os.File) (entries []Entry, damaged int, err error) {
+func read(f *os.File, key []byte) (entries []Entry, damaged int, err error) {
 	var order []string
 	byOrigin := map[string]Entry{}
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -196,7 +207,7 @@ func read(f *os.File) (entries []Entry, damaged int, err error) {
 			return nil, damaged, err
 		}
 		var l line
-		if !decodeLine(bytes.TrimSuffix(raw, []byte("\n")), &l) {
+		if !decodeLine(bytes.TrimSuffix(raw, []byte("\n")), key, &l) {
 			damaged++
 			continue
 		}
@@ -221,26 +232,48 @@ func read(f *os.File) (entries []Entry, damaged int, err error) {
 // castagnoli is CRC-32C, the checksum of a line.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// encodeLine is a line as the file holds it: its checksum (8 hex digits),
-// a space, its JSON and a newline.
-func encodeLine(b []byte, json []byte) []byte {
-	b = fmt.Appendf(b, "%08x ", crc32.Checksum(json, castagnoli))
+// encodeLine is a line as the file holds it: its checksum (8 hex digits)
+// or, with a key, its signature ("s" and 64 hex digits), a space, its
+// JSON and a newline.
+func encodeLine(b []byte, key []byte, json []byte) []byte {
+	if key != nil {
+		b = append(append(b, 's'), signature(key, json)...)
+		b = append(b, ' ')
+	} else {
+		b = fmt.Appendf(b, "%08x ", crc32.Checksum(json, castagnoli))
+	}
 	return append(append(b, json...), '\n')
 }
 
+// signature is a line's HMAC-SHA-256 under key, in hex.
+func signature(key, json []byte) string {
+	m := hmac.New(sha256.New, key)
+	m.Write(json)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
 // decodeLine reads a line of the file (without its newline) into l, and
-// reports whether it is whole: its checksum holds and its JSON decodes.
-// A line of a journal written before lines had checksums (it starts with
-// "{") is read as it is.
-func decodeLine(raw []byte, l *line) bool {
-	body := raw
-	if len(raw) > 9 && raw[8] == ' ' {
+// reports whether it is whole: its checksum (or, with a key, its
+// signature) holds and its JSON decodes. Without a key, a line of a
+// journal written before lines had checksums (it starts with "{") is
+// read as it is.
+func decodeLine(raw []byte, key []byte, l *line) bool {
+	var body []byte
+	switch {
+	case key != nil:
+		if len(raw) < 66 || raw[0] != 's' || raw[65] != ' ' || !hmac.Equal(raw[1:65], []byte(signature(key, raw[66:]))) {
+			return false
+		}
+		body = raw[66:]
+	case len(raw) > 9 && raw[8] == ' ':
 		sum, err := strconv.ParseUint(string(raw[:8]), 16, 32)
 		if err != nil || uint32(sum) != crc32.Checksum(raw[9:], castagnoli) {
 			return false
 		}
 		body = raw[9:]
-	} else if len(raw) == 0 || raw[0] != '{' {
+	case len(raw) > 0 && raw[0] == '{':
+		body = raw
+	default:
 		return false
 	}
 	return json.Unmarshal(body, l) == nil
@@ -253,7 +286,7 @@ func (j *Journal) write(e Entry) error {
 	if err != nil {
 		return err
 	}
-	if err := j.put(encodeLine(nil, b)); err != nil {
+	if err := j.put(encodeLine(nil, j.key, b)); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	j.undone[e.Origin] = true
@@ -330,11 +363,11 @@ func (j *Journal) Add(kind string, data any) (string, error) {
 	b = append(append(append(append(append(b, `{"o":"`...), origin...), `","k":`...), k...), `,"d":`...)
 	b = append(b, raw...)
 	b = append(b, '}')
-	if j.size+int64(len(b))+10 >= MaxBytes {
+	if j.size+int64(len(b))+68 >= MaxBytes {
 		j.broken = ErrFull
 		return "", ErrFull
 	}
-	if err := j.put(encodeLine(make([]byte, 0, len(b)+10), b)); err != nil {
+	if err := j.put(encodeLine(make([]byte, 0, len(b)+68), j.key, b)); err != nil {
 		return "", fmt.Errorf("journal: %w", err)
 	}
 	j.next++
@@ -421,7 +454,7 @@ func (j *Journal) Done(origins ...string) {
 	// Written now (into the kernel, which outlives a killed process),
 	// without waiting for a disk flush.
 	b, _ := json.Marshal(line{Done: origins})
-	if err := j.put(encodeLine(nil, b)); err != nil {
+	if err := j.put(encodeLine(nil, j.key, b)); err != nil {
 		j.logger.Warn("journal: marking entries landed failed; they will be landed again", "error", err)
 	}
 }
@@ -448,7 +481,7 @@ func (j *Journal) Ready() error {
 		j.broken = ErrFull
 		return j.broken
 	}
-	if err := j.put(encodeLine(nil, []byte(`{}`))); err != nil {
+	if err := j.put(encodeLine(nil, j.key, []byte(`{}`))); err != nil {
 		return fmt.Errorf("journal: %w", err)
 	}
 	if err := j.f.Sync(); err != nil {

@@ -105,7 +105,7 @@ func TestAppendsAndCompaction(t *testing.T) {
 	wg.Wait()
 	// Every one is in the file now (read by another process's eyes).
 	f, _ := os.Open(j.Where())
-	entries, damaged, err := read(f)
+	entries, damaged, err := read(f, nil)
 	f.Close()
 	if err != nil || len(entries) != 64 || damaged != 0 {
 		t.Fatalf("in the file: %d entries, %v", len(entries), err)
@@ -144,7 +144,7 @@ func TestDamagedRecords(t *testing.T) {
 	var b []byte
 	var lines [][]byte
 	for i := range 30 {
-		l := encodeLine(nil, []byte(fmt.Sprintf(`{"o":"x.%d","k":"audit","d":%d}`, i, i)))
+		l := encodeLine(nil, nil, []byte(fmt.Sprintf(`{"o":"x.%d","k":"audit","d":%d}`, i, i)))
 		lines = append(lines, l)
 	}
 	flipped := bytes.Clone(lines[3])
@@ -246,4 +246,47 @@ func TestNotReadyWhenWritesFail(t *testing.T) {
 		t.Errorf("once writes go again: %v", err)
 	}
 	j.Close()
+}
+
+// A signed journal (a fleet's replica) refuses a line it did not sign:
+// one written into the folder by someone without the key, one with a
+// checksum only, one of an older journal without either; its own lines
+// are taken over by the next journal with the key.
+func TestSignedJournal(t *testing.T) {
+	dir := t.TempDir()
+	key := []byte("a key derived from the fleet key")
+	j, err := OpenSigned(dir, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if _, err := j.Append(context.Background(), "audit", i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, _ := os.OpenFile(j.Where(), os.O_APPEND|os.O_WRONLY, 0)
+	f.Write(encodeLine(nil, nil, []byte(`{"o":"forged.1","k":"audit","d":"checksummed only"}`)))
+	f.Write(encodeLine(nil, []byte("another key"), []byte(`{"o":"forged.2","k":"audit","d":"signed by another key"}`)))
+	f.Write([]byte(`{"o":"forged.3","k":"audit","d":"no checksum"}` + "\n"))
+	f.Close()
+	path := j.Where()
+	j.f.Close() // as if the process died: the file stays, unlanded
+	j.f = nil
+	next, err := OpenSigned(dir, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer next.Close()
+	got := next.Pending("audit")
+	if len(got) != 3 {
+		t.Errorf("taken over: %d entries, want the 3 signed ones", len(got))
+	}
+	for _, e := range got {
+		if strings.HasPrefix(e.Origin, "forged") {
+			t.Errorf("a line not signed with the key was taken: %s", e.Origin)
+		}
+	}
+	if _, err := os.Stat(path + ".damaged"); err != nil {
+		t.Errorf("the file with refused lines is not kept: %v", err)
+	}
 }

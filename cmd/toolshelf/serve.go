@@ -604,7 +604,13 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 		if dir == "" {
 			dir = filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "journal") // held (see serveCommand)
 		}
-		j, err := journal.Open(dir, logger.With("component", "journal"))
+		var key []byte
+		if o.fleet != nil {
+			// A fleet's journal is signed with a key of the fleet key's:
+			// a line written into the folder by anyone else is refused.
+			key = []byte(o.fleet.MAC("journal"))
+		}
+		j, err := journal.OpenSigned(dir, key, logger.With("component", "journal"))
 		if err != nil {
 			return fmt.Errorf("--journal: %w", err)
 		}
