@@ -719,7 +719,9 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 	if sc.Command != "" && sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) {
 		sc.Cwd = filepath.Join(dir, sc.Cwd)
 	}
-	if sc.Command != "" && sc.Cwd == "" {
+	if sc.Command != "" && (sc.Cwd == "" || filepath.Clean(sc.Cwd) == filepath.Clean(dir)) {
+		// The configuration's folder is never given whole, named or
+		// not: it holds the configuration, and often token files.
 		sc.Cwd, sc.cwdDefault = dir, true
 	}
 	if !sc.NoContain {
