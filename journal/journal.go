@@ -20,11 +20,11 @@ package journal
 
 import (
 	"bufio"
-	"crypto/hmac"
-	"crypto/sha256"
 	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
