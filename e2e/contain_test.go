@@ -560,3 +560,37 @@ func TestSecretOnCommandLineWarned(t *testing.T) {
 		}
 	}
 }
+
+// TestContainedAsOrdinaryUser runs the gateway as a user without
+// privileges (the desktop case; CI is root, so the test runs it as
+// nobody): bwrap then makes a user namespace, slirp4netns joins it to
+// give the server its network, and the server still reaches neither the
+// gateway's files nor its loopback.
+func TestContainedAsOrdinaryUser(t *testing.T) {
+	needBwrap(t)
+	if os.Geteuid() != 0 {
+		t.Skip("runs the gateway as another user: needs root to switch to nobody")
+	}
+	h := newHostileSetupAs(t, true, &syscall.Credential{Uid: 65534, Gid: 65534})
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	cs := h.client(t, ctx)
+	for _, path := range []string{h.config, filepath.Join(h.dir, "secrets", "admin-token"), "/proc/" + strconv.Itoa(h.pid) + "/environ"} {
+		if out := call(t, ctx, cs, "read", map[string]any{"path": path}); !strings.HasPrefix(out, "refused:") {
+			t.Errorf("read %s: got through: %.200s", path, out)
+		}
+	}
+	if _, err := exec.LookPath("slirp4netns"); err == nil {
+		u, _ := url.Parse(h.url)
+		if out := call(t, ctx, cs, "connect", map[string]any{"address": u.Host, "line": "GET / HTTP/1.0\r\n"}); !strings.HasPrefix(out, "refused:") {
+			t.Errorf("the gateway's loopback: got through: %.200s", out)
+		}
+		if out := call(t, ctx, cs, "read", map[string]any{"path": "/proc/net/dev"}); !strings.Contains(out, "tap0") {
+			t.Errorf("no network of its own:\n%.300s", out)
+		}
+	}
+	status := call(t, ctx, cs, "read", map[string]any{"path": "/proc/self/status"})
+	if !regexp.MustCompile(`(?m)^CapEff:\s+0+$`).MatchString(status) {
+		t.Errorf("the server's capabilities:\n%s", status)
+	}
+}

@@ -122,6 +122,11 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 		found := lookPath(prog, get("PATH"), p.cwd)
 		if prefix := installPrefix(found); outside(prefix) {
 			p.read = append(p.read, prefix)
+		} else if real, err := filepath.EvalSymlinks(found); err == nil && prefix != "" && !under(real, systemDirs) {
+			// Installed in the home folder or above it (a binary in the
+			// home's parent, a checkout's bin): the program alone, not
+			// the folder that holds the home.
+			p.read = append(p.read, real)
 		}
 		// A version manager's shim (pyenv, asdf, mise, rbenv) runs the
 		// manager, which reads its root: given read-only.
