@@ -108,3 +108,22 @@ func BenchmarkCutText(b *testing.B) {
 		})
 	}
 }
+
+// A secret whose base64 holds "+" or "/" (and so "-" or "_" in the URL
+// alphabet) is cut in both alphabets, standard and URL, at each alignment.
+func TestSecretInBothBase64Alphabets(t *testing.T) {
+	const secret = "k>>?~~~s3cr3t>>>?~~"
+	r := NewRedactor(secret)
+	std, url := base64.StdEncoding.EncodeToString([]byte(secret)), base64.URLEncoding.EncodeToString([]byte(secret))
+	if !strings.ContainsAny(std, "+/") || std == url {
+		t.Fatalf("the secret does not test both alphabets: %s %s", std, url)
+	}
+	for _, prefix := range []string{"", "a", "ab"} {
+		for name, enc := range map[string]*base64.Encoding{"standard": base64.StdEncoding, "URL": base64.URLEncoding} {
+			text := "data: " + enc.EncodeToString([]byte(prefix+secret+" and more"))
+			if got := r.CutText(text); got == text {
+				t.Errorf("%s base64 after %q: not cut: %s", name, prefix, text)
+			}
+		}
+	}
+}

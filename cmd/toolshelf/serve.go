@@ -147,7 +147,7 @@ response, and is closed after two idle minutes. /healthz says up or
 degraded and how many servers are ready to anyone; each server's state and
 error, and /metrics, need the admin token: --auth-token, or without it a
 token made for the run (shown only in --console's sign-in link), so they
-are never open. Logs go to stderr, one line per tool call.
+are never open. Logs go to stderr; a line per tool call at debug level.
 
 Secrets are best given as files: --auth-token-file, $TOOLSHELF_STORE_FILE,
 $TOOLSHELF_STORE_KEY_FILE, and "${file:PATH}" in the configuration (profile
