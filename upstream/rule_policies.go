@@ -23,26 +23,14 @@ var (
 	ErrDeclined = errors.New("not approved by the person")
 )
 
-// An Asker asks the person whether a call may go, showing them message
+// An asker asks the person whether a call may go, showing them message
 // (the question, the tool and its arguments), and says yes or no; an
 // error is a question that could not be asked.
-type Asker func(ctx context.Context, message string) (bool, error)
+type asker func(ctx context.Context, message string) (bool, error)
 
-type askerKey struct{}
-
-// WithAsker returns ctx carrying the asker of the caller's person. Without
-// one, the caller's client (WithClient) is asked through elicitation,
-// when it offers it.
-func WithAsker(ctx context.Context, ask Asker) context.Context {
-	return context.WithValue(ctx, askerKey{}, ask)
-}
-
-// askerOf returns ctx's asker, or one that asks the caller's client, or
-// nil when neither can ask.
-func askerOf(ctx context.Context) Asker {
-	if ask, ok := ctx.Value(askerKey{}).(Asker); ok {
-		return ask
-	}
+// askerOf returns an asker of the caller's client (WithClient), through
+// elicitation, or nil when it cannot ask.
+func askerOf(ctx context.Context) asker {
 	v, ok := ctx.Value(clientKey{}).(clientValue)
 	if !ok || v.client == nil {
 		return nil
