@@ -11,12 +11,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 var searchCommand = &command{
 	name:    "search",
 	summary: "find tools by what they do",
-	usage:   "[--catalog FILE | --config FILE [--store URL]] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
+	usage:   "[--catalog FILE | --config FILE [--store URL] [--wait]] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
 	help: `
 Searches a catalog of MCP tools and prints the best matches, best first:
 qualified name, server, score and a one-line description.
@@ -34,7 +35,9 @@ The regex engine reads the query as a case-insensitive regular expression
 
 --catalog takes a catalog file (as 'toolshelf catalog export' writes it) or
 a dataset folder with tools.jsonl. Without it, the configured servers are
-searched (connected first).
+searched: a server whose tools are in the cache of an earlier run is
+searched from it at once while it connects (stderr names those), and
+--wait waits for every server to answer first.
 
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -46,6 +49,7 @@ searched (connected first).
 		limit := fs.Int("limit", 0, "at most `N` results (default: 8 for bm25, semantic and hybrid, 5 otherwise)")
 		asJSON := fs.Bool("json", false, "print the hits as JSON")
 		explain := fs.Bool("explain", false, "show what each query term matched")
+		wait := fs.Bool("wait", false, "wait for every server to answer, rather than search a connecting server's cached tools")
 		return func(ctx context.Context, e *env, args []string) error {
 			if err := checkPositive(fs, "limit", *limit); err != nil {
 				return err
@@ -53,7 +57,7 @@ searched (connected first).
 			if err := engine.check(e); err != nil {
 				return err
 			}
-			return runSearch(ctx, e, searchOptions{*catalogPath, *config, *storeURL, engine, *limit, *asJSON, *explain}, args)
+			return runSearch(ctx, e, searchOptions{*catalogPath, *config, *storeURL, engine, *limit, *asJSON, *explain, *wait}, args)
 		}
 	},
 }
@@ -66,6 +70,7 @@ type searchOptions struct {
 	limit   int
 	json    bool
 	explain bool
+	wait    bool // for every server, not a cached tool list
 }
 
 func runSearch(ctx context.Context, e *env, o searchOptions, args []string) error {
@@ -73,11 +78,26 @@ func runSearch(ctx context.Context, e *env, o searchOptions, args []string) erro
 	if strings.TrimSpace(query) == "" {
 		return usagef("no query: give the words to search for, as in: toolshelf search create a pull request")
 	}
-	src, err := openCatalog(ctx, e, o.catalog, o.config, o.store)
+	var enough func([]upstream.Status) bool
+	if !o.wait {
+		enough = cachedEnough
+	}
+	src, err := openCatalogUntil(ctx, e, o.catalog, o.config, o.store, enough)
 	if err != nil {
 		return err
 	}
 	defer src.close()
+	if src.pool != nil {
+		var cached []string
+		for _, s := range src.pool.Status() {
+			if s.State == upstream.StateConnecting || s.State == upstream.StateRestarting {
+				cached = append(cached, s.Name)
+			}
+		}
+		if len(cached) > 0 {
+			fmt.Fprintf(e.stderr, "toolshelf: still connecting, searched from their cached tool lists: %s (--wait waits for them)\n", strings.Join(cached, ", "))
+		}
+	}
 	cat := src.cat
 	eng, err := o.engine.build(ctx, e, cat)
 	if err != nil {

@@ -283,6 +283,12 @@ func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connec
 // once, showing progress on stderr when it is a terminal. The caller
 // stops the pool.
 func start(ctx context.Context, e *env, pool *upstream.Pool) (*runningPool, error) {
+	return startUntil(ctx, e, pool, nil)
+}
+
+// startUntil is start that also returns once enough says the servers'
+// states are enough to go on with (nil: wait for every first attempt).
+func startUntil(ctx context.Context, e *env, pool *upstream.Pool, enough func([]upstream.Status) bool) (*runningPool, error) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p := &runningPool{Pool: pool, cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -306,11 +312,29 @@ func start(ctx context.Context, e *env, pool *upstream.Pool) (*runningPool, erro
 			}
 			return p, nil
 		case <-tick.C:
+			sts := p.Status()
+			if enough != nil && enough(sts) {
+				if progress {
+					fmt.Fprint(e.stderr, "\r\033[K")
+				}
+				return p, nil
+			}
 			if progress {
-				fmt.Fprintf(e.stderr, "\r\033[K%s", progressLine(p.Status()))
+				fmt.Fprintf(e.stderr, "\r\033[K%s", progressLine(sts))
 			}
 		}
 	}
+}
+
+// cachedEnough is enough for a search: every server has answered once,
+// or has its tools from the cache of an earlier run.
+func cachedEnough(sts []upstream.Status) bool {
+	for _, s := range sts {
+		if (s.State == upstream.StateConnecting || s.State == upstream.StateRestarting) && !(s.Source == upstream.SourceCache && s.Tools > 0) {
+			return false
+		}
+	}
+	return true
 }
 
 // progressLine says how many servers are up and which are still coming.
@@ -416,6 +440,12 @@ func (s *catalogSource) close() {
 // is named, else the configured servers (connected now), else the
 // built-in catalog, which is announced on stderr.
 func openCatalog(ctx context.Context, e *env, catalogFile, configFlag, storeURL string) (*catalogSource, error) {
+	return openCatalogUntil(ctx, e, catalogFile, configFlag, storeURL, nil)
+}
+
+// openCatalogUntil is openCatalog that goes on once enough says so (see
+// startUntil).
+func openCatalogUntil(ctx context.Context, e *env, catalogFile, configFlag, storeURL string, enough func([]upstream.Status) bool) (*catalogSource, error) {
 	src, err := openSource(e, catalogFile, configFlag, connectOptions{useCache: true, storeURL: storeURL})
 	if err != nil {
 		return nil, err
@@ -428,7 +458,7 @@ func openCatalog(ctx context.Context, e *env, catalogFile, configFlag, storeURL 
 		scope := src.pool.Scope(nil)
 		return &catalogSource{cat: scope.Catalog(), scope: scope, up: src.pool, name: src.name}, nil
 	}
-	p, err := start(ctx, e, src.pool)
+	p, err := startUntil(ctx, e, src.pool, enough)
 	if err != nil {
 		return nil, err
 	}

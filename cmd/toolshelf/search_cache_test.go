@@ -1,0 +1,45 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+// search with a configuration answers at once from the tool cache of a
+// server still connecting (a slow one does not hold every search up), and
+// says which; --wait waits for it.
+func TestSearchFromCache(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	write := func(mode string) {
+		cmd, env := mcptest.Command(mode, []string{"create_issue", "list_issues"})
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+			"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String()},
+		}})
+		os.WriteFile(cfg, b, 0o644)
+	}
+	write("serve")
+	if r := runCLI(t, "search", "--config", cfg, "create an issue"); r.code != 0 || !strings.Contains(r.stdout, "mcp__tracker__create_issue") {
+		t.Fatalf("a first search, the server up: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// The same server, now hanging before it answers: its cached tools
+	// are searched while it connects.
+	write("hang")
+	r := runCLI(t, "search", "--config", cfg, "create an issue")
+	if r.code != 0 || !strings.Contains(r.stdout, "mcp__tracker__create_issue") || !strings.Contains(r.stderr, "still connecting, searched from their cached tool lists: tracker") {
+		t.Errorf("a search while the server hangs: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// --wait waits for its answer (here: its timeout, then its cache).
+	r = runCLI(t, "search", "--wait", "--config", cfg, "create an issue")
+	if strings.Contains(r.stderr, "still connecting") || !strings.Contains(r.stdout, "mcp__tracker__create_issue") {
+		t.Errorf("--wait: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
