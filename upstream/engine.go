@@ -3,6 +3,7 @@ package upstream
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -36,6 +37,24 @@ var engineRefused = map[string]string{
 	"--security-opt": "a changed security profile (seccomp, AppArmor, no-new-privileges)",
 }
 
+// engineFlags are the flags of "run" that toolshelf knows, and whether
+// each takes a value: the image is the first argument that is not a flag
+// or a flag's value, and what follows it is the server's own. A flag
+// not known here is refused (its value could be taken for the image, and
+// the flags after it pass unread): written as --flag=VALUE, or dropped.
+var engineFlags = map[string]bool{
+	"-i": false, "--interactive": false, "-t": false, "--tty": false, "-d": false, "--detach": false,
+	"--rm": false, "--init": false, "--read-only": false, "-P": false, "--publish-all": false, "--no-healthcheck": false,
+	"--privileged": false,
+	"-e":           true, "--env": true, "--env-file": true, "-v": true, "--volume": true, "--mount": true, "--volumes-from": true,
+	"--network": true, "--net": true, "--pid": true, "--ipc": true, "--userns": true, "--uts": true, "--cgroupns": true,
+	"--cap-add": true, "--cap-drop": true, "--device": true, "--security-opt": true,
+	"--name": true, "-w": true, "--workdir": true, "-u": true, "--user": true, "--entrypoint": true,
+	"-p": true, "--publish": true, "-m": true, "--memory": true, "--cpus": true, "--platform": true, "--pull": true,
+	"-l": true, "--label": true, "-h": true, "--hostname": true, "--add-host": true, "--dns": true, "--tmpfs": true,
+	"--ulimit": true, "--shm-size": true, "--stop-timeout": true, "--log-driver": true, "--log-opt": true, "--expose": true,
+}
+
 // hostNamespaces are flags whose value "host" shares the host's.
 var hostNamespaces = map[string]bool{"--network": true, "--net": true, "--pid": true, "--ipc": true, "--userns": true, "--uts": true, "--cgroupns": true}
 
@@ -57,6 +76,16 @@ func checkEngine(cfg *ServerConfig) error {
 			break // the image: what follows is the server's own
 		}
 		flag, value, hasValue := strings.Cut(a, "=")
+		takes, known := engineFlags[flag]
+		if !known && !strings.HasPrefix(flag, "--") && len(flag) > 2 && strings.Trim(flag[1:], "itdP") == "" {
+			takes, known = false, true // short flags together: -it
+		}
+		if !known {
+			return fmt.Errorf("%s run %s: a flag toolshelf does not know, so it cannot tell where the image is; write it as %s=VALUE if it takes one, or run the server with \"contain\": false", engine, flag, flag)
+		}
+		if !takes && hasValue && engineRefused[flag] == "" {
+			continue // --rm=true and the like
+		}
 		next := func() string {
 			if hasValue {
 				return value
@@ -97,19 +126,12 @@ func checkEngine(cfg *ServerConfig) error {
 				continue // a named volume of the engine's own
 			}
 			host = anchor(host, cfg.Cwd)
-			if !under(host, grants) && !containsPath(grants, host) {
+			if !under(host, grants) && !slices.Contains(grants, host) {
 				return fmt.Errorf("%s run %s %s: the container would see %s, which the server's \"paths\" do not grant; grant it there", engine, flag, v, host)
 			}
+		case takes:
+			next() // its value, not the image
 		}
 	}
 	return nil
-}
-
-func containsPath(list []string, p string) bool {
-	for _, x := range list {
-		if x == p {
-			return true
-		}
-	}
-	return false
 }

@@ -28,6 +28,10 @@ func TestContainerEngines(t *testing.T) {
 		{"the home folder", `{"command": "docker", "args": ["run", "-v", "/root:/host", "img"]}`, "which the server's \"paths\" do not grant"},
 		{"the engine's socket", `{"command": "docker", "args": ["run", "--mount", "type=bind,source=/var/run/docker.sock,target=/s", "img"]}`, "/var/run/docker.sock"},
 		{"after the image, the server's own", `{"command": "docker", "args": ["run", "-i", "img", "--privileged"]}`, ""},
+		{"a flag's value before the image", `{"command": "docker", "args": ["run", "--name", "srv", "-e", "K=V", "--privileged", "img"]}`, "privileged mode"},
+		{"flags together", `{"command": "docker", "args": ["run", "-it", "--rm=true", "img"]}`, ""},
+		{"a flag toolshelf does not know", `{"command": "docker", "args": ["run", "--gpus", "all", "--privileged", "img"]}`, "a flag toolshelf does not know"},
+		{"a known flag, its value in one word", `{"command": "podman", "args": ["run", "--name=srv", "--network=host", "img"]}`, "--network=host"},
 		{"uncontained by choice", `{"command": "docker", "args": ["run", "--privileged", "img"], "contain": false}`, ""},
 	} {
 		cfgs, err := ParseConfig([]byte(`{"mcpServers": {"s": `+tc.config+`}}`), "/tmp/servers.json", nil)
