@@ -31,11 +31,14 @@ import (
 // the secret out of the server's reach, is the defence; this wall catches
 // what leaks by accident or by a known trick.
 
-// maxInflated bounds what is inflated of one compressed run.
-const maxInflated = 1 << 20
-
-// maxViews bounds the decoded runs looked at in one text.
-const maxViews = 256
+// What is inflated of compressed runs is bounded: one run up to
+// maxInflated, all of a text's up to maxInflatedTotal. A run that inflates
+// past them (a compression bomb, or more data than the wall reads) cannot
+// be read whole, and the text that holds it is cut as if it held a secret.
+const (
+	maxInflated      = 1 << 20
+	maxInflatedTotal = 8 << 20
+)
 
 var (
 	percentRun = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2})+`)
@@ -70,15 +73,18 @@ func base32Char(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '2' && c <= '7' || c == '='
 }
 
-// views are the decoded forms of s worth searching for secrets: each
-// differs from s.
-func views(s string) []string {
-	var out []string
+// views calls visit with each decoded form of s worth searching for
+// secrets (each differs from s) until visit says it found one. Every run
+// is decoded, however many (the work is linear in s); undecided is a
+// compressed run past the bounds on inflating, which could not be read.
+func views(s string, visit func(v string) (found bool)) (undecided bool) {
+	done := false
 	add := func(v string) {
-		if v != "" && v != s && len(out) < maxViews {
-			out = append(out, v)
+		if !done && v != "" && v != s {
+			done = visit(v)
 		}
 	}
+	inflatedTotal := 0
 	if strings.Contains(s, "%") {
 		add(percentRun.ReplaceAllStringFunc(s, func(run string) string {
 			b := make([]byte, 0, len(run)/3)
@@ -110,7 +116,7 @@ func views(s string) []string {
 	add(confusable.Fold(s))
 	var codes []string
 	if strings.ContainsAny(s, ",; ") {
-		codes = codeRun.FindAllString(s, maxViews)
+		codes = codeRun.FindAllString(s, -1)
 	}
 	for _, run := range codes {
 		var b strings.Builder
@@ -121,10 +127,9 @@ func views(s string) []string {
 		}
 		add(b.String())
 	}
-	n := 0
 	runs(s, 16, base32Char, func(run string) {
 		run = strings.TrimRight(run, "=")
-		if n++; n > maxViews || len(run) < 16 || strings.ToUpper(run) != run && strings.ToLower(run) != run {
+		if done || len(run) < 16 || strings.ToUpper(run) != run && strings.ToLower(run) != run {
 			return // base32 is of one case
 		}
 		run = strings.ToUpper(run)
@@ -140,9 +145,8 @@ func views(s string) []string {
 			}
 		}
 	})
-	n = 0
 	runs(s, 12, base64Char, func(run string) {
-		if n++; n > maxViews {
+		if done {
 			return
 		}
 		run = strings.TrimRight(run, "=")
@@ -157,18 +161,21 @@ func views(s string) []string {
 					continue
 				}
 				if k == 0 {
-					add(inflated(b))
+					text, whole := inflated(b, max(0, min(maxInflated, maxInflatedTotal-inflatedTotal)))
+					inflatedTotal += len(text)
+					undecided = undecided || !whole
+					add(text)
 				}
 				add(printable(b))
 			}
 		}
 	})
-	return out
+	return undecided && !done
 }
 
-// inflated is b decompressed (gzip or zlib), within maxInflated; "" when
-// it is neither.
-func inflated(b []byte) string {
+// inflated is b decompressed (gzip or zlib), within limit bytes; "" when
+// it is neither. whole is false when there was more than limit.
+func inflated(b []byte, limit int) (text string, whole bool) {
 	var r io.Reader
 	var err error
 	switch {
@@ -177,13 +184,16 @@ func inflated(b []byte) string {
 	case len(b) > 2 && b[0] == 0x78 && (b[1] == 0x01 || b[1] == 0x5e || b[1] == 0x9c || b[1] == 0xda):
 		r, err = zlib.NewReader(bytes.NewReader(b))
 	default:
-		return ""
+		return "", true
 	}
 	if err != nil {
-		return ""
+		return "", true // not compressed after all: read as base64 alone
 	}
-	out, _ := io.ReadAll(io.LimitReader(r, maxInflated))
-	return string(out)
+	out, _ := io.ReadAll(io.LimitReader(r, int64(limit)+1))
+	if len(out) > limit {
+		return string(out[:limit]), false
+	}
+	return string(out), true
 }
 
 // printable is b as text when most of it is (a secret is), else "".
@@ -231,20 +241,20 @@ func rot13(s string) string {
 }
 
 // holdsEncoded reports whether a decoded view of s holds one of the
-// redactor's secrets (in any of the forms cutTexts finds).
+// redactor's secrets (in any of the forms cutTexts finds), or could not be
+// read whole (a compressed run past the bounds): what cannot be decided
+// is cut.
 func (r *Redactor) holdsEncoded(s string) bool {
 	if r == nil || len(r.secrets) == 0 {
 		return false
 	}
-	for _, v := range views(s) {
-		found := false
+	found := false
+	undecided := views(s, func(v string) bool {
 		r.literalSet.find(v, func(int, int) { found = true })
 		if !found && len(r.skeletons) > 0 {
 			r.skeletonSet.find(skeletonOf(v), func(int, int) { found = true })
 		}
-		if found {
-			return true
-		}
-	}
-	return false
+		return found
+	})
+	return found || undecided
 }

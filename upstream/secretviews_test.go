@@ -166,3 +166,36 @@ func TestDefinitionHoldingSecretHeld(t *testing.T) {
 		t.Error("nothing was cached")
 	}
 }
+
+// What the wall cannot read whole it cuts: a compressed run that inflates
+// past its bound (the secret after a megabyte of padding, or a bomb) cuts
+// the text that holds it; a secret in the thousandth encoded run of a
+// text is found, however many runs come before it; an ordinary
+// compressed run within the bounds passes.
+func TestSecretViewsFailClosed(t *testing.T) {
+	const secret = "other-server-key-5a6b7c8d9e0f"
+	r := NewRedactor(secret)
+	gz := func(s string) string {
+		var b bytes.Buffer
+		w := gzip.NewWriter(&b)
+		w.Write([]byte(s))
+		w.Close()
+		return base64.StdEncoding.EncodeToString(b.Bytes())
+	}
+	past := "payload: " + gz(strings.Repeat("a", 2<<20)+secret)
+	if got := r.CutText(past); got == past {
+		t.Error("a compressed run past the bound, the secret after it, was passed")
+	}
+	var many strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&many, "id %s; ", base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("record number %06d", i))))
+	}
+	many.WriteString("last " + base64.StdEncoding.EncodeToString([]byte("key: "+secret)))
+	if got := r.CutText(many.String()); got == many.String() {
+		t.Error("a secret in the 1001st encoded run was passed")
+	}
+	small := "payload: " + gz(strings.Repeat("an ordinary log line\n", 100))
+	if got := r.CutText(small); got != small {
+		t.Errorf("an ordinary compressed run was cut")
+	}
+}
