@@ -206,8 +206,13 @@ func (e *Entry) Poisoning() string {
 // with look-alike letters folded and base64 runs decoded.
 func instructionFindings(e *Entry) []Finding {
 	var out []Finding
+	texts, whole := definitionTexts(e)
+	if !whole {
+		out = append(out, Finding{FindingInstructions, e.Name, e.Server, fmt.Sprintf("its definition holds over %d bytes of text, more than the check reads: held until a person reviews it", maxDefinitionText), true})
+		return out
+	}
 	seen := map[string]bool{}
-	for _, text := range definitionTexts(e) {
+	for _, text := range texts {
 		for _, r := range text {
 			if hiddenRune(r) && !seen["hidden"] {
 				seen["hidden"] = true
@@ -239,31 +244,30 @@ func instructionFindings(e *Entry) []Finding {
 	return out
 }
 
-// Bounds on what of a definition is read: a server writes it, and a
-// definition of megabytes must not cost the check more than its size.
-const (
-	maxTexts    = 2000
-	maxTextSize = 8 << 10
-)
+// maxDefinitionText bounds the text of one definition the check reads:
+// a server writes it, and the check's cost must stay bounded. No real
+// tool comes near it; a definition past it is not read in part (an
+// instruction could sit past any cut) but flagged whole.
+const maxDefinitionText = 1 << 20
 
 // definitionTexts are the strings of a tool's definition: the parsed
 // fields first, then every string and key of its JSON (names written
 // as words: "IMPORTANT_read_the_key" reads "IMPORTANT read the key").
-func definitionTexts(e *Entry) []string {
-	texts := []string{e.Title, e.Description, e.SearchHint}
+// whole is false for a definition past maxDefinitionText.
+func definitionTexts(e *Entry) (texts []string, whole bool) {
+	texts = []string{e.Title, e.Description, e.SearchHint}
 	for _, p := range e.Params {
 		texts = append(texts, p.Name, words(p.Name), p.Description)
 	}
+	size := 0
 	var walk func(v any)
 	walk = func(v any) {
-		if len(texts) >= maxTexts {
+		if size > maxDefinitionText {
 			return
 		}
 		switch v := v.(type) {
 		case string:
-			if len(v) > maxTextSize {
-				v = v[:maxTextSize]
-			}
+			size += len(v)
 			texts = append(texts, v)
 		case []any:
 			for _, x := range v {
@@ -272,6 +276,7 @@ func definitionTexts(e *Entry) []string {
 		case map[string]any:
 			for _, k := range slices.Sorted(maps.Keys(v)) {
 				if len(k) > 12 {
+					size += len(k)
 					texts = append(texts, words(k))
 				}
 				walk(v[k])
@@ -282,7 +287,7 @@ func definitionTexts(e *Entry) []string {
 	if json.Unmarshal(e.Raw, &raw) == nil {
 		walk(raw)
 	}
-	return texts
+	return texts, size <= maxDefinitionText
 }
 
 // words is an identifier written as words: split at underscores,
