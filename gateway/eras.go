@@ -49,14 +49,25 @@ func checkCall(h http.Handler) http.Handler {
 				} `json:"arguments"`
 			} `json:"params"`
 		}
-		if err != nil || json.Unmarshal(body, &msg) != nil || msg.Method != "tools/call" {
-			h.ServeHTTP(w, r) // the SDK says what is wrong with it
-			return
-		}
-		refuse := func(format string, args ...any) {
+		refuseCode := func(code int, format string, args ...any) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
-			writeRPC(w, msg.ID, nil, rpcError(-32020, fmt.Sprintf(format, args...)))
+			writeRPC(w, msg.ID, nil, rpcError(code, fmt.Sprintf(format, args...)))
+		}
+		refuse := func(format string, args ...any) { refuseCode(-32020, format, args...) }
+		// What cannot be read is refused here, not passed on to be read
+		// again by something that may read it otherwise.
+		if err != nil || len(body) > MaxRequestBytes {
+			refuseCode(-32700, "the request body could not be read whole (at most %d bytes)", MaxRequestBytes)
+			return
+		}
+		if err := json.Unmarshal(body, &msg); err != nil {
+			refuseCode(-32700, "the request is not a JSON-RPC tools/call this gateway can read: %s", cut(err.Error(), echoLimit))
+			return
+		}
+		if msg.Method != "tools/call" {
+			refuse("the Mcp-Method header says tools/call, and the body is %s", quoteClipped(msg.Method))
+			return
 		}
 		if got := r.Header.Get("Mcp-Name"); got != headerValue(msg.Params.Name) {
 			refuse("the Mcp-Name header %s is not the tool the body calls, %s", quoteClipped(got), quoteClipped(msg.Params.Name))

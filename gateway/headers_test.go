@@ -101,6 +101,19 @@ func TestCallToolHeader(t *testing.T) {
 	if st, got, err := postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), headers("mcp__slack__post_message")); err != nil || strings.Contains(got, "-32020") || !strings.Contains(got, "post_message") {
 		t.Errorf("tasks client, matching headers: %d %s %v", st, got, err)
 	}
+	// What the check cannot read it refuses, for every client: a body
+	// that is not JSON, params of another shape, another method than the
+	// header says.
+	for name, b := range map[string]string{
+		"not JSON":               `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`,
+		"a name of another type": `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":["call_tool"],"arguments":{"name":"mcp__slack__post_message"}}}`,
+		"another method":         `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
+	} {
+		st, got, err := postWith(srv.URL+"/mcp", b, headers("mcp__slack__post_message"))
+		if err != nil || st != http.StatusBadRequest || !(strings.Contains(got, "-32700") || strings.Contains(got, "-32020")) {
+			t.Errorf("%s: %d %s %v", name, st, got, err)
+		}
+	}
 }
 
 // List results say how long a client may keep them and for whom
