@@ -421,29 +421,39 @@ func personValue(p *Person) (types.Value, error) {
 // against it (the first such rule), without counting anything: what
 // admit would refuse the call for, for a check that makes no call.
 func (s *Set) LimitErrors(r *Request) error {
+	_, err := s.limitsOf(r)
+	return err
+}
+
+// limitsOf returns the limit rules r counts against; the error is a rule
+// that cannot decide whether it does (or arguments the rules cannot
+// read): the call is then refused.
+func (s *Set) limitsOf(r *Request) ([]limitRule, error) {
 	if len(s.limits) == 0 {
-		return nil
+		return nil, nil
 	}
 	entities, req, err := s.cedarRequest(r)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var out []limitRule
 	for _, l := range s.limits {
-		if _, diag := cedar.Authorize(l.set, entities, req); len(diag.Errors) > 0 {
-			return fmt.Errorf("limit rule %s could not be evaluated (%s), and a rule that cannot decide refuses", l.id, errorText(diag.Errors[0].Message))
+		ok, diag := cedar.Authorize(l.set, entities, req)
+		if len(diag.Errors) > 0 {
+			return nil, fmt.Errorf("limit rule %s could not be evaluated (%s), and a rule that cannot decide refuses", l.id, errorText(diag.Errors[0].Message))
+		}
+		if ok == cedar.Allow {
+			out = append(out, l)
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // admit counts a permitted call against every limit rule it matches,
 // each limit divided among share replicas; release ends its "at once"
 // counts. The error is a *LimitError.
 func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release func(), err error) {
-	if len(s.limits) == 0 {
-		return func() {}, nil
-	}
-	entities, req, err := s.cedarRequest(r)
+	limits, err := s.limitsOf(r)
 	if err != nil {
 		return nil, err
 	}
@@ -453,16 +463,7 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 			f()
 		}
 	}
-	for _, l := range s.limits {
-		ok, diag := cedar.Authorize(l.set, entities, req)
-		if len(diag.Errors) > 0 {
-			// Whether the call counts against the limit is unknown.
-			release()
-			return nil, fmt.Errorf("limit rule %s could not be evaluated (%s), and a rule that cannot decide refuses", l.id, errorText(diag.Errors[0].Message))
-		}
-		if ok != cedar.Allow {
-			continue
-		}
+	for _, l := range limits {
 		// Each person of a profile has a count of their own.
 		key := l.id + "\x00" + r.Profile
 		if r.Person != nil {
