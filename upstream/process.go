@@ -38,17 +38,6 @@ type process struct {
 // go to p.stdout, anything else (banners, logs that belong on stderr) to
 // p.output and the log, so that one stray line does not break the session.
 func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
-	return startProcessTry(cfg, logger, 1)
-}
-
-// netTries is how many times a contained server is started when setting
-// up its network fails: bwrap's set-up of the sandbox's loopback and
-// slirp4netns's of its outward link, both in the new namespace at once,
-// now and then make bwrap fail ("loopback: Failed RTM_NEWADDR"), before
-// the server has run.
-const netTries = 4
-
-func startProcessTry(cfg *ServerConfig, logger *slog.Logger, try int) (*process, error) {
 	env := cfg.environ
 	if env == nil {
 		// Not from a pool: the minimal environment still, never
@@ -105,7 +94,7 @@ func startProcessTry(cfg *ServerConfig, logger *slog.Logger, try int) (*process,
 			if logger != nil {
 				logger.Warn("the system refuses PID namespaces; a daemon a server detaches may outlive it", "error", err)
 			}
-			return startProcessTry(cfg, logger, try)
+			return startProcess(cfg, logger)
 		}
 		return nil, startError(cfg.Command, err)
 	}
@@ -116,13 +105,10 @@ func startProcessTry(cfg *ServerConfig, logger *slog.Logger, try int) (*process,
 			signalGroup(cmd, true)
 			cmd.Wait()
 			net.close()
-			if try < netTries {
-				return startProcessTry(cfg, logger, try+1) // nothing of the server ran
-			}
 			if said := p.stderr.Said(512); said != "" {
 				err = fmt.Errorf("%w (stderr: %s)", err, said)
 			}
-			return nil, fmt.Errorf("the server's network could not be set up (%d tries): %w", netTries, err)
+			return nil, fmt.Errorf("the server's network could not be set up: %w", err)
 		}
 	}
 	p.stdin = stdin
