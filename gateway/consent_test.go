@@ -30,7 +30,11 @@ func TestConsentRefusesWhatItCannotRead(t *testing.T) {
 	}{
 		{"a return without the cookie", ConfirmPath + "?state=s1&code=c", nil, http.StatusBadRequest, "not started in this browser"},
 		{"a cookie sealed by another key", ConfirmPath + "?state=s1&code=c", cookie(other.cookies, "s1"), http.StatusBadRequest, "not started in this browser"},
-		{"a cookie of another sign-in", ConfirmPath + "?state=s1&code=c", func() *http.Cookie { k := cookie(c.cookies, "s2"); k.Name = cookieName("toolshelf_check_", "s1"); return k }(), http.StatusBadRequest, "not started in this browser"},
+		{"a cookie of another sign-in", ConfirmPath + "?state=s1&code=c", func() *http.Cookie {
+			k := cookie(c.cookies, "s2")
+			k.Name = cookieName("toolshelf_check_", "s1")
+			return k
+		}(), http.StatusBadRequest, "not started in this browser"},
 		{"a good cookie, no sign-in waiting", ConfirmPath + "?state=s1&code=c", cookie(c.cookies, "s1"), http.StatusNotFound, "unknown, used or expired"},
 		{"a link of no sign-in", signin.BeginPath + "?state=nothing", nil, http.StatusNotFound, "unknown, used or expired"},
 	} {
