@@ -65,6 +65,10 @@ func runs(s string, min int, in func(c byte) bool, f func(run string)) {
 	}
 }
 
+func codeChar(c byte) bool {
+	return c >= '0' && c <= '9' || c == ',' || c == ';' || c == ' ' || c == '\t' || c == '\n'
+}
+
 func base64Char(c byte) bool {
 	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
 }
@@ -114,10 +118,11 @@ func views(s string, visit func(v string) (found bool)) (undecided bool) {
 	}
 	// rot13 is matched as a form of each secret (forms), not as a view.
 	add(confusable.Fold(s))
+	// Lists of codes are looked for only in runs of digits and
+	// separators long enough to hold six (a byte loop first: the
+	// expression over a whole answer is slow).
 	var codes []string
-	if strings.ContainsAny(s, ",; ") {
-		codes = codeRun.FindAllString(s, -1)
-	}
+	runs(s, 17, codeChar, func(run string) { codes = append(codes, codeRun.FindAllString(run, -1)...) })
 	for _, run := range codes {
 		var b strings.Builder
 		for _, f := range strings.FieldsFunc(run, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' }) {
@@ -251,7 +256,7 @@ func (r *Redactor) holdsEncoded(s string) bool {
 	found := false
 	undecided := views(s, func(v string) bool {
 		r.literalSet.find(v, func(int, int) { found = true })
-		if !found && len(r.skeletons) > 0 {
+		if !found && len(r.skeletons) > 0 && len(v) >= minSkeleton {
 			r.skeletonSet.find(skeletonOf(v), func(int, int) { found = true })
 		}
 		return found
