@@ -3,8 +3,10 @@ package upstream
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -73,4 +75,25 @@ func ownerOf(st os.FileInfo) int {
 		return int(sys.Uid)
 	}
 	return -1
+}
+
+// nsGetUserns is the ioctl that gives a namespace's owning user namespace
+// (linux/nsfs.h: NS_GET_USERNS).
+const nsGetUserns = 0xb701
+
+// netOwner opens the user namespace that owns pid's network namespace:
+// the one slirp4netns must join to configure it. bwrap makes a second,
+// nested user namespace inside the first (--disable-userns), so pid's own
+// user namespace is not it once the sandbox has gone on.
+func netOwner(pid int) (*os.File, error) {
+	net, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if err != nil {
+		return nil, err
+	}
+	defer net.Close()
+	fd, _, errno := syscall.Syscall(syscall.SYS_IOCTL, net.Fd(), nsGetUserns, 0)
+	if errno != 0 {
+		return nil, fmt.Errorf("the owner of the sandbox's network namespace: %w", errno)
+	}
+	return os.NewFile(fd, "userns"), nil
 }

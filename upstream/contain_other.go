@@ -3,6 +3,7 @@
 package upstream
 
 import (
+	"errors"
 	"os"
 	"runtime"
 )
@@ -23,3 +24,6 @@ func findSandbox() sandboxer {
 
 // ownerOf: containment is Linux's; here no file is known to be nobody's.
 func ownerOf(os.FileInfo) int { return -1 }
+
+// netOwner: network namespaces are Linux's.
+func netOwner(int) (*os.File, error) { return nil, errors.New("network namespaces need Linux") }

@@ -94,11 +94,21 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 	}
 	defer readyR.Close()
 	args := []string{"--configure", "--mtu=65520", "--disable-host-loopback", "--ready-fd=3"}
+	extra := []*os.File{readyW}
 	if joinUser {
-		args = append(args, "--userns-path=/proc/"+strconv.Itoa(pid)+"/ns/user")
+		// The user namespace that owns the network namespace, given to
+		// slirp4netns as its fd 4.
+		owner, err := netOwner(pid)
+		if err != nil {
+			readyW.Close()
+			return err
+		}
+		defer owner.Close()
+		extra = append(extra, owner)
+		args = append(args, "--userns-path=/proc/self/fd/4")
 	}
 	n.slirp = exec.Command(slirp, append(args, strconv.Itoa(pid), "tap0")...)
-	n.slirp.ExtraFiles = []*os.File{readyW}
+	n.slirp.ExtraFiles = extra
 	stderr := newTailBuffer(2048)
 	n.slirp.Stderr = stderr
 	if err := n.slirp.Start(); err != nil {
