@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,9 +22,10 @@ import (
 // being given it, so that what lies there (the admin token file, mode
 // 644, beside the configuration; a .env; a copy of the configuration; an
 // old audit log) is not readable; and files toolshelf holds that are
-// inside a folder the server is granted (the admin token, an audit log
-// not made yet) are covered there. A server granted such a folder to
-// write cannot plant a link where the audit log will be.
+// inside a folder the server is granted to read (the fleet key, an audit
+// log not made yet) are covered there. A server granted such a folder to
+// write is refused at start: it could plant a link where the audit log
+// will be.
 func TestContainedServerSeesNoHeldFile(t *testing.T) {
 	needBwrap(t)
 	exe, err := os.Executable()
@@ -52,6 +54,10 @@ func TestContainedServerSeesNoHeldFile(t *testing.T) {
 	}
 	audit := filepath.Join(grant, "audit.jsonl") // not made yet
 	cfg := map[string]any{"mcpServers": map[string]any{"hostile": map[string]any{
+		"command": exe, "env": map[string]string{mcptest.ModeEnv: "hostile"},
+		"timeout": testenv.Timeout(20 * time.Second).String(),
+		"paths":   map[string]any{"read": []string{grant}},
+	}, "planter": map[string]any{
 		"command": exe, "env": map[string]string{mcptest.ModeEnv: "hostile"},
 		"timeout": testenv.Timeout(20 * time.Second).String(),
 		"paths":   map[string]any{"write": []string{grant}},
@@ -90,4 +96,28 @@ func TestContainedServerSeesNoHeldFile(t *testing.T) {
 	if got := call(t, ctx, cs, "write", map[string]any{"path": audit, "text": "planted"}); !strings.HasPrefix(got, "refused") {
 		t.Errorf("the server wrote where the audit log will be: %s", got)
 	}
+	// The server that may write the folder does not run, and is told why.
+	health := getWith(t, strings.TrimSuffix(url, "/mcp")+"/healthz", strings.TrimSpace(files["admin-token"]))
+	if !strings.Contains(health, `grants `+grant+`, which holds `) {
+		t.Errorf("a write grant holding toolshelf's files was not refused:\n%.2000s", health)
+	}
+	if _, err := os.Lstat(audit); err == nil {
+		if fi, _ := os.Lstat(audit); fi.Mode()&os.ModeSymlink != 0 {
+			t.Errorf("a link was planted where the audit log is")
+		}
+	}
+}
+
+// getWith is the body of a GET with a bearer token.
+func getWith(t *testing.T, url, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }

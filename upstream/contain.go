@@ -98,6 +98,11 @@ type sandboxPlan struct {
 	// caches are the package runner's caches of the server's own:
 	// {folder on the host, where the runner looks for it}, writable.
 	caches [][2]string
+	// heldInWrite are toolshelf's files inside a write grant:
+	// {grant, file}. The server is refused (see sandboxed): covering is
+	// not enough where it may write, since it could plant a link or a
+	// file at a path toolshelf opens later.
+	heldInWrite [][2]string
 }
 
 // planSandbox decides what a contained server sees. environ is the
@@ -187,7 +192,13 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 	given := slices.Concat(p.read, p.write)
 	inGrant := func(h string) bool { return under(h, given) || slices.Contains(given, h) }
 	for _, h := range hide {
-		switch h = clean(h); {
+		h = clean(h)
+		for _, w := range p.write {
+			if h != "" && (h == w || under(h, []string{w})) {
+				p.heldInWrite = append(p.heldInWrite, [2]string{w, h})
+			}
+		}
+		switch {
 		case h == "":
 		case exists(h):
 			if inGrant(h) {
@@ -521,7 +532,7 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 	// which holds whatever the server's PATH is inside.
 	command, err := findCommand(cfg.Command, envValue(environ, "PATH"), cfg.Cwd)
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, startError(cfg.Command, err)
 	}
 	sb := findSandbox()
 	madeGrants(cfg, sb.asNobody, logger)
@@ -531,6 +542,10 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 		for _, hint := range plan.hints(cfg, sb.asNobody) {
 			logger.Warn(hint)
 		}
+	}
+	if len(plan.heldInWrite) > 0 {
+		g := plan.heldInWrite[0]
+		return "", nil, nil, fmt.Errorf("\"paths\": {\"write\"} grants %s, which holds %s, a file toolshelf keeps (a server that may write there could replace it, or plant a link where toolshelf will write): grant a folder that does not hold it, or keep the file elsewhere", g[0], g[1])
 	}
 	plan.ownNet = sb.slirp != "" && !plan.noNetwork && !cfg.HostNetwork
 	for _, c := range plan.caches {

@@ -110,6 +110,12 @@ func TestSandboxPlan(t *testing.T) {
 	if hidden := filepath.Join(home, ".config", "toolshelf"); strings.Contains(args, hidden) {
 		t.Errorf("a hidden path outside every grant is mounted: %s", args)
 	}
+	// A write grant holding toolshelf's files is refused, not covered:
+	// the server could plant a link where toolshelf writes later.
+	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Cwd: cwd, WritePaths: []string{dir}}
+	if p := planSandbox(cfg, []string{"HOME=" + home}, []string{lock, filepath.Join(grant, "audit.jsonl")}); len(p.heldInWrite) != 2 || p.heldInWrite[0] != [2]string{dir, lock} {
+		t.Errorf("a write grant holding toolshelf's files: %v", p.heldInWrite)
+	}
 	// The home folder as cwd is not given whole.
 	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Cwd: home}
 	if p := planSandbox(cfg, []string{"HOME=" + home}, nil); !p.cwdSkipped || slices.Contains(p.read, home) {

@@ -55,7 +55,7 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	jailed := false
 	name, args, plan, err := sandboxed(cfg, env, logger)
 	if err != nil {
-		return nil, startError(cfg.Command, err)
+		return nil, err
 	}
 	var net *netns
 	if plan != nil {
