@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -162,7 +163,11 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the hostile description: shown %q, ran %v", diff, pwned())
 	}
 	shot("quarantine")
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	// The flaky server runs uncontained, so /mcp on loopback needs the
+	// admin token too: the one the link carries, kept for clients.
+	token := signIn[strings.Index(signIn, "token=")+len("token="):]
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "console-test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -34,6 +35,10 @@ type hostileSetup struct {
 	url                          string
 	admin, profileToken          string
 	secrets                      map[string]string // what must never come back, by name
+	// granted is a service on the host's loopback whose port the hostile
+	// server is granted (the gateway run as another user only), and
+	// other one whose port it is not.
+	granted, other string
 }
 
 func newHostileSetup(t *testing.T, contain bool, flags ...string) *hostileSetup {
@@ -93,6 +98,12 @@ func newHostileSetupAs(t *testing.T, contain bool, user *syscall.Credential, fla
 		"env":     map[string]string{mcptest.ModeEnv: "hostile"},
 		"timeout": testenv.Timeout(20 * time.Second).String(),
 		"paths":   map[string]any{"write": []string{h.grant}},
+	}
+	if user != nil {
+		h.granted, h.other = answering(t, "the granted port answers"), answering(t, "another port answers")
+		_, port, _ := net.SplitHostPort(h.granted)
+		p, _ := strconv.Atoi(port)
+		hostile["network"] = map[string]any{"hostPorts": []int{p}}
 	}
 	if !contain {
 		hostile = map[string]any{"command": exe, "cwd": filepath.Join(dir, "work"), "contain": false,
@@ -589,8 +600,37 @@ func TestContainedAsOrdinaryUser(t *testing.T) {
 			t.Errorf("no network of its own:\n%.300s", out)
 		}
 	}
+	// Its granted port of the host's loopback, and no other.
+	if out := call(t, ctx, cs, "connect", map[string]any{"address": h.granted, "line": "hi"}); !strings.Contains(out, "the granted port answers") {
+		t.Errorf("its granted port: %.200s", out)
+	}
+	if out := call(t, ctx, cs, "connect", map[string]any{"address": h.other, "line": "hi"}); !strings.HasPrefix(out, "refused:") {
+		t.Errorf("a port not granted: got through: %.200s", out)
+	}
 	status := call(t, ctx, cs, "read", map[string]any{"path": "/proc/self/status"})
 	if !regexp.MustCompile(`(?m)^CapEff:\s+0+$`).MatchString(status) {
 		t.Errorf("the server's capabilities:\n%s", status)
 	}
+}
+
+// answering serves a line on a port of the host's loopback until the test
+// ends, and returns its address.
+func answering(t *testing.T, line string) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte(line + "\n"))
+			c.Close()
+		}
+	}()
+	return l.Addr().String()
 }

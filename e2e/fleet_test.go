@@ -302,18 +302,26 @@ func (b *balancer) checkEveryReplicaServed(t *testing.T) {
 
 // serverConfig writes a configuration of one server, this test binary in
 // mcptest's "serve" mode with the given tools, under name, with the
-// top-level settings of extra, and returns its path.
+// top-level settings of extra, and returns its path. The server may write
+// markers in dir/markers alone.
 func serverConfig(t *testing.T, dir, name, tools string, extra map[string]any) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Uncontained: its tools write markers into the test's folder, which
-	// a contained server does not see (contain_test.go runs it contained).
+	// Contained without a network (a server that shares the host's would
+	// close /mcp on loopback to callers without a token): its tools write
+	// their markers in dir/markers, which it is granted.
+	markers := filepath.Join(dir, "markers")
+	if err := os.MkdirAll(markers, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(markers, 0o777) // as root, the server runs as nobody
 	cfg := map[string]any{"mcpServers": map[string]any{name: map[string]any{
-		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(), "contain": false,
-		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: tools},
+		"command": exe, "timeout": testenv.Timeout(20 * time.Second).String(), "network": false,
+		"paths": map[string]any{"write": []string{markers}},
+		"env":   map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: tools},
 	}}}
 	for k, v := range extra {
 		cfg[k] = v

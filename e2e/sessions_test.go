@@ -220,7 +220,7 @@ func TestRequestNotSentTwice(t *testing.T) {
 	if code, body, _, err := testenv.PostMCP(ctx, holder, "", session, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil || code >= 300 {
 		t.Fatalf("initialized: %d %s %v", code, body, err)
 	}
-	marker := filepath.Join(dir, "calls")
+	marker := filepath.Join(dir, "markers", "calls")
 	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__tracker__wait_counted","arguments":{"marker":%q}}}}`, marker)
 	type answer struct {
 		code int

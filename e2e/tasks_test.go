@@ -54,11 +54,13 @@ func rpc2026(t *testing.T, base, method, name string, params map[string]any) (ma
 // taskInFleet starts two replicas on a store of their own and a call
 // through the first of a tool that answers after ms, answered with a
 // task; it returns both replicas' base URLs, the replicas and the task's
-// id.
-func taskInFleet(t *testing.T, ms int) (first, other string, replicas []*exec.Cmd, id string) {
+// id, and the folder its server may write markers in.
+func taskInFleet(t *testing.T, ms int) (first, other string, replicas []*exec.Cmd, id, markers string) {
 	t.Helper()
 	url := testenv.OwnPostgres(t).Database(t)
-	cfg := serverConfig(t, t.TempDir(), "jobs", "slow,ask,wait", nil)
+	dir := t.TempDir()
+	markers = filepath.Join(dir, "markers")
+	cfg := serverConfig(t, dir, "jobs", "slow,ask,wait", nil)
 	lb, _, replicas := startFleet(t, url, cfg, 2, "--task-after", "100ms")
 	res, rpcErr := rpc2026(t, lb.backends[0], "tools/call", "call_tool", map[string]any{"name": "call_tool",
 		"arguments": map[string]any{"name": "mcp__jobs__slow", "arguments": map[string]any{"ms": ms}}})
@@ -66,7 +68,7 @@ func taskInFleet(t *testing.T, ms int) (first, other string, replicas []*exec.Cm
 		t.Fatalf("a long call: %v %v", res, rpcErr)
 	}
 	id, _ = res["taskId"].(string)
-	return lb.backends[0], lb.backends[1], replicas, id
+	return lb.backends[0], lb.backends[1], replicas, id, markers
 }
 
 // A task in a fleet: started through one replica, it is answered by the
@@ -77,7 +79,7 @@ func taskInFleet(t *testing.T, ms int) (first, other string, replicas []*exec.Cm
 // (which cancels the server's call where it runs).
 func TestTaskAcrossReplicas(t *testing.T) {
 	t.Parallel()
-	first, b, replicas, id := taskInFleet(t, 3000)
+	first, b, replicas, id, markers := taskInFleet(t, 3000)
 	if got, e := rpc2026(t, b, "tasks/get", id, map[string]any{"taskId": id}); e != nil || got["status"] != "working" {
 		t.Fatalf("the other replica, while the task works: %v %v", got, e)
 	}
@@ -91,7 +93,7 @@ func TestTaskAcrossReplicas(t *testing.T) {
 	}
 	t.Run("the extension's requester", func(t *testing.T) {
 		requireClients(t)
-		marker := filepath.Join(t.TempDir(), "marker")
+		marker := filepath.Join(markers, "marker")
 		out, err := node(t, "node", "tasks-client.mjs", first+"/mcp", "-", b+"/mcp", marker)
 		if err != nil || !strings.Contains(out, `"cancelledAcross"`) {
 			t.Fatalf("%v\n%s", err, out)
@@ -115,7 +117,7 @@ func TestTaskAcrossReplicas(t *testing.T) {
 // says so (the call is not sent again: it may have acted).
 func TestTaskOfAReplicaGone(t *testing.T) {
 	t.Parallel()
-	_, b, replicas, id := taskInFleet(t, 600000)
+	_, b, replicas, id, _ := taskInFleet(t, 600000)
 	replicas[0].Process.Kill()
 	replicas[0].Wait()
 	var got map[string]any

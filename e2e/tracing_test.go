@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -139,8 +140,10 @@ func TestTraceThroughGateway(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"tracker": map[string]any{
 		"command": exe, "timeout": testenv.Timeout(10 * time.Second).String(),
-		"env":     map[string]string{mcptest.ModeEnv: "traced", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "tracker"},
-		"network": "host", // it exports to the collector on loopback
+		"env": map[string]string{mcptest.ModeEnv: "traced", "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_SERVICE_NAME": "tracker"},
+		// It exports to the collector on the host's loopback, its one
+		// port granted.
+		"network": map[string]any{"hostPorts": []int{collector.Listener.Addr().(*net.TCPAddr).Port}},
 	}}})
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)

@@ -64,10 +64,15 @@ type ServerConfig struct {
 	// it has a network of its own, which reaches out but not the host's
 	// loopback. HostNetwork ("network": "host") shares the host's, its
 	// loopback too: for a server that must reach a local service (a
-	// collector, a database), logged at start.
+	// collector, a database), logged at start. HostPorts ("network":
+	// {"hostPorts": [5432]}) are the ports of the host's loopback a
+	// contained server may reach, at 127.0.0.1 in its own network (see
+	// hostports.go), with or without the way out ("outbound": false is
+	// NoNetwork but for them).
 	NoContain   bool
 	NoNetwork   bool
 	HostNetwork bool
+	HostPorts   []int
 	ReadPaths   []string
 	WritePaths  []string
 
@@ -677,16 +682,20 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 			return sc, errors.New(`"contain", "network" and "paths" are for stdio servers ("command")`)
 		}
 		sc.NoContain = j.Contain != nil && !*j.Contain
-		switch strings.TrimSpace(string(j.Network)) {
-		case "", "true", "null":
-		case "false":
+		switch net := strings.TrimSpace(string(j.Network)); {
+		case net == "" || net == "true" || net == "null":
+		case net == "false":
 			sc.NoNetwork = true
-		case `"host"`:
+		case net == `"host"`:
 			sc.HostNetwork = true
+		case strings.HasPrefix(net, "{"):
+			if err := parseNetwork(j.Network, &sc); err != nil {
+				return sc, err
+			}
 		default:
-			return sc, fmt.Errorf(`"network": want true (a network of its own), false (none) or "host" (the host's, its loopback too), not %s`, truncate(string(j.Network), 40))
+			return sc, fmt.Errorf(`"network": want true (a network of its own), false (none), "host" (the host's, its loopback too) or {"hostPorts": [PORT, ...]}, not %s`, truncate(string(j.Network), 40))
 		}
-		if sc.NoContain && (sc.NoNetwork || j.Paths != nil) {
+		if sc.NoContain && (sc.NoNetwork || len(sc.HostPorts) > 0 || j.Paths != nil) {
 			return sc, errors.New(`"network" and "paths" shape a contained server; with "contain": false they would not hold`)
 		}
 	}

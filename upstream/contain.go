@@ -98,6 +98,12 @@ type sandboxPlan struct {
 	// caches are the package runner's caches of the server's own:
 	// {folder on the host, where the runner looks for it}, writable.
 	caches [][2]string
+	// ports are the host's loopback ports granted ("hostPorts"), and
+	// hostPorts their sockets on the host, forwarder the program that
+	// offers them in the sandbox (see hostports.go).
+	ports     []int
+	hostPorts *hostPorts
+	forwarder string
 	// heldInWrite are toolshelf's files inside a write grant:
 	// {grant, file}. The server is refused (see sandboxed): covering is
 	// not enough where it may write, since it could plant a link or a
@@ -110,7 +116,7 @@ type sandboxPlan struct {
 // files.
 func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPlan {
 	get := func(name string) string { return envValue(environ, name) }
-	p := &sandboxPlan{home: clean(get("HOME")), cwd: clean(cfg.Cwd), noNetwork: cfg.NoNetwork}
+	p := &sandboxPlan{home: clean(get("HOME")), cwd: clean(cfg.Cwd), noNetwork: cfg.NoNetwork, ports: cfg.HostPorts}
 	if p.home == "/" || under(p.home, systemDirs) {
 		p.home = ""
 	}
@@ -231,7 +237,7 @@ func (p *sandboxPlan) args() []string {
 		// make another (where it would hold every capability).
 		m.add("--unshare-user", "--disable-userns")
 	}
-	if p.noNetwork || p.ownNet {
+	if p.noNetwork || p.ownNet || len(p.ports) > 0 {
 		m.add("--unshare-net")
 	}
 	if p.ownNet && !p.noNetwork {
@@ -274,6 +280,10 @@ func (p *sandboxPlan) args() []string {
 		} else {
 			m.bind("--ro-bind", b)
 		}
+	}
+	if p.hostPorts != nil {
+		m.parents(forwarderPath)
+		m.add("--ro-bind", p.forwarder, forwarderPath, "--ro-bind", p.hostPorts.dir, portsPath)
 	}
 	for _, h := range p.hide {
 		if isDir(h) {
@@ -553,6 +563,17 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 			return "", nil, nil, fmt.Errorf("the server's package cache %s: %w", c[0], err)
 		}
 	}
+	if len(plan.ports) > 0 {
+		if sb.slirp == "" && !plan.noNetwork && logger != nil {
+			logger.Warn("slirp4netns is not installed: the server reaches its \"hostPorts\" and nothing else (install it for a way out)", "server", cfg.Name)
+		}
+		if plan.forwarder, err = os.Executable(); err != nil {
+			return "", nil, nil, fmt.Errorf("the program that offers \"hostPorts\" in the sandbox: %w", err)
+		}
+		if plan.hostPorts, err = openHostPorts(plan.ports); err != nil {
+			return "", nil, nil, fmt.Errorf("\"hostPorts\": %w", err)
+		}
+	}
 	if logger != nil {
 		for _, m := range plan.missing {
 			logger.Warn("a path granted in \"paths\" does not exist; the server does not get it", "path", m)
@@ -564,7 +585,19 @@ func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name s
 			logger.Warn("a file toolshelf will write is in a folder the server is granted; the folder is covered in the server's sandbox", "file", f, "folder", filepath.Dir(f))
 		}
 	}
-	return sb.bwrap, slices.Concat(plan.args(), []string{command}, cfg.Args), plan, nil
+	run := []string{command}
+	if plan.hostPorts != nil {
+		run = append(forwarderArgs(plan.ports), command)
+	}
+	return sb.bwrap, slices.Concat(plan.args(), run, cfg.Args), plan, nil
+}
+
+// close ends what a started server's plan holds on the host: its ports'
+// sockets.
+func (p *sandboxPlan) close() {
+	if p != nil {
+		p.hostPorts.close()
+	}
 }
 
 // madeGrants makes the folders "paths": {"write"} names that are not
@@ -733,7 +766,7 @@ func (p *Pool) logContainment() {
 	if sb := findSandbox(); sb.why == "" && sb.slirp == "" {
 		var shared []string
 		for _, s := range p.servers {
-			if c := s.cfg.containment(); c.Contained && c.Engine == "" && !s.cfg.NoNetwork && !s.cfg.HostNetwork {
+			if c := s.cfg.containment(); c.Contained && c.Engine == "" && !s.cfg.NoNetwork && !s.cfg.HostNetwork && len(s.cfg.HostPorts) == 0 {
 				shared = append(shared, s.cfg.Name)
 			}
 		}
@@ -741,4 +774,24 @@ func (p *Pool) logContainment() {
 			p.logger.Warn("contained servers share the host's network, its loopback too (the gateway, local databases): install slirp4netns (Debian: apt install slirp4netns) to give each a network of its own, or set \"network\": false", "servers", strings.Join(shared, ","))
 		}
 	}
+}
+
+// OnHostNetwork names the stdio servers that share the host's network,
+// its loopback too, and so could call a gateway that listens there: those
+// that run uncontained, those with "network": "host", and contained ones
+// where slirp4netns is not installed to give them a network of their own.
+// (A server contained by its engine had its flags checked: no host
+// network.) Disabled servers are not named.
+func (p *Pool) OnHostNetwork() []string {
+	var out []string
+	for _, s := range p.servers {
+		c := s.cfg.containment()
+		switch {
+		case s.cfg.Disabled || s.cfg.transport() != "stdio" || s.cfg.Dial != nil:
+		case !c.Contained, c.Engine == "" && s.cfg.HostNetwork,
+			c.Engine == "" && !s.cfg.NoNetwork && len(s.cfg.HostPorts) == 0 && findSandbox().slirp == "":
+			out = append(out, s.cfg.Name)
+		}
+	}
+	return out
 }

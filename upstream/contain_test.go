@@ -204,16 +204,21 @@ func TestContainedWithoutNetwork(t *testing.T) {
 // docs/benchmarks.md has the figures.
 func BenchmarkServerStart(b *testing.B) {
 	memory, _ := filepath.Abs("../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
-	servers := map[string]ServerConfig{"fixture": fake("s", "serve", []string{"echo"})}
+	ports := fake("s", "serve", []string{"echo"})
+	ports.HostPorts = []int{15432} // contained only: its forwarder starts first
+	servers := map[string]ServerConfig{"fixture": fake("s", "serve", []string{"echo"}), "fixture-hostports": ports}
 	if _, err := os.Stat(memory); err == nil {
 		servers["node"] = ServerConfig{Name: "s", Command: "node", Args: []string{memory}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(b.TempDir(), "m.jsonl")}}
 	}
-	for _, kind := range []string{"fixture", "node"} {
+	for _, kind := range []string{"fixture", "fixture-hostports", "node"} {
 		cfg, ok := servers[kind]
 		if !ok {
 			continue
 		}
 		for _, contain := range []bool{false, true} {
+			if !contain && len(cfg.HostPorts) > 0 {
+				continue
+			}
 			name := kind + "/uncontained"
 			if contain {
 				name = kind + "/contained"
@@ -294,5 +299,70 @@ func TestSandboxHints(t *testing.T) {
 	}
 	if strings.Contains(hints, "DATA_DIR") || strings.Contains(hints, "MODE") || strings.Contains(hints, granted+`" in`) {
 		t.Errorf("a hint about what is fine:\n%s", hints)
+	}
+}
+
+// "network": {"hostPorts": [P]} lets a contained server reach the host's
+// 127.0.0.1:P, at 127.0.0.1:P in its own network, and nothing else of
+// the host's loopback; with "outbound": false as well, it has no way out
+// but them.
+func TestContainedHostPorts(t *testing.T) {
+	needSandbox(t)
+	listen := func(answer string) (net.Listener, string) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				line := make([]byte, 64)
+				n, _ := c.Read(line)
+				c.Write([]byte(answer + " to " + strings.TrimSpace(string(line[:n])) + "\n"))
+				c.Close()
+			}
+		}()
+		return l, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	}
+	_, granted := listen("the granted service answers")
+	_, other := listen("another local service answers")
+	port, _ := strconv.Atoi(granted)
+	out := contained("out", "hostile", nil)
+	out.HostPorts = []int{port}
+	closed := contained("closed", "hostile", nil)
+	closed.HostPorts, closed.NoNetwork = []int{port}, true
+	p := startPool(t, []ServerConfig{out, closed}, nil)
+	for _, st := range p.Status() {
+		if st.State != StateReady {
+			t.Fatalf("%s: %+v", st.Name, st)
+		}
+	}
+	hostile := func(server, tool, args string) string {
+		res, err := p.Scope(nil).Call(context.Background(), "mcp__"+server+"__"+tool, json.RawMessage(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return textOf(t, res)
+	}
+	for _, server := range []string{"out", "closed"} {
+		if got := hostile(server, "connect", `{"address":"127.0.0.1:`+granted+`","line":"hello"}`); !strings.Contains(got, "the granted service answers to hello") {
+			t.Errorf("%s: the granted port: %s", server, got)
+		}
+		if got := hostile(server, "connect", `{"address":"127.0.0.1:`+other+`","line":"hello"}`); !strings.HasPrefix(got, "refused") {
+			t.Errorf("%s: a port not granted: %s", server, got)
+		}
+		if got := hostile(server, "connect", `{"address":"10.0.2.2:`+other+`","line":"hello"}`); !strings.HasPrefix(got, "refused") {
+			t.Errorf("%s: a port not granted, through 10.0.2.2: %s", server, got)
+		}
+	}
+	if got := hostile("closed", "read", `{"path":"/proc/net/dev"}`); strings.Contains(got, "tap0") {
+		t.Errorf(`with "outbound": false, a way out:\n%.400s`, got)
+	}
+	if got := hostile("out", "read", `{"path":"/proc/net/dev"}`); findSandbox().slirp != "" && !strings.Contains(got, "tap0") {
+		t.Errorf("with a way out, none:\n%.400s", got)
 	}
 }

@@ -62,6 +62,7 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 		cmd, jailed = exec.Command(name, args...), true
 		if plan.ownNet {
 			if net, err = newNetns(cmd); err != nil {
+				plan.close()
 				return nil, fmt.Errorf("the server's network: %w", err)
 			}
 		}
@@ -85,10 +86,12 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 	cmd.Stdout = rawW
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
+		plan.close()
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		net.close()
+		plan.close()
 		if namespaceRefused(cmd.SysProcAttr, err) {
 			// Once: namespaces are not asked for again.
 			if logger != nil {
@@ -105,6 +108,7 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 			signalGroup(cmd, true)
 			cmd.Wait()
 			net.close()
+			plan.close()
 			if said := p.stderr.Said(512); said != "" {
 				err = fmt.Errorf("%w (stderr: %s)", err, said)
 			}
@@ -123,6 +127,7 @@ func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
 		// Reap the server as soon as it exits, whatever its pipes do.
 		p.err = cmd.Wait()
 		net.close()
+		plan.close()
 		rawW.Close()
 		<-filtered
 		close(p.done)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,4 +31,66 @@ func TestUncontainedSaid(t *testing.T) {
 			t.Errorf("%s: code %d\n%s%s", c, r.code, r.stdout, r.stderr)
 		}
 	}
+}
+
+// A gateway over HTTP on loopback without a token is open only while no
+// server can reach loopback: with a server that shares the host's
+// network (here uncontained), /mcp needs the admin token, which serve
+// keeps in the state folder (mode 600) and uses again on the next run.
+func TestLoopbackClosedWhenAServerSharesTheNetwork(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	cmd, env := mcptest.Command("serve", []string{"echo"})
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"open": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String()},
+	}})
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfg, b, 0o644)
+	tokenFile := filepath.Join(state, "toolshelf", httpTokenName)
+	var first string
+	for run := range 2 {
+		url := startServeHTTP(t, "--config", cfg)
+		if code := postStatus(t, url, ""); code != 401 {
+			t.Fatalf("run %d: /mcp without a token: %d, want 401", run, code)
+		}
+		st, err := os.Lstat(tokenFile)
+		if err != nil || st.Mode().Perm() != 0o600 {
+			t.Fatalf("run %d: the kept token file: %v %v", run, st, err)
+		}
+		token, _ := os.ReadFile(tokenFile)
+		if code := postStatus(t, url, strings.TrimSpace(string(token))); code != 200 {
+			t.Errorf("run %d: /mcp with the kept token: %d", run, code)
+		}
+		if run == 0 {
+			first = string(token)
+		} else if string(token) != first {
+			t.Errorf("the kept token changed between runs")
+		}
+	}
+	// A link planted where the token is kept is not followed: serve
+	// refuses to start, naming the file.
+	os.Remove(tokenFile)
+	os.Symlink(filepath.Join(t.TempDir(), "elsewhere"), tokenFile)
+	r := runCLI(t, "serve", "--config", cfg, "--http", "127.0.0.1:0")
+	if r.code == 0 || !strings.Contains(r.stderr, tokenFile) {
+		t.Errorf("a link where the token is kept: code %d\n%s", r.code, r.stderr)
+	}
+}
+
+// postStatus is the status of an initialize request posted to url with
+// token as bearer ("" for none).
+func postStatus(t *testing.T, url, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

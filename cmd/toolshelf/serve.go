@@ -100,7 +100,11 @@ The configuration's profiles are served over HTTP at /mcp/NAME, each
 opened by its own tokens (or --auth-token; another profile's token gets
 403); a session of a profile sees, searches and calls only its tools.
 When profiles have tokens, /mcp (every tool) needs --auth-token, even on
-loopback: without it /mcp is closed. The start-up log says who may open
+loopback: without it /mcp is closed. Without any token, /mcp on loopback
+is open only while no server shares the host's network (uncontained,
+"network": "host", or no slirp4netns), which could call it: else it needs
+the admin token, kept in the state folder's http-token (mode 600) for
+clients to send. The start-up log says who may open
 each path. --profile NAME serves one profile alone (over stdio, or at /mcp).
 
 A search followed by a call of a tool it found teaches search to rank
@@ -164,8 +168,10 @@ paths its configuration grants ("paths": {"read": [...], "write":
 [...]}); never a file toolshelf holds (token and key files, however
 given, the audit log, the journal). With slirp4netns (Debian's package) it
 has a network of its own that does not reach the host's loopback;
-"network": false takes its network away, "network": "host" shares the
-host's, and "contain": false runs it as before (each logged at start). A
+"network": {"hostPorts": [5432]} grants it those ports of the host's
+loopback (at 127.0.0.1 in its own network), "network": false takes its
+network away, "network": "host" shares the host's, and "contain": false
+runs it as before (each logged at start). A
 "docker run" or "podman run" server is contained by its engine, its flags
 checked. As root, a contained server runs as nobody. The start-up log,
 list, doctor and the console say which servers run uncontained and why.
@@ -328,6 +334,11 @@ type serveOptions struct {
 	taskAfter                                    time.Duration
 	code                                         bool
 	traceQueries, console                        bool
+
+	// tokenPath is where a made admin token is kept when /mcp needs it
+	// (see closeLoopback); tokenKept is that file once it holds the
+	// token in use.
+	tokenPath, tokenKept string
 }
 
 func runServe(ctx context.Context, e *env, o serveOptions) error {
@@ -386,8 +397,20 @@ func (o *serveOptions) openSource(e *env, tel *telemetry.Telemetry, logger *slog
 	o.adminToken = o.token
 	if o.http != "" && o.adminToken == "" {
 		// Every route fails closed: /metrics, /healthz's details and the
-		// console need a token, this run's when none was given.
-		o.adminToken, o.madeToken = newToken(), true
+		// console need a token, this run's when none was given, or the
+		// one an earlier run kept (see closeLoopback).
+		o.tokenPath = httpTokenPath(e)
+		kept, err := keptToken(o.tokenPath)
+		if err != nil {
+			return nil, nil, err
+		}
+		e.held.add(o.tokenPath)
+		if kept != "" {
+			o.adminToken, o.tokenKept = kept, o.tokenPath
+		} else {
+			o.adminToken = newToken()
+		}
+		o.madeToken = true
 	}
 	own.Add(o.adminToken, "")
 	if o.fleetKey != "" {
@@ -435,6 +458,9 @@ func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Option
 		}
 	} else {
 		logger.Info("no configuration; serving "+src.name+" for search only", "tools", src.pool.Catalog().Len())
+	}
+	if err := o.closeLoopback(src, hopts, logger); err != nil {
+		return nil, err
 	}
 	if err := o.openStores(e, src, logger, &hopts.Server); err != nil {
 		return nil, err
@@ -754,7 +780,11 @@ func serveHTTP(ctx context.Context, host *gateway.Host, o serveOptions, logger *
 		if o.madeToken {
 			// Once, on stderr and not in the log, as Jupyter does: the
 			// link signs the browser in.
-			fmt.Fprintf(o.stderr, "\nThe console needs a token, made for this run. Open this link to sign in:\n    http://%s%s/login?token=%s\n\n", l.Addr(), console.Prefix, o.adminToken)
+			made := "made for this run"
+			if o.tokenKept != "" {
+				made = "kept in " + o.tokenKept
+			}
+			fmt.Fprintf(o.stderr, "\nThe console needs a token, %s. Open this link to sign in:\n    http://%s%s/login?token=%s\n\n", made, l.Addr(), console.Prefix, o.adminToken)
 		}
 	}
 	allowed := slices.Clone(o.allowedHosts)
