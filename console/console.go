@@ -142,6 +142,8 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("GET "+Prefix+"/activity", c.auth(c.activityPage))
 	mux.Handle("GET "+Prefix+"/learned", c.auth(c.learnedPage))
 	mux.Handle("POST "+Prefix+"/learned", c.auth(c.changing(c.forget)))
+	mux.Handle("POST "+Prefix+"/servers/retry", c.auth(c.changing(c.retry)))
+	mux.Handle(Prefix+"/", c.auth(c.notFound))
 	mux.Handle(Prefix, http.RedirectHandler(Prefix+"/", http.StatusMovedPermanently))
 	return secure(mux)
 }
@@ -241,7 +243,7 @@ func (c *Console) changing(h http.HandlerFunc) http.HandlerFunc {
 			if c.opts.People != nil {
 				needs += " or a person with " + identity.DescribeClaims(c.opts.People.Act)
 			}
-			http.Error(w, "toolshelf console: you may look, not change: approving, denying and forgetting take "+needs, http.StatusForbidden)
+			http.Error(w, "toolshelf console: you may look, not change: approving, denying, forgetting and retrying take "+needs, http.StatusForbidden)
 			return
 		}
 		h(w, r)

@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,11 @@ type serverRow struct {
 	// names of its prompts and resources.
 	Listed  []toolTokens
 	Offered []string
+	// Next says what toolshelf does next about a server that is not
+	// ready ("tried again in 40 s"), Hint what a person can do, and
+	// CanRetry whether a try is waiting that Retry may bring forward.
+	Next, Hint string
+	CanRetry   bool
 }
 
 type toolTokens struct {
@@ -59,6 +65,7 @@ type overview struct {
 	Tools                   int
 	All, Deferrable, Loaded int
 	Quarantined, Starting   int
+	Most                    int // the largest server's tokens: a full bar
 }
 
 func (c *Console) overview(ctx context.Context) overview {
@@ -95,6 +102,7 @@ func (c *Console) overview(ctx context.Context) overview {
 			row.Offered = append(row.Offered, "template "+r.URITemplate)
 		}
 		row.Class = stateClass(st.State)
+		row.Next, row.Hint, row.CanRetry = nextStep(st, time.Now())
 		most = max(most, row.Tokens)
 		o.Quarantined += st.Quarantined
 		if row.Class == "starting" {
@@ -117,6 +125,7 @@ func (c *Console) overview(ctx context.Context) overview {
 	for i := range o.Servers {
 		o.Servers[i].Bar = 100 * o.Servers[i].Tokens / most
 	}
+	o.Most = most
 	return o
 }
 
@@ -135,8 +144,58 @@ func stateClass(s upstream.State) string {
 	return "failed"
 }
 
+// nextStep says, for a server that is not ready, what toolshelf does next
+// and what a person can do about it.
+func nextStep(st upstream.Status, now time.Time) (next, hint string, canRetry bool) {
+	if !st.RetryAt.IsZero() {
+		next, canRetry = "tried again "+untilText(st.RetryAt.Sub(now)), true
+	}
+	switch st.State {
+	case upstream.StateNeedsAuth:
+		hint = "sign it in: toolshelf auth login " + st.Name
+	case upstream.StateFailed, upstream.StateRestarting:
+		switch {
+		case strings.Contains(st.Error, `"timeout"`):
+			hint = `a slow server may need a longer "timeout" in its configuration`
+		case st.RetryAt.IsZero() && st.State == upstream.StateFailed:
+			hint = "its configuration is at fault: mend it and restart serve (toolshelf doctor says more)"
+		default:
+			hint = "toolshelf doctor " + st.Name + " starts it alone and shows what it printed"
+		}
+	}
+	return next, hint, canRetry
+}
+
+// untilText is a wait as a person reads it: "in 40 s", "in 3 min", "now".
+func untilText(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return "now"
+	case d < 2*time.Minute:
+		return fmt.Sprintf("in %d s", int(d.Round(time.Second)/time.Second))
+	}
+	return fmt.Sprintf("in %d min", int(d.Round(time.Minute)/time.Minute))
+}
+
 func (c *Console) serversPage(w http.ResponseWriter, r *http.Request) {
-	c.render(w, r, "servers", map[string]any{"O": c.overview(r.Context())})
+	c.render(w, r, "servers", map[string]any{"O": c.overview(r.Context()), "Done": r.URL.Query().Get("done")})
+}
+
+// retry has a failed server tried again now.
+func (c *Console) retry(w http.ResponseWriter, r *http.Request) {
+	server := r.PostFormValue("server")
+	if err := c.opts.Host.Pool().Retry(server); err != nil {
+		http.Error(w, "toolshelf console: "+err.Error(), http.StatusConflict)
+		return
+	}
+	c.log.Info("console: server retried", "server", server)
+	http.Redirect(w, r, Prefix+"/?done=retrying+"+url.QueryEscape(server), http.StatusSeeOther)
+}
+
+// notFound is the console's page for a path it does not have: with its
+// navigation, so that a person finds their way.
+func (c *Console) notFound(w http.ResponseWriter, r *http.Request) {
+	c.renderStatus(w, r, http.StatusNotFound, "notfound", map[string]any{"Path": r.URL.Path})
 }
 
 // serversPart is the servers table alone, which the page fetches again

@@ -229,4 +229,16 @@ func TestConsoleInBrowser(t *testing.T) {
 	if pwned() {
 		t.Error("script ran on the servers page")
 	}
+	// What happens next, and what a person can do.
+	do("the failed server's next try", chromedp.WaitVisible(chromedp.CSS(`tr[data-server="flaky"] .next button`)))
+	if hint := pageText(`tr[data-server="flaky"] .hint`); !strings.Contains(hint, "toolshelf doctor flaky") {
+		t.Errorf("the failed server's hint: %q", hint)
+	}
+	shot("servers-failed")
+	do("the activity page", chromedp.Navigate(base+"/activity"), chromedp.WaitVisible(chromedp.CSS(`table.activity`)))
+	shot("activity")
+	do("a page the console does not have", chromedp.Navigate(base+"/servers"), chromedp.WaitVisible(chromedp.CSS(`nav`)))
+	if h := pageText(`h1`); h != "No such page" {
+		t.Errorf("an unknown page: %q", h)
+	}
 }

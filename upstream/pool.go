@@ -83,6 +83,9 @@ type Status struct {
 	// Uncontained says why a stdio server does not.
 	Contained   bool   `json:"contained,omitempty"`
 	Uncontained string `json:"uncontained,omitempty"`
+	// RetryAt is when a failed or lost server is tried again; zero when
+	// no try is waiting (see Pool.Retry).
+	RetryAt time.Time `json:"retryAt,omitzero"`
 }
 
 // Options configures a Pool. The zero value is usable.
@@ -256,6 +259,7 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 			redact:      red,
 			logger:      slog.New(&redactingHandler{p.logger.Handler(), red}).With("server", cfg.Name),
 			relist:      make(chan struct{}, 1),
+			retryNow:    make(chan struct{}, 1),
 			settled:     make(chan struct{}),
 			relistOffer: make(chan struct{}, 1),
 			ready:       make(chan struct{}),
@@ -335,6 +339,32 @@ func (p *Pool) Status() []Status {
 		out = append(out, s.status())
 	}
 	return out
+}
+
+// Retry has a server that failed or lost its connection tried again now
+// rather than when its backoff ends. It is an error for a server that is
+// not waiting to be tried, or whose configuration is at fault.
+func (p *Pool) Retry(name string) error {
+	for _, s := range p.servers {
+		if s.cfg.Name != name {
+			continue
+		}
+		if s.cfg.err != nil {
+			return fmt.Errorf("server %s: its configuration is at fault, which a retry cannot mend: %v", name, s.cfg.err)
+		}
+		s.mu.Lock()
+		waiting, state := !s.retryAt.IsZero(), s.state
+		s.mu.Unlock()
+		if !waiting {
+			return fmt.Errorf("server %s is %s: no try is waiting", name, state)
+		}
+		select {
+		case s.retryNow <- struct{}{}:
+		default: // one is on its way already
+		}
+		return nil
+	}
+	return p.noServer(name)
 }
 
 // Redact removes every server's secrets (expanded variables, headers,

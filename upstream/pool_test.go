@@ -639,3 +639,31 @@ func TestMissingPackageHint(t *testing.T) {
 		t.Errorf("the error carries Node's stack trace: %s", st.Error)
 	}
 }
+
+// A failed server says when it is tried again, and Retry tries it now:
+// here its backoff is an hour, so only the retry can count.
+func TestPoolRetryNow(t *testing.T) {
+	failing := ServerConfig{Name: "down", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)}
+	p := startPool(t, []ServerConfig{failing, fake("up", "serve", []string{"echo"})}, &Options{RestartDelay: time.Hour, MaxRestartDelay: time.Hour})
+	var st Status
+	testenv.Eventually(t, 10*time.Second, "the failed server to wait for its next try", func() bool {
+		st = p.Status()[0]
+		return !st.RetryAt.IsZero()
+	})
+	if st.State != StateFailed || st.Restarts != 0 || time.Until(st.RetryAt) < 50*time.Minute {
+		t.Fatalf("before the retry: %+v", st)
+	}
+	if err := p.Retry("down"); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 10*time.Second, "the retry to be tried", func() bool {
+		st = p.Status()[0]
+		return st.Restarts == 1 && !st.RetryAt.IsZero()
+	})
+	if err := p.Retry("up"); err == nil || !strings.Contains(err.Error(), "server up is ready: no try is waiting") {
+		t.Errorf("a ready server: %v", err)
+	}
+	if err := p.Retry("nope"); err == nil || !strings.Contains(err.Error(), `no server "nope"`) {
+		t.Errorf("an unknown server: %v", err)
+	}
+}

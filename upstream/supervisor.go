@@ -44,6 +44,10 @@ type server struct {
 	source      string
 	restarts    int
 	connectTime time.Duration
+	// retryAt is when the supervisor tries again, while it waits; a send
+	// on retryNow (buffered 1) ends the wait at once (Pool.Retry).
+	retryAt  time.Time
+	retryNow chan struct{}
 }
 
 func (s *server) status() Status {
@@ -55,7 +59,7 @@ func (s *server) status() Status {
 	st := Status{
 		Name: s.cfg.Name, Transport: s.cfg.transport(), State: s.state, Error: s.err,
 		Tools: len(s.entries) - quarantined, Quarantined: quarantined, Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
-		Restarts: s.restarts, ConnectTime: s.connectTime,
+		Restarts: s.restarts, ConnectTime: s.connectTime, RetryAt: s.retryAt,
 	}
 	st.Contained, st.Uncontained = c.Contained, c.Why
 	if st.Error == "" {
@@ -99,14 +103,26 @@ func (s *server) run(ctx context.Context) {
 			s.lost(err)
 		}
 		s.settle() // the first attempt has ended either way
+		s.mu.Lock()
+		s.retryAt = time.Now().Add(delay)
+		s.mu.Unlock()
+		wait := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
+			wait.Stop()
 			return
-		case <-time.After(delay):
+		case <-wait.C:
+		case <-s.retryNow:
+			wait.Stop()
 		}
 		delay = min(2*delay, s.pool.opts.MaxRestartDelay)
 		s.mu.Lock()
 		s.restarts++
+		s.retryAt = time.Time{}
+		select {
+		case <-s.retryNow: // asked for while this try was on its way
+		default:
+		}
 		s.mu.Unlock()
 	}
 }

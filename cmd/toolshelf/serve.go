@@ -187,7 +187,8 @@ engine, result count, weak flag and query length (the text too with
 "Traces and metrics").
 
 --console serves a web console at /console on the --http listener: the
-servers and what their tools cost, a search playground, the quarantined
+servers and what their tools cost (a failed one with its next try and
+Retry now), a search playground, the quarantined
 tools with Approve and Deny, the audit log and what was learned. It asks
 for the admin token (--auth-token); without one, serve makes one for the
 run and prints a sign-in link once on stderr. Five failed sign-ins a

@@ -1,0 +1,86 @@
+package console
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// A failed server shows why, when it is tried again and what a person
+// can do, with Retry now, which tries it at once (its backoff here is an
+// hour, so only the button can count); the token bars have a legend; a
+// page the console does not have is a page with its navigation; the
+// activity page without an audit log says how to have one.
+func TestFailedServerAndEmptyPages(t *testing.T) {
+	const token = "admin-token-0123456789abcdef"
+	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "down", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)}},
+		&upstream.Options{RestartDelay: time.Hour, MaxRestartDelay: time.Hour})
+	host, err := gateway.NewHost(pool, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { host.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	srv := httptest.NewServer(New(&Options{Host: host, AuthToken: token}).Handler())
+	t.Cleanup(srv.Close)
+	auth := []string{"Authorization", "Bearer " + token}
+	var page string
+	testenv.Eventually(t, 10*time.Second, "the failed server to wait for its next try", func() bool {
+		_, page = get(t, http.DefaultClient, srv.URL+"/console/", auth...)
+		return strings.Contains(page, "tried again in")
+	})
+	for _, want := range []string{`class="server failed"`, "tried again in 60 min", "Retry now", "toolshelf doctor down", `id="legend"`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("no %q on the servers page:\n%s", want, page)
+		}
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if csrf == nil {
+		t.Fatal("no CSRF token on the page")
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	form := url.Values{"csrf": {csrf[1]}, "server": {"down"}}
+	req, _ := http.NewRequest("POST", srv.URL+"/console/servers/retry", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	req.Header.Set(auth[0], auth[1])
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("retry: %d", resp.StatusCode)
+	}
+	testenv.Eventually(t, 10*time.Second, "the retry to be tried", func() bool {
+		return pool.Status()[0].Restarts == 1
+	})
+	// A server with no try waiting cannot be retried: said, not done.
+	form.Set("server", "nope")
+	req, _ = http.NewRequest("POST", srv.URL+"/console/servers/retry", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", srv.URL)
+	req.Header.Set(auth[0], auth[1])
+	if resp, err := noRedirect.Do(req); err != nil || resp.StatusCode != http.StatusConflict {
+		t.Errorf("retrying an unknown server: %v %v", resp.StatusCode, err)
+	}
+
+	status, body := get(t, http.DefaultClient, srv.URL+"/console/servers", auth...)
+	if status != http.StatusNotFound || !strings.Contains(body, `aria-label="Console pages"`) || !strings.Contains(body, "/console/servers</code>") {
+		t.Errorf("an unknown page: %d\n%s", status, body)
+	}
+	if _, body := get(t, http.DefaultClient, srv.URL+"/console/activity", auth...); !strings.Contains(body, "--audit FILE") {
+		t.Errorf("the activity page without an audit log does not say how to have one:\n%s", body)
+	}
+}
