@@ -67,6 +67,9 @@ func TestTokenSaving(t *testing.T) {
 	if allTools < 500 || ratio >= 0.02 {
 		t.Errorf("search mode costs %.2f%% of all mode (%d of %d tokens), want under 2%%", 100*ratio, searchTokens, allTokens)
 	}
+	testenv.DocSays(t, "docs/benchmarks.md",
+		fmt.Sprintf("| all (every tool directly, as without a gateway) | %d | %s | 100%% |", allTools, testenv.Thousands(allTokens)),
+		fmt.Sprintf("| search (default: `search_tools`, `call_tool`) | %d | %s | **%.2f%%** |", searchTools, testenv.Thousands(searchTokens), 100*ratio))
 }
 
 // callPair returns a client session connected to an in-memory upstream

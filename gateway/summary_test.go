@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"github.com/toolshelf/toolshelf/upstream"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +13,7 @@ import (
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // searchDescription returns search_tools' description as a client lists it.
@@ -69,6 +70,9 @@ func TestSearchToolNamesTheServers(t *testing.T) {
 	listed, _ := json.Marshal(res.Tools)
 	n, _ := policy.CL100K(string(listed))
 	t.Logf("tools/list in search mode: %d characters, %d cl100k tokens; the summaries %d tokens", len(listed), n, total)
+	testenv.DocSays(t, "docs/benchmarks.md",
+		fmt.Sprintf("| with them: `search_tools` names every server with what its tools do | %s | %d |", testenv.Thousands(len(listed)), n),
+		fmt.Sprintf("The summaries take %d tokens for the %d servers", total, len(c.ServerNames())))
 	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "github (26 tools)") {
 		t.Errorf("the instructions do not name the servers:\n%s", ins)
 	}

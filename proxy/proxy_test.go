@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
 )
@@ -426,6 +427,9 @@ func TestTokensPerTurn(t *testing.T) {
 	c0, t0 := count(body)
 	c1, t1 := count(api.bodies[0])
 	t.Logf("tools and system per turn: without the proxy %d chars, %d cl100k tokens; with it %d chars, %d tokens (%.1f%%)", c0, t0, c1, t1, 100*float64(t1)/float64(t0))
+	testenv.DocSays(t, "docs/benchmarks.md",
+		fmt.Sprintf("| without the proxy | %s | %s |", testenv.Thousands(c0), testenv.Thousands(t0)),
+		fmt.Sprintf("| %s | %s (%.1f%%) |", testenv.Thousands(c1), testenv.Thousands(t1), 100*float64(t1)/float64(t0)))
 	if t1*10 > t0 {
 		t.Errorf("the proxy sent %d of %d tokens", t1, t0)
 	}

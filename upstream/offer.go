@@ -207,14 +207,9 @@ func (s *server) release(uri string) bool {
 	return true
 }
 
-// SetLogLevel asks every server that logs to send its log messages at
-// level and above, now and whenever one connects. A failure is logged.
-func (p *Pool) SetLogLevel(ctx context.Context, level mcp.LoggingLevel) {
-	p.setLogLevel(ctx, level, nil)
-}
-
-// setLogLevel is SetLogLevel for the servers keep reports true for (all
-// when nil).
+// setLogLevel asks the servers keep reports true for (all when nil) that
+// log to send their log messages at level and above, now and whenever
+// one connects. A failure is logged.
 func (p *Pool) setLogLevel(ctx context.Context, level mcp.LoggingLevel, keep func(string) bool) {
 	for _, s := range p.servers {
 		if keep != nil && !keep(s.cfg.Name) {

@@ -5,9 +5,6 @@ import (
 	"fmt"
 )
 
-// ErrNotInProfile stops a call of a tool outside the caller's profile.
-var ErrNotInProfile = fmt.Errorf("%w: not in the profile", ErrUnknownTool)
-
 // inProfile lets a call through only to a tool of the scope's profile:
 // its servers, and its allow and deny patterns. A tool found in another
 // catalog than the scope's (a snapshot a caller kept) is checked here.
