@@ -290,3 +290,65 @@ func TestSignedJournal(t *testing.T) {
 		t.Errorf("the file with refused lines is not kept: %v", err)
 	}
 }
+
+// An entry is on disk before Append returns: a flush of the file is seen
+// holding it. (Skipping the flush passes every other test: a kill cannot
+// show it, only the machine's power can.) Appends that wait together are
+// served by fewer flushes than entries.
+func TestAppendFlushesBeforeItReturns(t *testing.T) {
+	var mu sync.Mutex
+	var flushed []int64 // the file's size at each flush
+	saved := syncFile
+	t.Cleanup(func() { syncFile = saved })
+	syncFile = func(f *os.File) error {
+		st, err := f.Stat()
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		flushed = append(flushed, st.Size())
+		mu.Unlock()
+		return saved(f)
+	}
+	j, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := j.Append(ctx, "audit", map[string]int{"n": i}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := j.f.Stat()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		last := flushed[len(flushed)-1]
+		mu.Unlock()
+		if last != st.Size() {
+			t.Fatalf("entry %d: Append returned with %d bytes written and %d flushed", i, st.Size(), last)
+		}
+	}
+	// Many at once: one flush may serve a group.
+	mu.Lock()
+	before := len(flushed)
+	mu.Unlock()
+	var wg sync.WaitGroup
+	for i := range 64 {
+		wg.Go(func() {
+			if _, err := j.Append(ctx, "audit", map[string]int{"n": i}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	n := len(flushed) - before
+	mu.Unlock()
+	if n == 0 || n > 64 {
+		t.Errorf("%d flushes for 64 appends", n)
+	}
+	t.Logf("%d flushes for 64 appends at once", n)
+}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -552,5 +553,20 @@ func TestLongQueryIsSearchedCut(t *testing.T) {
 		if len(got) > MaxQuery || strings.Contains(got, "create issue") || !utf8.ValidString(got) || !strings.HasPrefix(query, got) {
 			t.Errorf("the engine was asked %d bytes ending %q", len(got), got[max(0, len(got)-20):])
 		}
+	}
+}
+
+// The answers' depth is the rule docs/search-quality.md says was chosen,
+// and keeps what it says: at least Min, the hits within Ratio of the best.
+func TestDefaultDepthAsChosen(t *testing.T) {
+	d := DefaultDepth
+	testenv.DocSays(t, "docs/search-quality.md", fmt.Sprintf("every set, is **%g,%d**", d.Ratio, d.Min))
+	hits := []Hit{{Score: 10}, {Score: 6}, {Score: 4}, {Score: 3}, {Score: 2.4}, {Score: 1}}
+	want := d.Min
+	for want < len(hits) && hits[want].Score >= d.Ratio*10 {
+		want++
+	}
+	if got := d.Keep(hits); got != want || got == len(hits) || got < d.Min {
+		t.Errorf("Keep = %d, want %d of %d", got, want, len(hits))
 	}
 }
