@@ -158,7 +158,9 @@ func TestAppHeldByLockFile(t *testing.T) {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "1"}, nil)
 		srv.AddTool(&mcp.Tool{Name: "forecast", Description: "The forecast.", InputSchema: map[string]any{"type": "object"},
 			Meta: mcp.Meta{"ui": map[string]any{"resourceUri": uri}}},
-			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return &mcp.CallToolResult{}, nil
+			})
 		srv.AddResource(&mcp.Resource{URI: uri, Name: "forecast", MIMEType: "text/html;profile=mcp-app"},
 			func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 				return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/html;profile=mcp-app", Text: html}}}, nil
