@@ -37,7 +37,8 @@ The regex engine reads the query as a case-insensitive regular expression
 a dataset folder with tools.jsonl. Without it, the configured servers are
 searched: a server whose tools are in the cache of an earlier run is
 searched from it at once while it connects (stderr names those), and
---wait waits for every server to answer first.
+--wait waits for every server to answer first. As list and doctor, search
+exits 1 when a server failed or needs sign-in, after its results.
 
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -111,10 +112,21 @@ func runSearch(ctx context.Context, e *env, o searchOptions, args []string) erro
 	}
 	hits := found.Hits
 	if o.json {
-		return writeHitsJSON(e.stdout, query, o.engine.kind, cat.Len(), hits)
+		err = writeHitsJSON(e.stdout, query, o.engine.kind, cat.Len(), hits)
+	} else {
+		writeHits(e.stdout, hits, o.explain)
 	}
-	writeHits(e.stdout, hits, o.explain)
-	return nil
+	if err != nil || src.pool == nil {
+		return err
+	}
+	// As list and doctor: a server that failed or needs sign-in was not
+	// asked (its cached tools, if any, were searched), and the exit
+	// status says so.
+	states := map[string]upstream.State{}
+	for _, s := range src.pool.Status() {
+		states[s.Name] = s.State
+	}
+	return serversFailure(states)
 }
 
 func writeHits(w io.Writer, hits []search.Hit, explain bool) {

@@ -37,9 +37,16 @@ func TestSearchFromCache(t *testing.T) {
 	if r.code != 0 || !strings.Contains(r.stdout, "mcp__tracker__create_issue") || !strings.Contains(r.stderr, "still connecting, searched from their cached tool lists: tracker") {
 		t.Errorf("a search while the server hangs: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	// --wait waits for its answer (here: its timeout, then its cache).
+	// --wait waits for its answer (here: its timeout, then its cache),
+	// and, as list and doctor, exits 1 for the server that failed.
 	r = runCLI(t, "search", "--wait", "--config", cfg, "create an issue")
-	if strings.Contains(r.stderr, "still connecting") || !strings.Contains(r.stdout, "mcp__tracker__create_issue") {
+	if strings.Contains(r.stderr, "still connecting") || !strings.Contains(r.stdout, "mcp__tracker__create_issue") ||
+		r.code != 1 || !strings.Contains(r.stderr, "1 of 1 servers failed: [tracker]") {
 		t.Errorf("--wait: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, c := range []string{"list", "doctor"} {
+		if r := runCLI(t, c, "--config", cfg); r.code != 1 {
+			t.Errorf("%s with the server failing: exit %d, search's is 1\n%s", c, r.code, r.stderr)
+		}
 	}
 }
