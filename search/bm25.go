@@ -102,6 +102,10 @@ var seedBM25 = bm25Config{k1: 1.2, delta: 1, fields: [numFields]fieldConfig{
 	fName: {6, 0.75}, fTitle: {4, 0.75}, fTool: {4, 0.75}, fServer: {2, 0.75}, fDescription: {2, 0.75}, fParams: {1, 0.75},
 	// Not in the seed: measured by toolshelf (search-quality.md).
 	fParamDescs: {0, 0.75}, fServerInfo: {0, 0.75}, fGloss: {0, 0.75},
+	// The search hint (_meta["anthropic/searchHint"], and the words of a
+	// "describe" override): a curated phrase, weighed above the
+	// description as seed 003 weighs it.
+	fHint: {4, 0.75},
 }}
 
 // defaultBM25 is the seed's configuration with the refinements that

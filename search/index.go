@@ -53,10 +53,11 @@ const (
 	fParamDescs
 	fServerInfo
 	fGloss
+	fHint
 	numFields
 )
 
-var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs, inServerInfo, inGloss}
+var fieldBits = [numFields]fieldSet{inName, inTitle, inTool, inServer, inDescription, inParams, inParamDescs, inServerInfo, inGloss, inHint}
 
 // fieldTexts calls text with each text of each indexed field of e: one
 // text per field, but one per parameter for the parameter fields.
@@ -67,6 +68,7 @@ func fieldTexts(c *catalog.Catalog, e *catalog.Entry, text func(f int, s string)
 	text(fServer, e.Server)
 	desc := summary(e)
 	text(fDescription, desc)
+	text(fHint, e.SearchHint)
 	text(fGloss, zhdict.Gloss(desc))
 	for _, p := range e.Params {
 		text(fParams, p.Name)

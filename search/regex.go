@@ -28,7 +28,7 @@ type Regex struct {
 }
 
 type regexDoc struct {
-	name, desc string
+	name, desc, hint string
 	params     string // parameter names, one per line
 	paramDescs string // parameter descriptions, one per line
 }
@@ -50,6 +50,7 @@ func NewRegex(c *catalog.Catalog) *Regex {
 		x.docs[i] = regexDoc{
 			name:       e.Name,
 			desc:       e.Description,
+			hint:       e.SearchHint,
 			params:     strings.Join(names, "\n"),
 			paramDescs: strings.Join(descs, "\n"),
 		}
@@ -97,6 +98,7 @@ func (x *Regex) Search(ctx context.Context, query string, limit int) ([]Hit, err
 		text   func(*regexDoc) string
 	}{
 		{FieldName, 4, func(d *regexDoc) string { return d.name }},
+		{FieldHint, 4, func(d *regexDoc) string { return d.hint }},
 		{FieldDescription, 2, func(d *regexDoc) string { return d.desc }},
 		{FieldParams, 1, func(d *regexDoc) string { return d.params }},
 		{FieldParamDescs, 1, func(d *regexDoc) string { return d.paramDescs }},

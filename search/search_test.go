@@ -570,3 +570,59 @@ func TestDefaultDepthAsChosen(t *testing.T) {
 		t.Errorf("Keep = %d, want %d of %d", got, want, len(hits))
 	}
 }
+
+// A tool's search hint (_meta["anthropic/searchHint"], which a
+// configuration's "describe": {"searchWords": ...} writes) is searched by
+// every engine: a word found nowhere else in the catalog finds the tool,
+// and the explanation says the hint matched.
+func TestSearchHintReachesEveryEngine(t *testing.T) {
+	raw := func(name, desc, hint string) catalog.Entry {
+		tool := map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}}
+		if hint != "" {
+			tool["_meta"] = map[string]any{"anthropic/searchHint": hint}
+		}
+		b, _ := json.Marshal(tool)
+		e, err := catalog.ParseTool("kb", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	c := catalog.New([]catalog.Entry{
+		raw("upsert_node", "Writes a node of the graph.", "zebrafinch remember a fact about a person"),
+		raw("send_mail", "Sends an email to a person.", ""),
+		raw("get_weather", "The weather of a city.", ""),
+		raw("delete_node", "Deletes a node of the graph.", ""),
+	}, nil)
+	ctx := context.Background()
+	for _, kind := range Kinds {
+		e, err := New(kind, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		query := "zebrafinch"
+		if kind == "semantic" {
+			query = "remember a fact" // word vectors: the hint's meaning, not an unknown word
+		}
+		hits, err := e.Search(ctx, query, 3)
+		if err != nil || len(hits) == 0 || hits[0].Entry.Tool != "upsert_node" {
+			t.Errorf("%s: %q: %v %v", kind, query, hits, err)
+			continue
+		}
+		if kind == "bm25" || kind == "keyword" || kind == "regex" {
+			found := false
+			for _, m := range hits[0].Matches {
+				found = found || slices.Contains(m.Fields, FieldHint)
+			}
+			if !found {
+				t.Errorf("%s: the explanation does not name the hint: %+v", kind, hits[0].Matches)
+			}
+		}
+	}
+	// Embedded by a model too: the hint is in the text embedded.
+	for e := range c.All() {
+		if e.Tool == "upsert_node" && !strings.Contains(EmbedText(e), "zebrafinch") {
+			t.Errorf("the embedded text lacks the hint: %q", EmbedText(e))
+		}
+	}
+}

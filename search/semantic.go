@@ -27,7 +27,7 @@ type Semantic struct {
 }
 
 // EmbedText is the text of a tool that is embedded: its qualified name,
-// title, description and parameters.
+// title, description, search hint and parameters.
 func EmbedText(e *catalog.Entry) string {
 	var b strings.Builder
 	for i, w := range Tokenize(e.Name) {
@@ -43,6 +43,10 @@ func EmbedText(e *catalog.Entry) string {
 	if e.Description != "" {
 		b.WriteString(". ")
 		b.WriteString(e.Description)
+	}
+	if e.SearchHint != "" {
+		b.WriteString(". ")
+		b.WriteString(e.SearchHint)
 	}
 	for _, p := range e.Params {
 		b.WriteByte('\n')

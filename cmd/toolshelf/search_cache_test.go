@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,5 +49,23 @@ func TestSearchFromCache(t *testing.T) {
 		if r := runCLI(t, c, "--config", cfg); r.code != 1 {
 			t.Errorf("%s with the server failing: exit %d, search's is 1\n%s", c, r.code, r.stderr)
 		}
+	}
+}
+
+// A configuration's search words for a tool ("describe": {"searchWords"})
+// find it with the default engine, and --explain shows they matched.
+func TestSearchWordsOfTheConfiguration(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	cmd, env := mcptest.Command("serve", []string{"create_issue", "list_issues"})
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String(),
+			"describe": map[string]any{"list_issues": map[string]any{"searchWords": "zebrafinch backlog"}}},
+	}})
+	os.WriteFile(cfg, b, 0o644)
+	r := runCLI(t, "search", "--wait", "--explain", "--config", cfg, "zebrafinch")
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	if r.code != 0 || !strings.Contains(first, "mcp__tracker__list_issues") || !regexp.MustCompile(`zebrafinch\s+hint`).MatchString(r.stdout) {
+		t.Errorf("search words of the configuration: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
