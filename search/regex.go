@@ -29,8 +29,8 @@ type Regex struct {
 
 type regexDoc struct {
 	name, desc, hint string
-	params     string // parameter names, one per line
-	paramDescs string // parameter descriptions, one per line
+	params           string // parameter names, one per line
+	paramDescs       string // parameter descriptions, one per line
 }
 
 var _ Engine = (*Regex)(nil)
