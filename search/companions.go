@@ -2,6 +2,8 @@ package search
 
 import (
 	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -35,10 +37,19 @@ func NewCompanions(c *catalog.Catalog) *Companions {
 	for e := range c.All() {
 		words := Tokenize(e.Tool)
 		desc := strings.ToLower(e.Description)
-		if isGeocoder(words, desc) {
+		// A tool that needs coordinates (or a date) to run is their
+		// consumer, not their producer, whatever its description says
+		// around them: a reverse geocoder, a search near a point.
+		var needsCoords, needsDay bool
+		for _, p := range requiredParams(e) {
+			name, pw, pd := strings.ToLower(p.name), Tokenize(p.name), strings.ToLower(p.description)
+			needsCoords = needsCoords || needsCoordinates(name, pw, pd)
+			needsDay = needsDay || needsDate(name, pw, pd)
+		}
+		if !needsCoords && isGeocoder(words, desc) && outputHas(e, "latitude", "lat", "coordinates", "location", "geometry") {
 			cs.geocoders = append(cs.geocoders, e)
 		}
-		if isClock(words, desc) {
+		if !needsDay && isClock(words, desc) {
 			cs.clocks = append(cs.clocks, e)
 		}
 		if len(words) > 1 && finders[words[0]] {
@@ -94,7 +105,13 @@ func (cs *Companions) Of(e *catalog.Entry, n int) []*catalog.Entry {
 		case needsDate(name, words, desc):
 			add(cs.clocks, 1, false)
 		default:
-			if thing := identifies(words, e); thing != "" {
+			thing := identifies(words, e)
+			if thing == "" && len(words) == 1 && namesOne(desc) {
+				// A parameter named for the thing it names
+				// ("subscription": "The subscription ID or name").
+				thing = singular(words[0])
+			}
+			if thing != "" {
 				add(cs.listers[thing], 1, true)
 			}
 		}
@@ -108,16 +125,48 @@ var finders = map[string]bool{"list": true, "search": true, "find": true, "query
 // stopNouns are words of a finder's name that name no thing.
 var stopNouns = map[string]bool{"all": true, "by": true, "for": true, "my": true, "the": true, "of": true, "in": true, "and": true, "with": true, "from": true, "recent": true, "available": true, "latest": true, "new": true}
 
+// isGeocoder reports whether a tool's name or description says it turns
+// a place into coordinates: a geocoder by name, or a description that
+// says it gives coordinates (not one that merely mentions them beside an
+// address, as a search near a point does).
 func isGeocoder(words []string, desc string) bool {
 	for _, w := range words {
-		if strings.HasPrefix(w, "geocod") {
+		if strings.HasPrefix(w, "geocod") && !slices.Contains(words, "reverse") {
 			return true
 		}
 	}
-	return strings.Contains(desc, "geocod") ||
-		((strings.Contains(desc, "coordinates") || strings.Contains(desc, "latitude")) &&
-			(strings.Contains(desc, "address") || strings.Contains(desc, "place name") || strings.Contains(desc, "city name") || strings.Contains(desc, "location name")) &&
-			!strings.Contains(desc, "given coordinates") && !strings.Contains(desc, "from coordinates"))
+	if strings.Contains(desc, "reverse geocod") || strings.Contains(desc, "given coordinates") || strings.Contains(desc, "from coordinates") {
+		return false
+	}
+	if strings.Contains(desc, "geocod") {
+		return true
+	}
+	place := strings.Contains(desc, "address") || strings.Contains(desc, "place name") || strings.Contains(desc, "city name") || strings.Contains(desc, "location name")
+	return place && producesCoordinates.MatchString(desc)
+}
+
+// producesCoordinates matches a description that says a tool gives
+// coordinates: "returns the latitude and longitude", "into geographic
+// coordinates", "get the coordinates of".
+var producesCoordinates = regexp.MustCompile(`(?:return|returns|get|gets|fetch|fetches|retrieve|retrieves|find|finds|look up|looks up|into|to|convert|converts|obtain|obtains|provide|provides|resolve|resolves)\s+(?:the\s+|its\s+|their\s+|a\s+)?(?:geographic(?:al)?\s+|gps\s+|exact\s+)?(?:coordinates|latitude|lat/lon|lat/lng)`)
+
+// outputHas reports whether e's output schema, when it has one, names one
+// of the properties (at any depth); a tool without an output schema is
+// judged by its description alone.
+func outputHas(e *catalog.Entry, props ...string) bool {
+	var t struct {
+		OutputSchema json.RawMessage `json:"outputSchema"`
+	}
+	if json.Unmarshal(e.Raw, &t) != nil || len(t.OutputSchema) == 0 || string(t.OutputSchema) == "null" {
+		return true
+	}
+	text := strings.ToLower(string(t.OutputSchema))
+	for _, p := range props {
+		if strings.Contains(text, `"`+p) {
+			return true
+		}
+	}
+	return false
 }
 
 func isClock(words []string, desc string) bool {
@@ -179,6 +228,14 @@ func identifies(words []string, e *catalog.Entry) string {
 	}
 	return singular(own[len(own)-1])
 }
+
+// namesOne reports whether a parameter's description says it names one
+// thing: by its id, its name or its key.
+func namesOne(desc string) bool {
+	return identifierWords.MatchString(desc)
+}
+
+var identifierWords = regexp.MustCompile(`\b(?:id|ids|identifier|uuid|name or id|id or name|slug|key)\b`)
 
 type param struct{ name, description string }
 

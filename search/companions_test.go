@@ -47,6 +47,17 @@ func TestCompanions(t *testing.T) {
 		[]string{"tracker", "get_project", "Get a project", "id", "The project's id"},
 		[]string{"tracker", "find_projects", "Find projects by name"},
 		[]string{"tracker", "rename", "Rename something", "name", "The new name"},
+		// Consumers of coordinates and dates that speak of them are not
+		// their producers.
+		[]string{"maps", "explore_area", "Explore the places around coordinates or an address", "latitude", "", "longitude", ""},
+		[]string{"maps", "find_ev_charging_stations", "Find EV charging stations near the coordinates of an address or city name", "lat", "Latitude", "lng", "Longitude"},
+		[]string{"maps", "reverse_geocode", "Turn coordinates into an address", "latitude", "", "longitude", ""},
+		[]string{"weather", "weather_by_city", "Weather for a city name: returns the temperature at its coordinates", "city", "The city name"},
+		[]string{"cal", "events_of_day", "The events of today or of a given date", "date", "YYYY-MM-DD"},
+		// An identifier named for its thing alone.
+		[]string{"azure", "list_subscriptions", "List the Azure subscriptions"},
+		[]string{"azure", "list_groups", "List resource groups", "subscription", "The subscription ID or name"},
+		[]string{"azure", "set_theme", "Set the theme", "theme", "dark or light"},
 	)
 	cs := NewCompanions(c)
 	of := func(name string) []string {
@@ -63,6 +74,10 @@ func TestCompanions(t *testing.T) {
 		"mcp__tracker__get_project":  {"mcp__tracker__find_projects"},
 		"mcp__tracker__rename":       {},
 		"mcp__tracker__listIssues":   {},
+		"mcp__maps__explore_area":    {"mcp__places__geocode_address"}, // not the other consumers
+		"mcp__maps__reverse_geocode": {"mcp__places__geocode_address"},
+		"mcp__azure__list_groups":    {"mcp__azure__list_subscriptions"},
+		"mcp__azure__set_theme":      {},
 	} {
 		if got := of(tool); !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {
 			t.Errorf("companions of %s: %v, want %v", tool, got, want)

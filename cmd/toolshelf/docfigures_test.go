@@ -59,7 +59,7 @@ func TestSearchQualityAnswersAsDocumented(t *testing.T) {
 			flags []string
 			bold  bool
 		}{
-			{"before", []string{"--answers", "full", "--limit", "5", "--depth", "off", "--budget", "0"}, false},
+			{"before", []string{"--answers", "full", "--limit", "5", "--depth", "off", "--budget", "0", "--companions=false"}, false},
 			{"now", []string{"--answers", "compact"}, true},
 		} {
 			held, in := eval(dir, "1", row.flags...), eval(dir, "0", row.flags...)
