@@ -67,10 +67,21 @@ func (x *BM25) part(q Query, required []string, limit int) []Hit {
 		x.cfg.reach > 0 && standout(hits) < x.cfg.reachFlat && reach(q, terms) < x.cfg.reach)
 	hits = hits[:min(limit, len(hits))]
 	x.explainAll(hits, terms)
-	if weak {
+	if weak || x.cfg.stemOnly && len(hits) > 0 && stemsOnly(hits[0].Matches) {
 		markWeak(hits, true)
 	}
 	return hits
+}
+
+// stemsOnly reports whether matches are all of words of the same stem as
+// a request's words, none of the words themselves (see bm25Config.stemOnly).
+func stemsOnly(ms []Match) bool {
+	for _, m := range ms {
+		if !strings.Contains(m.Term, "~") {
+			return false
+		}
+	}
+	return len(ms) > 0
 }
 
 // reach is the share of a request's distinct words, stop words aside,

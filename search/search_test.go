@@ -626,3 +626,22 @@ func TestSearchHintReachesEveryEngine(t *testing.T) {
 		}
 	}
 }
+
+// A request none of whose words a tool says, only words of the same stem
+// ("person" in "personal"), is flagged weak, however its best hit ranks:
+// on the built-in catalog no memory tool says "remember", "fact" or
+// "person", and the best hit is Heroku's list of apps (for "personal").
+func TestStemOnlyMatchIsWeak(t *testing.T) {
+	e := NewBM25(realCatalog(t))
+	hits, err := e.Search(context.Background(), "remember a fact about a person", 8)
+	if err != nil || len(hits) == 0 {
+		t.Fatal(hits, err)
+	}
+	if !hits[0].Weak {
+		t.Errorf("%s, matched by %+v, is not flagged weak", hits[0].Entry.Name, hits[0].Matches)
+	}
+	// A request whose words a tool says is not.
+	if hits, _ := e.Search(context.Background(), "create a pull request", 8); len(hits) == 0 || hits[0].Weak {
+		t.Errorf("create a pull request: %v", hits)
+	}
+}

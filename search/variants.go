@@ -26,6 +26,7 @@ type Variant struct {
 	NameBoost   float64 // name-coverage boost of the best candidates
 	Depth       int     // how many candidates are reranked
 	Deprecated  float64 // the share of its score a deprecated tool keeps (0: all)
+	StemOnly    bool    // flag a search whose best hit matched only words of the same stem
 }
 
 // NamedVariant is a variant with the name eval knows it by.
@@ -46,7 +47,8 @@ var (
 	stepDeprec  = with(stepWeak, func(v *Variant) { v.Deprecated = deprecatedFactor })
 	stepFlat    = with(stepDeprec, func(v *Variant) { v.Flat = flatStandout })
 	stepReach   = with(stepFlat, func(v *Variant) { v.Reach, v.ReachFlat = minReach, reachStandout })
-	stepDefault = with(stepReach, func(v *Variant) { v.Gloss = glossWeight })
+	stepGloss   = with(stepReach, func(v *Variant) { v.Gloss = glossWeight })
+	stepDefault = with(stepGloss, func(v *Variant) { v.StemOnly = true })
 )
 
 func with(v Variant, change func(*Variant)) Variant {
@@ -68,7 +70,8 @@ var Variants = []NamedVariant{
 	{"deprecated", "+ deprecated tools keep 0.6 of their score", stepDeprec},
 	{"flat", "+ weak only when the best hit stands out by under 0.34", stepFlat},
 	{"reach", "+ weak when under 0.6 of the words are in the catalog and the best stands out by under 0.3", stepReach},
-	{"default", "+ English meanings of Chinese descriptions at 1: the default engine", stepDefault},
+	{"gloss", "+ English meanings of Chinese descriptions at 1", stepGloss},
+	{"default", "+ weak when the best hit matched only words of the same stem: the default engine", stepDefault},
 	{"param-descs-0.5", "parameter descriptions at 0.5", with(stepClauses, func(v *Variant) { v.ParamDescs = 0.5 })},
 	{"param-descs-1", "parameter descriptions at 1", with(stepClauses, func(v *Variant) { v.ParamDescs = 1 })},
 	{"stems-0.7", "stems at 0.7", with(stepClauses, func(v *Variant) { v.Stems = 0.7 })},
@@ -111,5 +114,6 @@ func (v Variant) config() bm25Config {
 	cfg.fields[fServerInfo] = fieldConfig{v.ServerInfo, 0.75}
 	cfg.nameBoost, cfg.rerankDepth = v.NameBoost, v.Depth
 	cfg.deprecated = v.Deprecated
+	cfg.stemOnly = v.StemOnly
 	return cfg
 }
