@@ -28,6 +28,10 @@ type Answers struct {
 	Cost func(search.Hit) int
 	// Overhead is the tokens of an answer around its matches.
 	Overhead int
+	// Cap, when set, also bounds an answer's matches by what it says of
+	// the hits (shelf.WholeCost: never more than the old answer cost);
+	// 0 from it bounds nothing.
+	Cap func(hits []search.Hit) int
 	// Companions, when set, are the tools an answer names beside a hit
 	// (search.Companions): a group is covered when the answer names one
 	// of its tools, as a match or as a companion.
@@ -93,9 +97,15 @@ func (a *Answers) keep(hits []search.Hit) ([]search.Hit, []int) {
 	}
 	costs := make([]int, 0, len(hits))
 	total := a.Overhead
+	budget := a.Budget
+	if a.Cap != nil && budget > 0 {
+		if c := a.Cap(hits); c > 0 {
+			budget = min(budget, c)
+		}
+	}
 	for i, h := range hits {
 		c := a.Cost(h)
-		if a.Budget > 0 && i > 0 && total+c-a.Overhead > a.Budget {
+		if budget > 0 && i > 0 && total+c-a.Overhead > budget {
 			hits = hits[:i]
 			break
 		}

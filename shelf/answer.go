@@ -111,12 +111,38 @@ func Tokens(m Match) int {
 	return n
 }
 
-// fit cuts a ranked result to the hits whose compact matches (with
-// their companions) fit within budget tokens, keeping at least one, and
-// returns how many it cut.
-func fit(found *search.Result, budget int) int {
-	if budget <= 0 || found.Select {
+// OldLimit is how many whole definitions a search answered with before
+// answers were compact: a compact answer never costs more than that many
+// of its best hits' whole definitions would (see WholeCost).
+const OldLimit = 5
+
+// WholeCost is what the first OldLimit of hits would cost as whole
+// definitions, the answer search_tools gave before compact matches: on a
+// catalog of short descriptions, eight compact matches can cost more
+// than five whole definitions, and an answer is then held to the latter.
+// It is 0 for OldLimit hits or fewer (a compact match costs less than its
+// whole definition, so those fit anyway).
+func WholeCost(hits []search.Hit) int {
+	if len(hits) <= OldLimit {
 		return 0
+	}
+	n := 0
+	for _, h := range hits[:OldLimit] {
+		n += Tokens(MatchOf(h.Entry, Full, false))
+	}
+	return n
+}
+
+// fit cuts a ranked result to the hits whose compact matches (with
+// their companions) fit within budget tokens, and within what its best
+// hits' whole definitions would cost (WholeCost), keeping at least one,
+// and returns how many it cut and the budget that held.
+func fit(found *search.Result, budget int) (cut, held int) {
+	if budget <= 0 || found.Select {
+		return 0, budget
+	}
+	if whole := WholeCost(found.Hits); whole > 0 {
+		budget = min(budget, whole)
 	}
 	spent := 0
 	for i, h := range found.Hits {
@@ -124,8 +150,8 @@ func fit(found *search.Result, budget int) int {
 		if spent > budget && i > 0 {
 			cut := len(found.Hits) - i
 			found.Hits = found.Hits[:i]
-			return cut
+			return cut, budget
 		}
 	}
-	return 0
+	return 0, budget
 }

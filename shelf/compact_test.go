@@ -1,10 +1,13 @@
 package shelf
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/search"
 )
 
@@ -74,5 +77,46 @@ func TestDepthKeep(t *testing.T) {
 		if got := d.Keep(tt.hits); got != tt.want {
 			t.Errorf("Keep(%v) = %d, want %d", tt.hits, got, tt.want)
 		}
+	}
+}
+
+// On a catalog of short descriptions, compact matches can cost more than
+// whole definitions: an answer never costs more than its five best hits'
+// whole definitions (its old shape), whatever its budget.
+func TestAnswerNeverCostsMoreThanTheOldShape(t *testing.T) {
+	var entries []catalog.Entry
+	for i := range 12 {
+		// A tool of a few words, whose signature is as long as its
+		// definition: the compact match is hardly smaller.
+		raw := fmt.Sprintf(`{"name":"note_%02d","description":"Note it.","inputSchema":{"type":"object","properties":{"text":{"type":"string"},"tag":{"type":"string"}},"required":["text"]}}`, i)
+		e, err := catalog.ParseTool("notes", json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	s, err := New(&Options{Budget: 10000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Update(catalog.New(entries, nil))
+	found, err := snap.Search(context.Background(), search.Request{Query: "note it", Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []search.Hit
+	for e := range snap.Catalog.All() {
+		all = append(all, search.Hit{Entry: e})
+	}
+	old := WholeCost(all[:6])
+	spent := 0
+	for _, h := range found.Hits {
+		spent += Tokens(CompactMatch(h))
+	}
+	if len(found.Hits) < OldLimit || spent > old {
+		t.Errorf("%d matches costing %d tokens; five whole definitions cost %d", len(found.Hits), spent, old)
+	}
+	if !strings.Contains(found.Note, "past this answer's budget") {
+		t.Errorf("the cut is not said: %q", found.Note)
 	}
 }

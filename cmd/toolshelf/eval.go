@@ -159,6 +159,8 @@ func answersFor(form, depth string, budget int) (*evaluate.Answers, error) {
 	}
 	a := &evaluate.Answers{Budget: budget,
 		Cost: func(h search.Hit) int { return shelf.Tokens(shelf.MatchOf(h.Entry, f, false)) + 1 },
+		// As search_tools: never more than the old whole definitions.
+		Cap: shelf.WholeCost,
 		// {"query":"...","matches":[...],"tools_searched":N} around them,
 		// with a query of a few words.
 		Overhead: shelf.Tokens(shelf.Match{Name: "find the tool for this request"}) + 8}
