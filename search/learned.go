@@ -5,6 +5,7 @@ import (
 	"context"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
 )
@@ -27,12 +28,19 @@ type LearnedOptions struct {
 	// Weight × the best hit's score × the square of how far the
 	// similarity is from MinSimilarity to 1.
 	Weight float64
+	// MinWords is the share of a new query's words (weighed by how few
+	// tools' past queries have each) that a tool's past queries must
+	// have for those words to count as the tool's own: a new wording of a
+	// need whose words were used before for the tool, in other queries,
+	// finds it. Negative turns it off.
+	MinWords float64
 }
 
 // Defaults of LearnedOptions.
 const (
 	DefaultLearnedMinSimilarity = 0.4
 	DefaultLearnedWeight        = 1.0
+	DefaultLearnedMinWords      = 0.7
 )
 
 // maxLearnedBonus caps what past queries add to a tool, in units of one
@@ -55,6 +63,11 @@ type Learned struct {
 	// postings: term → the past queries that have it, with its weight.
 	postings map[string][]learnedPosting
 	idf      map[string]float64
+	// words: term → the tools whose past queries have it; wordIDF is
+	// its weight over those tools (see LearnedOptions.MinWords).
+	words   map[string][]*catalog.Entry
+	wordIDF map[string]float64
+	tools   int // tools with past queries
 }
 
 type learnedQuery struct {
@@ -79,6 +92,9 @@ func NewLearned(base Engine, c *catalog.Catalog, past []LearnedQuery, opts *Lear
 	}
 	if l.opts.Weight <= 0 {
 		l.opts.Weight = DefaultLearnedWeight
+	}
+	if l.opts.MinWords == 0 {
+		l.opts.MinWords = DefaultLearnedMinWords
 	}
 	type doc struct {
 		tf    map[string]float64
@@ -106,16 +122,67 @@ func NewLearned(base Engine, c *catalog.Catalog, past []LearnedQuery, opts *Lear
 	for t, d := range df {
 		l.idf[t] = math.Log(1 + n/float64(d))
 	}
+	l.words, l.wordIDF = map[string][]*catalog.Entry{}, map[string]float64{}
+	withWords := map[*catalog.Entry]bool{}
 	for i, d := range docs {
 		var norm float64
 		for t, f := range d.tf {
 			w := f * l.idf[t]
 			norm += w * w
 			l.postings[t] = append(l.postings[t], learnedPosting{i, w})
+			for _, e := range d.tools {
+				if !slices.Contains(l.words[t], e) {
+					l.words[t] = append(l.words[t], e)
+				}
+				withWords[e] = true
+			}
 		}
 		l.past = append(l.past, learnedQuery{tools: d.tools, norm: math.Sqrt(norm)})
 	}
+	l.tools = len(withWords)
+	for t, es := range l.words {
+		l.wordIDF[t] = math.Log(1 + float64(l.tools)/float64(len(es)))
+	}
 	return l
+}
+
+// byWords returns the tools whose past queries have at least MinWords of
+// q's words (weighed by wordIDF; a word no past query has counts as the
+// rarest), with that share.
+func (l *Learned) byWords(q string) map[*catalog.Entry]wordsUsed {
+	if l.opts.MinWords < 0 || l.tools == 0 {
+		return nil
+	}
+	var total float64
+	have := map[*catalog.Entry]wordsUsed{}
+	for t := range learnedTerms(q) {
+		w, ok := l.wordIDF[t]
+		if !ok {
+			w = math.Log(1 + float64(l.tools))
+		}
+		total += w
+		for _, e := range l.words[t] {
+			u := have[e]
+			u.share += w
+			u.words = append(u.words, t)
+			have[e] = u
+		}
+	}
+	out := map[*catalog.Entry]wordsUsed{}
+	for e, u := range have {
+		if u.share /= total; u.share >= l.opts.MinWords {
+			slices.Sort(u.words)
+			out[e] = u
+		}
+	}
+	return out
+}
+
+// wordsUsed are the words of a query that earlier queries used for a tool,
+// and their share of the query (see byWords).
+type wordsUsed struct {
+	share float64
+	words []string
 }
 
 // learnedTerms are a query's words for comparing queries: tokens folded
@@ -164,7 +231,8 @@ func (l *Learned) similar(q string) map[int]float64 {
 // queries, lifts the tools called after them.
 func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
 	sims := l.similar(q)
-	if len(sims) == 0 {
+	words := l.byWords(q)
+	if len(sims) == 0 && len(words) == 0 {
 		return l.base.Search(ctx, q, limit)
 	}
 	want := limit
@@ -191,6 +259,20 @@ func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error
 			bonus[e] = min(bonus[e]+s, maxLearnedBonus)
 		}
 	}
+	for e, u := range words {
+		// As a past query's similarity: nothing at the threshold, full
+		// weight when every word was used for the tool before.
+		s := (u.share - l.opts.MinWords) / (1 - l.opts.MinWords)
+		bonus[e] = min(max(bonus[e], s*s), maxLearnedBonus)
+	}
+	// What learning added, for explanations: the words earlier searches
+	// used for the tool, when they count.
+	learnedField := func(e *catalog.Entry) []string {
+		if u, ok := words[e]; ok {
+			return []string{FieldLearned + ": " + strings.Join(u.words, " ")}
+		}
+		return []string{FieldLearned}
+	}
 	top := 1.0
 	if len(hits) > 0 && hits[0].Score > 0 {
 		top = hits[0].Score
@@ -199,14 +281,14 @@ func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error
 		if b, ok := bonus[hits[i].Entry]; ok {
 			add := b * l.opts.Weight * top
 			hits[i].Score += add
-			hits[i].Matches = append(hits[i].Matches, Match{Term: TermLearned, Fields: []string{FieldLearned}, Score: add})
+			hits[i].Matches = append(hits[i].Matches, Match{Term: TermLearned, Fields: learnedField(hits[i].Entry), Score: add})
 			delete(bonus, hits[i].Entry)
 		}
 	}
 	// Tools the engine did not rank this high come in on the bonus alone.
 	for e, b := range bonus {
 		add := b * l.opts.Weight * top
-		hits = append(hits, Hit{Entry: e, Score: add, Matches: []Match{{Term: TermLearned, Fields: []string{FieldLearned}, Score: add}}})
+		hits = append(hits, Hit{Entry: e, Score: add, Matches: []Match{{Term: TermLearned, Fields: learnedField(e), Score: add}}})
 	}
 	slices.SortStableFunc(hits, func(a, b Hit) int {
 		if c := cmp.Compare(b.Score, a.Score); c != 0 {

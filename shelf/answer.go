@@ -122,26 +122,34 @@ const OldLimit = 5
 // than five whole definitions, and an answer is then held to the latter.
 // It is 0 for OldLimit hits or fewer (a compact match costs less than its
 // whole definition, so those fit anyway).
-func WholeCost(hits []search.Hit) int {
-	if len(hits) <= OldLimit {
+func WholeCost(hits []search.Hit) int { return wholeCost(hits, OldLimit) }
+
+// wholeCost is WholeCost for an answer of n whole definitions (the
+// limit a request gave, which the old answer kept).
+func wholeCost(hits []search.Hit, n int) int {
+	if len(hits) <= n {
 		return 0
 	}
-	n := 0
-	for _, h := range hits[:OldLimit] {
-		n += Tokens(MatchOf(h.Entry, Full, false))
+	cost := 0
+	for _, h := range hits[:n] {
+		cost += Tokens(MatchOf(h.Entry, Full, false))
 	}
-	return n
+	return cost
 }
 
 // fit cuts a ranked result to the hits whose compact matches (with
 // their companions) fit within budget tokens, and within what its best
-// hits' whole definitions would cost (WholeCost), keeping at least one,
-// and returns how many it cut and the budget that held.
-func fit(found *search.Result, budget int) (cut, held int) {
+// hits' whole definitions would cost (WholeCost; of limit hits when the
+// request gave one), keeping at least one, and returns how many it cut
+// and the budget that held.
+func fit(found *search.Result, budget, limit int) (cut, held int) {
 	if budget <= 0 || found.Select {
 		return 0, budget
 	}
-	if whole := WholeCost(found.Hits); whole > 0 {
+	if limit <= 0 {
+		limit = OldLimit
+	}
+	if whole := wholeCost(found.Hits, limit); whole > 0 {
 		budget = min(budget, whole)
 	}
 	spent := 0

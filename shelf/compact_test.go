@@ -100,7 +100,7 @@ func TestAnswerNeverCostsMoreThanTheOldShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := s.Update(catalog.New(entries, nil))
-	found, err := snap.Search(context.Background(), search.Request{Query: "note it", Limit: 10})
+	found, err := snap.Search(context.Background(), search.Request{Query: "note it"})
 	if err != nil {
 		t.Fatal(err)
 	}

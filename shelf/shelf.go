@@ -225,7 +225,7 @@ func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result,
 	if budget == 0 {
 		budget = DefaultBudget
 	}
-	if n, held := fit(&found, budget); n > 0 {
+	if n, held := fit(&found, budget, r.Limit); n > 0 {
 		found.Note = strings.TrimSpace(found.Note + fmt.Sprintf(" %d more matched past this answer's budget of %d tokens: search with more words, or give a limit.", n, held))
 	}
 	return found, nil

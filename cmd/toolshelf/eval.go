@@ -87,6 +87,7 @@ instead of the default engine, so that its experiments can be rerun:
 		fs.IntVar(folds, "usage-folds", 0, "the earlier name of --learn-folds `K`")
 		minSim := fs.Float64("learn-min-similarity", search.DefaultLearnedMinSimilarity, "with --learn-folds, the `COSINE` a learned query needs")
 		weight := fs.Float64("learn-weight", search.DefaultLearnedWeight, "with --learn-folds, the `WEIGHT` of a learned query's tools")
+		minWords := fs.Float64("learn-min-words", search.DefaultLearnedMinWords, "with --learn-folds, the `SHARE` of a query's words a tool's past queries must have (negative: off)")
 		half := fs.Int("half", -1, "score only half `N` (0 or 1) of the queries")
 		answers := fs.String("answers", string(shelf.Compact), "measure the answers search_tools gives, in `FORM` (compact, full or none)")
 		depth := fs.String("depth", fmt.Sprintf("%g,%d", search.DefaultDepth.Ratio, search.DefaultDepth.Min), "the answers' depth: `RATIO,MIN` or off")
@@ -124,7 +125,7 @@ instead of the default engine, so that its experiments can be rerun:
 			if *minSim <= 0 || *minSim >= 1 || *weight <= 0 {
 				return usagef("--learn-min-similarity must be between 0 and 1 and --learn-weight positive")
 			}
-			opts := &evaluate.Options{Limit: *limit, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight}}
+			opts := &evaluate.Options{Limit: *limit, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight, MinWords: *minWords}}
 			var err error
 			if opts.Answers, err = answersFor(*answers, *depth, *budget); err != nil {
 				return err

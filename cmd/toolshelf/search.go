@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 	"unicode/utf8"
 
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -17,7 +18,7 @@ import (
 var searchCommand = &command{
 	name:    "search",
 	summary: "find tools by what they do",
-	usage:   "[--catalog FILE | --config FILE [--store URL] [--wait]] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
+	usage:   "[--catalog FILE | --config FILE [--store URL] [--wait] [--no-learn]] [--engine ENGINE] [--limit N] [--json] [--explain] QUERY...",
 	help: `
 Searches a catalog of MCP tools and prints the best matches, best first:
 qualified name, server, score and a one-line description.
@@ -38,7 +39,10 @@ a dataset folder with tools.jsonl. Without it, the configured servers are
 searched: a server whose tools are in the cache of an earlier run is
 searched from it at once while it connects (stderr names those), and
 --wait waits for every server to answer first. As list and doctor, search
-exits 1 when a server failed or needs sign-in, after its results.
+exits 1 when a server failed or needs sign-in, after its results. With a
+configuration, results rank as serve ranks /mcp's: by what its sessions
+taught it (see 'toolshelf learned'; --explain shows what it added and the
+words earlier searches used for a tool); --no-learn leaves that out.
 
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
@@ -51,6 +55,7 @@ exits 1 when a server failed or needs sign-in, after its results.
 		asJSON := fs.Bool("json", false, "print the hits as JSON")
 		explain := fs.Bool("explain", false, "show what each query term matched")
 		wait := fs.Bool("wait", false, "wait for every server to answer, rather than search a connecting server's cached tools")
+		noLearn := fs.Bool("no-learn", false, "rank without what serve learned from use")
 		return func(ctx context.Context, e *env, args []string) error {
 			if err := checkPositive(fs, "limit", *limit); err != nil {
 				return err
@@ -58,7 +63,7 @@ exits 1 when a server failed or needs sign-in, after its results.
 			if err := engine.check(e); err != nil {
 				return err
 			}
-			return runSearch(ctx, e, searchOptions{*catalogPath, *config, *storeURL, engine, *limit, *asJSON, *explain, *wait}, args)
+			return runSearch(ctx, e, searchOptions{*catalogPath, *config, *storeURL, engine, *limit, *asJSON, *explain, *wait, *noLearn}, args)
 		}
 	},
 }
@@ -72,6 +77,7 @@ type searchOptions struct {
 	json    bool
 	explain bool
 	wait    bool // for every server, not a cached tool list
+	noLearn bool // rank without what was learned from use
 }
 
 func runSearch(ctx context.Context, e *env, o searchOptions, args []string) error {
@@ -103,6 +109,13 @@ func runSearch(ctx context.Context, e *env, o searchOptions, args []string) erro
 	eng, err := o.engine.build(ctx, e, cat)
 	if err != nil {
 		return err
+	}
+	if src.pool != nil && !o.noLearn {
+		// As the gateway ranks /mcp's searches: by what its sessions
+		// taught it (toolshelf learned show), --explain saying so.
+		if past := learnedQueries(e, o.store, o.config); len(past) > 0 {
+			eng = search.NewLearned(eng, cat, past, nil)
+		}
 	}
 	// Through the search front end, as every face searches: select: is
 	// answered there.
@@ -191,4 +204,30 @@ func writeHitsJSON(w io.Writer, query, engine string, tools int, hits []search.H
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(out)
+}
+
+// learnedQueries are the searches of /mcp's sessions and the tools called
+// after them, as serve ranks by them: from the shared store when the
+// configuration has one, else the state folder's file. A store that
+// cannot be read ranks without them.
+func learnedQueries(e *env, storeURL, config string) []search.LearnedQuery {
+	st := learn.Open(learnedPath(e), nil)
+	db, err := openStoreOf(e, storeURL, config)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolshelf: ranking without what was learned from use: %v\n", err)
+		return nil
+	}
+	if db != nil {
+		defer db.Close()
+		st = learn.OpenShared(db, nil, nil)
+	}
+	if st.Path() == "" {
+		return nil
+	}
+	pairs, err := st.Pairs()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "toolshelf: ranking without what was learned from use: %v\n", err)
+		return nil
+	}
+	return learn.Queries(pairs, "", learn.MinSessions)
 }

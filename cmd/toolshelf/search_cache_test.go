@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/internal/mcptest"
+	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
@@ -67,5 +68,38 @@ func TestSearchWordsOfTheConfiguration(t *testing.T) {
 	first, _, _ := strings.Cut(r.stdout, "\n")
 	if r.code != 0 || !strings.Contains(first, "mcp__tracker__list_issues") || !regexp.MustCompile(`zebrafinch\s+hint`).MatchString(r.stdout) {
 		t.Errorf("search words of the configuration: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// What serve learned from use ranks the CLI's search too: the words of
+// earlier searches after which a tool was called become words of that
+// tool, so a new wording of the same need finds it (here neither word is
+// in the catalog at all), and --explain names them; --no-learn ranks
+// without.
+func TestSearchRanksByWhatWasLearned(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	cmd, env := mcptest.Command("serve", []string{"create_issue", "list_issues"})
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String()},
+	}})
+	os.WriteFile(cfg, b, 0o644)
+	st := learn.Open(learn.DefaultPath(os.Getenv), nil)
+	for range learn.MinSessions {
+		st.Record("", "jot down the defect", "mcp__tracker__create_issue")
+		st.Record("", "a defect to jot for the team", "mcp__tracker__create_issue")
+	}
+	if err := st.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, "search", "--wait", "--explain", "--config", cfg, "jot defect")
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	if r.code != 0 || !strings.Contains(first, "mcp__tracker__create_issue") || !strings.Contains(r.stdout, "learned: defect jot") {
+		t.Errorf("a new wording of a learned need: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := runCLI(t, "search", "--wait", "--no-learn", "--config", cfg, "jot defect"); strings.Contains(r.stdout, "create_issue") && !strings.Contains(r.stdout, "No tool fits") {
+		t.Errorf("--no-learn: %s", r.stdout)
 	}
 }
