@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/internal/mcptest"
-	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/learn"
 )
 
 // search with a configuration answers at once from the tool cache of a
