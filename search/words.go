@@ -123,3 +123,7 @@ func isLetters(w string) bool {
 	}
 	return true
 }
+
+// IsStopWord reports whether w (lower case) is a word that says nothing
+// about a tool ("the", "please", "want"), as search leaves such words out.
+func IsStopWord(w string) bool { return stopWords[w] }

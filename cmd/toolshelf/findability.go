@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -22,6 +24,18 @@ type findabilityReport struct {
 	// Gains, with --dataset, are by tool: the queries needing it, those
 	// whose top 5 misses it, and the recall@5 mending it could bring.
 	Gains map[string]evaluate.Gain `json:"gains,omitempty"`
+	// Mending, with --dataset, is what writing suggested search words
+	// did, measured: words from half 0's requests that missed each tool,
+	// gains on half 1 (see evaluate.Mend).
+	Mending *mendingReport `json:"mending,omitempty"`
+}
+
+// mendingReport is evaluate.Mending by tool name.
+type mendingReport struct {
+	Words  map[string][]string `json:"words"`
+	Gain   map[string]float64  `json:"recall_gain_half1"`
+	Before float64             `json:"recall_half1_before"`
+	After  float64             `json:"recall_half1_after"`
 }
 
 // runFindability reports on the catalog of the configuration (or the
@@ -72,6 +86,18 @@ func runFindability(ctx context.Context, e *env, o doctorOptions, dataset string
 				}
 			}
 		}
+		m, err := evaluate.Mend(ctx, ds, func(c *catalog.Catalog) (search.Engine, error) { return search.New(search.DefaultEngine, c) }, ids, 5)
+		if err != nil {
+			return err
+		}
+		rep.Mending = &mendingReport{Words: map[string][]string{}, Gain: map[string]float64{}, Before: m.Before, After: m.After}
+		for _, h := range rep.Hard {
+			if e, ok := cat.Find(h.Tool); ok {
+				if ws, ok := m.Words[e.ID]; ok {
+					rep.Mending.Words[h.Tool], rep.Mending.Gain[h.Tool] = ws, m.Gain[e.ID]
+				}
+			}
+		}
 	}
 	if o.json {
 		return writeJSON(e.stdout, rep)
@@ -105,4 +131,13 @@ func writeFindability(w io.Writer, rep findabilityReport) {
 		fmt.Fprintln(tw, line)
 	}
 	tw.Flush()
+	if m := rep.Mending; m != nil && len(m.Words) > 0 {
+		fmt.Fprintf(w, "\nSearch words from the requests of half 0 that missed each tool, written as \"describe\": {\"searchWords\"}, measured on half 1: recall@5 %.4f → %.4f.\n\n", m.Before, m.After)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOOL\tSEARCH WORDS\tRECALL@5 GAIN, HALF 1")
+		for _, tool := range slices.Sorted(maps.Keys(m.Words)) {
+			fmt.Fprintf(tw, "%s\t%s\t%+.4f\n", tool, strings.Join(m.Words[tool], " "), m.Gain[tool])
+		}
+		tw.Flush()
+	}
 }
