@@ -37,7 +37,9 @@ import (
 func TestMain(m *testing.M) {
 	mcptest.MaybeServe()
 	sandbox.Main()
-	os.Exit(m.Run())
+	// testenv.Main stops the PostgreSQL server a benchmark started
+	// (BenchmarkDurableCalls): nothing is left running.
+	os.Exit(testenv.Main(m))
 }
 
 // memServer is an upstream served in memory by a go-sdk server.

@@ -207,6 +207,19 @@ type shardTerms struct {
 // field's length to lens and sum, and numbers and counts the terms.
 func countRange(c *catalog.Catalog, cfg bm25Config, lens [][numFields]float64, sum *[numFields]float64, lo, hi int) *shardTerms {
 	v := &shardTerms{ids: make(map[string]int32), ends: make([]int32, 0, hi-lo)}
+	// The texts as term numbers are most of what the build allocates:
+	// sized from the texts' bytes before they are filled (a word is about
+	// five bytes with its space), not grown by doubling.
+	size := 0
+	for i := lo; i < hi; i++ {
+		e := c.Entry(i)
+		n := len(e.Name) + len(e.Title) + len(e.Tool) + len(e.Server) + len(e.Description) + len(e.SearchHint)
+		for _, p := range e.Params {
+			n += len(p.Name) + len(p.Description)
+		}
+		size += 2*numFields + n/5
+	}
+	v.texts = make([]int32, 0, size)
 	var seen []int32 // number → the last document (+1) that had it
 	var toks []string
 	for i := lo; i < hi; i++ {
