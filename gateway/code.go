@@ -82,7 +82,7 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 		}
 		return nil, fmt.Errorf("there is no tool %s: search_tools finds the tools you can call", cut(sandbox.Accessor(server, tool), echoLimit))
 	}
-	args, err := normalizeArgs(args, e)
+	args, _, err := normalizeArgs(args, e)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %v", sandbox.Accessor(server, tool), err)
 	}

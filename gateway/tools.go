@@ -255,11 +255,11 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 	if !ok {
 		return s.unknownTool(ctx, snap, *in.Name)
 	}
-	args, err := normalizeArgs(in.Arguments, e)
+	args, obj, err := normalizeArgs(in.Arguments, e)
 	if err != nil {
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
-	if err := misfit(e, args); err != nil {
+	if err := misfit(e, args, obj); err != nil {
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
 	return s.reach(ctx, ss, &upstream.Call{Tool: e, Args: args, Via: "call_tool"})
@@ -371,10 +371,10 @@ func contains(list []string, s string) bool {
 // schema does not explain it: arguments as a JSON string, arguments
 // wrapped in another {"arguments": {...}}, and the call repeated inside
 // ({"name": ..., "arguments": {...}} or {"<tool name>": {...}}).
-func normalizeArgs(raw json.RawMessage, e *catalog.Entry) (json.RawMessage, error) {
+func normalizeArgs(raw json.RawMessage, e *catalog.Entry) (json.RawMessage, map[string]json.RawMessage, error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return json.RawMessage(`{}`), nil
+		return json.RawMessage(`{}`), map[string]json.RawMessage{}, nil
 	}
 	if raw[0] == '"' {
 		var s string
@@ -384,7 +384,7 @@ func normalizeArgs(raw json.RawMessage, e *catalog.Entry) (json.RawMessage, erro
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil {
-		return nil, errors.New(`"arguments" must be a JSON object`)
+		return nil, nil, errors.New(`"arguments" must be a JSON object`)
 	}
 	has := func(p string) bool {
 		for _, q := range e.Params {
@@ -419,7 +419,10 @@ func normalizeArgs(raw json.RawMessage, e *catalog.Entry) (json.RawMessage, erro
 		}
 		obj, raw = next, inner
 	}
-	return raw, nil
+	if obj == nil {
+		obj = map[string]json.RawMessage{} // "{}" reads as none
+	}
+	return raw, obj, nil
 }
 
 func orEmpty(raw json.RawMessage) json.RawMessage {
