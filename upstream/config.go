@@ -380,179 +380,279 @@ func Load(file string, getenv func(string) string) (*Config, error) {
 }
 
 // Parse parses a whole configuration; file names it in errors and anchors
-// relative paths (the current folder when empty).
+// relative paths (the current folder when empty). Each top-level section
+// is read by a function of its own, which words its errors at its line.
 func Parse(data []byte, file string, getenv func(string) string) (*Config, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
 	// Editors on Windows save JSON with a byte order mark; it is no error.
-	data = bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF"))
-	cerr := func(offset int, format string, args ...any) error {
-		return catalog.ErrorAt(file, data, offset, fmt.Errorf(format, args...))
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(data, &top); err != nil {
-		var syn *json.SyntaxError
-		if errors.As(err, &syn) {
-			return nil, cerr(int(syn.Offset), "invalid JSON: %v", err)
-		}
-		return nil, cerr(-1, "invalid JSON: %v", err)
-	}
-	servers, ok := top["mcpServers"]
-	if !ok {
-		keys := slices.Sorted(maps.Keys(top))
-		hint := ""
-		if slices.Contains(keys, "servers") {
-			hint = ` (a VS Code mcp.json? convert it with: toolshelf import vscode --from ` + file + `)`
-		}
-		return nil, cerr(-1, `no "mcpServers" object%s`, hint)
-	}
-	for k := range top {
-		if !slices.Contains(configKeys, k) {
-			return nil, cerr(catalog.KeyOffset(data, 0, k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\" and \"search\")", k, didYouMean(k, configKeys))
-		}
-	}
-	cfg := &Config{}
-	if raw, ok := top["trust"]; ok {
-		var t string
-		if err := json.Unmarshal(raw, &t); err != nil {
-			return nil, cerr(catalog.KeyOffset(data, 0, "trust"), `"trust" must be a string`)
-		}
-		var err error
-		if cfg.Trust, err = pin.ParseTrust(t); err != nil {
-			return nil, cerr(catalog.KeyOffset(data, 0, "trust"), "%v", err)
-		}
-	} else {
-		cfg.Trust = pin.TrustOnFirstUse
-	}
-	if raw, ok := top["learn"]; ok {
-		var learn bool
-		if err := json.Unmarshal(raw, &learn); err != nil {
-			return nil, cerr(catalog.KeyOffset(data, 0, "learn"), `"learn" must be true or false`)
-		}
-		cfg.NoLearn = !learn
+	p := &configParser{data: bytes.TrimPrefix(data, []byte("\xEF\xBB\xBF")), file: file, getenv: getenv, cfg: &Config{}}
+	if err := p.top(); err != nil {
+		return nil, err
 	}
 	// Relative folders are resolved now, against the file's folder, so
 	// that a server is the same server (and cache key) however the file
 	// was named.
 	dir, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
-		return nil, cerr(-1, "%v", err)
+		return nil, p.errAt(-1, "%v", err)
 	}
-	if raw, ok := top["store"]; ok {
-		var v string
-		at := catalog.KeyOffset(data, 0, "store")
-		if err := json.Unmarshal(raw, &v); err != nil {
-			return nil, cerr(at, `"store" must be a string: a postgres:// URL`)
-		}
-		x := expander{getenv: getenv, dir: dir}
-		v = x.expand(v, "store")
-		if x.err != nil {
-			return nil, cerr(at, "%v", x.err)
-		}
-		if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
-			return nil, cerr(at, `"store" must be a postgres:// URL, such as postgres://toolshelf:${PGPASSWORD}@db:5432/toolshelf`)
-		}
-		cfg.Store, cfg.storeVars, cfg.files = v, x.vars, x.files
-	}
-	if raw, ok := top["search"]; ok {
-		at := catalog.KeyOffset(data, 0, "search")
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&cfg.Search); err != nil {
-			return nil, cerr(at, `"search" must be an object with "results" ("compact" or "full") and "budget" (tokens): %v`, err)
-		}
-		if r := cfg.Search.Results; r != "" && r != "compact" && r != "full" {
-			return nil, cerr(catalog.KeyOffset(data, max(at, 0), "results"), `"search": "results" is %q: want "compact" (a purpose and a signature per match) or "full" (whole definitions)`, r)
-		}
-		if cfg.Search.Budget < 0 {
-			return nil, cerr(catalog.KeyOffset(data, max(at, 0), "budget"), `"search": "budget" must be a number of tokens, 0 for the default`)
+	p.dir = dir
+	for _, section := range []func() error{p.trust, p.learn, p.store, p.search, p.policies, p.servers, p.profiles, p.identity, p.signins} {
+		if err := section(); err != nil {
+			return nil, err
 		}
 	}
-	if raw, ok := top["policies"]; ok {
-		at := catalog.KeyOffset(data, 0, "policies")
-		var paths []string
-		if err := json.Unmarshal(raw, &paths); err != nil {
-			return nil, cerr(at, `"policies" must be a list of files or folders of rules (*.cedar)`)
+	return p.cfg, nil
+}
+
+// configParser is a configuration being parsed: its text, where it is,
+// its top-level sections, and what was read of them so far.
+type configParser struct {
+	data      []byte
+	file, dir string
+	getenv    func(string) string
+	sections  map[string]json.RawMessage
+	cfg       *Config
+}
+
+// errAt is an error at offset in the file (its line and column; -1 for
+// the file alone).
+func (p *configParser) errAt(offset int, format string, args ...any) error {
+	return catalog.ErrorAt(p.file, p.data, offset, fmt.Errorf(format, args...))
+}
+
+// at is the offset of a top-level key.
+func (p *configParser) at(key string) int { return catalog.KeyOffset(p.data, 0, key) }
+
+// top reads the top level: an object with "mcpServers" and known keys.
+func (p *configParser) top() error {
+	if err := json.Unmarshal(p.data, &p.sections); err != nil {
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return p.errAt(int(syn.Offset), "invalid JSON: %v", err)
 		}
-		for _, p := range paths {
-			if p == "" {
-				return nil, cerr(at, `"policies": an empty path`)
-			}
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, p)
-			}
-			cfg.Policies = append(cfg.Policies, p)
+		return p.errAt(-1, "invalid JSON: %v", err)
+	}
+	if _, ok := p.sections["mcpServers"]; !ok {
+		hint := ""
+		if _, ok := p.sections["servers"]; ok {
+			hint = ` (a VS Code mcp.json? convert it with: toolshelf import vscode --from ` + p.file + `)`
+		}
+		return p.errAt(-1, `no "mcpServers" object%s`, hint)
+	}
+	for k := range p.sections {
+		if !slices.Contains(configKeys, k) {
+			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\" and \"search\")", k, didYouMean(k, configKeys))
 		}
 	}
+	return nil
+}
+
+// trust reads "trust": how new tools are trusted (on first use by default).
+func (p *configParser) trust() error {
+	p.cfg.Trust = pin.TrustOnFirstUse
+	raw, ok := p.sections["trust"]
+	if !ok {
+		return nil
+	}
+	var t string
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return p.errAt(p.at("trust"), `"trust" must be a string`)
+	}
+	var err error
+	if p.cfg.Trust, err = pin.ParseTrust(t); err != nil {
+		return p.errAt(p.at("trust"), "%v", err)
+	}
+	return nil
+}
+
+// learn reads "learn": whether search learns from use.
+func (p *configParser) learn() error {
+	raw, ok := p.sections["learn"]
+	if !ok {
+		return nil
+	}
+	var learn bool
+	if err := json.Unmarshal(raw, &learn); err != nil {
+		return p.errAt(p.at("learn"), `"learn" must be true or false`)
+	}
+	p.cfg.NoLearn = !learn
+	return nil
+}
+
+// store reads "store": the shared store's postgres:// URL, expanded.
+func (p *configParser) store() error {
+	raw, ok := p.sections["store"]
+	if !ok {
+		return nil
+	}
+	var v string
+	at := p.at("store")
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return p.errAt(at, `"store" must be a string: a postgres:// URL`)
+	}
+	x := expander{getenv: p.getenv, dir: p.dir}
+	v = x.expand(v, "store")
+	if x.err != nil {
+		return p.errAt(at, "%v", x.err)
+	}
+	if !strings.HasPrefix(v, "postgres://") && !strings.HasPrefix(v, "postgresql://") {
+		return p.errAt(at, `"store" must be a postgres:// URL, such as postgres://toolshelf:${PGPASSWORD}@db:5432/toolshelf`)
+	}
+	p.cfg.Store, p.cfg.storeVars, p.cfg.files = v, x.vars, x.files
+	return nil
+}
+
+// search reads "search": what an answer's matches carry and its budget.
+func (p *configParser) search() error {
+	raw, ok := p.sections["search"]
+	if !ok {
+		return nil
+	}
+	at := p.at("search")
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p.cfg.Search); err != nil {
+		return p.errAt(at, `"search" must be an object with "results" ("compact" or "full") and "budget" (tokens): %v`, err)
+	}
+	if r := p.cfg.Search.Results; r != "" && r != "compact" && r != "full" {
+		return p.errAt(catalog.KeyOffset(p.data, max(at, 0), "results"), `"search": "results" is %q: want "compact" (a purpose and a signature per match) or "full" (whole definitions)`, r)
+	}
+	if p.cfg.Search.Budget < 0 {
+		return p.errAt(catalog.KeyOffset(p.data, max(at, 0), "budget"), `"search": "budget" must be a number of tokens, 0 for the default`)
+	}
+	return nil
+}
+
+// policies reads "policies": files or folders of rules, anchored at the
+// configuration's folder.
+func (p *configParser) policies() error {
+	raw, ok := p.sections["policies"]
+	if !ok {
+		return nil
+	}
+	at := p.at("policies")
+	var paths []string
+	if err := json.Unmarshal(raw, &paths); err != nil {
+		return p.errAt(at, `"policies" must be a list of files or folders of rules (*.cedar)`)
+	}
+	for _, path := range paths {
+		if path == "" {
+			return p.errAt(at, `"policies": an empty path`)
+		}
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(p.dir, path)
+		}
+		p.cfg.Policies = append(p.cfg.Policies, path)
+	}
+	return nil
+}
+
+// servers reads "mcpServers": each server, by name, once.
+func (p *configParser) servers() error {
+	servers := p.sections["mcpServers"]
 	var entries map[string]json.RawMessage
 	if err := json.Unmarshal(servers, &entries); err != nil || entries == nil {
-		return nil, cerr(catalog.KeyOffset(data, 0, "mcpServers"), `"mcpServers" must be an object of servers by name`)
+		return p.errAt(p.at("mcpServers"), `"mcpServers" must be an object of servers by name`)
 	}
 	if name, first, second := duplicateKey(servers); name != "" {
-		base := bytes.Index(data, servers)
-		line := func(off int) int { return bytes.Count(data[:base+off], []byte("\n")) + 1 }
-		return nil, cerr(base+second, "server %q is defined twice, at lines %d and %d: JSON keeps only the last", name, line(first), line(second))
+		base := bytes.Index(p.data, servers)
+		line := func(off int) int { return bytes.Count(p.data[:base+off], []byte("\n")) + 1 }
+		return p.errAt(base+second, "server %q is defined twice, at lines %d and %d: JSON keeps only the last", name, line(first), line(second))
 	}
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
-		raw := entries[name]
-		at := catalog.KeyOffset(data, 0, name)
-		var keys map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &keys); err != nil {
-			return nil, cerr(at, "server %q must be an object", name)
-		}
-		for k := range keys {
-			if !slices.Contains(serverKeys, k) {
-				return nil, cerr(catalog.KeyOffset(data, max(at, 0), k), "server %q: unknown key %q%s", name, k, didYouMean(k, serverKeys))
-			}
-		}
-		var j serverJSON
-		if err := json.Unmarshal(raw, &j); err != nil {
-			var typ *json.UnmarshalTypeError
-			if errors.As(err, &typ) {
-				return nil, cerr(catalog.KeyOffset(data, max(at, 0), strings.Split(typ.Field, ".")[0]), "server %q: %q has the wrong type: want %v, got a JSON %s", name, typ.Field, typ.Type, typ.Value)
-			}
-			return nil, cerr(at, "server %q: %v", name, err)
-		}
-		sc, err := j.config(name, dir, getenv)
+		sc, err := p.server(name, entries[name])
 		if err != nil {
-			return nil, cerr(at, "server %q: %v", name, err)
+			return err
 		}
-		cfg.Servers = append(cfg.Servers, sc)
+		p.cfg.Servers = append(p.cfg.Servers, sc)
 	}
-	// section words an error of a top-level section at its line: the
-	// line of the key a keyedError names inside it, else the section's.
-	section := func(name string, err error) error {
-		var at *keyedError
-		off := catalog.KeyOffset(data, 0, name)
-		if errors.As(err, &at) && at.key != "" {
-			off = catalog.KeyOffset(data, max(off, 0), at.key)
-		}
-		return cerr(off, "%v", err)
+	return nil
+}
+
+// server reads one server's entry: its keys known, their types right,
+// then what they say (serverJSON.config).
+func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, error) {
+	at := p.at(name)
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &keys); err != nil {
+		return ServerConfig{}, p.errAt(at, "server %q must be an object", name)
 	}
-	if raw, ok := top["profiles"]; ok {
-		if cfg.Profiles, err = parseProfiles(raw, cfg.Servers, getenv, dir); err != nil {
-			return nil, section("profiles", err)
-		}
-	}
-	if raw, ok := top["identity"]; ok {
-		if cfg.Identity, err = parseIdentity(raw, getenv, dir); err != nil {
-			return nil, section("identity", err)
+	for k := range keys {
+		if !slices.Contains(serverKeys, k) {
+			return ServerConfig{}, p.errAt(catalog.KeyOffset(p.data, max(at, 0), k), "server %q: unknown key %q%s", name, k, didYouMean(k, serverKeys))
 		}
 	}
-	for _, sc := range cfg.Servers {
-		// A person's sign-in link is checked, at the provider, to be
-		// opened by that person (gateway's consent): without the
-		// gateway's client there it could not be, and would not be safe.
-		if sc.Signin == SigninPerPerson && (cfg.Identity == nil || cfg.Identity.ClientID == "") {
-			return nil, cerr(catalog.KeyOffset(data, catalog.KeyOffset(data, 0, "mcpServers"), sc.Name),
+	var j serverJSON
+	if err := json.Unmarshal(raw, &j); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) {
+			return ServerConfig{}, p.errAt(catalog.KeyOffset(p.data, max(at, 0), strings.Split(typ.Field, ".")[0]), "server %q: %q has the wrong type: want %v, got a JSON %s", name, typ.Field, typ.Type, typ.Value)
+		}
+		return ServerConfig{}, p.errAt(at, "server %q: %v", name, err)
+	}
+	sc, err := j.config(name, p.dir, p.getenv)
+	if err != nil {
+		return sc, p.errAt(at, "server %q: %v", name, err)
+	}
+	return sc, nil
+}
+
+// sectionErr words an error of a top-level section at its line: the
+// line of the key a keyedError names inside it, else the section's.
+func (p *configParser) sectionErr(name string, err error) error {
+	var at *keyedError
+	off := p.at(name)
+	if errors.As(err, &at) && at.key != "" {
+		off = catalog.KeyOffset(p.data, max(off, 0), at.key)
+	}
+	return p.errAt(off, "%v", err)
+}
+
+// profiles reads "profiles" (see parseProfiles).
+func (p *configParser) profiles() error {
+	raw, ok := p.sections["profiles"]
+	if !ok {
+		return nil
+	}
+	var err error
+	if p.cfg.Profiles, err = parseProfiles(raw, p.cfg.Servers, p.getenv, p.dir); err != nil {
+		return p.sectionErr("profiles", err)
+	}
+	return nil
+}
+
+// identity reads "identity" (see parseIdentity).
+func (p *configParser) identity() error {
+	raw, ok := p.sections["identity"]
+	if !ok {
+		return nil
+	}
+	var err error
+	if p.cfg.Identity, err = parseIdentity(raw, p.getenv, p.dir); err != nil {
+		return p.sectionErr("identity", err)
+	}
+	return nil
+}
+
+// signins checks what servers and identity say together: a person's
+// sign-in link is checked, at the provider, to be opened by that person
+// (gateway's consent); without the gateway's client there it could not
+// be, and would not be safe.
+func (p *configParser) signins() error {
+	for _, sc := range p.cfg.Servers {
+		if sc.Signin == SigninPerPerson && (p.cfg.Identity == nil || p.cfg.Identity.ClientID == "") {
+			return p.errAt(catalog.KeyOffset(p.data, p.at("mcpServers"), sc.Name),
 				`server %s: "signin": "per-person" needs "identity" with the gateway's "clientId" (and "clientSecret") at the provider: whoever opens a person's sign-in link must sign in there as that person`, sc.Name)
 		}
 	}
-	return cfg, nil
+	return nil
 }
 
-// config validates an entry and builds its ServerConfig.
+// config validates an entry and builds its ServerConfig, section by
+// section: each step reads its keys and says what is wrong with them.
 func (j *serverJSON) config(name, dir string, getenv func(string) string) (ServerConfig, error) {
 	if name == "" {
 		return ServerConfig{}, errors.New("a server needs a name")
@@ -561,162 +661,31 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		Name: name, Type: j.Type, Disabled: j.Disabled, AutoApprove: j.AutoApprove,
 		NoPrefix: j.Prefix != nil && !*j.Prefix,
 	}
-	switch j.Type {
-	case "":
-	case "streamable-http", "streamableHttp":
-		sc.Type = "http"
-	default:
-		if t, ok := transportNamed(j.Type); !ok || t.name == "in-process" {
-			return sc, fmt.Errorf("unknown type %q (want stdio, http or sse)", j.Type)
-		}
+	kind, err := j.transport(&sc)
+	if err != nil {
+		return sc, err
 	}
-	kind, _ := transportNamed(sc.Type)
-	switch {
-	case j.Command == "" && j.URL == "":
-		return sc, errors.New(`needs "command" (a stdio server) or "url" (a remote server)`)
-	case j.Command != "" && j.URL != "":
-		return sc, errors.New(`has both "command" and "url"; a server is one or the other`)
-	case j.Command != "" && kind.remote:
-		return sc, fmt.Errorf(`type %q needs "url", not "command"`, sc.Type)
-	case j.URL != "" && sc.Type != "" && !kind.remote:
-		return sc, fmt.Errorf(`type %q needs "command", not "url"`, sc.Type)
-	}
-	if len(j.AlwaysLoad) > 0 {
-		var all bool
-		if json.Unmarshal(j.AlwaysLoad, &all) == nil {
-			sc.AlwaysLoadAll = all
-		} else if json.Unmarshal(j.AlwaysLoad, &sc.AlwaysLoad) != nil {
-			return sc, errors.New(`"alwaysLoad" must be true, false or a list of tool names`)
-		}
-	}
-	if len(j.InheritEnv) > 0 {
-		if j.Command == "" {
-			return sc, errors.New(`"inheritEnv" is for stdio servers ("command")`)
-		}
-		var all bool
-		if json.Unmarshal(j.InheritEnv, &all) == nil {
-			sc.InheritAllEnv = all
-		} else if json.Unmarshal(j.InheritEnv, &sc.InheritEnv) != nil {
-			return sc, errors.New(`"inheritEnv" must be true, false or a list of variable names`)
-		}
-		for _, v := range sc.InheritEnv {
-			if !validVarName(v) {
-				return sc, fmt.Errorf(`"inheritEnv": %q is not a variable name`, v)
-			}
-		}
-	}
-	if len(j.Timeout) > 0 {
-		d, err := parseTimeout(j.Timeout)
-		if err != nil {
+	for _, step := range []func(*ServerConfig) error{j.alwaysLoad, j.inheritEnv, j.timeout, j.describe, j.toolFilter} {
+		if err := step(&sc); err != nil {
 			return sc, err
 		}
-		sc.Timeout = d
 	}
-	for tool, d := range j.Describe {
-		if strings.TrimSpace(d.Description) == "" && strings.TrimSpace(d.SearchWords) == "" {
-			return sc, fmt.Errorf(`"describe": %q says nothing: give a "description" or "searchWords"`, tool)
-		}
-	}
-	sc.Describe = j.Describe
-	if j.Tools != nil {
-		sc.Allow, sc.Deny = j.Tools.Allow, j.Tools.Deny
-		for _, p := range append(slices.Clone(sc.Allow), sc.Deny...) {
-			if _, err := path.Match(p, ""); err != nil {
-				return sc, fmt.Errorf("tools pattern %q is malformed", p)
-			}
-		}
-	}
-
 	// Expand ${VAR} everywhere. A variable that is not set stops this
 	// server only, with a message that names the variable and where it
 	// is used, never its value.
-	x := expander{getenv: getenv, dir: dir}
-	sc.Command = x.expand(j.Command, "command")
-	sc.URL = x.expand(j.URL, "url")
-	sc.Cwd = x.expand(j.Cwd, "cwd")
-	for i, a := range j.Args {
-		sc.Args = append(sc.Args, x.expand(a, fmt.Sprintf("args[%d]", i)))
+	x := &expander{getenv: getenv, dir: dir}
+	j.expandLaunch(&sc, x)
+	if err := j.oauth(&sc, kind, x); err != nil {
+		return sc, err
 	}
-	if j.Env != nil {
-		sc.Env = make(map[string]string, len(j.Env))
-		for _, k := range slices.Sorted(maps.Keys(j.Env)) {
-			sc.Env[k] = x.expand(j.Env[k], "env."+k)
-		}
+	if err := j.signin(&sc); err != nil {
+		return sc, err
 	}
-	if j.OAuth != nil {
-		if !kind.remote && j.URL == "" {
-			return sc, errors.New(`"oauth" is for remote servers ("url")`)
-		}
-		sc.OAuth = &OAuthConfig{
-			ClientID:          x.expand(j.OAuth.ClientID, "oauth.clientId"),
-			ClientSecret:      x.expand(j.OAuth.ClientSecret, "oauth.clientSecret"),
-			ClientMetadataURL: x.expand(j.OAuth.ClientMetadataURL, "oauth.clientMetadataUrl"),
-			Grant:             j.OAuth.Grant,
-		}
-		switch j.OAuth.Grant {
-		case "", GrantAuthorizationCode:
-		case GrantClientCredentials:
-			if j.OAuth.ClientID == "" || j.OAuth.ClientSecret == "" {
-				return sc, errors.New(`"oauth": the client_credentials grant needs "clientId" and "clientSecret"`)
-			}
-		default:
-			return sc, fmt.Errorf(`"oauth": unknown grant %q (want authorization_code or client_credentials)`, j.OAuth.Grant)
-		}
+	if err := j.containment(&sc); err != nil {
+		return sc, err
 	}
-	switch j.Signin {
-	case "", SigninShared:
-	case SigninPerPerson, SigninExchange:
-		if j.URL == "" {
-			return sc, fmt.Errorf(`"signin": %q is for remote servers ("url")`, j.Signin)
-		}
-		sc.Signin = j.Signin
-	default:
-		return sc, fmt.Errorf(`"signin": unknown %q (want shared, per-person or exchange)`, j.Signin)
-	}
-	if j.Audience != "" && sc.Signin != SigninExchange {
-		return sc, errors.New(`"audience" is the audience of a token exchange: it goes with "signin": "exchange"`)
-	}
-	sc.Audience = j.Audience
-	if j.Contain != nil || j.Network != nil || j.Paths != nil {
-		if j.Command == "" {
-			return sc, errors.New(`"contain", "network" and "paths" are for stdio servers ("command")`)
-		}
-		sc.NoContain = j.Contain != nil && !*j.Contain
-		switch net := strings.TrimSpace(string(j.Network)); {
-		case net == "" || net == "true" || net == "null":
-		case net == "false":
-			sc.NoNetwork = true
-		case net == `"host"`:
-			sc.HostNetwork = true
-		case strings.HasPrefix(net, "{"):
-			if err := parseNetwork(j.Network, &sc); err != nil {
-				return sc, err
-			}
-		default:
-			return sc, fmt.Errorf(`"network": want true (a network of its own), false (none), "host" (the host's, its loopback too) or {"hostPorts": [PORT, ...]}, not %s`, truncate(string(j.Network), 40))
-		}
-		if sc.NoContain && (sc.NoNetwork || len(sc.HostPorts) > 0 || j.Paths != nil) {
-			return sc, errors.New(`"network" and "paths" shape a contained server; with "contain": false they would not hold`)
-		}
-	}
-	if j.Paths != nil {
-		// Paths are no secrets: expanded apart, so that ${HOME} is not
-		// cut from every message as one would be.
-		px := expander{getenv: getenv}
-		for i, r := range j.Paths.Read {
-			sc.ReadPaths = append(sc.ReadPaths, px.expand(r, fmt.Sprintf("paths.read[%d]", i)))
-		}
-		for i, w := range j.Paths.Write {
-			sc.WritePaths = append(sc.WritePaths, px.expand(w, fmt.Sprintf("paths.write[%d]", i)))
-		}
-		if px.err != nil {
-			x.fail(px.err)
-		}
-		for _, p := range slices.Concat(sc.ReadPaths, sc.WritePaths) {
-			if p == "" {
-				return sc, errors.New(`"paths": an empty path`)
-			}
-		}
+	if err := j.paths(&sc, x, getenv); err != nil {
+		return sc, err
 	}
 	if j.Headers != nil {
 		sc.Headers = make(map[string]string, len(j.Headers))
@@ -739,6 +708,220 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		}
 	}
 	return sc, nil
+}
+
+// transport reads "type", "command" and "url": which transport the server
+// is reached by.
+func (j *serverJSON) transport(sc *ServerConfig) (transportKind, error) {
+	switch j.Type {
+	case "":
+	case "streamable-http", "streamableHttp":
+		sc.Type = "http"
+	default:
+		if t, ok := transportNamed(j.Type); !ok || t.name == "in-process" {
+			return transportKind{}, fmt.Errorf("unknown type %q (want stdio, http or sse)", j.Type)
+		}
+	}
+	kind, _ := transportNamed(sc.Type)
+	switch {
+	case j.Command == "" && j.URL == "":
+		return kind, errors.New(`needs "command" (a stdio server) or "url" (a remote server)`)
+	case j.Command != "" && j.URL != "":
+		return kind, errors.New(`has both "command" and "url"; a server is one or the other`)
+	case j.Command != "" && kind.remote:
+		return kind, fmt.Errorf(`type %q needs "url", not "command"`, sc.Type)
+	case j.URL != "" && sc.Type != "" && !kind.remote:
+		return kind, fmt.Errorf(`type %q needs "command", not "url"`, sc.Type)
+	}
+	return kind, nil
+}
+
+// alwaysLoad reads "alwaysLoad": true, false or tool names.
+func (j *serverJSON) alwaysLoad(sc *ServerConfig) error {
+	if len(j.AlwaysLoad) == 0 {
+		return nil
+	}
+	var all bool
+	if json.Unmarshal(j.AlwaysLoad, &all) == nil {
+		sc.AlwaysLoadAll = all
+	} else if json.Unmarshal(j.AlwaysLoad, &sc.AlwaysLoad) != nil {
+		return errors.New(`"alwaysLoad" must be true, false or a list of tool names`)
+	}
+	return nil
+}
+
+// inheritEnv reads "inheritEnv": true, false or variable names.
+func (j *serverJSON) inheritEnv(sc *ServerConfig) error {
+	if len(j.InheritEnv) == 0 {
+		return nil
+	}
+	if j.Command == "" {
+		return errors.New(`"inheritEnv" is for stdio servers ("command")`)
+	}
+	var all bool
+	if json.Unmarshal(j.InheritEnv, &all) == nil {
+		sc.InheritAllEnv = all
+	} else if json.Unmarshal(j.InheritEnv, &sc.InheritEnv) != nil {
+		return errors.New(`"inheritEnv" must be true, false or a list of variable names`)
+	}
+	for _, v := range sc.InheritEnv {
+		if !validVarName(v) {
+			return fmt.Errorf(`"inheritEnv": %q is not a variable name`, v)
+		}
+	}
+	return nil
+}
+
+// timeout reads "timeout": seconds, or a duration.
+func (j *serverJSON) timeout(sc *ServerConfig) error {
+	if len(j.Timeout) == 0 {
+		return nil
+	}
+	d, err := parseTimeout(j.Timeout)
+	sc.Timeout = d
+	return err
+}
+
+// describe reads "describe": a tool's own words, each saying something.
+func (j *serverJSON) describe(sc *ServerConfig) error {
+	for tool, d := range j.Describe {
+		if strings.TrimSpace(d.Description) == "" && strings.TrimSpace(d.SearchWords) == "" {
+			return fmt.Errorf(`"describe": %q says nothing: give a "description" or "searchWords"`, tool)
+		}
+	}
+	sc.Describe = j.Describe
+	return nil
+}
+
+// toolFilter reads "tools": allow and deny patterns, each well formed.
+func (j *serverJSON) toolFilter(sc *ServerConfig) error {
+	if j.Tools == nil {
+		return nil
+	}
+	sc.Allow, sc.Deny = j.Tools.Allow, j.Tools.Deny
+	for _, p := range append(slices.Clone(sc.Allow), sc.Deny...) {
+		if _, err := path.Match(p, ""); err != nil {
+			return fmt.Errorf("tools pattern %q is malformed", p)
+		}
+	}
+	return nil
+}
+
+// expandLaunch expands what starts or reaches the server: its command,
+// url, cwd, args and env.
+func (j *serverJSON) expandLaunch(sc *ServerConfig, x *expander) {
+	sc.Command = x.expand(j.Command, "command")
+	sc.URL = x.expand(j.URL, "url")
+	sc.Cwd = x.expand(j.Cwd, "cwd")
+	for i, a := range j.Args {
+		sc.Args = append(sc.Args, x.expand(a, fmt.Sprintf("args[%d]", i)))
+	}
+	if j.Env != nil {
+		sc.Env = make(map[string]string, len(j.Env))
+		for _, k := range slices.Sorted(maps.Keys(j.Env)) {
+			sc.Env[k] = x.expand(j.Env[k], "env."+k)
+		}
+	}
+}
+
+// oauth reads "oauth": a remote server's client and grant.
+func (j *serverJSON) oauth(sc *ServerConfig, kind transportKind, x *expander) error {
+	if j.OAuth == nil {
+		return nil
+	}
+	if !kind.remote && j.URL == "" {
+		return errors.New(`"oauth" is for remote servers ("url")`)
+	}
+	sc.OAuth = &OAuthConfig{
+		ClientID:          x.expand(j.OAuth.ClientID, "oauth.clientId"),
+		ClientSecret:      x.expand(j.OAuth.ClientSecret, "oauth.clientSecret"),
+		ClientMetadataURL: x.expand(j.OAuth.ClientMetadataURL, "oauth.clientMetadataUrl"),
+		Grant:             j.OAuth.Grant,
+	}
+	switch j.OAuth.Grant {
+	case "", GrantAuthorizationCode:
+	case GrantClientCredentials:
+		if j.OAuth.ClientID == "" || j.OAuth.ClientSecret == "" {
+			return errors.New(`"oauth": the client_credentials grant needs "clientId" and "clientSecret"`)
+		}
+	default:
+		return fmt.Errorf(`"oauth": unknown grant %q (want authorization_code or client_credentials)`, j.OAuth.Grant)
+	}
+	return nil
+}
+
+// signin reads "signin" and "audience": whose sign-in a remote server is
+// called with.
+func (j *serverJSON) signin(sc *ServerConfig) error {
+	switch j.Signin {
+	case "", SigninShared:
+	case SigninPerPerson, SigninExchange:
+		if j.URL == "" {
+			return fmt.Errorf(`"signin": %q is for remote servers ("url")`, j.Signin)
+		}
+		sc.Signin = j.Signin
+	default:
+		return fmt.Errorf(`"signin": unknown %q (want shared, per-person or exchange)`, j.Signin)
+	}
+	if j.Audience != "" && sc.Signin != SigninExchange {
+		return errors.New(`"audience" is the audience of a token exchange: it goes with "signin": "exchange"`)
+	}
+	sc.Audience = j.Audience
+	return nil
+}
+
+// containment reads "contain" and "network": how a stdio server runs.
+func (j *serverJSON) containment(sc *ServerConfig) error {
+	if j.Contain == nil && j.Network == nil && j.Paths == nil {
+		return nil
+	}
+	if j.Command == "" {
+		return errors.New(`"contain", "network" and "paths" are for stdio servers ("command")`)
+	}
+	sc.NoContain = j.Contain != nil && !*j.Contain
+	switch net := strings.TrimSpace(string(j.Network)); {
+	case net == "" || net == "true" || net == "null":
+	case net == "false":
+		sc.NoNetwork = true
+	case net == `"host"`:
+		sc.HostNetwork = true
+	case strings.HasPrefix(net, "{"):
+		if err := parseNetwork(j.Network, sc); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf(`"network": want true (a network of its own), false (none), "host" (the host's, its loopback too) or {"hostPorts": [PORT, ...]}, not %s`, truncate(string(j.Network), 40))
+	}
+	if sc.NoContain && (sc.NoNetwork || len(sc.HostPorts) > 0 || j.Paths != nil) {
+		return errors.New(`"network" and "paths" shape a contained server; with "contain": false they would not hold`)
+	}
+	return nil
+}
+
+// paths reads "paths": what a contained server may read and write.
+// Paths are no secrets: expanded apart, so that ${HOME} is not cut from
+// every message as one would be; an unset variable still stops the
+// server (x's error).
+func (j *serverJSON) paths(sc *ServerConfig, x *expander, getenv func(string) string) error {
+	if j.Paths == nil {
+		return nil
+	}
+	px := expander{getenv: getenv}
+	for i, r := range j.Paths.Read {
+		sc.ReadPaths = append(sc.ReadPaths, px.expand(r, fmt.Sprintf("paths.read[%d]", i)))
+	}
+	for i, w := range j.Paths.Write {
+		sc.WritePaths = append(sc.WritePaths, px.expand(w, fmt.Sprintf("paths.write[%d]", i)))
+	}
+	if px.err != nil {
+		x.fail(px.err)
+	}
+	for _, p := range slices.Concat(sc.ReadPaths, sc.WritePaths) {
+		if p == "" {
+			return errors.New(`"paths": an empty path`)
+		}
+	}
+	return nil
 }
 
 // parseTimeout accepts seconds as a number, or a Go duration string.
