@@ -45,6 +45,7 @@ type Member struct {
 	db      Store
 	keys    *keys
 	nonces  nonces // of the forwarded requests served
+	checked string // the mark of a request this replica checked (see checkedHeader)
 	id      string
 	logger  *slog.Logger
 	keep    time.Duration
@@ -93,7 +94,7 @@ func New(db Store, key []byte, opts *Options) (*Member, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Member{db: db, keys: k, id: randomID(8), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport,
+	m := &Member{db: db, keys: k, id: randomID(8), checked: randomID(16), logger: opts.Logger, keep: opts.Keep, relay: opts.Transport,
 		adopted: map[adoptedKey]string{}, restoring: map[adoptedKey]chan struct{}{}, touched: map[string]bool{}}
 	if m.logger == nil {
 		m.logger = slog.New(slog.DiscardHandler)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -337,29 +338,54 @@ func TestForwardedRequestReplayed(t *testing.T) {
 	}
 }
 
-// One request checked twice (its header is the same) is one use of its
-// nonce; a copy of it is a replay; the remembered nonces are bounded.
+// A nonce is spent once; the remembered nonces are bounded.
 func TestNonces(t *testing.T) {
 	var n nonces
 	now := time.Now()
-	h := http.Header{}
-	if err := n.spend("n1", h, now.Add(time.Minute), now); err != nil {
+	if err := n.spend("n1", now.Add(time.Minute), now); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.spend("n1", h, now.Add(time.Minute), now); err != nil {
-		t.Errorf("the same request checked again: %v", err)
-	}
-	if err := n.spend("n1", h.Clone(), now.Add(time.Minute), now); !errors.Is(err, ErrReplayed) {
-		t.Errorf("a copy: %v", err)
+	if err := n.spend("n1", now.Add(time.Minute), now); !errors.Is(err, ErrReplayed) {
+		t.Errorf("spent again: %v", err)
 	}
 	for i := range maxNonces - 1 {
 		n.seen[fmt.Sprint(i)] = spent{until: now.Add(time.Minute)}
 	}
-	if err := n.spend("full", http.Header{}, now.Add(time.Minute), now); err == nil {
+	if err := n.spend("full", now.Add(time.Minute), now); err == nil {
 		t.Error("past the bound, a request was served")
 	}
-	if err := n.spend("later", http.Header{}, now.Add(3*time.Minute), now.Add(2*time.Minute)); err != nil {
+	if err := n.spend("later", now.Add(3*time.Minute), now.Add(2*time.Minute)); err != nil {
 		t.Errorf("once the remembered ones expired: %v", err)
+	}
+}
+
+// A forwarded request is checked once: asked again (the gateway's
+// authorization, then the relay), Vouched knows it by the mark only this
+// replica can set, without reading its body or its signature again; a
+// copy of it is a replay; a mark of anyone else's is no mark.
+func TestVouchedChecksOnce(t *testing.T) {
+	_, a, b := twoReplicas(t)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/mcp/a", strings.NewReader(body))
+	b.m.sign(req, []byte(body), "")
+	copied := req.Header.Clone()
+	if _, ok, err := a.m.Vouched(req); !ok || err != nil {
+		t.Fatalf("the forwarded request: %v %v", ok, err)
+	}
+	req.Body = io.NopCloser(iotest.ErrReader(errors.New("the body was read again")))
+	if _, ok, err := a.m.Vouched(req); !ok || err != nil {
+		t.Errorf("asked again: %v %v", ok, err)
+	}
+	again, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/mcp/a", strings.NewReader(body))
+	again.Header = copied.Clone()
+	if _, _, err := a.m.Vouched(again); !errors.Is(err, ErrReplayed) {
+		t.Errorf("a copy: %v", err)
+	}
+	forged, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/mcp/a", strings.NewReader(body))
+	forged.Header = copied.Clone()
+	forged.Header.Set(checkedHeader, strings.Repeat("0", 32))
+	if _, _, err := a.m.Vouched(forged); !errors.Is(err, ErrReplayed) {
+		t.Errorf("a copy with a mark of its own: %v", err)
 	}
 }
 

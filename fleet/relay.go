@@ -79,7 +79,7 @@ func (m *Member) Handler(next http.Handler) http.Handler {
 
 // clearFleetHeaders removes what a forwarding replica added, once read.
 func clearFleetHeaders(r *http.Request) {
-	for _, h := range []string{forwardedHeader, signatureHeader, principalHeader} {
+	for _, h := range []string{forwardedHeader, signatureHeader, principalHeader, checkedHeader} {
 		r.Header.Del(h)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,28 +125,21 @@ type nonces struct {
 	seen map[string]spent
 }
 
-// spent is a nonce served: until when its signature holds, and the
-// header of the request that carried it (the same request is checked
-// by more than one layer, the gateway's authorization and the relay:
-// that is no replay).
+// spent is a nonce served: until when its signature holds.
 type spent struct {
-	until  time.Time
-	header uintptr
+	until time.Time
 }
 
-// spend records nonce as served by r's request, and reports whether it
-// may be: false for a nonce another request carried, or past the bound.
-func (n *nonces) spend(nonce string, h http.Header, until, now time.Time) error {
-	id := reflect.ValueOf(h).Pointer()
+// spend records nonce as served, and reports whether it may be: not for
+// a nonce seen before (a request is checked once: see Vouched), nor past
+// the bound.
+func (n *nonces) spend(nonce string, until, now time.Time) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.seen == nil {
 		n.seen = map[string]spent{}
 	}
-	if s, ok := n.seen[nonce]; ok {
-		if s.header == id {
-			return nil
-		}
+	if _, ok := n.seen[nonce]; ok {
 		return ErrReplayed
 	}
 	if len(n.seen) >= maxNonces {
@@ -160,7 +152,7 @@ func (n *nonces) spend(nonce string, h http.Header, until, now time.Time) error 
 			return fmt.Errorf("fleet: %d forwarded requests within a minute; refused until some expire", maxNonces)
 		}
 	}
-	n.seen[nonce] = spent{until: until, header: id}
+	n.seen[nonce] = spent{until: until}
 	return nil
 }
 
@@ -205,16 +197,27 @@ func (m *Member) sign(r *http.Request, body []byte, principal string) {
 // signature does not hold.
 var ErrForged = errors.New("fleet: a request marked as sent on by a replica, without a valid signature of the fleet key")
 
+// checkedHeader marks a request whose signature this replica checked:
+// its value is the replica's own secret (Member.checked), so that only
+// this process can have set it. The gateway's authorization and the
+// relay both ask Vouched; the second reads the mark instead of the body
+// and the signature again, and a nonce is spent once.
+const checkedHeader = "X-Toolshelf-Fleet-Checked"
+
 // Vouched reports whether r was sent on by a replica of this fleet: ok
 // when its signature holds, with the person the sender authenticated (nil
 // for a static token). A request marked as forwarded whose signature does
 // not hold is ErrForged; one not so marked is neither. r's body is read
-// and put back.
+// and put back, once: a request asked about again is known by its mark.
 func (m *Member) Vouched(r *http.Request) (p *identity.Person, ok bool, err error) {
 	from := r.Header.Get(forwardedHeader)
 	if from == "" {
 		return nil, false, nil
 	}
+	if mark := r.Header.Get(checkedHeader); mark != "" && hmac.Equal([]byte(mark), []byte(m.checked)) {
+		return m.principal(r.Header.Get(principalHeader))
+	}
+	r.Header.Del(checkedHeader) // anyone else's is no mark
 	var at int64
 	var sig, nonce string
 	for _, kv := range strings.Split(r.Header.Get(signatureHeader), ",") {
@@ -240,9 +243,16 @@ func (m *Member) Vouched(r *http.Request) (p *identity.Person, ok bool, err erro
 		return nil, false, ErrForged
 	}
 	// Held until the signature no longer would (with the clocks' skew).
-	if err := m.nonces.spend(nonce, r.Header, time.Unix(at, 0).Add(forwardValid+skew), now); err != nil {
+	if err := m.nonces.spend(nonce, time.Unix(at, 0).Add(forwardValid+skew), now); err != nil {
 		return nil, false, err
 	}
+	r.Header.Set(checkedHeader, m.checked)
+	return m.principal(principal)
+}
+
+// principal opens the person a forwarded request carries sealed (nil for
+// none: a static token).
+func (m *Member) principal(principal string) (p *identity.Person, ok bool, err error) {
 	if principal == "" {
 		return nil, true, nil
 	}
