@@ -100,7 +100,8 @@ func newHostileSetupAs(t *testing.T, contain bool, user *syscall.Credential, fla
 		"paths":   map[string]any{"write": []string{h.grant}},
 	}
 	if user != nil {
-		h.granted, h.other = answering(t, "the granted port answers"), answering(t, "another port answers")
+		h.granted = testenv.LineServer(t, func(string) string { return "the granted port answers" })
+		h.other = testenv.LineServer(t, func(string) string { return "another port answers" })
 		_, port, _ := net.SplitHostPort(h.granted)
 		p, _ := strconv.Atoi(port)
 		hostile["network"] = map[string]any{"hostPorts": []int{p}}
@@ -611,26 +612,4 @@ func TestContainedAsOrdinaryUser(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^CapEff:\s+0+$`).MatchString(status) {
 		t.Errorf("the server's capabilities:\n%s", status)
 	}
-}
-
-// answering serves a line on a port of the host's loopback until the test
-// ends, and returns its address.
-func answering(t *testing.T, line string) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte(line + "\n"))
-			c.Close()
-		}
-	}()
-	return l.Addr().String()
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
 // needSandbox skips a test where servers cannot be contained, saying why.
@@ -308,28 +310,12 @@ func TestSandboxHints(t *testing.T) {
 // but them.
 func TestContainedHostPorts(t *testing.T) {
 	needSandbox(t)
-	listen := func(answer string) (net.Listener, string) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		go func() {
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				line := make([]byte, 64)
-				n, _ := c.Read(line)
-				c.Write([]byte(answer + " to " + strings.TrimSpace(string(line[:n])) + "\n"))
-				c.Close()
-			}
-		}()
-		return l, strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	listen := func(answer string) string {
+		_, port, _ := net.SplitHostPort(testenv.LineServer(t, func(got string) string { return answer + " to " + got }))
+		return port
 	}
-	_, granted := listen("the granted service answers")
-	_, other := listen("another local service answers")
+	granted := listen("the granted service answers")
+	other := listen("another local service answers")
 	port, _ := strconv.Atoi(granted)
 	out := contained("out", "hostile", nil)
 	out.HostPorts = []int{port}
