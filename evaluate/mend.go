@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
-	"github.com/toolshelf/toolshelf/internal/wordvec"
 	"github.com/toolshelf/toolshelf/search"
 )
 
@@ -176,10 +175,9 @@ func suggest(counts map[string]int, e *catalog.Entry) []string {
 		least = max(least, min(n, 2)) // 2 once any word was used twice
 	}
 	own := words(e.Name + " " + e.Title + " " + e.Description + " " + e.SearchHint)
-	english := wordvec.Builtin()
 	var ws []string
 	for w, n := range counts {
-		if !own[w] && n >= least && english.Rarity(w) >= minRarity {
+		if !own[w] && n >= least && search.Rarity(w) >= minRarity {
 			ws = append(ws, w)
 		}
 	}

@@ -1,6 +1,10 @@
 package search
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/toolshelf/toolshelf/internal/wordvec"
+)
 
 // stopWords are English function words dropped from natural-language
 // queries. Verbs that name tool actions ("get", "show", "list", "find")
@@ -127,3 +131,8 @@ func isLetters(w string) bool {
 // IsStopWord reports whether w (lower case) is a word that says nothing
 // about a tool ("the", "please", "want"), as search leaves such words out.
 func IsStopWord(w string) bool { return stopWords[w] }
+
+// Rarity is how rare w (lower case) is in English, as the default engine
+// weighs query words: near 0 for the commonest words, 1 for rare ones
+// and words the built-in vectors do not know.
+func Rarity(w string) float64 { return wordvec.Builtin().Rarity(w) }
