@@ -115,23 +115,44 @@ type sandboxPlan struct {
 // server's own environment (for PATH and HOME); hide are toolshelf's own
 // files.
 func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPlan {
-	get := func(name string) string { return envValue(environ, name) }
-	p := &sandboxPlan{home: clean(get("HOME")), cwd: clean(cfg.Cwd), noNetwork: cfg.NoNetwork, ports: cfg.HostPorts}
+	p := &sandboxPlan{home: clean(envValue(environ, "HOME")), cwd: clean(cfg.Cwd), noNetwork: cfg.NoNetwork, ports: cfg.HostPorts}
 	if p.home == "/" || under(p.home, systemDirs) {
 		p.home = ""
 	}
-	// The runtime: the command as found on the server's PATH, and the
-	// interpreter its first line names (#!/usr/bin/env node).
-	outside := func(dir string) bool {
-		return dir != "" && dir != "/" && !under(dir, systemDirs) && !slices.Contains(systemDirs, dir) &&
-			dir != p.home && !strings.HasPrefix(p.home, dir+"/")
+	p.runtime(cfg, envValue(environ, "PATH"))
+	p.program(cfg)
+	if p.home != "" && cfg.cacheDir != "" {
+		// A package runner's cache of the server's own, where the runner
+		// looks for it (~/.npm for npx): one server cannot change what
+		// another runs, and npx started by root (running as nobody)
+		// writes a cache it owns.
+		for _, rel := range packageCaches[filepath.Base(cfg.Command)] {
+			p.caches = append(p.caches, [2]string{filepath.Join(cfg.cacheDir, strings.ReplaceAll(rel, "/", "_")), filepath.Join(p.home, rel)})
+		}
 	}
-	for _, prog := range []string{cfg.Command, interpreter(lookPath(cfg.Command, get("PATH"), p.cwd))} {
+	p.grants(cfg)
+	for _, h := range hide {
+		p.cover(clean(h))
+	}
+	return p
+}
+
+// outside reports whether dir may be given as it is: not the root, a
+// system folder, the home folder or a folder that holds it.
+func (p *sandboxPlan) outside(dir string) bool {
+	return dir != "" && dir != "/" && !under(dir, systemDirs) && !slices.Contains(systemDirs, dir) &&
+		dir != p.home && !strings.HasPrefix(p.home, dir+"/")
+}
+
+// runtime gives the command as found on the server's PATH, and the
+// interpreter its first line names (#!/usr/bin/env node), read-only.
+func (p *sandboxPlan) runtime(cfg *ServerConfig, path string) {
+	for _, prog := range []string{cfg.Command, interpreter(lookPath(cfg.Command, path, p.cwd))} {
 		if prog == "" {
 			continue
 		}
-		found := lookPath(prog, get("PATH"), p.cwd)
-		if prefix := installPrefix(found); outside(prefix) {
+		found := lookPath(prog, path, p.cwd)
+		if prefix := installPrefix(found); p.outside(prefix) {
 			p.read = append(p.read, prefix)
 		} else if real, err := filepath.EvalSymlinks(found); err == nil && prefix != "" && !under(real, systemDirs) {
 			// Installed in the home folder or above it (a binary in the
@@ -141,13 +162,17 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 		}
 		// A version manager's shim (pyenv, asdf, mise, rbenv) runs the
 		// manager, which reads its root: given read-only.
-		if root := managerRoot(found); outside(root) {
+		if root := managerRoot(found); p.outside(root) {
 			p.read = append(p.read, root)
 		}
 	}
-	// The program it runs: an argument naming a file (node's script,
-	// python's) brings the package it is part of; in a folder given by
-	// default (the configuration's), only the file and its modules.
+}
+
+// program gives the program the server runs: an argument naming a file
+// (node's script, python's) brings the package it is part of; in a
+// folder given by default (the configuration's), only the file and its
+// modules.
+func (p *sandboxPlan) program(cfg *ServerConfig) {
 	for _, a := range cfg.Args {
 		file := anchor(a, p.cwd)
 		pkg := packageOf(file, p.home)
@@ -162,15 +187,12 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 			p.read = append(p.read, pkg)
 		}
 	}
-	if p.home != "" && cfg.cacheDir != "" {
-		// A package runner's cache of the server's own, where the runner
-		// looks for it (~/.npm for npx): one server cannot change what
-		// another runs, and npx started by root (running as nobody)
-		// writes a cache it owns.
-		for _, rel := range packageCaches[filepath.Base(cfg.Command)] {
-			p.caches = append(p.caches, [2]string{filepath.Join(cfg.cacheDir, strings.ReplaceAll(rel, "/", "_")), filepath.Join(p.home, rel)})
-		}
-	}
+}
+
+// grants gives the cwd (unless it is the home folder or above it, or the
+// configuration's folder by default) and the paths the configuration
+// grants; a granted path that does not exist is noted.
+func (p *sandboxPlan) grants(cfg *ServerConfig) {
 	if p.cwd != "" {
 		switch {
 		case p.cwd == "/" || p.cwd == p.home || strings.HasPrefix(p.home, p.cwd+"/"):
@@ -195,36 +217,37 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 			p.missing = append(p.missing, w)
 		}
 	}
-	given := slices.Concat(p.read, p.write)
-	inGrant := func(h string) bool { return under(h, given) || slices.Contains(given, h) }
-	for _, h := range hide {
-		h = clean(h)
-		for _, w := range p.write {
-			if h != "" && (h == w || under(h, []string{w})) {
-				p.heldInWrite = append(p.heldInWrite, [2]string{w, h})
-			}
-		}
-		switch {
-		case h == "":
-		case exists(h):
-			if inGrant(h) {
-				p.hide = append(p.hide, h)
-			}
-		default:
-			// Not there yet (a lock file, an audit log made later): its
-			// folder is covered if a grant holds it, or the file would
-			// be seen once made (or, in a write grant, planted first).
-			dir := filepath.Dir(h)
-			for !exists(dir) && dir != "/" {
-				dir = filepath.Dir(dir)
-			}
-			if inGrant(h) && !slices.Contains(p.hide, dir) {
-				p.hide = append(p.hide, dir)
-				p.coveredFor = append(p.coveredFor, h)
-			}
+}
+
+// cover keeps a file toolshelf holds from the server: noted when a write
+// grant holds it (the server is then refused), covered when any grant
+// holds it; one not made yet has its folder covered, or it would be seen
+// once made (or, in a write grant, planted first).
+func (p *sandboxPlan) cover(h string) {
+	if h == "" {
+		return
+	}
+	for _, w := range p.write {
+		if h == w || under(h, []string{w}) {
+			p.heldInWrite = append(p.heldInWrite, [2]string{w, h})
 		}
 	}
-	return p
+	given := slices.Concat(p.read, p.write)
+	if !under(h, given) && !slices.Contains(given, h) {
+		return
+	}
+	if exists(h) {
+		p.hide = append(p.hide, h)
+		return
+	}
+	dir := filepath.Dir(h)
+	for !exists(dir) && dir != "/" {
+		dir = filepath.Dir(dir)
+	}
+	if !slices.Contains(p.hide, dir) {
+		p.hide = append(p.hide, dir)
+		p.coveredFor = append(p.coveredFor, h)
+	}
 }
 
 // args are bwrap's arguments for the plan, up to the server's command.
