@@ -86,6 +86,7 @@ func checkEngine(cfg *ServerConfig) error {
 		if !takes && hasValue && engineRefused[flag] == "" {
 			continue // --rm=true and the like
 		}
+		// The flag's value: after "=", or the next argument (taken).
 		next := func() string {
 			if hasValue {
 				return value
@@ -96,42 +97,54 @@ func checkEngine(cfg *ServerConfig) error {
 			}
 			return ""
 		}
-		switch {
-		case engineRefused[flag] != "":
-			return fmt.Errorf("%s run %s: %s would undo the container's isolation; toolshelf runs such a server only with \"contain\": false", engine, flag, engineRefused[flag])
-		case hostNamespaces[flag]:
-			if v := next(); v == "host" || strings.HasPrefix(v, "container:") || strings.HasPrefix(v, "ns:") {
-				return fmt.Errorf("%s run %s=%s: the host's (or another container's) namespace undoes the container's isolation; toolshelf runs such a server only with \"contain\": false", engine, flag, v)
-			}
-		case flag == "-v" || flag == "--volume" || flag == "--mount" || flag == "--volumes-from":
-			v := next()
-			if flag == "--volumes-from" {
-				return fmt.Errorf("%s run --volumes-from: another container's mounts are not the server's \"paths\"", engine)
-			}
-			host := v
-			if flag == "--mount" {
-				host = ""
-				for _, kv := range strings.Split(v, ",") {
-					if k, val, _ := strings.Cut(kv, "="); k == "source" || k == "src" {
-						host = val
-					}
-				}
-				if host == "" {
-					continue // a volume of the engine's own, or a tmpfs
-				}
-			} else {
-				host, _, _ = strings.Cut(v, ":")
-			}
-			if !filepath.IsAbs(host) && !strings.HasPrefix(host, ".") {
-				continue // a named volume of the engine's own
-			}
-			host = anchor(host, cfg.Cwd)
-			if !under(host, grants) && !slices.Contains(grants, host) {
-				return fmt.Errorf("%s run %s %s: the container would see %s, which the server's \"paths\" do not grant; grant it there", engine, flag, v, host)
-			}
-		case takes:
-			next() // its value, not the image
+		if err := checkEngineFlag(engine, flag, takes, next, cfg.Cwd, grants); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkEngineFlag checks one flag of an engine's run: refused outright,
+// a namespace of the host's, or a mount beyond the grants. next gives the
+// flag's value (and consumes it), for a flag that takes one.
+func checkEngineFlag(engine, flag string, takes bool, next func() string, cwd string, grants []string) error {
+	switch {
+	case engineRefused[flag] != "":
+		return fmt.Errorf("%s run %s: %s would undo the container's isolation; toolshelf runs such a server only with \"contain\": false", engine, flag, engineRefused[flag])
+	case hostNamespaces[flag]:
+		if v := next(); v == "host" || strings.HasPrefix(v, "container:") || strings.HasPrefix(v, "ns:") {
+			return fmt.Errorf("%s run %s=%s: the host's (or another container's) namespace undoes the container's isolation; toolshelf runs such a server only with \"contain\": false", engine, flag, v)
+		}
+	case flag == "--volumes-from":
+		next()
+		return fmt.Errorf("%s run --volumes-from: another container's mounts are not the server's \"paths\"", engine)
+	case flag == "-v" || flag == "--volume" || flag == "--mount":
+		v := next()
+		host := mountSource(flag, v)
+		if host == "" || !filepath.IsAbs(host) && !strings.HasPrefix(host, ".") {
+			return nil // a volume of the engine's own, or a tmpfs
+		}
+		host = anchor(host, cwd)
+		if !under(host, grants) && !slices.Contains(grants, host) {
+			return fmt.Errorf("%s run %s %s: the container would see %s, which the server's \"paths\" do not grant; grant it there", engine, flag, v, host)
+		}
+	case takes:
+		next() // its value, not the image
+	}
+	return nil
+}
+
+// mountSource is the host's side of a -v/--volume or --mount value ("" for
+// none: a tmpfs, or a volume the engine keeps).
+func mountSource(flag, v string) string {
+	if flag != "--mount" {
+		host, _, _ := strings.Cut(v, ":")
+		return host
+	}
+	for _, kv := range strings.Split(v, ",") {
+		if k, val, _ := strings.Cut(kv, "="); k == "source" || k == "src" {
+			return val
+		}
+	}
+	return ""
 }
