@@ -130,20 +130,28 @@ func openHostPorts(ports []int) (*hostPorts, error) {
 // serve joins each connection on l to target until l is closed.
 func (h *hostPorts) serve(l net.Listener, target string) {
 	defer h.wg.Done()
+	joinEach(l, h.conns, func() (net.Conn, error) { return net.DialTimeout("tcp", target, 10*time.Second) })
+}
+
+// joinEach accepts connections on l until it is closed and joins each to
+// one dial opens, while open (a token per connection) has room: one past
+// the bound is closed at once, not queued, and so is one dial cannot
+// open.
+func joinEach(l net.Listener, open chan struct{}, dial func() (net.Conn, error)) {
 	for {
 		c, err := l.Accept()
 		if err != nil {
 			return
 		}
 		select {
-		case h.conns <- struct{}{}:
+		case open <- struct{}{}:
 		default:
-			c.Close() // at its bound: refused, not queued
+			c.Close()
 			continue
 		}
 		go func() {
-			defer func() { <-h.conns }()
-			out, err := net.DialTimeout("tcp", target, 10*time.Second)
+			defer func() { <-open }()
+			out, err := dial()
 			if err != nil {
 				c.Close()
 				return
@@ -207,18 +215,28 @@ func runForwarder(args []string) int {
 		fmt.Fprintln(os.Stderr, "toolshelf: the port forwarder wants PORTS -- COMMAND [ARG...]")
 		return 2
 	}
+	var ports []string
 	for _, p := range strings.Split(args[0], ",") {
-		port, err := strconv.Atoi(p)
-		if err != nil {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
 			fmt.Fprintf(os.Stderr, "toolshelf: the port forwarder: bad port %q\n", p)
 			return 2
 		}
+		ports = append(ports, p)
+	}
+	var listeners []net.Listener
+	for _, p := range ports {
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", p))
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "toolshelf: host port %d cannot be offered in the sandbox: %v\n", port, err)
+			fmt.Fprintf(os.Stderr, "toolshelf: host port %s cannot be offered in the sandbox: %v\n", p, err)
+			for _, l := range listeners {
+				l.Close()
+			}
 			return 2
 		}
-		go forwardPort(l, filepath.Join(portsPath, p))
+		listeners = append(listeners, l)
+	}
+	for i, l := range listeners {
+		go forwardPort(l, filepath.Join(portsPath, ports[i]))
 	}
 	cmd := exec.Command(args[2], args[3:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
@@ -249,26 +267,5 @@ func runForwarder(args []string) int {
 
 // forwardPort joins each connection on l to the Unix socket sock.
 func forwardPort(l net.Listener, sock string) {
-	open := make(chan struct{}, maxPortConns)
-	for {
-		c, err := l.Accept()
-		if err != nil {
-			return
-		}
-		select {
-		case open <- struct{}{}:
-		default:
-			c.Close()
-			continue
-		}
-		go func() {
-			defer func() { <-open }()
-			out, err := net.Dial("unix", sock)
-			if err != nil {
-				c.Close()
-				return
-			}
-			join(c, out)
-		}()
-	}
+	joinEach(l, make(chan struct{}, maxPortConns), func() (net.Conn, error) { return net.Dial("unix", sock) })
 }
