@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -93,4 +94,34 @@ func postStatus(t *testing.T, url, token string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
+}
+
+// A kept token that cannot be read as one is an error naming the file,
+// never a token: a link, a FIFO (not waited on), a folder, too short, too
+// long. No file is no token (one is made).
+func TestKeptTokenRefusesWhatItCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good")
+	os.WriteFile(good, []byte(strings.Repeat("ab", 32)+"\n"), 0o600)
+	if v, err := keptToken(good); err != nil || v != strings.Repeat("ab", 32) {
+		t.Fatalf("a good token: %q %v", v, err)
+	}
+	if v, err := keptToken(filepath.Join(dir, "none")); err != nil || v != "" {
+		t.Errorf("no file: %q %v", v, err)
+	}
+	link := filepath.Join(dir, "link")
+	os.Symlink(good, link)
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("abc\n"), 0o600)
+	long := filepath.Join(dir, "long")
+	os.WriteFile(long, []byte(strings.Repeat("a", maxKeptToken+1)), 0o600)
+	for name, path := range map[string]string{"a link": link, "a FIFO": fifo, "a folder": dir, "too short": short, "too long": long} {
+		if v, err := keptToken(path); err == nil || v != "" || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: %q %v", name, v, err)
+		}
+	}
 }

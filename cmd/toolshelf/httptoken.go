@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // Over HTTP on loopback without a token, /mcp is open to every process of
@@ -21,6 +21,9 @@ import (
 // another server's tools outside its own reach. Then /mcp needs the admin
 // token, which serve keeps in a file of the state folder (mode 600) so
 // that clients can send it and it stays the same from run to run.
+
+// maxKeptToken bounds the kept token file: a token is 64 characters.
+const maxKeptToken = 4096
 
 // httpTokenName is the file in toolshelf's state folder that keeps the
 // admin token for a gateway started without one.
@@ -42,6 +45,8 @@ func keptToken(path string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
+	// Read through the file opened without following a link (and not
+	// waiting on a FIFO): what was checked is what is read.
 	f, err := os.OpenFile(path, os.O_RDONLY|noFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
@@ -49,15 +54,19 @@ func keptToken(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the kept admin token %s: %v (remove it to make a new one)", path, err)
 	}
-	f.Close()
-	v, err := upstream.ReadSecretFile(path)
-	if err != nil {
-		return "", fmt.Errorf("the kept admin token: %v (remove it to make a new one)", err)
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", fmt.Errorf("the kept admin token %s is not a regular file (remove it to make a new one)", path)
 	}
-	if len(strings.TrimSpace(v)) < 32 {
+	b, err := io.ReadAll(io.LimitReader(f, maxKeptToken+1))
+	if err != nil || len(b) > maxKeptToken {
+		return "", fmt.Errorf("the kept admin token %s cannot be read or is longer than %d bytes (remove it to make a new one)", path, maxKeptToken)
+	}
+	v := strings.TrimSpace(string(b))
+	if len(v) < 32 {
 		return "", fmt.Errorf("the kept admin token %s is shorter than 32 characters (remove it to make a new one)", path)
 	}
-	return strings.TrimSpace(v), nil
+	return v, nil
 }
 
 // keepToken writes token to a new file at path, readable by its owner
