@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -122,7 +123,7 @@ func NewLearned(base Engine, c *catalog.Catalog, past []LearnedQuery, opts *Lear
 	for t, d := range df {
 		l.idf[t] = math.Log(1 + n/float64(d))
 	}
-	l.words, l.wordIDF = map[string][]*catalog.Entry{}, map[string]float64{}
+	words := map[string]map[*catalog.Entry]bool{} // term → the tools its past queries called
 	withWords := map[*catalog.Entry]bool{}
 	for i, d := range docs {
 		var norm float64
@@ -130,32 +131,35 @@ func NewLearned(base Engine, c *catalog.Catalog, past []LearnedQuery, opts *Lear
 			w := f * l.idf[t]
 			norm += w * w
 			l.postings[t] = append(l.postings[t], learnedPosting{i, w})
+			if words[t] == nil {
+				words[t] = map[*catalog.Entry]bool{}
+			}
 			for _, e := range d.tools {
-				if !slices.Contains(l.words[t], e) {
-					l.words[t] = append(l.words[t], e)
-				}
+				words[t][e] = true
 				withWords[e] = true
 			}
 		}
 		l.past = append(l.past, learnedQuery{tools: d.tools, norm: math.Sqrt(norm)})
 	}
 	l.tools = len(withWords)
-	for t, es := range l.words {
+	l.words, l.wordIDF = make(map[string][]*catalog.Entry, len(words)), make(map[string]float64, len(words))
+	for t, es := range words {
+		l.words[t] = slices.Collect(maps.Keys(es))
 		l.wordIDF[t] = math.Log(1 + float64(l.tools)/float64(len(es)))
 	}
 	return l
 }
 
 // byWords returns the tools whose past queries have at least MinWords of
-// q's words (weighed by wordIDF; a word no past query has counts as the
+// a query's words (its terms, tf) (weighed by wordIDF; a word no past query has counts as the
 // rarest), with that share.
-func (l *Learned) byWords(q string) map[*catalog.Entry]wordsUsed {
+func (l *Learned) byWords(tf map[string]float64) map[*catalog.Entry]wordsUsed {
 	if l.opts.MinWords < 0 || l.tools == 0 {
 		return nil
 	}
 	var total float64
 	have := map[*catalog.Entry]wordsUsed{}
-	for t := range learnedTerms(q) {
+	for t := range tf {
 		w, ok := l.wordIDF[t]
 		if !ok {
 			w = math.Log(1 + float64(l.tools))
@@ -198,10 +202,9 @@ func learnedTerms(q string) map[string]float64 {
 	return tf
 }
 
-// similar returns, for each past query whose cosine with q is at least
-// MinSimilarity, its index and the cosine.
-func (l *Learned) similar(q string) map[int]float64 {
-	tf := learnedTerms(q)
+// similar returns, for each past query whose cosine with a query (its
+// terms, tf) is at least MinSimilarity, its index and the cosine.
+func (l *Learned) similar(tf map[string]float64) map[int]float64 {
 	var norm float64
 	dots := map[int]float64{}
 	for t, f := range tf {
@@ -230,8 +233,8 @@ func (l *Learned) similar(q string) map[int]float64 {
 // Search ranks as the base engine does, then, if q resembles past
 // queries, lifts the tools called after them.
 func (l *Learned) Search(ctx context.Context, q string, limit int) ([]Hit, error) {
-	sims := l.similar(q)
-	words := l.byWords(q)
+	tf := learnedTerms(q)
+	sims, words := l.similar(tf), l.byWords(tf)
 	if len(sims) == 0 && len(words) == 0 {
 		return l.base.Search(ctx, q, limit)
 	}
