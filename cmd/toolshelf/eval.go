@@ -19,7 +19,7 @@ import (
 var evalCommand = &command{
 	name:    "eval",
 	summary: "measure retrieval quality on a labelled dataset",
-	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--learn-folds K [--learn-min-similarity S] [--learn-weight W]] [--half 0|1] [--limit K] [--answers compact|full|none] [--depth RATIO,MIN|off] [--budget N] [--companions=false] [--json]",
+	usage:   "--dataset DIR [--engine ENGINE | --variant NAME] [--learn-folds K [--learn-min-similarity S] [--learn-weight W] [--learn-min-words SHARE]] [--half 0|1] [--limit K] [--answers compact|full|none] [--depth RATIO,MIN|off] [--budget N] [--companions=false] [--json]",
 	help: `
 Searches every query of a labelled dataset and reports, over all queries,
 for each value of their level, category and subset fields, and for each
@@ -64,8 +64,10 @@ datasets and how to build one from your own servers.
 learned') without leakage: the queries are split into K folds, each fold
 is searched with the other folds' queries and their tools as what was
 learned, and only the held-out fold is scored. The report without
-learning is printed first, for comparison. --learn-min-similarity and
---learn-weight set what it is measured with (defaults: the settings
+learning is printed first, for comparison. --learn-min-similarity,
+--learn-weight and --learn-min-words (the share of a query's words a
+tool's earlier queries must have for them to count as its words;
+negative: off) set what it is measured with (defaults: the settings
 toolshelf uses).
 
 --half 0 or --half 1 scores one half of the queries (split by a hash of
