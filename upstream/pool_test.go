@@ -666,4 +666,12 @@ func TestPoolRetryNow(t *testing.T) {
 	if err := p.Retry("nope"); err == nil || !strings.Contains(err.Error(), `no server "nope"`) {
 		t.Errorf("an unknown server: %v", err)
 	}
+	// A server whose configuration is at fault is not tried again: a
+	// retry cannot mend it, and says so.
+	broken := fake("broken", "serve", nil)
+	broken.err = errors.New(`${API_KEY} is not set (used in env.KEY)`)
+	q := startPool(t, []ServerConfig{broken}, nil)
+	if err := q.Retry("broken"); err == nil || !strings.Contains(err.Error(), "its configuration is at fault") {
+		t.Errorf("a server whose configuration is at fault: %v", err)
+	}
 }
