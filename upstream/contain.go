@@ -131,8 +131,9 @@ func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPla
 		}
 	}
 	p.grants(cfg)
+	given := slices.Concat(p.read, p.write)
 	for _, h := range hide {
-		p.cover(clean(h))
+		p.cover(clean(h), given)
 	}
 	return p
 }
@@ -222,8 +223,8 @@ func (p *sandboxPlan) grants(cfg *ServerConfig) {
 // cover keeps a file toolshelf holds from the server: noted when a write
 // grant holds it (the server is then refused), covered when any grant
 // holds it; one not made yet has its folder covered, or it would be seen
-// once made (or, in a write grant, planted first).
-func (p *sandboxPlan) cover(h string) {
+// once made (or, in a write grant, planted first). given are the grants.
+func (p *sandboxPlan) cover(h string, given []string) {
 	if h == "" {
 		return
 	}
@@ -232,7 +233,6 @@ func (p *sandboxPlan) cover(h string) {
 			p.heldInWrite = append(p.heldInWrite, [2]string{w, h})
 		}
 	}
-	given := slices.Concat(p.read, p.write)
 	if !under(h, given) && !slices.Contains(given, h) {
 		return
 	}
