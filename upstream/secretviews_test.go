@@ -24,13 +24,6 @@ import (
 func TestSecretInEncodedForms(t *testing.T) {
 	const secret = "other-server-key-5a6b7c8d9e0f"
 	r := NewRedactor(secret)
-	gz := func(s string) string {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
-		w.Write([]byte(s))
-		w.Close()
-		return base64.StdEncoding.EncodeToString(b.Bytes())
-	}
 	codes := func(s string) string {
 		var parts []string
 		for _, c := range []byte(s) {
@@ -175,13 +168,6 @@ func TestDefinitionHoldingSecretHeld(t *testing.T) {
 func TestSecretViewsFailClosed(t *testing.T) {
 	const secret = "other-server-key-5a6b7c8d9e0f"
 	r := NewRedactor(secret)
-	gz := func(s string) string {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
-		w.Write([]byte(s))
-		w.Close()
-		return base64.StdEncoding.EncodeToString(b.Bytes())
-	}
 	past := "payload: " + gz(strings.Repeat("a", 2<<20)+secret)
 	if got := r.CutText(past); got == past {
 		t.Error("a compressed run past the bound, the secret after it, was passed")
@@ -198,4 +184,14 @@ func TestSecretViewsFailClosed(t *testing.T) {
 	if got := r.CutText(small); got != small {
 		t.Errorf("an ordinary compressed run was cut")
 	}
+}
+
+// gz is s compressed with gzip and written in base64, as a server could
+// hide a secret.
+func gz(s string) string {
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write([]byte(s))
+	w.Close()
+	return base64.StdEncoding.EncodeToString(b.Bytes())
 }
