@@ -20,7 +20,7 @@ import (
 // carries its tool in.
 
 // checkCall is the one check of what a 2026-07-28 tools/call is, made
-// before anything that reads its headers or rewrites them (tasks, the
+// before anything that reads its headers (tasks, the
 // fleet's relay, rounds): Mcp-Name must name the body's tool, and a
 // call_tool's Mcp-Param-Tool the tool the body calls through it, or the
 // request is refused with -32020, whatever the client declares. What

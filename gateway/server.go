@@ -359,7 +359,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		UnsubscribeHandler: s.unsubscribe,
 		SetCacheable:       s.cacheable,
 	})
-	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.watchLevel, s.describeServers, s.awaitLists, s.narrowDiscover)
+	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.runAsTask, s.watchLevel, s.describeServers, s.awaitLists, s.narrowDiscover)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
 	s.mu.Lock()
 	s.sessions[srv] = x

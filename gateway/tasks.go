@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -20,14 +19,16 @@ import (
 // Tasks (the io.modelcontextprotocol/tasks extension of MCP 2026-07-28):
 // a server may answer a tools/call with a task handle, which the client
 // polls with tasks/get, feeds with tasks/update and ends with
-// tasks/cancel. The go-sdk has no such extension, so it lives here, in
-// front of the SDK's transport, small: a call from a client that declares
-// the extension runs as usual, and if it has not finished within
-// Options.TaskAfter the client is answered with a task while the call goes
-// on. A call that needs the person's input (an input-required round) makes
-// its task input_required; tasks/update answers it, and the call resumes.
-// Every upstream server is served this way, whether it knows tasks or not:
-// a client never waits on an open request for a long call.
+// tasks/cancel. The go-sdk has no such extension, so it lives here,
+// small: the tasker in front of the SDK's transport answers tasks/* and
+// marks a tools/call from a client that declares the extension; below
+// the SDK, runAsTask (taskcalls.go) runs that call, and if it has not
+// finished within Options.TaskAfter the client is answered with a task
+// while the call goes on. A call that needs the person's input (an
+// input-required round) makes its task input_required; tasks/update
+// answers it, and the call resumes where it waits. Every upstream server
+// is served this way, whether it knows tasks or not: a client never
+// waits on an open request for a long call.
 //
 // When the go-sdk has the extension, this moves there: the task store
 // becomes the SDK's task store interface, the middleware its handling of
@@ -180,7 +181,9 @@ type tasker struct {
 	up     *upstream.Scope // follows the tasks servers run themselves
 
 	mu        sync.Mutex
+	srv       *Server                       // whose rounds a waiting call is parked in
 	running   map[string]context.CancelFunc // tasks whose call runs here
+	waiting   map[string]*waitingCall       // tasks whose call waits here for input
 	owners    map[string]int                // of those, how many each caller has
 	ownerOf   map[string]string             // a running task's caller
 	perCaller int
@@ -194,7 +197,7 @@ const DefaultTasksPerCaller = 256
 // withTasks serves tasks in front of next, a transport without sessions.
 func (s *Server) withTasks(next http.Handler, path string) http.Handler {
 	t := &tasker{next: next, store: s.opts.Tasks, after: s.opts.TaskAfter, path: path, self: s.opts.Replica, alive: s.opts.ReplicaAlive,
-		sendTo: s.opts.SendTo, up: s.up, running: map[string]context.CancelFunc{}, owners: map[string]int{}, ownerOf: map[string]string{}}
+		sendTo: s.opts.SendTo, up: s.up, srv: s, running: map[string]context.CancelFunc{}, waiting: map[string]*waitingCall{}, owners: map[string]int{}, ownerOf: map[string]string{}}
 	if t.store == nil {
 		t.store = &memoryTasks{}
 	}
@@ -253,7 +256,7 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			t.next.ServeHTTP(w, r)
 			return
 		}
-		t.call(w, r, req.ID, body, owner)
+		t.call(w, r, req.ID, owner)
 	case "subscriptions/listen":
 		// Task status is polled: the stream's acknowledgement agrees to
 		// no task ids (the SDK's). Asking without the extension is an
@@ -313,13 +316,11 @@ func missingTasksExtension(what string) json.RawMessage {
 	return b
 }
 
-// call runs a tools/call; a call not finished within t.after is answered
-// with a task, and goes on.
-func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage, body []byte, owner string) {
-	var msg struct {
-		Params json.RawMessage `json:"params"`
-	}
-	json.Unmarshal(body, &msg)
+// call serves a tools/call of a client that takes tasks: the request goes
+// to the transport as it came, marked so that the gateway's own handling
+// of it (runAsTask, below the SDK) may answer it with a task. A quick
+// call's answer goes to the client as the transport wrote it.
+func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage, owner string) {
 	t.mu.Lock()
 	busy := t.owners[owner]
 	t.mu.Unlock()
@@ -327,72 +328,21 @@ func (t *tasker) call(w http.ResponseWriter, r *http.Request, id json.RawMessage
 		writeRPC(w, id, nil, rpcError(-32603, fmt.Sprintf("this caller has %d calls running, the most one caller may have at once: wait for one to end", busy)))
 		return
 	}
-	task := &Task{ID: randomID(), Status: "working", Owner: owner, Runner: t.self, Call: msg.Params,
-		CreatedAt: time.Now().UTC(), TTLMs: taskTTL.Milliseconds(), PollMs: taskPoll.Milliseconds()}
-	task.LastUpdatedAt = task.CreatedAt
-	done, capture := t.start(r, task, body)
-	select {
-	case rec := <-done:
-		t.forget(task.ID)
-		if !relayed(task, capture) {
-			// Quick: answered as if there were no tasks.
-			copyRecorded(w, rec)
-			return
-		}
-		// The server runs it as a task of its own: the client gets one
-		// of the gateway's, which follows the server's.
-	case <-time.After(t.after):
-	case <-r.Context().Done():
-		return
+	slot := &taskSlot{tasker: t, owner: owner}
+	held := newHeldResponse()
+	t.next.ServeHTTP(held, r.WithContext(context.WithValue(r.Context(), taskSlotKey{}, slot)))
+	switch {
+	case slot.err != nil:
+		writeRPC(w, id, nil, rpcError(-32603, slot.err.Error()))
+	case slot.task != nil:
+		res, _ := json.Marshal(struct {
+			ResultType string `json:"resultType"`
+			*Task
+		}{"task", slot.task})
+		writeRPC(w, id, res, nil)
+	default:
+		held.copyTo(w)
 	}
-	// The task is durable before its handle goes out.
-	if err := putTask(r.Context(), t.store, task); err != nil {
-		writeRPC(w, id, nil, rpcError(-32603, "the call runs on, but its task could not be kept: "+err.Error()))
-		return
-	}
-	if task.Remote == "" {
-		t.settle(task.ID, done, capture)
-	}
-	res, _ := json.Marshal(struct {
-		ResultType string `json:"resultType"`
-		*Task
-	}{"task", task})
-	writeRPC(w, id, res, nil)
-}
-
-// start runs a request through the transport on a context of its own
-// (the call outlives the HTTP request), and returns where its recorded
-// answer comes.
-func (t *tasker) start(r *http.Request, task *Task, body []byte) (chan *httptest.ResponseRecorder, *upstream.TaskCapture) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	// A server that runs tasks may answer with one of its own.
-	ctx, capture := upstream.WithTasks(ctx)
-	t.mu.Lock()
-	if old := t.running[task.ID]; old == nil {
-		t.owners[task.Owner]++
-		t.ownerOf[task.ID] = task.Owner
-	}
-	t.running[task.ID] = cancel
-	t.mu.Unlock()
-	inner := r.Clone(ctx)
-	inner.Body = io.NopCloser(bytes.NewReader(body))
-	inner.ContentLength = int64(len(body))
-	inner.Header.Set("Accept", "application/json, text/event-stream")
-	// A call resumed by tasks/update goes as the tools/call it is: its
-	// headers say so (the SDK checks them against the body).
-	name, target := calledTools(task.Call)
-	inner.Header.Set("Mcp-Method", "tools/call")
-	inner.Header.Set("Mcp-Name", name)
-	if name == toolCall && target != "" {
-		inner.Header.Set("Mcp-Param-"+toolHeader, headerValue(target))
-	}
-	done := make(chan *httptest.ResponseRecorder, 1)
-	go func() {
-		rec := httptest.NewRecorder()
-		t.next.ServeHTTP(rec, inner)
-		done <- rec
-	}()
-	return done, capture
 }
 
 // calledTools reads a tools/call's params: the tool called, and the tool
@@ -448,59 +398,6 @@ func (t *tasker) forget(id string) {
 	if cancel != nil {
 		cancel()
 	}
-}
-
-// settle waits, in the background, for the call of a task that was
-// answered with its handle, and keeps what it ends with.
-func (t *tasker) settle(id string, done chan *httptest.ResponseRecorder, capture *upstream.TaskCapture) {
-	go func() {
-		rec := <-done
-		defer t.forget(id)
-		ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
-		defer stop()
-		task, err := getTask(ctx, t.store, id)
-		if err != nil || task == nil || task.Status == "cancelled" {
-			return
-		}
-		if !relayed(task, capture) {
-			finish(task, upstream.Answer(rec.Body.Bytes(), rec.Header().Get("Content-Type"), MaxRequestBytes*4))
-			task.LastUpdatedAt = time.Now().UTC()
-		}
-		if err := putTask(ctx, t.store, task); err != nil {
-			// A task is never left working for a result it lost.
-			task.Status, task.StatusMessage, task.Result, task.InputRequests = "failed", "the call ended, but its result could not be kept: "+err.Error(), nil, nil
-			task.Error = rpcError(-32603, task.StatusMessage)
-			_ = putTask(ctx, t.store, task)
-		}
-	}()
-}
-
-// finish sets a task's status from the JSON-RPC answer its call got.
-func finish(task *Task, msg []byte) {
-	var resp struct {
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if json.Unmarshal(msg, &resp) != nil || (resp.Result == nil && resp.Error == nil) {
-		task.Status, task.StatusMessage = "failed", "the call ended without an answer"
-		task.Error = rpcError(-32603, task.StatusMessage)
-		return
-	}
-	if resp.Error != nil {
-		task.Status, task.Error = "failed", resp.Error
-		return
-	}
-	var round struct {
-		ResultType    string          `json:"resultType"`
-		InputRequests json.RawMessage `json:"inputRequests"`
-		RequestState  string          `json:"requestState"`
-	}
-	json.Unmarshal(resp.Result, &round)
-	if round.ResultType == "input_required" {
-		task.Status, task.InputRequests, task.State = "input_required", round.InputRequests, round.RequestState
-		return
-	}
-	task.Status, task.Result, task.InputRequests, task.State = "completed", resp.Result, nil, ""
 }
 
 // lookup reads a task for its owner (or for a request another replica
@@ -565,20 +462,15 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 			// Answers to nothing outstanding are ignored.
 			return json.RawMessage(`{"resultType":"complete"}`), nil
 		}
-		// The call resumes with the answers, as an input-required round
-		// does: the same params, with the answers and the state.
-		var params map[string]json.RawMessage
-		json.Unmarshal(task.Call, &params)
-		params["inputResponses"] = req.Params.InputResponses
-		params["requestState"], _ = json.Marshal(task.State)
-		p, _ := json.Marshal(params)
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "task-" + task.ID, "method": "tools/call", "params": json.RawMessage(p)})
-		task.Status, task.InputRequests, task.State, task.LastUpdatedAt = "working", nil, "", time.Now().UTC()
-		if err := putTask(ctx, t.store, task); err != nil {
+		// The call resumes where it waits, below the transport, with the
+		// answers as an input-required round takes them.
+		var answers mcp.InputResponseMap
+		if err := json.Unmarshal(req.Params.InputResponses, &answers); err != nil {
+			return nil, rpcError(-32602, "inputResponses: "+cut(err.Error(), echoLimit))
+		}
+		if err := t.resume(ctx, task, answers); err != nil {
 			return nil, rpcError(-32603, err.Error())
 		}
-		done, capture := t.start(r, task, body)
-		t.settle(task.ID, done, capture)
 		return json.RawMessage(`{"resultType":"complete"}`), nil
 	default: // tasks/cancel
 		// Cancelled in the record before the call is: the call, ending
@@ -595,6 +487,7 @@ func (t *tasker) method(ctx context.Context, r *http.Request, method string, req
 		if cancel != nil {
 			cancel()
 		}
+		t.cancelWaiting(task)
 		return json.RawMessage(`{"resultType":"complete"}`), nil
 	}
 }
@@ -666,15 +559,6 @@ func (t *tasker) orphaned(ctx context.Context, task *Task) {
 	task.StatusMessage = "the replica running this call is gone; the call may have acted, and is not sent again"
 	task.Error = rpcError(-32603, task.StatusMessage)
 	_ = putTask(ctx, t.store, task)
-}
-
-// copyRecorded writes a recorded answer to the client as it was.
-func copyRecorded(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
-	for k, v := range rec.Header() {
-		w.Header()[k] = v
-	}
-	w.WriteHeader(rec.Code)
-	w.Write(rec.Body.Bytes())
 }
 
 // writeRPC writes a JSON-RPC answer.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -316,4 +317,67 @@ func TestTasksPerCaller(t *testing.T) {
 		res, e := alice.do("tools/call", toolCall, map[string]any{"name": toolCall, "arguments": map[string]any{"name": "mcp__jobs__slow_report", "arguments": map[string]any{}}})
 		return e == nil && res != nil
 	})
+}
+
+// A task's call that waits for its client's input waits where it ran,
+// below the transport, and is never replayed: the server is called once
+// per round; answers that cannot be read are refused and the call waits
+// on; tasks/cancel ends the waiting call at once, not after inputWait.
+func TestTaskWaitingForInput(t *testing.T) {
+	var calls atomic.Int32
+	working := make(chan struct{})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "greet", Description: "Greet the person by the name they give"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		calls.Add(1)
+		if _, ok := req.Params.InputResponses["name"]; ok {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello"}}}, nil, nil
+		}
+		select {
+		case <-working:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"name": &mcp.ElicitParams{Message: "Your name?", RequestedSchema: map[string]any{
+			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}}}, nil, nil
+	})
+	g, _ := gatewayFor(t, &Options{TaskAfter: 50 * time.Millisecond}, inMemory("greeter", srv))
+	c := &taskClient{t: t, url: httpGateway(t, g, nil), agent: "alice's agent", tasks: true}
+	parked := func() int {
+		g.rounds.mu.Lock()
+		defer g.rounds.mu.Unlock()
+		return len(g.rounds.parked)
+	}
+
+	res := c.call("mcp__greeter__greet", map[string]any{})
+	id, _ := res["taskId"].(string)
+	if res["resultType"] != "task" {
+		t.Fatalf("a call that works, then asks: %v", res)
+	}
+	close(working)
+	c.until(id, "input_required")
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the server was called %d times for one round", n)
+	}
+	if parked() != 1 {
+		t.Fatalf("%d calls wait for input, want the task's one", parked())
+	}
+	for _, answers := range []any{map[string]any{"name": map[string]any{"nonsense": true}}, []string{"Ada"}, "Ada"} {
+		_, e := c.do("tasks/update", id, map[string]any{"taskId": id, "inputResponses": answers})
+		if e == nil || e["code"] != float64(-32602) {
+			t.Errorf("unreadable answers %v: %v, want -32602", answers, e)
+		}
+	}
+	if got, _ := c.do("tasks/get", id, map[string]any{"taskId": id}); got["status"] != "input_required" {
+		t.Errorf("after unreadable answers the task is %v, want still input_required", got["status"])
+	}
+	if _, e := c.do("tasks/cancel", id, map[string]any{"taskId": id}); e != nil {
+		t.Fatalf("tasks/cancel: %v", e)
+	}
+	c.until(id, "cancelled")
+	if parked() != 0 {
+		t.Errorf("%d calls still wait for input after tasks/cancel", parked())
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the server was called %d times in all, want 1", n)
+	}
 }
