@@ -258,7 +258,9 @@ type heldResponse struct {
 	body   bytes.Buffer
 }
 
-func newHeldResponse() *heldResponse { return &heldResponse{header: http.Header{}, code: http.StatusOK} }
+func newHeldResponse() *heldResponse {
+	return &heldResponse{header: http.Header{}, code: http.StatusOK}
+}
 
 func (h *heldResponse) Header() http.Header         { return h.header }
 func (h *heldResponse) WriteHeader(code int)        { h.code = code }
