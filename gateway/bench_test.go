@@ -136,6 +136,65 @@ func BenchmarkCall(b *testing.B) {
 	})
 }
 
+// BenchmarkCallHTTP is BenchmarkCall over streamable HTTP on loopback,
+// as a 2026-07-28 client calls (no session): the upstream served by the
+// SDK's own handler, and the same upstream through the gateway's, whose
+// front door (authorization, the checks of what a request is, tasks)
+// reads the request before the SDK does. Client and servers are in one
+// process: the allocations are all three's.
+func BenchmarkCallHTTP(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	srv, err := mcptest.NewServer("echo", mcptest.SimpleTools("echo"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	upstreamURL := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	b.Cleanup(upstreamURL.Close)
+	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "echo", URL: upstreamURL.URL}}, nil)
+	background(b, pool.Run)
+	pool.Wait(context.Background())
+	g := newGateway(b, pool.Scope(nil), nil)
+	front := httptest.NewServer(g.Handler(&HTTPOptions{AuthToken: "bench-token"}))
+	b.Cleanup(front.Close)
+	session := func(url string, header http.Header) *mcp.ClientSession {
+		hc := &http.Client{Transport: headerTransport{header}}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	direct := session(upstreamURL.URL, nil)
+	via := session(front.URL+"/mcp", http.Header{"Authorization": {"Bearer bench-token"}})
+	args := map[string]any{"text": "hello"}
+	b.Run("path=direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := direct.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("path=gateway", func(b *testing.B) {
+		for b.Loop() {
+			res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: map[string]any{"name": "mcp__echo__echo", "arguments": args}})
+			if err != nil || res.IsError {
+				b.Fatal(err, res)
+			}
+		}
+	})
+}
+
+// headerTransport adds headers to every request.
+type headerTransport struct{ header http.Header }
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	for k, v := range h.header {
+		r.Header[k] = v
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
 // BenchmarkCallRules is call_tool through the gateway with no rules of
 // the operators' and with a file of ten: a forbid by argument, an ask, a
 // limit of a million a minute, and seven forbids of other tools.

@@ -1,13 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
@@ -35,49 +32,43 @@ func checkCall(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		// The body is in memory already (screenRequests), within
-		// MaxRequestBytes.
-		body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		var msg struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name      string `json:"name"`
-				Arguments struct {
-					Name *string `json:"name"`
-				} `json:"arguments"`
-			} `json:"params"`
+		e := envelopeOf(r) // read once, by the front door
+		var id []byte
+		if e != nil {
+			id = e.id
 		}
 		refuseCode := func(code int, format string, args ...any) {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusBadRequest)
-			writeRPC(w, msg.ID, nil, rpcError(code, fmt.Sprintf(format, args...)))
+			writeRPC(w, id, nil, rpcError(code, fmt.Sprintf(format, args...)))
 		}
 		refuse := func(format string, args ...any) { refuseCode(-32020, format, args...) }
 		// What cannot be read is refused here, not passed on to be read
 		// again by something that may read it otherwise.
-		if err != nil || len(body) > MaxRequestBytes {
+		switch {
+		case e == nil:
 			refuseCode(-32700, "the request body could not be read whole (at most %d bytes)", MaxRequestBytes)
 			return
-		}
-		if err := json.Unmarshal(body, &msg); err != nil {
-			refuseCode(-32700, "the request is not a JSON-RPC tools/call this gateway can read: %s", cut(err.Error(), echoLimit))
+		case !e.valid || e.batch:
+			refuseCode(-32700, "the request is not a JSON-RPC tools/call this gateway can read: not one JSON object")
+			return
+		case e.bad != "":
+			refuseCode(-32700, "the request is not a JSON-RPC tools/call this gateway can read: %s", e.bad)
 			return
 		}
-		if msg.Method != "tools/call" {
-			refuse("the Mcp-Method header says tools/call, and the body is %s", quoteClipped(msg.Method))
+		if e.method != "tools/call" {
+			refuse("the Mcp-Method header says tools/call, and the body is %s", quoteClipped(e.method))
 			return
 		}
-		if got := r.Header.Get("Mcp-Name"); got != headerValue(msg.Params.Name) {
-			refuse("the Mcp-Name header %s is not the tool the body calls, %s", quoteClipped(got), quoteClipped(msg.Params.Name))
+		if got := r.Header.Get("Mcp-Name"); got != headerValue(e.name) {
+			refuse("the Mcp-Name header %s is not the tool the body calls, %s", quoteClipped(got), quoteClipped(e.name))
 			return
 		}
-		if msg.Params.Name != toolCall || msg.Params.Arguments.Name == nil {
+		if e.name != toolCall || e.target == nil {
 			h.ServeHTTP(w, r)
 			return
 		}
-		target := *msg.Params.Arguments.Name
+		target := *e.target
 		switch got := r.Header.Get(param); {
 		case got == "" && target != "":
 			r.Header.Set(param, headerValue(target))

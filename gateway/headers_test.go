@@ -101,6 +101,7 @@ func TestCallToolHeader(t *testing.T) {
 	if st, got, err := postWith(srv.URL+"/mcp", body("mcp__slack__post_message"), headers("mcp__slack__post_message")); err != nil || strings.Contains(got, "-32020") || !strings.Contains(got, "post_message") {
 		t.Errorf("tasks client, matching headers: %d %s %v", st, got, err)
 	}
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 	// What the check cannot read it refuses, for every client: a body
 	// that is not JSON, params of another shape, another method than the
 	// header says.
@@ -108,9 +109,20 @@ func TestCallToolHeader(t *testing.T) {
 		"not JSON":               `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`,
 		"a name of another type": `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":["call_tool"],"arguments":{"name":"mcp__slack__post_message"}}}`,
 		"another method":         `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`,
+		// Keys the SDK's decoding matches as the header's tool, which a
+		// reader of the first exact key would not: the SDK takes the
+		// last, and matches keys whatever their case.
+		"the tool named twice":      `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool",` + meta + `,"arguments":{"name":"mcp__slack__post_message","name":"mcp__slack__list_channels"}}}`,
+		"the tool again, in caps":   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool",` + meta + `,"arguments":{"name":"mcp__slack__post_message","NAME":"mcp__slack__list_channels"}}}`,
+		"the tool only in caps":     `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool",` + meta + `,"arguments":{"Name":"mcp__slack__list_channels"}}}`,
+		"arguments again, folded":   `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool",` + meta + `,"arguments":{"name":"mcp__slack__post_message"},"argument\u017f":{"name":"mcp__slack__list_channels"}}}`,
+		"params twice":              `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool",` + meta + `,"arguments":{"name":"mcp__slack__post_message"}},"PARAMS":{"name":"call_tool",` + meta + `,"arguments":{"name":"mcp__slack__list_channels"}}}`,
+		"the method twice":          `{"jsonrpc":"2.0","id":1,"method":"tools/call","Method":"tools/list","params":{"name":"call_tool",` + meta + `,"arguments":{"name":"mcp__slack__post_message"}}}`,
+		"arguments of another type": `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":["mcp__slack__post_message"]}}`,
+		"a batch":                   `[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__slack__post_message"}}}]`,
 	} {
 		st, got, err := postWith(srv.URL+"/mcp", b, headers("mcp__slack__post_message"))
-		if err != nil || st != http.StatusBadRequest || !(strings.Contains(got, "-32700") || strings.Contains(got, "-32020")) {
+		if err != nil || st != http.StatusBadRequest || !(strings.Contains(got, "-32700") || strings.Contains(got, "-32020")) || strings.Contains(got, "channels") && !strings.Contains(got, "-32") {
 			t.Errorf("%s: %d %s %v", name, st, got, err)
 		}
 	}

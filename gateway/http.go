@@ -1,13 +1,11 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -87,9 +85,9 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 	// One bound on large messages for every path: the go-sdk's decoding
 	// of a message costs about 25 times its size (screen.go).
 	large := make(chan struct{}, maxLargeMessages)
-	mux.Handle("/mcp", checkOrigin(opts.authorize(main.Profile(), relay(screenRequests(large, main.mcpHandler(opts))))))
+	mux.Handle("/mcp", main.frontDoor(opts, relay, large))
 	for _, p := range others {
-		mux.Handle("/mcp/"+p.Profile(), checkOrigin(opts.authorize(p.Profile(), relay(screenRequests(large, p.mcpHandler(opts))))))
+		mux.Handle("/mcp/"+p.Profile(), p.frontDoor(opts, relay, large))
 	}
 	if pp := opts.People; pp != nil {
 		mux.Handle(metadataPrefix, pp.metadata("/mcp"))
@@ -164,18 +162,11 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 
 // startsSession reports whether a request is an initialize, which starts
 // a session; other requests without a session id (a newer client's
-// discovery) are served statelessly. The body is read, within
-// MaxRequestBytes, and put back.
+// discovery) are served statelessly. A body whose envelope cannot be
+// read as the SDK reads it counts as one: it passes the cap on sessions.
 func startsSession(r *http.Request) bool {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		return false
-	}
-	var msg struct {
-		Method string `json:"method"`
-	}
-	return json.Unmarshal(body, &msg) == nil && msg.Method == "initialize"
+	e := envelopeOf(r)
+	return e == nil || e.bad != "" || e.method == "initialize"
 }
 
 // sessionServerKey carries the server of a new session (Activate).

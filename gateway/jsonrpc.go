@@ -36,6 +36,12 @@ func badID(msg []byte) string {
 			id = v // the last, as encoding/json takes it
 		}
 	})
+	return idProblem(id)
+}
+
+// idProblem returns why a message's id (its JSON, nil when it has none)
+// cannot round-trip, or "".
+func idProblem(id []byte) string {
 	if len(id) == 0 || id[0] == '"' || string(id) == "null" {
 		return ""
 	}
@@ -87,10 +93,11 @@ const (
 	maxLargeMessages = 4
 )
 
-// screenRequests refuses an HTTP request whose JSON-RPC id would not
-// come back exactly, with 400 and a JSON-RPC error naming it, cuts a long
-// search query before the SDK decodes it (screen), and serves large
-// messages a few at a time.
+// screenRequests reads a POST's body once, whole, into its envelope,
+// which the checks after it read (envelopeOf); refuses a request whose
+// JSON-RPC id would not come back exactly, with 400 and a JSON-RPC error
+// naming it; cuts a long search query before the SDK decodes it; and
+// serves large messages a few at a time.
 func screenRequests(large chan struct{}, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
@@ -100,15 +107,17 @@ func screenRequests(large chan struct{}, h http.Handler) http.Handler {
 			buf := bytes.NewBuffer(make([]byte, 0, min(max(r.ContentLength, 0), MaxRequestBytes+1)+bytes.MinRead))
 			_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxRequestBytes+1))
 			body := buf.Bytes()
-			if err == nil {
-				var why string
-				if body, why = screen(body); why != "" {
+			if err == nil && len(body) <= MaxRequestBytes {
+				e := readEnvelope(body)
+				if why := e.screen(); why != "" {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(http.StatusBadRequest)
 					w.Write(idError(why))
 					return
 				}
+				body = e.body
 				r.ContentLength = int64(len(body))
+				r = withEnvelope(r, e)
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			if len(body) > largeMessage {
@@ -125,6 +134,22 @@ func screenRequests(large chan struct{}, h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// screen is screen's work on a message whose envelope is read: why its
+// id cannot come back, or "" with a long query cut in e.body.
+func (e *envelope) screen() string {
+	switch {
+	case !e.valid:
+		return ""
+	case e.batch:
+		return batchBadID(e.body)
+	}
+	if why := idProblem(e.id); why != "" {
+		return why
+	}
+	e.body = cutQuery(e.body, e.method, e.name, e.query[0], e.query[1])
+	return ""
 }
 
 // StdioTransport is an mcp.IOTransport over r and w that answers a

@@ -51,6 +51,12 @@ func screenMessage(msg []byte) []byte {
 			})
 		}
 	})
+	return cutQuery(msg, method, name, start, end)
+}
+
+// cutQuery returns msg with the search_tools query at msg[start:end] cut
+// to screenedQuery, when it is longer; else msg.
+func cutQuery(msg []byte, method, name string, start, end int) []byte {
 	if method != "tools/call" || name != toolSearch || start < 0 || end-start <= screenedQuery {
 		return msg
 	}

@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -217,10 +215,7 @@ type taskRequest struct {
 	Params struct {
 		TaskID         string          `json:"taskId"`
 		InputResponses json.RawMessage `json:"inputResponses"`
-		Notifications  struct {
-			TaskIDs json.RawMessage `json:"taskIds"`
-		} `json:"notifications"`
-		Meta struct {
+		Meta           struct {
 			Caps struct {
 				Extensions map[string]json.RawMessage `json:"extensions"`
 			} `json:"io.modelcontextprotocol/clientCapabilities"`
@@ -234,40 +229,37 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		t.next.ServeHTTP(w, r)
 		return
 	}
-	// The body is in memory already (screenRequests).
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if method == "tools/call" && !bytes.Contains(body, []byte("tasks")) || method == "subscriptions/listen" && !bytes.Contains(body, []byte("taskIds")) {
-		// A client that does not declare the extension (whose name ends
-		// so, however its slash is escaped), or a stream that asks for no
-		// task's news: no need to decode the request twice.
+	e := envelopeOf(r) // read once, by the front door
+	if e == nil || e.method != method || method == "tools/call" && !e.tasks || method == "subscriptions/listen" && !e.taskIDs {
+		// A client that does not declare the extension, a stream that
+		// asks for no task's news, or what the SDK says is wrong.
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	switch method {
+	case "tools/call":
+		t.call(w, r, e.id, t.path+" "+callerOf(r))
+		return
+	case "subscriptions/listen":
+		// Task status is polled: the stream's acknowledgement agrees to
+		// no task ids (the SDK's). Asking without the extension is an
+		// error, as the extension requires.
+		if !e.tasks {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			writeRPC(w, e.id, nil, missingTasksExtension("task ids on "+method))
+			return
+		}
 		t.next.ServeHTTP(w, r)
 		return
 	}
 	var req taskRequest
-	if err != nil || json.Unmarshal(body, &req) != nil || req.Method != method {
+	if json.Unmarshal(e.body, &req) != nil {
 		t.next.ServeHTTP(w, r) // the SDK says what is wrong
 		return
 	}
 	owner := t.path + " " + callerOf(r)
 	switch method {
-	case "tools/call":
-		if _, ok := req.Params.Meta.Caps.Extensions[tasksExtension]; !ok {
-			t.next.ServeHTTP(w, r)
-			return
-		}
-		t.call(w, r, req.ID, owner)
-	case "subscriptions/listen":
-		// Task status is polled: the stream's acknowledgement agrees to
-		// no task ids (the SDK's). Asking without the extension is an
-		// error, as the extension requires.
-		if _, ok := req.Params.Meta.Caps.Extensions[tasksExtension]; !ok && len(req.Params.Notifications.TaskIDs) > 0 {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusBadRequest)
-			writeRPC(w, req.ID, nil, missingTasksExtension("task ids on "+method))
-			return
-		}
-		t.next.ServeHTTP(w, r)
 	case "tasks/get", "tasks/update", "tasks/cancel":
 		if rpcErr := taskRequestError(r, &req); rpcErr != nil {
 			w.Header().Set("Content-Type", "application/json")
@@ -280,7 +272,7 @@ func (t *tasker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeRPC(w, req.ID, nil, rpcErr)
 			return
 		}
-		if method != "tasks/get" && t.sendOn(w, r, body, task) {
+		if method != "tasks/get" && t.sendOn(w, r, e.body, task) {
 			return
 		}
 		res, rpcErr := t.method(r.Context(), r, method, &req, task)

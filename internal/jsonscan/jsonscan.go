@@ -60,12 +60,23 @@ func skipSpace(data []byte, i int) int {
 // cursor at the key's value; member must move past the value (with Skip,
 // Value, String, Object or Array). It returns false, having skipped the
 // value, when the value is not an object.
-func (s *Scanner) Object(member func(key string)) bool {
+func (s *Scanner) Object(member func(key string)) bool { return s.object(false, member) }
+
+// Members is Object, but a key that needs no decoding shares the
+// scanner's data: member must not keep it past its call. For reading a
+// few known keys of a message without a copy of each key.
+func (s *Scanner) Members(member func(key string)) bool { return s.object(true, member) }
+
+func (s *Scanner) object(shared bool, member func(key string)) bool {
 	return s.each('{', '}', func() {
 		start := s.i
 		s.str()
-		key, ok := Unquote(s.data[start:s.i])
-		if !ok {
+		var key string
+		body := s.data[start+1 : max(s.i-1, start+1)]
+		ok := shared && len(body) > 0 && plain(body) && s.i-1 > start
+		if ok {
+			key = unsafe.String(&body[0], len(body))
+		} else if key, ok = Unquote(s.data[start:s.i]); !ok {
 			key = string(s.data[start:s.i])
 		}
 		s.space()
