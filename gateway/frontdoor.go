@@ -20,6 +20,7 @@ import (
 //	authorize        bearer, profile or person token, or a replica's signature
 //	relay            (a fleet) the replica holding the session or the parked call
 //	screenRequests   the body read whole (MaxRequestBytes), the envelope; ids that cannot come back; long queries cut; large bodies a few at a time
+//	serveSkills      skills/list and skills/get, which the go-sdk has no methods for
 //	era              MCP 2026-07-28 without sessions, or an earlier client's session
 //	checkCall        (2026-07-28) a tools/call's headers are its body's tool
 //	tasker           (2026-07-28) tasks/*, and the mark on a call that may become a task
@@ -28,7 +29,7 @@ import (
 // frontDoor is the handler of one gateway's MCP path: its checks,
 // outermost first, in front of its transports.
 func (s *Server) frontDoor(opts *HTTPOptions, relay func(http.Handler) http.Handler, large chan struct{}) http.Handler {
-	return checkOrigin(opts.authorize(s.Profile(), relay(screenRequests(large, s.mcpHandler(opts)))))
+	return checkOrigin(opts.authorize(s.Profile(), relay(screenRequests(large, s.serveSkills(s.mcpHandler(opts))))))
 }
 
 // envelope is what the front door reads of a JSON-RPC request.

@@ -127,7 +127,7 @@ func (s *Server) mcpHandler(opts *HTTPOptions) http.Handler {
 		if srv, ok := r.Context().Value(sessionServerKey{}).(*mcp.Server); ok {
 			return srv
 		}
-		return s.shared
+		return s.shared.Load()
 	}
 	transport := func(stateless bool) http.Handler {
 		return mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -517,7 +517,7 @@ func (s *Server) healthz(token string) http.Handler {
 // ServeStdio serves one client over stdin and stdout until the client
 // disconnects or ctx is done.
 func (s *Server) ServeStdio(ctx context.Context, t mcp.Transport) error {
-	err := s.shared.Run(ctx, t)
+	err := s.shared.Load().Run(ctx, t)
 	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil
 	}

@@ -37,6 +37,9 @@ type offerTable struct {
 	resources map[string]resRef    // by served URI
 	templates []templateRef        // sorted by served template
 	exposed   map[[2]string]string // {server, URI as the server names it} → served URI
+	// skills: a server has trusted skills, whose files are read by the
+	// gateway's own template (skills.go).
+	skills bool
 }
 
 type promptRef struct {
@@ -77,6 +80,14 @@ func newOfferTable(offers []upstream.Offer) (*offerTable, []error) {
 		}
 	}
 	for _, o := range offers {
+		if len(o.Skills) > 0 {
+			// A skills server's skill:// files are served as its skills
+			// (their digests checked), not as resources of its own.
+			o.Resources = slices.DeleteFunc(slices.Clone(o.Resources), func(r *mcp.Resource) bool { return r != nil && strings.HasPrefix(r.URI, "skill://") })
+			o.Templates = slices.DeleteFunc(slices.Clone(o.Templates), func(t *mcp.ResourceTemplate) bool {
+				return t != nil && strings.HasPrefix(t.URITemplate, "skill://")
+			})
+		}
 		for _, p := range o.Prompts {
 			if p == nil || p.Name == "" {
 				continue
@@ -181,7 +192,11 @@ func (s *Server) updateOffers(offers []upstream.Offer) {
 	for _, err := range bad {
 		s.logger.Warn("a server's offer cannot be served", "error", err)
 	}
+	tbl.skills = s.up.HasSkills()
 	s.offers.Store(tbl)
+	if tbl.skills {
+		s.declareSkills()
+	}
 	s.mu.Lock()
 	xs := make([]*exposure, 0, len(s.sessions))
 	for _, x := range s.sessions {
@@ -208,6 +223,9 @@ func (s *Server) syncOffers(x *exposure, tbl *offerTable) {
 	}
 	for _, rt := range tbl.templates {
 		want["t\x00"+rt.template.URITemplate] = def(rt.template) + rt.server
+	}
+	if tbl.skills {
+		want["t\x00"+skillTemplate] = "skills"
 	}
 	var prompts, resources, templates []string
 	for k := range x.offered {
@@ -240,6 +258,10 @@ func (s *Server) syncOffers(x *exposure, tbl *offerTable) {
 			r := tbl.resources[name]
 			x.server.AddResource(&r.resource, s.readResource)
 		case "t":
+			if name == skillTemplate && v == "skills" {
+				x.server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: skillTemplate, Name: upstream.SkillsExtension,
+					Description: "The files of the servers' skills (skills/list names them)"}, s.readSkillFile)
+			}
 			for _, rt := range tbl.templates {
 				if rt.template.URITemplate == name {
 					x.server.AddResourceTemplate(&rt.template, s.readResource)

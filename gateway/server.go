@@ -174,9 +174,9 @@ type Server struct {
 	learn   learning
 
 	mu       sync.Mutex
-	shared   *mcp.Server               // the server of every session unless Activate
-	sessions map[*mcp.Server]*exposure // Activate: one server per session
-	decision string                    // the last auto-mode decision logged
+	shared   atomic.Pointer[mcp.Server] // the server of every session unless Activate
+	sessions map[*mcp.Server]*exposure  // Activate: one server per session
+	decision string                     // the last auto-mode decision logged
 	// initialized are the ids of the HTTP sessions an initialize started
 	// on the shared server (see openSessions).
 	initialized map[string]bool
@@ -201,6 +201,10 @@ type exposure struct {
 	offered   map[string]string // prompts, resources, templates served → their definition
 	created   time.Time
 	started   bool // Activate: its session's initialize was answered
+	// shared: the server of every session (Server.shared), or one that
+	// was until skills came (declareSkills); skills: it declares the
+	// skills extension.
+	shared, skills bool
 }
 
 // Checklist is the deferral checklist of the gateway's tools: search_tools
@@ -269,7 +273,8 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 		return nil, err
 	}
 	s.learn.unused = func() { s.met.unused.Add(context.Background(), 1, s.met.byProfile()) }
-	s.shared = s.newMCPServer()
+	s.shared.Store(s.newMCPServer())
+	s.sessions[s.shared.Load()].shared = true
 	s.Update(up.Catalog())
 	s.updateOffers(up.Offers())
 	return s, nil
@@ -330,7 +335,7 @@ func (s *Server) Mode() string {
 
 // MCPServer returns the server that sessions share (all sessions unless
 // Activate is set; then it serves stdio, which has one session).
-func (s *Server) MCPServer() *mcp.Server { return s.shared }
+func (s *Server) MCPServer() *mcp.Server { return s.shared.Load() }
 
 // newMCPServer makes an mcp.Server with the meta tools and registers its
 // exposure.
@@ -338,12 +343,18 @@ func (s *Server) newMCPServer() *mcp.Server {
 	// Prompts, resources, completions and logging are declared whether
 	// or not a server offers them yet: servers connect after clients do,
 	// and a session's capabilities cannot change.
+	// Tasks, MCP Apps (the servers' apps, served as theirs), and skills
+	// once a server offers them.
+	extensions := map[string]any{tasksExtension: map[string]any{}, appsExtension: map[string]any{}}
+	skills := s.up.HasSkills()
+	if skills {
+		extensions[upstream.SkillsExtension] = map[string]any{}
+	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolshelf", Title: "toolshelf gateway", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.instructions(),
 		Logger:       s.sdkLogger,
 		Capabilities: &mcp.ServerCapabilities{
-			// Tasks, and MCP Apps (the servers' apps, served as theirs).
-			Extensions:  map[string]any{tasksExtension: map[string]any{}, appsExtension: map[string]any{}},
+			Extensions:  extensions,
 			Tools:       &mcp.ToolCapabilities{ListChanged: true},
 			Prompts:     &mcp.PromptCapabilities{ListChanged: true},
 			Resources:   &mcp.ResourceCapabilities{ListChanged: true, Subscribe: true},
@@ -360,7 +371,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 		SetCacheable:       s.cacheable,
 	})
 	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.runAsTask, s.watchLevel, s.describeServers, s.awaitLists, s.narrowDiscover)
-	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now()}
+	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now(), skills: skills}
 	s.mu.Lock()
 	s.sessions[srv] = x
 	s.mu.Unlock()
@@ -732,7 +743,7 @@ func (s *Server) forgetClosed() {
 		// A server whose initialize has not been answered yet has no
 		// session so far; one whose initialize never was is kept a
 		// minute, in case it still will be.
-		if srv != s.shared && (x.started || time.Since(x.created) > time.Minute) && !hasSessions(srv) {
+		if srv != s.shared.Load() && (x.started || x.shared || time.Since(x.created) > time.Minute) && !hasSessions(srv) {
 			delete(s.sessions, srv)
 		}
 	}
@@ -743,9 +754,9 @@ func (s *Server) forgetClosed() {
 func (s *Server) liveSessions() map[*mcp.ServerSession]bool {
 	s.mu.Lock()
 	servers := make([]*mcp.Server, 0, len(s.sessions)+1)
-	servers = append(servers, s.shared)
+	servers = append(servers, s.shared.Load())
 	for srv := range s.sessions {
-		if srv != s.shared {
+		if srv != s.shared.Load() {
 			servers = append(servers, srv)
 		}
 	}
@@ -768,11 +779,15 @@ func (s *Server) openSessions() int {
 	// Only sessions that an initialize started count: the SDK also serves
 	// a newer client's server/discover on a short-lived session of its own.
 	live := map[string]bool{}
-	for ss := range s.shared.Sessions() {
-		live[ss.ID()] = true
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for srv, x := range s.sessions {
+		if x.shared {
+			for ss := range srv.Sessions() {
+				live[ss.ID()] = true
+			}
+		}
+	}
 	for id := range s.initialized {
 		if !live[id] {
 			delete(s.initialized, id)
@@ -785,7 +800,31 @@ func (s *Server) openSessions() int {
 func (s *Server) sessionCount() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.sessions) - 1 // the shared server is not a session's
+	n := 0
+	for _, x := range s.sessions {
+		if !x.shared {
+			n++
+		}
+	}
+	return n
+}
+
+// declareSkills makes the server of every session one that declares the
+// skills extension, once a server offers skills: a server's capabilities
+// are fixed when it is made. Requests and sessions from now on get the
+// new one; sessions open on the old one keep it.
+func (s *Server) declareSkills() {
+	s.mu.Lock()
+	x := s.sessions[s.shared.Load()]
+	s.mu.Unlock()
+	if x == nil || x.skills || !s.up.HasSkills() {
+		return
+	}
+	srv := s.newMCPServer()
+	s.mu.Lock()
+	s.sessions[srv].shared = true
+	s.mu.Unlock()
+	s.shared.Store(srv)
 }
 
 func hasSessions(srv *mcp.Server) bool {

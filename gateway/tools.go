@@ -178,7 +178,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	// A request without a session (MCP 2026-07-28) is served by the
 	// shared server, whose tool list every such client sees: it
 	// activates nothing.
-	if s.opts.Activate && x != nil && x.server != s.shared {
+	if s.opts.Activate && x != nil && x.server != s.shared.Load() {
 		res.Activated = s.activate(x, res.Matches)
 		if f := s.opts.OnActivate; f != nil && ss != nil && len(res.Activated) > 0 {
 			f(ctx, ss.ID(), res.Activated)

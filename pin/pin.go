@@ -44,7 +44,8 @@ func pinnedMeta(key string) bool {
 			return true
 		}
 	}
-	return key == "ui"
+	// A skill's frontmatter and files, as upstream pins a skill.
+	return key == "ui" || key == "io.modelcontextprotocol/skills"
 }
 
 // Definition is a tool's pinned fields in canonical JSON: object keys

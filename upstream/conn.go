@@ -42,6 +42,9 @@ type conn struct {
 	// method for (tasks.go).
 	name  string
 	relay *http.Client
+	// tap is the connection under the SDK's session, which sends the
+	// requests of extensions the SDK has no method for (request).
+	tap *tapConn
 }
 
 // dial connects to the server with client and initializes a session,
@@ -64,7 +67,7 @@ func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, fs *flight
 	if err != nil {
 		return c, err
 	}
-	session, err := client.Connect(ctx, tapTransport{lifetimeTransport{t, life}, fs}, nil)
+	session, err := client.Connect(ctx, tapTransport{lifetimeTransport{t, life}, fs, &c.tap}, nil)
 	if err != nil {
 		return c, c.explain(err)
 	}

@@ -34,10 +34,14 @@ type Offer struct {
 	// when its tools were listed, by URI; the pool judges them against
 	// the lock file and serves them (Scope.App).
 	Apps map[string]*mcp.ReadResourceResult `json:"apps,omitempty"`
+	// Skills are the server's skills (skills.go) as it listed them; the
+	// pool judges them against the lock file and serves the trusted ones
+	// (Scope.Skills).
+	Skills []Skill `json:"skills,omitempty"`
 }
 
 func (o *Offer) empty() bool {
-	return len(o.Prompts) == 0 && len(o.Resources) == 0 && len(o.Templates) == 0 && !o.Complete
+	return len(o.Prompts) == 0 && len(o.Resources) == 0 && len(o.Templates) == 0 && !o.Complete && len(o.Skills) == 0
 }
 
 // maxOffered bounds the prompts, resources or templates kept of one
@@ -61,6 +65,12 @@ func (c *conn) listOffer(ctx context.Context) (Offer, error) {
 		o.Resources, errs = collect(c.session.Resources(ctx, nil), "resources/list", errs)
 		o.Templates, errs = collect(c.session.ResourceTemplates(ctx, nil), "resources/templates/list", errs)
 		o.Subscribe = caps.Resources.Subscribe
+	}
+	if offersSkills(caps) {
+		var err error
+		if o.Skills, err = c.listSkills(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	o.Complete = caps.Completions != nil
 	o.Logging = caps.Logging != nil

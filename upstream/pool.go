@@ -183,6 +183,9 @@ type Pool struct {
 	// apps are the servers' apps the lock file trusts, by server and URI
 	// (see Scope.App); guarded by pubMu.
 	apps map[string]map[string]*mcp.ReadResourceResult
+	// skills are the servers' skills the lock file trusts, by server
+	// (skills.go).
+	skills map[string][]Skill
 	// defs and nextDefs are the canonical definitions of the last
 	// publish's tools and of this one's, by raw definition; guarded by
 	// pubMu.
@@ -471,12 +474,18 @@ func (p *Pool) publish() {
 	conflicts := make(map[string]string)
 	quarantined := make(map[string][]Quarantined)
 	apps := make(map[string]map[string]*mcp.ReadResourceResult)
+	skills := make(map[string][]Skill)
 	for _, s := range p.servers {
 		s.offers.mu.Lock()
 		trusted, heldApps := p.judgeApps(s, s.offers.offer.Apps)
+		trustedSkills, heldSkills := p.judgeSkills(s, s.offers.offer.Skills)
 		s.offers.mu.Unlock()
+		heldApps = append(heldApps, heldSkills...)
 		if len(trusted) > 0 {
 			apps[s.cfg.Name] = trusted
+		}
+		if len(trustedSkills) > 0 {
+			skills[s.cfg.Name] = trustedSkills
 		}
 		s.mu.Lock()
 		kept, h := p.judge(s, s.entries)
@@ -504,6 +513,7 @@ func (p *Pool) publish() {
 	}
 	p.noteConflicts(conflicts)
 	p.apps = apps
+	p.skills = skills
 	p.noteQuarantined(quarantined)
 	c := catalog.New(all, infos)
 	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {

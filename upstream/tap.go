@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -42,6 +43,7 @@ func withCapture(ctx context.Context, c *capture) context.Context {
 type tapTransport struct {
 	mcp.Transport
 	flights *flights
+	opened  **tapConn // set by Connect, for requests the SDK has no method for
 }
 
 func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -49,14 +51,54 @@ func (t tapTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tapConn{Connection: c, pending: make(map[jsonrpc.ID]*capture), flights: t.flights}, nil
+	tc := &tapConn{Connection: c, pending: make(map[jsonrpc.ID]*capture), calls: make(map[jsonrpc.ID]chan *jsonrpc.Response), flights: t.flights}
+	if t.opened != nil {
+		*t.opened = tc
+	}
+	return tc, nil
 }
 
 type tapConn struct {
 	mcp.Connection
 	mu      sync.Mutex
 	pending map[jsonrpc.ID]*capture
+	calls   map[jsonrpc.ID]chan *jsonrpc.Response // the tap's own requests (call)
+	next    int64
 	flights *flights
+}
+
+// call sends a request the go-sdk has no method for (an extension's, such
+// as skills/list) on the connection, and returns its result: the answer
+// is taken off the connection before the SDK, which did not ask, sees it.
+// Its ids are strings of the tap's own, which the SDK's never are.
+func (c *tapConn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.next++
+	id, _ := jsonrpc.MakeID(fmt.Sprintf("toolshelf-%d", c.next))
+	answer := make(chan *jsonrpc.Response, 1)
+	c.calls[id] = answer
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.calls, id)
+		c.mu.Unlock()
+	}()
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
+		return nil, err
+	}
+	select {
+	case resp := <-answer:
+		if resp.Error != nil {
+			return nil, resp.Error
+		}
+		return resp.Result, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -71,7 +113,26 @@ func (c *tapConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *tapConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if resp, ok := msg.(*jsonrpc.Response); ok && err == nil {
+			c.mu.Lock()
+			answer, mine := c.calls[resp.ID]
+			c.mu.Unlock()
+			if mine {
+				select {
+				case answer <- resp:
+				default: // a second answer to one request: dropped
+				}
+				continue
+			}
+		}
+		return c.read(msg, err)
+	}
+}
+
+// read notes what the SDK is about to read.
+func (c *tapConn) read(msg jsonrpc.Message, err error) (jsonrpc.Message, error) {
 	if req, ok := msg.(*jsonrpc.Request); ok && !req.IsCall() && req.Method == "notifications/progress" && c.flights != nil {
 		var p struct {
 			Token any `json:"progressToken"`

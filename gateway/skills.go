@@ -1,0 +1,133 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// Skills (the io.modelcontextprotocol/skills extension, SEP-2640) through
+// the gateway: every server's trusted skills (upstream/skills.go), each
+// under its server's name (skill://SERVER/...), listed by skills/list,
+// described by skills/get, and their files read by resources/read, which
+// returns a file only when its bytes are the ones pinned. The go-sdk has
+// no methods for the extension, so skills/list and skills/get are
+// answered in front of its transport (serveSkills); files are a resource
+// template of the gateway's own. The extension is declared once a server
+// offers skills.
+//
+// When the go-sdk can serve methods of an extension, serveSkills becomes
+// two handlers registered on the server.
+
+const (
+	skillTemplate = "skill://{+path}"
+	skillsPage    = 100
+)
+
+// skillEntry is a skill as skills/list and skills/get answer it.
+type skillEntry struct {
+	URI         string               `json:"uri"`
+	Frontmatter json.RawMessage      `json:"frontmatter"`
+	Resources   []upstream.SkillFile `json:"resources"`
+}
+
+func entryOf(s upstream.ServedSkill) skillEntry {
+	return skillEntry{URI: s.URI, Frontmatter: s.Frontmatter, Resources: s.Files}
+}
+
+// serveSkills answers skills/list and skills/get on an MCP path, for
+// clients of every revision (a server's skills are served on sessions
+// too); anything else goes on to next.
+func (s *Server) serveSkills(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		e := envelopeOf(r)
+		if e == nil || e.batch || (e.method != "skills/list" && e.method != "skills/get") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		res, rpcErr := s.skillsMethod(r.Context(), e.method, e.body)
+		w.Header().Set("Content-Type", "application/json")
+		if rpcErr != nil && (e.bad != "" || !e.valid) {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		writeRPC(w, e.id, res, rpcErr)
+	})
+}
+
+// skillsMethod answers skills/list or skills/get of a request's body.
+func (s *Server) skillsMethod(ctx context.Context, method string, body []byte) (result, rpcErr json.RawMessage) {
+	var msg struct {
+		Params struct {
+			URI    string `json:"uri"`
+			Cursor string `json:"cursor"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, method+": "+cut(err.Error(), echoLimit))
+	}
+	scope := "public"
+	if s.opts.PrivateLists || s.opts.Activate {
+		scope = "private"
+	}
+	var res map[string]any
+	if method == "skills/get" {
+		sk, err := s.up.Skill(ctx, msg.Params.URI)
+		if err != nil {
+			return nil, rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("no skill is served at %s: %v", quoteClipped(msg.Params.URI), err))
+		}
+		res = map[string]any{"skill": entryOf(sk)}
+	} else {
+		all := s.up.Skills(ctx)
+		// The cursor is the URI of the last skill of the page before:
+		// stable while skills come and go.
+		start := 0
+		if c := msg.Params.Cursor; c != "" {
+			start = len(all)
+			for i, sk := range all {
+				if sk.URI > c {
+					start = i
+					break
+				}
+			}
+		}
+		end := min(start+skillsPage, len(all))
+		page := make([]skillEntry, 0, end-start)
+		for _, sk := range all[start:end] {
+			page = append(page, entryOf(sk))
+		}
+		res = map[string]any{"skills": page}
+		if end < len(all) {
+			res["nextCursor"] = all[end-1].URI
+		}
+	}
+	res["resultType"], res["ttlMs"], res["cacheScope"] = "complete", listTTL, scope
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, err.Error())
+	}
+	return b, nil
+}
+
+// readSkillFile reads a file of a trusted skill, as pinned.
+func (s *Server) readSkillFile(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	uri := req.Params.URI
+	res, err := s.up.ReadSkillFile(forCaller(ctx, req.Session, req.Params.GetProgressToken()), uri)
+	switch {
+	case errors.Is(err, upstream.ErrSkillUnknown):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s: no skill served here lists it", quoteClipped(uri))}
+	case err != nil:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("resource %s: %v", quoteClipped(uri), err)}
+	}
+	s.up.Secrets().CutResource(res)
+	return res, nil
+}
