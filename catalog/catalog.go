@@ -190,14 +190,35 @@ func (c *Catalog) computeVersion() string {
 
 // Version is a key that changes whenever the catalog's names or content
 // change. Caches of anything derived from a catalog are keyed by it.
-func (c *Catalog) Version() string { return c.version }
+func (c *Catalog) Version() string {
+	if c == nil {
+		return ""
+	}
+	return c.version
+}
+
+// Join returns a catalog of a's entries and b's, with a's servers: for
+// searching tools and skills (Entry.Skill) together. a's entries keep
+// their names: a skill's name (made from its URI) always needs
+// sanitising, so where one collides with a tool's, the tool keeps its.
+func Join(a, b *Catalog) *Catalog {
+	entries := make([]Entry, 0, a.Len()+b.Len())
+	entries = append(entries, a.entries...)
+	entries = append(entries, b.entries...)
+	return New(entries, a.servers)
+}
 
 // NameKey is the sorted, comma-joined list of qualified names: the key that
 // token counts are cached by, since they depend only on which tools are sent.
 func (c *Catalog) NameKey() string { return strings.Join(c.Names(), ",") }
 
 // Len returns the number of entries.
-func (c *Catalog) Len() int { return len(c.entries) }
+func (c *Catalog) Len() int {
+	if c == nil {
+		return 0
+	}
+	return len(c.entries)
+}
 
 // Entry returns the i'th entry in name order.
 func (c *Catalog) Entry(i int) *Entry { return &c.entries[i] }

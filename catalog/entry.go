@@ -23,6 +23,13 @@ type Entry struct {
 	// Name is the qualified name, unique within its catalog and valid as a
 	// Messages API tool name: mcp__<server>__<tool> for an MCP tool.
 	Name string
+	// Skill, when set, makes the entry a skill (the skills extension), not
+	// a tool: the URI its SKILL.md is served at. Skills are searched
+	// beside tools (shelf.Shelf.UpdateSkills) and never called; its Tool
+	// is that URI too (unique where skill names are not), its Title the
+	// skill's name, and Uses the tools it names that can be called.
+	Skill string
+	Uses  []string
 	// Server is the upstream server's name as configured. It is empty for
 	// tools that do not come from an MCP server (an agent's own tools).
 	Server string

@@ -107,7 +107,13 @@ func TestSkillsThroughGateway(t *testing.T) {
 			}
 		}
 	}
-	out, err := inspector(t, url, "--method", "skills/get", "--uri", "skill://docs/release-notes/SKILL.md")
+	// search_tools finds the skill with the tools, and names the tool
+	// of its allowed-tools that can be called here.
+	out, err := inspector(t, url, "--method", "tools/call", "--tool-name", "search_tools", "--tool-arg", "query=write the release notes of the new version")
+	if err != nil || !strings.Contains(out, `\"skill\":\"skill://docs/release-notes/SKILL.md\"`) || !strings.Contains(out, `\"uses\":[\"mcp__docs__tag_release\"]`) {
+		t.Errorf("search_tools does not find the skill: %v\n%s", err, out)
+	}
+	out, err = inspector(t, url, "--method", "skills/get", "--uri", "skill://docs/release-notes/SKILL.md")
 	if err != nil || !strings.Contains(out, `"allowed-tools"`) || !strings.Contains(out, `skill://docs/release-notes/templates/notes.md`) {
 		t.Errorf("skills/get: %v\n%s", err, out)
 	}
@@ -170,5 +176,9 @@ func TestSkillForbiddenByRule(t *testing.T) {
 	}
 	if out, err := inspector(t, url, "--method", "resources/read", "--uri", "skill://docs/incident-review/references/timeline.md"); err == nil || strings.Contains(out, "UTC time") {
 		t.Errorf("a forbidden skill's file was read: %s", out)
+	}
+	out, err := inspector(t, url, "--method", "tools/call", "--tool-name", "search_tools", "--tool-arg", "query=review a production incident and its timeline")
+	if err != nil || strings.Contains(out, "incident-review") {
+		t.Errorf("search_tools names a forbidden skill: %v\n%s", err, out)
 	}
 }

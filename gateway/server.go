@@ -307,6 +307,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ch := s.up.Changed()
 		s.Update(s.up.Catalog())
 		s.updateOffers(s.up.Offers())
+		s.updateSkills()
 		for changed := false; !changed; {
 			select {
 			case <-ch:
@@ -475,7 +476,12 @@ func (s *Server) Update(c *catalog.Catalog) {
 	if old := s.state.Load(); old != nil && old.Catalog.Version() == c.Version() {
 		return
 	}
-	snap := &served{Snapshot: s.shelf.Update(c), servers: strings.Join(policy.Summaries(c), "\n")}
+	s.serve(s.shelf.Update(c))
+}
+
+// serve makes a shelf's snapshot the one every session is served.
+func (s *Server) serve(sn *shelf.Snapshot) {
+	snap := &served{Snapshot: sn, servers: strings.Join(policy.Summaries(sn.Catalog), "\n")}
 	switch s.opts.Settings.Mode {
 	case policy.ModeStandard:
 		snap.direct = true

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -130,4 +132,30 @@ func (s *Server) readSkillFile(ctx context.Context, req *mcp.ReadResourceRequest
 	}
 	s.up.Secrets().CutResource(res)
 	return res, nil
+}
+
+// updateSkills makes the servers' trusted skills found by search_tools
+// beside the tools, each naming the tools of its allowed-tools that can
+// be called here.
+func (s *Server) updateSkills() {
+	snap := s.state.Load()
+	if snap == nil {
+		return
+	}
+	var entries []catalog.Entry
+	for _, sk := range s.up.SkillIndex() {
+		e := catalog.Entry{Server: sk.Server, Tool: sk.URI, Title: sk.Name, Description: sk.Description, Skill: sk.URI, Raw: sk.Frontmatter}
+		for _, t := range sk.AllowedTools() {
+			for _, name := range []string{t, catalog.Prefix + sk.Server + "__" + t} {
+				if tool, ok := snap.Catalog.Find(name); ok && !slices.Contains(e.Uses, tool.Name) {
+					e.Uses = append(e.Uses, tool.Name)
+					break
+				}
+			}
+		}
+		entries = append(entries, e)
+	}
+	if sn := s.shelf.UpdateSkills(catalog.New(entries, nil)); sn != nil && sn != snap.Snapshot {
+		s.serve(sn)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -152,6 +153,13 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		form = shelf.Full
 	}
 	for _, h := range found.Hits {
+		if h.Entry.Skill != "" {
+			// A skill the rules keep from this caller is not named.
+			if _, err := s.up.Skill(ctx, h.Entry.Skill); err == nil {
+				res.Matches = append(res.Matches, shelf.MatchOf(h.Entry, form, found.Select))
+			}
+			continue
+		}
 		m := shelf.MatchOf(h.Entry, form, found.Select)
 		if app := appOf(h.Entry); app != "" {
 			m.App = appsOf(h.Entry)(app)
@@ -165,6 +173,9 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 			m.Description, m.InputSchema = "", nil
 		}
 		res.Matches = append(res.Matches, m)
+	}
+	if slices.ContainsFunc(res.Matches, func(m shelf.Match) bool { return m.Skill != "" }) {
+		res.Note = strings.TrimSpace(res.Note + ` A match with "skill" is instructions for a task, not a tool: read its SKILL.md (resources/read of the URI in "skill"; its other files are beside it), then call the tools it "uses".`)
 	}
 	// select: asks for whole definitions by name, and gets them.
 	if !found.Select {
@@ -184,9 +195,11 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 			f(ctx, ss.ID(), res.Activated)
 		}
 	}
-	names := make([]string, len(res.Matches))
-	for i, m := range res.Matches {
-		names[i] = m.Name
+	names := make([]string, 0, len(res.Matches))
+	for _, m := range res.Matches {
+		if m.Skill == "" { // what search learns is which tools were called after it
+			names = append(names, m.Name)
+		}
 	}
 	s.learn.searched(learnerOf(ctx, ss), in.Query, names, found.Select)
 	return textResult(res)
@@ -197,7 +210,7 @@ func (s *Server) activate(x *exposure, matches []shelf.Match) []string {
 	var names []string
 	s.mu.Lock()
 	for _, m := range matches {
-		if !m.Unverified && !x.activated[m.Name] {
+		if !m.Unverified && m.Skill == "" && !x.activated[m.Name] {
 			x.activated[m.Name] = true
 			names = append(names, m.Name)
 		}

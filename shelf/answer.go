@@ -59,6 +59,11 @@ type Match struct {
 	// Asks is the question a rule asks the person before each call of
 	// the tool: the model knows a person will be asked.
 	Asks string `json:"asks_person,omitempty"`
+	// Skill is the URI of a skill's SKILL.md, for a match that is a skill
+	// (instructions to read with resources/read, not a tool to call),
+	// and Uses the tools it names that can be called here.
+	Skill string   `json:"skill,omitempty"`
+	Uses  []string `json:"uses,omitempty"`
 }
 
 // maxDescription bounds a whole description in ranked results (a server
@@ -69,6 +74,15 @@ const maxDescription = 10_000
 // MatchOf returns e as a match in form f ("" is Compact). A whole
 // definition's description is cut at a bound unless uncut (select:).
 func MatchOf(e *catalog.Entry, f Form, uncut bool) Match {
+	if e.Skill != "" {
+		m := Match{Name: e.Title, Server: e.Server, Skill: e.Skill, Uses: e.Uses}
+		if f != Full {
+			m.Purpose = Purpose(e.Description)
+		} else {
+			m.Description = clip(e.Description, maxDescription)
+		}
+		return m
+	}
 	m := Match{Name: e.Name, Server: e.Server, Unverified: e.Unverified, Asks: e.Asks}
 	if f != Full {
 		m.Purpose, m.Signature = Purpose(e.Description), Signature(e.InputSchema)

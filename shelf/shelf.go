@@ -80,6 +80,11 @@ type Shelf struct {
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
 	embed   chan struct{}                 // a snapshot awaits embedding (Run)
 
+	// skills are found like tools (UpdateSkills); updates serialises
+	// Update and UpdateSkills.
+	updates sync.Mutex
+	skills  *catalog.Catalog
+
 	// The past last read, for version, and the learned engine last
 	// built over base with it.
 	learnMu sync.Mutex
@@ -111,7 +116,12 @@ func New(opts *Options) (*Shelf, error) {
 
 // Snapshot is one catalog and what it implies.
 type Snapshot struct {
+	// Catalog is the tools.
 	Catalog *catalog.Catalog
+	// searched is what a search ranks: the tools and the skills
+	// (catalog.Entry.Skill), or Catalog itself when there are no skills.
+	searched *catalog.Catalog
+	skills   *catalog.Catalog
 
 	shelf    *Shelf
 	engine   atomic.Pointer[engineBox]
@@ -130,16 +140,47 @@ type engineBox struct{ search.Engine }
 // current one when c's version is the same. The lexical engine is built
 // here; embeddings by a model are left to Run.
 func (s *Shelf) Update(c *catalog.Catalog) *Snapshot {
-	if old := s.cur.Load(); old != nil && old.Catalog.Version() == c.Version() {
+	s.updates.Lock()
+	defer s.updates.Unlock()
+	if old := s.cur.Load(); old != nil && old.Catalog.Version() == c.Version() && old.skills == s.skills {
 		return old
 	}
-	snap := &Snapshot{Catalog: c, shelf: s}
+	return s.update(c)
+}
+
+// UpdateSkills makes skills (entries whose Skill is set, in a catalog
+// of their own) found by every search beside the tools, and returns the
+// current snapshot: rebuilt when the skills changed.
+func (s *Shelf) UpdateSkills(skills *catalog.Catalog) *Snapshot {
+	s.updates.Lock()
+	defer s.updates.Unlock()
+	if skills != nil && skills.Len() == 0 {
+		skills = nil
+	}
+	old := s.cur.Load()
+	if skills.Version() == s.skills.Version() {
+		return old
+	}
+	s.skills = skills
+	if old == nil {
+		return nil
+	}
+	return s.update(old.Catalog)
+}
+
+// update makes a snapshot of c and the shelf's skills current; with
+// s.updates held.
+func (s *Shelf) update(c *catalog.Catalog) *Snapshot {
+	snap := &Snapshot{Catalog: c, searched: c, skills: s.skills, shelf: s}
+	if s.skills != nil {
+		snap.searched = catalog.Join(c, s.skills)
+	}
 	var eng search.Engine
 	if s.kind.Embeds && s.opts.Embedder != nil {
-		eng = search.NewBM25(c) // until Run has the model's embeddings
+		eng = search.NewBM25(snap.searched) // until Run has the model's embeddings
 		snap.embedded = true
 	} else {
-		eng, _ = search.New(s.kind.Name, c) // the kind is known
+		eng, _ = search.New(s.kind.Name, snap.searched) // the kind is known
 	}
 	snap.engine.Store(&engineBox{eng})
 	s.cur.Store(snap)
@@ -173,7 +214,7 @@ func (s *Shelf) Run(ctx context.Context) error {
 			continue
 		}
 		s.logger.Info("embedding tools for "+s.kind.Name+" search; searching with bm25 meanwhile", "tools", snap.Catalog.Len())
-		eng, err := search.NewEmbedded(ctx, s.kind.Name, snap.Catalog, s.opts.Embedder)
+		eng, err := search.NewEmbedded(ctx, s.kind.Name, snap.searched, s.opts.Embedder)
 		if err != nil {
 			if ctx.Err() == nil {
 				s.logger.Warn("embeddings unavailable; searching with bm25", "error", err)
@@ -212,10 +253,11 @@ func (s *Snapshot) View(ctx context.Context) *policy.View {
 // came through.
 func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result, error) {
 	past := s.shelf.currentPast()
-	found, err := search.Find(ctx, s.shelf.learnedEngine(s, past), s.Catalog, r)
+	found, err := search.Find(ctx, s.shelf.learnedEngine(s, past), s.searched, r)
 	if err != nil {
 		return found, err
 	}
+	found.Searched -= s.skills.Len() // tools searched
 	if !found.Select {
 		for i := range found.Hits {
 			found.Hits[i].Companions = s.companions(found.Hits[i].Entry, past)
@@ -237,6 +279,9 @@ func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result,
 // called just before e, at most search.MaxCompanions.
 func (s *Snapshot) companions(e *catalog.Entry, past *Past) []*catalog.Entry {
 	s.companionsOnce.Do(func() { s.companionIndex = search.NewCompanions(s.Catalog) })
+	if e.Skill != "" {
+		return nil // a skill names the tools it needs itself
+	}
 	out := s.companionIndex.Of(e, search.MaxCompanions)
 	if past == nil {
 		return out
@@ -296,7 +341,7 @@ func (s *Shelf) learnedEngine(snap *Snapshot, past *Past) search.Engine {
 		return e
 	}
 	s.learnMu.Unlock()
-	e := search.NewLearned(base, snap.Catalog, past.Queries, nil)
+	e := search.NewLearned(base, snap.searched, past.Queries, nil)
 	s.learnMu.Lock()
 	if s.past == past {
 		s.base, s.learned = base, e

@@ -336,7 +336,7 @@ func (sc *Scope) Skills(ctx context.Context) []ServedSkill {
 // uri, if the rules let the caller read it: ErrSkillUnknown, or the
 // rules' refusal.
 func (sc *Scope) Skill(ctx context.Context, uri string) (ServedSkill, error) {
-	for _, s := range sc.skillsUnruled() {
+	for _, s := range sc.SkillIndex() {
 		if s.URI == uri {
 			if err := sc.Offered(ctx, "skill", s.Server, s.Orig, nil); err != nil {
 				return ServedSkill{}, err
@@ -347,8 +347,10 @@ func (sc *Scope) Skill(ctx context.Context, uri string) (ServedSkill, error) {
 	return ServedSkill{}, ErrSkillUnknown
 }
 
-// skillsUnruled is every trusted skill of the scope's servers.
-func (sc *Scope) skillsUnruled() []ServedSkill {
+// SkillIndex is every trusted skill of the scope's servers, the rules
+// not asked: for indexing. What is served of it is what Skill, Skills
+// and ReadSkillFile let the caller have.
+func (sc *Scope) SkillIndex() []ServedSkill {
 	p := sc.pool
 	p.pubMu.Lock()
 	defer p.pubMu.Unlock()
@@ -371,7 +373,7 @@ func (sc *Scope) ReadSkillFile(ctx context.Context, uri string) (*mcp.ReadResour
 	var owner ServedSkill
 	var file SkillFile
 	found := false
-	for _, s := range sc.skillsUnruled() {
+	for _, s := range sc.SkillIndex() {
 		if f, ok := s.File(uri); ok {
 			owner, file, found = s, f, true
 			break
