@@ -50,6 +50,10 @@ type Skill struct {
 	// Name and Description are the frontmatter's.
 	Name        string `json:"-"`
 	Description string `json:"-"`
+	// body is SKILL.md as read when the skill was listed (and its digest
+	// checked), for the poisoning check; read says it was.
+	body string
+	read bool
 }
 
 // SkillFile is a file of a skill: its URI, digest ("sha256:HEX") and size.
@@ -221,7 +225,58 @@ func (c *conn) listSkills(ctx context.Context) ([]Skill, error) {
 		cursor = page.NextCursor
 	}
 	slices.SortFunc(out, func(a, b Skill) int { return strings.Compare(a.URI, b.URI) })
+	for i := range min(len(out), maxSkillsRead) {
+		if err := c.readSkillBody(ctx, &out[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	out = slices.DeleteFunc(out, func(s Skill) bool { return s.body == "" && s.read })
 	return out, errors.Join(errs...)
+}
+
+// maxSkillsRead bounds the SKILL.md files read when a server lists its
+// skills; a skill past it is not checked for poisoning, and so is held
+// for a person when it is new or changed (skillRisk).
+const maxSkillsRead = 1000
+
+// readSkillBody reads a skill's SKILL.md for the poisoning check. A read
+// whose bytes are not the listed ones leaves the skill out (its entry and
+// its content disagree: marked read with no body); one that fails leaves
+// it unread.
+func (c *conn) readSkillBody(ctx context.Context, s *Skill) error {
+	res, err := c.session.ReadResource(ctx, &mcp.ReadResourceParams{URI: s.URI})
+	if err != nil {
+		return fmt.Errorf("skill %s: reading its SKILL.md: %w", strconv.Quote(s.URI), err)
+	}
+	f, _ := s.File(s.URI)
+	if err := matchesPin(res, f); err != nil {
+		s.read, s.body = true, ""
+		return fmt.Errorf("skill %s: its SKILL.md is not the file its entry lists (%v); left out", strconv.Quote(s.URI), err)
+	}
+	s.read, s.body = true, bodyOf(res.Contents[0])
+	return nil
+}
+
+// bodyOf is a read content's bytes as text.
+func bodyOf(c *mcp.ResourceContents) string {
+	if c.Blob != nil {
+		return string(c.Blob)
+	}
+	return c.Text
+}
+
+// matchesPin checks that a read returned one content whose bytes have
+// the file's digest and size.
+func matchesPin(res *mcp.ReadResourceResult, f SkillFile) error {
+	if res == nil || len(res.Contents) != 1 || res.Contents[0] == nil {
+		return errors.New("the read returned other than one content")
+	}
+	body := bodyOf(res.Contents[0])
+	sum := sha256.Sum256([]byte(body))
+	if got := "sha256:" + hex.EncodeToString(sum[:]); int64(len(body)) != f.Size || got != f.Digest {
+		return fmt.Errorf("%d bytes, %s; listed %d bytes, %s", len(body), got, f.Size, f.Digest)
+	}
+	return nil
 }
 
 // request sends a request the go-sdk has no method for, with the _meta a
@@ -249,11 +304,16 @@ func skillDefinition(s *Skill) (pin.Definition, error) {
 	return pin.Canonical(raw)
 }
 
-// skillRisk is the poisoning check of a skill's name and description,
-// as a tool's.
+// skillRisk is the poisoning check of a skill, as of a tool's
+// definition: its frontmatter and its SKILL.md, which is what a model
+// reads of it. A skill whose SKILL.md was not read cannot be checked, and
+// is held for a person.
 func skillRisk(s *Skill) func() string {
 	return func() string {
-		raw, _ := json.Marshal(map[string]any{"name": s.Name, "description": s.Description})
+		if !s.read {
+			return "its SKILL.md could not be read for the check of what it tells the model: a person reviews it"
+		}
+		raw, _ := json.Marshal(map[string]any{"name": s.Name, "description": s.Description, "frontmatter": s.Frontmatter, "instructions": s.body})
 		e := catalog.Entry{Name: s.Name, Tool: s.Name, Description: s.Description, Raw: raw}
 		return e.Poisoning()
 	}
@@ -395,19 +455,11 @@ func (sc *Scope) ReadSkillFile(ctx context.Context, uri string) (*mcp.ReadResour
 	if err != nil {
 		return nil, err
 	}
-	if res == nil || len(res.Contents) != 1 || res.Contents[0] == nil {
-		return nil, fmt.Errorf("server %s answered the read of %s with other than one content", owner.Server, strconv.Quote(orig))
+	if err := matchesPin(res, file); err != nil {
+		return nil, fmt.Errorf("%w: %s is not the file pinned with skill %s (%v): the skill changed since it was approved; it is served again once its server lists it anew and a person approves the change",
+			ErrQuarantined, strconv.Quote(uri), strconv.Quote(owner.URI), err)
 	}
 	c := res.Contents[0]
-	body := []byte(c.Text)
-	if c.Blob != nil {
-		body = c.Blob
-	}
-	sum := sha256.Sum256(body)
-	if got := "sha256:" + hex.EncodeToString(sum[:]); int64(len(body)) != file.Size || got != file.Digest {
-		return nil, fmt.Errorf("%w: %s is not the file pinned with skill %s (%d bytes, %s; pinned %d bytes, %s): the skill changed since it was approved; it is served again once its server lists it anew and a person approves the change",
-			ErrQuarantined, strconv.Quote(uri), strconv.Quote(owner.URI), len(body), got, file.Size, file.Digest)
-	}
 	out := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: c.MIMEType, Text: c.Text, Blob: c.Blob, Meta: c.Meta}}}
 	return out, nil
 }
