@@ -150,4 +150,3 @@ func inMemoryDial(srv *mcp.Server) func(context.Context) (mcp.Transport, error) 
 		return ct, nil
 	}
 }
-
