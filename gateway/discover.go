@@ -5,12 +5,13 @@ import (
 	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // narrowDiscover answers server/discover (MCP 2026-07-28) with what the
 // gateway serves end to end now: prompts, resources and completions only
-// when a server of this gateway's offers them, MCP Apps only when one has
-// an app. A session's capabilities last as long as it does, so initialize
+// when a server of this gateway's offers them, MCP Apps and skills only
+// when one has an app or a skill. A session's capabilities last as long as it does, so initialize
 // declares them all (servers connect after clients do); a discover answer
 // is asked again when it expires (ttlMs), and a client of the new
 // revision hears of servers' list changes on its listen stream.
@@ -36,14 +37,21 @@ func (s *Server) narrowDiscover(next mcp.MethodHandler) mcp.MethodHandler {
 		if t == nil || len(t.prompts) == 0 {
 			caps.Prompts = nil
 		}
-		if t == nil || len(t.resources) == 0 && len(t.templates) == 0 {
-			caps.Resources = nil
+		if t == nil || len(t.resources) == 0 && len(t.templates) == 0 && !t.skills {
+			caps.Resources = nil // a skill's files are resources
 		}
 		if caps.Prompts == nil && (t == nil || len(t.templates) == 0) {
 			caps.Completions = nil // what completion completes: prompts' and templates' arguments
 		}
 		if !t.hasApps() {
 			delete(caps.Extensions, appsExtension)
+		}
+		// Skills as the servers offer them now (a session's initialize
+		// declares what the server it was made from did: declareSkills).
+		if t != nil && t.skills {
+			caps.Extensions[upstream.SkillsExtension] = map[string]any{}
+		} else {
+			delete(caps.Extensions, upstream.SkillsExtension)
 		}
 		d.Capabilities = &caps
 		return d, nil

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,7 +21,7 @@ import (
 //	authorize        bearer, profile or person token, or a replica's signature
 //	relay            (a fleet) the replica holding the session or the parked call
 //	screenRequests   the body read whole (MaxRequestBytes), the envelope; ids that cannot come back; long queries cut; large bodies a few at a time
-//	serveSkills      skills/list and skills/get, which the go-sdk has no methods for
+//	serveExtensions  skills/list, skills/get, groups/list, groups/get: methods the go-sdk has none for
 //	era              MCP 2026-07-28 without sessions, or an earlier client's session
 //	checkCall        (2026-07-28) a tools/call's headers are its body's tool
 //	tasker           (2026-07-28) tasks/*, and the mark on a call that may become a task
@@ -29,7 +30,7 @@ import (
 // frontDoor is the handler of one gateway's MCP path: its checks,
 // outermost first, in front of its transports.
 func (s *Server) frontDoor(opts *HTTPOptions, relay func(http.Handler) http.Handler, large chan struct{}) http.Handler {
-	return checkOrigin(opts.authorize(s.Profile(), relay(screenRequests(large, s.serveSkills(s.mcpHandler(opts))))))
+	return checkOrigin(opts.authorize(s.Profile(), relay(screenRequests(large, s.serveExtensions(s.mcpHandler(opts))))))
 }
 
 // envelope is what the front door reads of a JSON-RPC request.
@@ -217,4 +218,33 @@ func envelopeOf(r *http.Request) *envelope {
 // front door.
 func withEnvelope(r *http.Request, e *envelope) *http.Request {
 	return r.WithContext(context.WithValue(r.Context(), envelopeKey{}, e))
+}
+
+// serveExtensions answers the methods of the extensions the gateway
+// serves that the go-sdk has no methods for (skills.go, groups.go), for
+// clients of every revision; anything else goes on to next.
+func (s *Server) serveExtensions(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		e := envelopeOf(r)
+		var answer func(ctx context.Context, method string, body []byte) (json.RawMessage, json.RawMessage)
+		if e != nil && !e.batch {
+			switch e.method {
+			case "skills/list", "skills/get":
+				answer = s.skillsMethod
+			case "groups/list", "groups/get":
+				answer = s.groupsMethod
+			}
+		}
+		if answer == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		res, rpcErr := answer(r.Context(), e.method, e.body)
+		w.Header().Set("Content-Type", "application/json")
+		writeRPC(w, e.id, res, rpcErr)
+	})
 }

@@ -121,6 +121,9 @@ type Options struct {
 	// program that calls tools in this sandbox, and search matches carry
 	// each tool's declaration instead of its JSON schema.
 	Code *sandbox.Runner
+	// Groups are the configuration's sets of tools and skills, served as
+	// groups (groups.go) beside one per server and one per skill.
+	Groups []upstream.GroupConfig
 	// Results is what each match of a ranked search carries: compact
 	// (name, server, purpose, signature; the default) or the whole
 	// definition (shelf.Full). select: always gives whole definitions.
@@ -344,9 +347,9 @@ func (s *Server) newMCPServer() *mcp.Server {
 	// Prompts, resources, completions and logging are declared whether
 	// or not a server offers them yet: servers connect after clients do,
 	// and a session's capabilities cannot change.
-	// Tasks, MCP Apps (the servers' apps, served as theirs), and skills
-	// once a server offers them.
-	extensions := map[string]any{tasksExtension: map[string]any{}, appsExtension: map[string]any{}}
+	// Tasks, MCP Apps (the servers' apps, served as theirs), groups, and
+	// skills once a server offers them.
+	extensions := map[string]any{tasksExtension: map[string]any{}, appsExtension: map[string]any{}, groupsExtension: map[string]any{}}
 	skills := s.up.HasSkills()
 	if skills {
 		extensions[upstream.SkillsExtension] = map[string]any{}
@@ -371,8 +374,8 @@ func (s *Server) newMCPServer() *mcp.Server {
 		UnsubscribeHandler: s.unsubscribe,
 		SetCacheable:       s.cacheable,
 	})
-	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.runAsTask, s.watchLevel, s.describeServers, s.awaitLists, s.narrowDiscover)
 	x := &exposure{server: srv, listed: map[string]string{}, activated: map[string]bool{}, offered: map[string]string{}, created: time.Now(), skills: skills}
+	srv.AddReceivingMiddleware(s.knowPerson, s.traceRequests, s.runAsTask, s.watchLevel, s.describeServers, s.awaitLists, s.narrowDiscover, s.callScoped(x))
 	s.mu.Lock()
 	s.sessions[srv] = x
 	s.mu.Unlock()

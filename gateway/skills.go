@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,12 +18,12 @@ import (
 // described by skills/get, and their files read by resources/read, which
 // returns a file only when its bytes are the ones pinned. The go-sdk has
 // no methods for the extension, so skills/list and skills/get are
-// answered in front of its transport (serveSkills); files are a resource
+// answered in front of its transport (serveExtensions); files are a resource
 // template of the gateway's own. The extension is declared once a server
 // offers skills.
 //
-// When the go-sdk can serve methods of an extension, serveSkills becomes
-// two handlers registered on the server.
+// When the go-sdk can serve methods of an extension, serveExtensions
+// becomes handlers registered on the server.
 
 const (
 	skillTemplate = "skill://{+path}"
@@ -41,29 +39,6 @@ type skillEntry struct {
 
 func entryOf(s upstream.ServedSkill) skillEntry {
 	return skillEntry{URI: s.URI, Frontmatter: s.Frontmatter, Resources: s.Files}
-}
-
-// serveSkills answers skills/list and skills/get on an MCP path, for
-// clients of every revision (a server's skills are served on sessions
-// too); anything else goes on to next.
-func (s *Server) serveSkills(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r)
-			return
-		}
-		e := envelopeOf(r)
-		if e == nil || e.batch || (e.method != "skills/list" && e.method != "skills/get") {
-			next.ServeHTTP(w, r)
-			return
-		}
-		res, rpcErr := s.skillsMethod(r.Context(), e.method, e.body)
-		w.Header().Set("Content-Type", "application/json")
-		if rpcErr != nil && (e.bad != "" || !e.valid) {
-			w.WriteHeader(http.StatusBadRequest)
-		}
-		writeRPC(w, e.id, res, rpcErr)
-	})
 }
 
 // skillsMethod answers skills/list or skills/get of a request's body.
@@ -144,16 +119,8 @@ func (s *Server) updateSkills() {
 	}
 	var entries []catalog.Entry
 	for _, sk := range s.up.SkillIndex() {
-		e := catalog.Entry{Server: sk.Server, Tool: sk.URI, Title: sk.Name, Description: sk.Description, Skill: sk.URI, Raw: sk.Frontmatter}
-		for _, t := range sk.AllowedTools() {
-			for _, name := range []string{t, catalog.Prefix + sk.Server + "__" + t} {
-				if tool, ok := snap.Catalog.Find(name); ok && !slices.Contains(e.Uses, tool.Name) {
-					e.Uses = append(e.Uses, tool.Name)
-					break
-				}
-			}
-		}
-		entries = append(entries, e)
+		entries = append(entries, catalog.Entry{Server: sk.Server, Tool: sk.URI, Title: sk.Name, Description: sk.Description,
+			Skill: sk.URI, Raw: sk.Frontmatter, Uses: s.skillUses(snap, &sk)})
 	}
 	if sn := s.shelf.UpdateSkills(catalog.New(entries, nil)); sn != nil && sn != snap.Snapshot {
 		s.serve(sn)

@@ -63,7 +63,7 @@ func newSkillFleet(t *testing.T) *skillFleet {
 		}
 		s := fleetSkill{uri: "skill://skills/" + e.Server + "/" + name + "/SKILL.md", name: name, query: strings.ReplaceAll(name, "-", " "), text: b.String()}
 		s.tokens = countText(s.text)
-		f.server.Add(e.Server+"/"+name, name, desc, map[string]string{"SKILL.md": s.text})
+		f.server.Add(e.Server+"/"+name, map[string]any{"name": name, "description": desc}, map[string]string{"SKILL.md": s.text})
 		meta, _ := json.Marshal(map[string]string{"name": name, "description": desc})
 		f.listing += countText(string(meta))
 		f.texts += s.tokens

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -344,6 +345,28 @@ type Config struct {
 	Identity *Identity
 	// Search is "search": how search answers are made.
 	Search SearchConfig
+	// Groups are "groups": sets of tools and skills the gateway serves as
+	// groups (the draft groups extension), sorted by name.
+	Groups []GroupConfig
+}
+
+// GroupConfig is one of "groups": a set of tools (qualified names or
+// patterns, as a profile's "tools") and skills (by name or served
+// skill:// URI) that a client of the groups extension loads together.
+type GroupConfig struct {
+	Name        string   `json:"-"`
+	Description string   `json:"description"`
+	Tools       []string `json:"tools"`
+	Skills      []string `json:"skills"`
+}
+
+// HasTool reports whether the group holds the tool of a qualified name.
+func (g *GroupConfig) HasTool(name string) bool { return matchAny(g.Tools, name) }
+
+// HasSkill reports whether the group holds a skill, named by its name or
+// its served URI.
+func (g *GroupConfig) HasSkill(name, uri string) bool {
+	return slices.Contains(g.Skills, name) || slices.Contains(g.Skills, uri)
 }
 
 // SearchConfig is "search": {"results": "compact"|"full", "budget": N}.
@@ -368,7 +391,7 @@ func (c *Config) Profile(name string) (*Profile, bool) {
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity", "search"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity", "search", "groups"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -399,7 +422,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		return nil, p.errAt(-1, "%v", err)
 	}
 	p.dir = dir
-	for _, section := range []func() error{p.trust, p.learn, p.store, p.search, p.policies, p.servers, p.profiles, p.identity, p.signins} {
+	for _, section := range []func() error{p.trust, p.learn, p.store, p.search, p.policies, p.servers, p.profiles, p.identity, p.signins, p.groups} {
 		if err := section(); err != nil {
 			return nil, err
 		}
@@ -444,7 +467,7 @@ func (p *configParser) top() error {
 	}
 	for k := range p.sections {
 		if !slices.Contains(configKeys, k) {
-			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\" and \"search\")", k, didYouMean(k, configKeys))
+			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\", \"search\" and \"groups\")", k, didYouMean(k, configKeys))
 		}
 	}
 	return nil
@@ -522,6 +545,51 @@ func (p *configParser) search() error {
 	}
 	if p.cfg.Search.Budget < 0 {
 		return p.errAt(catalog.KeyOffset(p.data, max(at, 0), "budget"), `"search": "budget" must be a number of tokens, 0 for the default`)
+	}
+	return nil
+}
+
+// groupName is a group's name as the groups extension allows it: 1 to 64
+// lowercase letters, digits and single hyphens inside.
+var groupName = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
+
+// groups reads "groups": each a description, tool patterns and skills.
+func (p *configParser) groups() error {
+	raw, ok := p.sections["groups"]
+	if !ok {
+		return nil
+	}
+	at := p.at("groups")
+	var entries map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil || entries == nil {
+		return p.errAt(at, `"groups" must be an object of groups by name, each {"description": ..., "tools": [...], "skills": [...]}`)
+	}
+	if name, _, second := duplicateKey(raw); name != "" {
+		return p.errAt(max(at, 0)+second, "group %q is defined twice", name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		where := catalog.KeyOffset(p.data, max(at, 0), name)
+		if len(name) > 64 || !groupName.MatchString(name) {
+			return p.errAt(where, "group %q: a name is 1 to 64 lowercase letters, digits and hyphens, without a hyphen first, last or twice", name)
+		}
+		g := GroupConfig{Name: name}
+		dec := json.NewDecoder(bytes.NewReader(entries[name]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&g); err != nil {
+			return p.errAt(where, `group %q must be {"description": ..., "tools": [...], "skills": [...]}: %v`, name, err)
+		}
+		if strings.TrimSpace(g.Description) == "" {
+			return p.errAt(where, "group %q has no description: a model chooses between groups by it", name)
+		}
+		if len(g.Tools) == 0 && len(g.Skills) == 0 {
+			return p.errAt(where, "group %q names no tools and no skills", name)
+		}
+		for _, pat := range g.Tools {
+			if _, err := path.Match(pat, ""); err != nil || pat == "" {
+				return p.errAt(where, "group %q: tool pattern %q is not a pattern", name, pat)
+			}
+		}
+		p.cfg.Groups = append(p.cfg.Groups, g)
 	}
 	return nil
 }

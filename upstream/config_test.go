@@ -103,6 +103,12 @@ func TestParseConfigErrors(t *testing.T) {
 		{"search results", "{\"mcpServers\": {},\n \"search\": {\"results\": \"short\"}}", `servers.json:2: "search": "results" is "short": want "compact"`},
 		{"search unknown key", `{"mcpServers": {}, "search": {"result": "full"}}`, `"search" must be an object with "results"`},
 		{"search budget", `{"mcpServers": {}, "search": {"budget": -5}}`, `"budget" must be a number of tokens`},
+		{"group name", "{\"mcpServers\": {},\n \"groups\": {\n \"Release_Notes\": {\"description\": \"x\", \"tools\": [\"*\"]}}}", `servers.json:3: group "Release_Notes": a name is 1 to 64 lowercase letters`},
+		{"group without description", `{"mcpServers": {}, "groups": {"ops": {"tools": ["mcp__k8s__*"]}}}`, `group "ops" has no description`},
+		{"group empty", `{"mcpServers": {}, "groups": {"ops": {"description": "Run things"}}}`, `group "ops" names no tools and no skills`},
+		{"group unknown key", `{"mcpServers": {}, "groups": {"ops": {"description": "x", "tool": ["a"]}}}`, `unknown field "tool"`},
+		{"group bad pattern", `{"mcpServers": {}, "groups": {"ops": {"description": "x", "tools": ["[a"]}}}`, `tool pattern "[a" is not a pattern`},
+		{"groups not an object", `{"mcpServers": {}, "groups": ["ops"]}`, `"groups" must be an object of groups by name`},
 		{"twice", "{\"mcpServers\": {\n \"a\": {\"command\": \"x\"},\n \"b\": {\"command\": \"y\"},\n \"a\": {\"command\": \"z\"}}}",
 			`servers.json:4: server "a" is defined twice, at lines 2 and 4: JSON keeps only the last`},
 	}
@@ -126,6 +132,18 @@ func TestParseSearch(t *testing.T) {
 	}
 	if cfg, err := Parse([]byte(`{"mcpServers": {}}`), "servers.json", nil); err != nil || cfg.Search != (SearchConfig{}) {
 		t.Errorf("without \"search\": %+v (%v)", cfg.Search, err)
+	}
+}
+
+// "groups" are sets of tools and skills, by name.
+func TestParseGroups(t *testing.T) {
+	cfg, err := Parse([]byte(`{"mcpServers": {}, "groups": {"release": {"description": "Ship a release", "tools": ["mcp__github__*_release"], "skills": ["release-notes"]}, "ops": {"description": "Run things", "tools": ["mcp__k8s__*"]}}}`), "servers.json", nil)
+	if err != nil || len(cfg.Groups) != 2 || cfg.Groups[0].Name != "ops" || cfg.Groups[1].Name != "release" {
+		t.Fatalf("%+v (%v)", cfg.Groups, err)
+	}
+	r := cfg.Groups[1]
+	if !r.HasTool("mcp__github__create_release") || r.HasTool("mcp__github__create_issue") || !r.HasSkill("release-notes", "skill://docs/release-notes/SKILL.md") || r.HasSkill("other", "skill://docs/other/SKILL.md") {
+		t.Errorf("membership: %+v", r)
 	}
 }
 

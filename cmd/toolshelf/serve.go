@@ -448,6 +448,7 @@ func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Option
 	if src.config != nil {
 		hopts.Profiles = src.config.Profiles
 		hopts.Server.Results, hopts.Server.Budget = shelf.Form(src.config.Search.Results), src.config.Search.Budget
+		hopts.Server.Groups = src.config.Groups
 		if _, ok := src.config.Profile(o.profile); o.profile != "" && !ok {
 			return nil, usagef("--profile %q: %s has no such profile%s", o.profile, src.name, profileList(src.config))
 		}

@@ -31,9 +31,10 @@ func Digest(text string) string {
 }
 
 // Add lists a skill at skill://PATH/SKILL.md (PATH's last segment its
-// name) with files (paths relative to the skill's folder → content;
-// SKILL.md among them), each listed with its digest and size.
-func (s *SkillsServer) Add(path, name, description string, files map[string]string) {
+// name) with its frontmatter (name and description at least) and files
+// (paths relative to the skill's folder → content; SKILL.md among them),
+// each listed with its digest and size.
+func (s *SkillsServer) Add(path string, frontmatter map[string]any, files map[string]string) {
 	root := "skill://" + path
 	var resources []any
 	s.mu.Lock()
@@ -46,8 +47,7 @@ func (s *SkillsServer) Add(path, name, description string, files map[string]stri
 		resources = append(resources, map[string]any{"uri": uri, "digest": Digest(files[rel]), "size": len(files[rel])})
 		s.files[uri] = files[rel]
 	}
-	s.entries = append(s.entries, map[string]any{"uri": root + "/SKILL.md",
-		"frontmatter": map[string]any{"name": name, "description": description}, "resources": resources})
+	s.entries = append(s.entries, map[string]any{"uri": root + "/SKILL.md", "frontmatter": frontmatter, "resources": resources})
 }
 
 // AddEntry lists an entry as given (for entries the extension calls
