@@ -14,6 +14,64 @@ import (
 // BetaToolSearch is the beta that defer_loading and tool_reference need.
 const BetaToolSearch = "advanced-tool-use-2025-11-20"
 
+// BetaInlineTools is the beta of tool definitions added by value in the
+// middle of a conversation: a system message of tool_addition blocks
+// (ToolAddition) after a user message.
+const BetaInlineTools = "inline-tools-2026-09-15"
+
+// toolAdditionModels are the models that take tool definitions added in
+// the middle of a conversation (mid-conversation system messages are
+// Claude Opus 4.8's).
+var toolAdditionModels = []string{"claude-opus-4-8"}
+
+// AddsToolsMidConversation reports whether a model takes tools added in
+// the middle of a conversation (ToolAdditions).
+func AddsToolsMidConversation(model string) bool {
+	for _, m := range toolAdditionModels {
+		if model == m || strings.HasPrefix(model, m+"-") || strings.HasPrefix(model, m+"@") {
+			return true
+		}
+	}
+	return false
+}
+
+// ToolAdditions is a system message adding tools by value, for a model
+// that takes tools in the middle of a conversation: sent after a user
+// message, it leaves the request's tools, its system prompt and every
+// message before it as they were, so that the prompt cache holds.
+func ToolAdditions(tools []Tool) Message {
+	blocks := make([]Block, 0, len(tools))
+	for _, t := range tools {
+		t.DeferLoading, t.CacheControl = false, nil
+		blocks = append(blocks, Block{Type: "tool_addition"}.With("tool", map[string]any{"type": "tool_definition", "definition": t}))
+	}
+	return Message{Role: "system", Content: blocks}
+}
+
+// AddedTools returns the tools a history's tool_addition blocks added.
+func AddedTools(history []Message) map[string]bool {
+	added := map[string]bool{}
+	for _, m := range history {
+		if m.Role != "system" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type != "tool_addition" {
+				continue
+			}
+			var tool struct {
+				Definition struct {
+					Name string `json:"name"`
+				} `json:"definition"`
+			}
+			if json.Unmarshal(b.Raw("tool"), &tool) == nil && tool.Definition.Name != "" {
+				added[tool.Definition.Name] = true
+			}
+		}
+	}
+	return added
+}
+
 // Announce is how the deferred tools are announced to the model.
 type Announce int
 

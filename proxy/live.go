@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"time"
@@ -230,6 +231,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			return
 		}
 		var content, results []messages.Block
+		was := maps.Clone(p.loaded)
 		for _, b := range blocks {
 			whole := b.whole()
 			content = append(content, whole)
@@ -238,6 +240,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			}
 		}
 		msgs = append(msgs, messages.Message{Role: "assistant", Content: content}, messages.Message{Role: "user", Content: results})
+		msgs = p.afterSearch(req, msgs, was)
 	}
 }
 

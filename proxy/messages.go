@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		status, err := s.passBody(w, r, body)
 		s.logPassed(status, err, "model", logCut(req.Model), "tools", len(req.Tools), "deferred", len(p.deferred), "native", true)
 		return
+	}
+	if p.additions = s.addsTools(req.Model); p.additions {
+		r.Header.Set("Anthropic-Beta", joinBeta(r.Header.Get("Anthropic-Beta"), messages.BetaInlineTools))
 	}
 	var stream bool
 	_ = json.Unmarshal(req.Extra["stream"], &stream)
@@ -104,6 +108,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The model searched: answer it, and ask again with what it found.
+		was := maps.Clone(p.loaded)
 		results := make([]messages.Block, 0, len(searches))
 		for _, b := range searches {
 			results = append(results, s.answerSearch(r.Context(), p, b))
@@ -111,6 +116,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		msgs = append(msgs,
 			messages.Message{Role: "assistant", Content: reply.Content},
 			messages.Message{Role: "user", Content: results})
+		msgs = p.afterSearch(req, msgs, was)
 	}
 }
 
@@ -310,6 +316,18 @@ func (s *Server) native(model string) bool {
 		return false
 	}
 	return s.upstream.Hostname() == "api.anthropic.com" && policy.ModelSupported(model, nil)
+}
+
+// addsTools reports whether the proxy's search rounds add found tools in
+// the middle of the conversation for a model (Options.ToolAdditions).
+func (s *Server) addsTools(model string) bool {
+	switch s.opts.ToolAdditions {
+	case ToolAdditionsAlways:
+		return true
+	case ToolAdditionsNever:
+		return false
+	}
+	return messages.AddsToolsMidConversation(model)
 }
 
 // native rewrites a request for the API's own tool search: the deferred

@@ -29,6 +29,9 @@ type plan struct {
 	deferred   map[string]bool // tools kept out unless loaded
 	loaded     map[string]bool // deferred tools sent in full
 	searchName string
+	// additions: found tools are added in system messages after the
+	// search's results (Options.ToolAdditions), not to the tools.
+	additions bool
 }
 
 // clientDefers reports whether a request's client does tool search
@@ -195,6 +198,9 @@ func itoa(n int) string {
 // not loaded left out, the search tool added, and the announcement
 // appended to the system prompt.
 func (p *plan) rewrite(req messages.Request, msgs []messages.Message) messages.Request {
+	if p.additions {
+		return p.rewriteAdding(req, msgs)
+	}
 	out := req
 	out.Messages = msgs
 	out.Tools = nil
@@ -238,4 +244,76 @@ func appendSystem(system json.RawMessage, text string) json.RawMessage {
 		return b
 	}
 	return system // not a shape the API takes; the API will say so
+}
+
+// rewriteAdding is rewrite for a model that takes tools in the middle of
+// a conversation: the request's tools are those not deferred and the
+// search tool, the system prompt announces every deferred tool, both the
+// same in every round and every turn; a tool enters the conversation as
+// a system message of tool_addition blocks, after the search results
+// that found it (afterSearch) or, for one the history called, before the
+// assistant message that first called it. Nothing before the newest
+// message changes, so the prompt cache holds.
+func (p *plan) rewriteAdding(req messages.Request, msgs []messages.Message) messages.Request {
+	out := req
+	out.Tools = nil
+	defs := map[string]messages.Tool{}
+	var announced []string
+	for _, t := range req.Tools {
+		if t.Type == "" && p.deferred[t.Name] {
+			defs[t.Name] = t
+			announced = append(announced, t.Name)
+			continue
+		}
+		out.Tools = append(out.Tools, t)
+	}
+	out.Tools = append(out.Tools, searchTool(p.searchName, len(announced)))
+	slices.Sort(announced)
+	out.Extra = make(map[string]json.RawMessage, len(req.Extra)+1)
+	for k, v := range req.Extra {
+		out.Extra[k] = v
+	}
+	text := messages.Announcement(announced, p.set.servers) +
+		"\nThese tools are not loaded: call " + p.searchName + " to load the ones you need, then call them."
+	out.Extra["system"] = appendSystem(req.Extra["system"], text)
+	delete(out.Extra, "stream")
+	added := messages.AddedTools(msgs)
+	out.Messages = make([]messages.Message, 0, len(msgs)+1)
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			var need []messages.Tool
+			for _, b := range m.Content {
+				if n := b.String("name"); b.Type == "tool_use" && !added[n] {
+					if t, ok := defs[n]; ok {
+						need = append(need, t)
+						added[n] = true
+					}
+				}
+			}
+			if len(need) > 0 {
+				out.Messages = append(out.Messages, messages.ToolAdditions(need))
+			}
+		}
+		out.Messages = append(out.Messages, m)
+	}
+	return out
+}
+
+// afterSearch is what follows a round's search results: with tool
+// additions, the system message adding the tools the searches loaded
+// (loaded before them: was).
+func (p *plan) afterSearch(req messages.Request, msgs []messages.Message, was map[string]bool) []messages.Message {
+	if !p.additions {
+		return msgs
+	}
+	var found []messages.Tool
+	for _, t := range req.Tools {
+		if t.Type == "" && p.loaded[t.Name] && !was[t.Name] {
+			found = append(found, t)
+		}
+	}
+	if len(found) == 0 {
+		return msgs
+	}
+	return append(msgs, messages.ToolAdditions(found))
 }

@@ -98,7 +98,24 @@ type Options struct {
 	// Anthropic's API and the model supports it, NativeAlways, or
 	// NativeNever.
 	Native string
+	// ToolAdditions is when the proxy's search rounds add the tools a
+	// search found as tool definitions in a system message after the
+	// search's results (the Messages API's mid-conversation tool
+	// changes, beta messages.BetaInlineTools), so that the request's
+	// tools, its system prompt and every earlier message stay byte for
+	// byte what they were, and the prompt cache holds: ToolAdditionsAuto
+	// (default) for the models messages.AddsToolsMidConversation names,
+	// ToolAdditionsAlways, or ToolAdditionsNever (the found tools join the
+	// request's tools, as before).
+	ToolAdditions string
 }
+
+// Values of Options.ToolAdditions.
+const (
+	ToolAdditionsAuto   = "auto"
+	ToolAdditionsAlways = "always"
+	ToolAdditionsNever  = "never"
+)
 
 // Values of Options.Native.
 const (
@@ -139,6 +156,13 @@ func New(opts *Options) (*Server, error) {
 	case NativeAuto, NativeAlways, NativeNever:
 	default:
 		return nil, fmt.Errorf("--native %q: want auto, always or never", s.opts.Native)
+	}
+	switch s.opts.ToolAdditions {
+	case "":
+		s.opts.ToolAdditions = ToolAdditionsAuto
+	case ToolAdditionsAuto, ToolAdditionsAlways, ToolAdditionsNever:
+	default:
+		return nil, fmt.Errorf("--tool-additions %q: want auto, always or never", s.opts.ToolAdditions)
 	}
 	if s.opts.MaxRounds <= 0 {
 		s.opts.MaxRounds = DefaultMaxRounds

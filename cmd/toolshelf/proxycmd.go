@@ -17,7 +17,7 @@ const envProxyToken = "TOOLSHELF_PROXY_TOKEN"
 var proxyCommand = &command{
 	name:    "proxy",
 	summary: "tool search for any client: a proxy in front of the model API",
-	usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--max-rounds N] [--max-tools N] [--token TOKEN] [flags]",
+	usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--tool-additions auto|always|never] [--max-rounds N] [--max-tools N] [--token TOKEN] [flags]",
 	help: `
 Serves the Anthropic Messages API (POST /v1/messages and
 /v1/messages/count_tokens) and passes every other request to --upstream
@@ -48,6 +48,16 @@ tool_search_tool_bm25 is added with its beta, and the answer streams
 straight through. Gateways and bridges often lack it; there the proxy
 searches.
 
+Where the proxy searches, for models that take tools added in the middle
+of a conversation (--tool-additions auto, the default: Claude Opus 4.8),
+a found tool is not added to the request's tools: it comes as a system
+message of tool_addition blocks after the search's results (beta
+inline-tools-2026-09-15), so the request's tools, its system prompt and
+every earlier message stay byte for byte the same in every round and
+turn, and the prompt cache holds. A tool called in an earlier turn is
+added again before the message that called it. OpenAI's chat completions
+have no such thing: there the found tools join the tools.
+
 API keys go from the client to the upstream as they came; the proxy keeps
 and logs none. It logs one line per request: tools in, tools deferred,
 rounds, tokens saved (a passed request with the upstream's status, and its
@@ -70,6 +80,7 @@ a traceparent header, and one span per search the proxy answered.`,
 		rounds := fs.Int("max-rounds", proxy.DefaultMaxRounds, "search rounds answered per request (`N`)")
 		maxTools := fs.Int("max-tools", proxy.DefaultMaxTools, "refuse requests with more than `N` tools (413)")
 		native := fs.String("native", proxy.NativeAuto, "use the API's own tool search (`WHEN`): auto (in front of api.anthropic.com, for models that take it), always or never")
+		additions := fs.String("tool-additions", proxy.ToolAdditionsAuto, "add found tools mid-conversation, keeping the cached prefix (`WHEN`): auto (for models that take it), always or never")
 		token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
 		var engine engineFlags
 		engine.register(fs)
@@ -116,7 +127,7 @@ a traceparent header, and one span per search the proxy answered.`,
 			defer shutdownTelemetry(tel, logger)
 			p, err := proxy.New(&proxy.Options{
 				Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
-				MaxRounds: *rounds, MaxTools: *maxTools, Engine: engine.kind, Token: *token, Native: *native, Telemetry: tel,
+				MaxRounds: *rounds, MaxTools: *maxTools, Engine: engine.kind, Token: *token, Native: *native, ToolAdditions: *additions, Telemetry: tel,
 			})
 			if err != nil {
 				return usagef("%v", err)
