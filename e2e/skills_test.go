@@ -107,6 +107,12 @@ func TestSkillsThroughGateway(t *testing.T) {
 			}
 		}
 	}
+	// Over stdio too: the gateway answers skills/* on the stdio stream
+	// (the go-sdk has no methods for them), and waits for the server.
+	stdio := testenv.ServeScript(t, toolshelf, map[string]string{"HOME": h.dir, "XDG_CACHE_HOME": filepath.Join(h.dir, "cache"), "XDG_STATE_HOME": filepath.Join(h.dir, "state")}, h.config)
+	if out, err := node(t, "node", filepath.Join("node_modules", ".bin", "mcp-inspector"), "--cli", "--format", "json", "-q", stdio, "--method", "skills/list", "--verify"); err != nil || strings.Count(out, `"status":"verified"`) != 4 {
+		t.Errorf("stdio: the Inspector's checks of the skills failed: %v\n%s", err, out)
+	}
 	// search_tools finds the skill with the tools, and names the tool
 	// of its allowed-tools that can be called here.
 	out, err := inspector(t, url, "--method", "tools/call", "--tool-name", "search_tools", "--tool-arg", "query=write the release notes of the new version")

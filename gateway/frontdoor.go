@@ -230,15 +230,7 @@ func (s *Server) serveExtensions(next http.Handler) http.Handler {
 			return
 		}
 		e := envelopeOf(r)
-		var answer func(ctx context.Context, method string, body []byte) (json.RawMessage, json.RawMessage)
-		if e != nil && !e.batch {
-			switch e.method {
-			case "skills/list", "skills/get":
-				answer = s.skillsMethod
-			case "groups/list", "groups/get":
-				answer = s.groupsMethod
-			}
-		}
+		answer := s.extensionMethod(e)
 		if answer == nil {
 			next.ServeHTTP(w, r)
 			return
@@ -247,4 +239,19 @@ func (s *Server) serveExtensions(next http.Handler) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		writeRPC(w, e.id, res, rpcErr)
 	})
+}
+
+// extensionMethod is what answers a request of an extension's method the
+// go-sdk has none for, or nil.
+func (s *Server) extensionMethod(e *envelope) func(ctx context.Context, method string, body []byte) (json.RawMessage, json.RawMessage) {
+	if e == nil || e.batch || !e.valid || len(e.id) == 0 {
+		return nil
+	}
+	switch e.method {
+	case "skills/list", "skills/get":
+		return s.skillsMethod
+	case "groups/list", "groups/get":
+		return s.groupsMethod
+	}
+	return nil
 }

@@ -151,6 +151,7 @@ func (s *Server) groupsMethod(ctx context.Context, method string, body []byte) (
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, method+": "+cut(err.Error(), echoLimit))
 	}
+	s.awaitPending(ctx, func(*served) bool { return false }) // as lists wait (awaitLists)
 	all := s.groups(ctx)
 	var res any
 	if method == "groups/list" {

@@ -517,6 +517,24 @@ func (s *Server) healthz(token string) http.Handler {
 // ServeStdio serves one client over stdin and stdout until the client
 // disconnects or ctx is done.
 func (s *Server) ServeStdio(ctx context.Context, t mcp.Transport) error {
+	if st, ok := t.(*stdioTransport); ok {
+		answer := func(e *envelope) []byte {
+			f := s.extensionMethod(e)
+			if f == nil {
+				return nil
+			}
+			res, rpcErr := f(ctx, e.method, e.body)
+			msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(e.id)}
+			if rpcErr != nil {
+				msg["error"] = rpcErr
+			} else {
+				msg["result"] = res
+			}
+			b, _ := json.Marshal(msg)
+			return b
+		}
+		st.answers.Store(&answer)
+	}
 	err := s.shared.Load().Run(ctx, t)
 	if errors.Is(err, context.Canceled) || errors.Is(err, mcp.ErrConnectionClosed) {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/jsonscan"
@@ -154,18 +155,24 @@ func (e *envelope) screen() string {
 
 // StdioTransport is an mcp.IOTransport over r and w that answers a
 // message whose id would not come back exactly with a JSON-RPC error
-// itself, and passes every other line to the SDK.
+// itself, and passes every other line to the SDK; once a gateway serves
+// it (Server.ServeStdio), the gateway answers the extensions' methods the
+// SDK has none for (skills/*, groups/*) on it too.
 func StdioTransport(r io.Reader, w io.Writer) mcp.Transport {
 	lw := &lockedWriter{w: w}
 	pr, pw := io.Pipe()
+	t := &stdioTransport{IOTransport: &mcp.IOTransport{Reader: pr, Writer: lw}}
 	go func() {
 		br := bufio.NewReaderSize(r, 64<<10)
 		for {
 			line, err := br.ReadBytes('\n')
 			if len(bytes.TrimSpace(line)) > 0 {
-				if msg, why := screen(line); why != "" {
+				e := readEnvelope(line)
+				if why := e.screen(); why != "" {
 					lw.Write(append(idError(why), '\n'))
-				} else if _, werr := pw.Write(msg); werr != nil {
+				} else if answer := t.answer(e); answer != nil {
+					lw.Write(append(answer, '\n'))
+				} else if _, werr := pw.Write(e.body); werr != nil {
 					return
 				}
 			}
@@ -175,7 +182,22 @@ func StdioTransport(r io.Reader, w io.Writer) mcp.Transport {
 			}
 		}
 	}()
-	return &mcp.IOTransport{Reader: pr, Writer: lw}
+	return t
+}
+
+// stdioTransport is StdioTransport's transport: the SDK's, and the
+// gateway's answers to what the SDK has no methods for.
+type stdioTransport struct {
+	*mcp.IOTransport
+	answers atomic.Pointer[func(e *envelope) []byte]
+}
+
+// answer is the gateway's answer to a line, or nil for the SDK's.
+func (t *stdioTransport) answer(e *envelope) []byte {
+	if f := t.answers.Load(); f != nil {
+		return (*f)(e)
+	}
+	return nil
 }
 
 // lockedWriter serialises the SDK's writes and the gateway's own.

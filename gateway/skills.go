@@ -52,6 +52,9 @@ func (s *Server) skillsMethod(ctx context.Context, method string, body []byte) (
 	if err := json.Unmarshal(body, &msg); err != nil {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, method+": "+cut(err.Error(), echoLimit))
 	}
+	// A server still starting may have skills: waited for, as lists
+	// wait (awaitLists).
+	s.awaitPending(ctx, func(*served) bool { return false })
 	scope := "public"
 	if s.opts.PrivateLists || s.opts.Activate {
 		scope = "private"
