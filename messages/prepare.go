@@ -116,6 +116,14 @@ type Turn struct {
 	// that does not know what is behind the search tool rarely searches.
 	// AnnounceDelta repeats it only when it changes.
 	Servers []string
+	// ToolAdditions is for a model that takes tools in the middle of a
+	// conversation (AddsToolsMidConversation): a discovered tool is not
+	// sent in the request's tools but added by a system message right
+	// after the user message whose search result found it (its
+	// tool_reference blocks become text), so that the tools, the system
+	// prompt and every earlier message stay byte for byte the same from
+	// turn to turn, and the prompt cache holds.
+	ToolAdditions bool
 	// Extra holds the request's other fields (system, max_tokens, ...).
 	Extra map[string]json.RawMessage
 }
@@ -165,17 +173,27 @@ func Prepare(t Turn) (*Prepared, error) {
 	}
 	referenced := referencedIn(t.History)
 	discovered := withBoundaries(maps.Clone(referenced), t.History)
+	adding := search && t.ToolAdditions
+	if adding {
+		// Found tools come by system messages (addTools), not the tools.
+		referenced, discovered = map[string]bool{}, map[string]bool{}
+	}
 
 	tools, ok := selectTools(t.Tools, deferred, discovered, referenced, t.SearchTool, search)
 	if !ok {
 		// Fail closed: the API rejects a request whose every tool is
 		// deferred, so defer nothing.
-		search, deferred = false, map[string]bool{}
+		search, deferred, adding = false, map[string]bool{}, false
 		tools, _ = selectTools(t.Tools, deferred, discovered, referenced, t.SearchTool, false)
 	}
 	sent := map[string]bool{}
 	for _, tool := range tools {
 		sent[tool.Name] = true
+	}
+	if adding {
+		for n := range deferred {
+			sent[n] = true // added where found (addTools)
+		}
 	}
 
 	p := &Prepared{Request: Request{Model: t.Model, Tools: tools, Extra: maps.Clone(t.Extra)}}
@@ -183,8 +201,12 @@ func Prepare(t Turn) (*Prepared, error) {
 	for _, m := range t.History {
 		msgs = append(msgs, cleanMessage(m.wire(), search, sent))
 	}
-	if search {
+	if adding {
+		msgs = addTools(msgs, t.Tools, deferred)
+	} else if search {
 		msgs = fixTurnBoundaries(msgs)
+	}
+	if search {
 		var names []string
 		for _, tool := range t.Tools {
 			if deferred[tool.Name] {
@@ -206,7 +228,10 @@ func Prepare(t Turn) (*Prepared, error) {
 		}
 	}
 	p.Request.Messages = msgs
-	if search && usesBeta(p.Request) {
+	switch {
+	case adding && len(AddedTools(p.Request.Messages)) > 0:
+		p.Betas = []string{BetaInlineTools}
+	case search && usesBeta(p.Request):
 		p.Betas = []string{BetaToolSearch}
 	}
 	return p, nil
@@ -251,6 +276,75 @@ func selectTools(all []Tool, deferred, discovered, referenced map[string]bool, s
 		tools[lastLoaded].CacheControl = movedCache
 	}
 	return tools, true
+}
+
+// addTools turns a history's discoveries into tool additions: each
+// user message whose search results reference deferred tools gets them
+// as text ("Tool loaded."), and a system message after it adds the tools
+// not added before; tools a compaction boundary carries are added after
+// the boundary's message (or the next user message). What a history
+// gives is added at the same place every turn.
+func addTools(msgs []Message, all []Tool, deferred map[string]bool) []Message {
+	defs := map[string]Tool{}
+	for _, t := range all {
+		if deferred[t.Name] {
+			defs[t.Name] = t
+		}
+	}
+	added := map[string]bool{}
+	var pending []string // a boundary's tools, waiting for a user message
+	out := make([]Message, 0, len(msgs)+1)
+	for _, m := range msgs {
+		var names []string
+		if m.Boundary != nil {
+			pending = append(pending, m.Boundary.PreCompactDiscoveredTools...)
+		}
+		if m.Role == "user" {
+			names = pending
+			for _, b := range m.Content {
+				names = append(names, references(b)...)
+			}
+			pending = nil
+			m = loadedAsText(m)
+		}
+		out = append(out, m)
+		var need []Tool
+		for _, n := range names {
+			if t, ok := defs[n]; ok && !added[n] {
+				added[n] = true
+				need = append(need, t)
+			}
+		}
+		if len(need) > 0 {
+			out = append(out, ToolAdditions(need))
+		}
+	}
+	return out
+}
+
+// loadedAsText replaces a user message's tool_reference blocks with text
+// saying the tool was loaded.
+func loadedAsText(m Message) Message {
+	if !hasReferences(m) {
+		return m
+	}
+	content := make([]Block, 0, len(m.Content))
+	for _, b := range m.Content {
+		if b.Type == "tool_result" && b.hasArrayContent() {
+			inner, _ := b.Results()
+			kept := make([]Block, 0, len(inner))
+			for _, r := range inner {
+				if r.Type == "tool_reference" {
+					r = TextBlock(toolLoadedText + " " + r.String("tool_name"))
+				}
+				kept = append(kept, r)
+			}
+			b = b.With("content", kept)
+		}
+		content = append(content, b)
+	}
+	m.Content, m.Text = content, false
+	return m
 }
 
 // cleanMessage removes what the API must not see: tool_reference blocks

@@ -311,7 +311,8 @@ func (a *agent) prepare(st turnState) (*messages.Prepared, error) {
 	return messages.Prepare(messages.Turn{
 		Model: a.opts.model, Tools: tools, Decision: st.decision, SearchTool: a.searcher.Tool().Name,
 		BetasDisabled: a.settings.BetasDisabled, History: a.history, Announce: announce, Servers: st.servers,
-		Extra: map[string]json.RawMessage{"max_tokens": json.RawMessage(`4096`)},
+		ToolAdditions: messages.AddsToolsMidConversation(a.opts.model),
+		Extra:         map[string]json.RawMessage{"max_tokens": json.RawMessage(`4096`)},
 	})
 }
 
