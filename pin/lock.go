@@ -296,6 +296,13 @@ func quote(s string) string {
 // text of the definition and a pool judges every tool at every publish.
 // Under trust on first use a new tool is pinned (in memory until Save).
 func (l *Lock) Judge(server, tool string, def Definition, risk func() string) Verdict {
+	return l.JudgeAs(l.trust, server, tool, def, risk)
+}
+
+// JudgeAs is Judge under a trust setting of the server's own (a server
+// added from a registry is held until approved: "trust": "approve" in
+// its configuration), whatever the lock's.
+func (l *Lock) JudgeAs(trust Trust, server, tool string, def Definition, risk func() string) Verdict {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p, ok := l.pins[server][tool]
@@ -311,9 +318,9 @@ func (l *Lock) Judge(server, tool string, def Definition, risk func() string) Ve
 	switch {
 	case ok:
 		return Verdict{Status: Changed, Why: "its definition changed since it was approved (" + changedFields(Definition(p.Definition), def) + ")", Pinned: Definition(p.Definition)}
-	case l.trust == TrustApprove:
+	case trust == TrustApprove:
 		return Verdict{Status: New, Why: `new, and "trust" is "approve"`}
-	case l.known[server] && l.trust == TrustServerFirstUse:
+	case l.known[server] && trust == TrustServerFirstUse:
 		return Verdict{Status: New, Why: `new on a server whose tools were pinned before (a renamed or added tool), and "trust" is "server-first-use"`}
 	}
 	later := l.known[server]

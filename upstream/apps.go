@@ -154,7 +154,7 @@ func (p *Pool) judgeApps(s *server, apps map[string]*mcp.ReadResourceResult) (tr
 		if err != nil {
 			continue
 		}
-		v := p.opts.Pins.Judge(s.cfg.Name, uri, def, nil)
+		v := p.judgeTool(s, uri, def, nil)
 		if v.OK() {
 			trusted[uri] = apps[uri]
 			continue

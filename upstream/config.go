@@ -125,6 +125,13 @@ type ServerConfig struct {
 	// the server's URL when empty).
 	Audience string
 
+	// Trust is the server's own "trust", overriding the configuration's
+	// for its tools: toolshelf add writes "approve", so that a server
+	// added from a registry is held until a person approves its tools.
+	Trust pin.Trust
+	// Registry is where the entry came from, for outdated and update.
+	Registry *RegistryRef
+
 	// Dial, when set, is used instead of Command or URL to reach the
 	// server: for in-process servers. It is called for every connection
 	// attempt, so a restart gets a fresh transport.
@@ -256,10 +263,27 @@ type serverJSON struct {
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
 	Describe map[string]Describe `json:"describe"`
+	Trust    string              `json:"trust"`
+	Registry *RegistryRef        `json:"registry"`
 }
 
 // serverKeys are the keys a server entry may have.
-var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv", "contain", "network", "paths", "signin", "audience", "describe"}
+var serverKeys = []string{"type", "command", "args", "env", "cwd", "url", "headers", "disabled", "prefix", "oauth", "alwaysLoad", "timeout", "autoApprove", "tools", "inheritEnv", "contain", "network", "paths", "signin", "audience", "describe", "trust", "registry"}
+
+// RegistryRef is where a server entry came from ("registry", written by
+// toolshelf add): an MCP Registry's entry and version, and the package
+// that version runs, for toolshelf outdated and update.
+type RegistryRef struct {
+	// URL is the registry's base URL; Name and Version the entry's.
+	URL     string `json:"url"`
+	Name    string `json:"name"`
+	Version string `json:"version"`
+	// Package is the package the entry chose (registryType:identifier),
+	// and Integrity the package registry's integrity for its version,
+	// when it gave one.
+	Package   string `json:"package,omitempty"`
+	Integrity string `json:"integrity,omitempty"`
+}
 
 // Describe is an operator's override of a tool's words: a description
 // that replaces the server's, and search words added to its search hint
@@ -727,7 +751,17 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 	}
 	sc := ServerConfig{
 		Name: name, Type: j.Type, Disabled: j.Disabled, AutoApprove: j.AutoApprove,
-		NoPrefix: j.Prefix != nil && !*j.Prefix,
+		NoPrefix: j.Prefix != nil && !*j.Prefix, Registry: j.Registry,
+	}
+	if j.Trust != "" {
+		t, err := pin.ParseTrust(j.Trust)
+		if err != nil {
+			return sc, err
+		}
+		sc.Trust = t
+	}
+	if r := j.Registry; r != nil && (r.URL == "" || r.Name == "" || r.Version == "") {
+		return sc, errors.New(`"registry" needs "url", "name" and "version": where the entry came from`)
 	}
 	kind, err := j.transport(&sc)
 	if err != nil {

@@ -84,7 +84,7 @@ func (p *Pool) judge(s *server, es []catalog.Entry) (kept []catalog.Entry, quara
 			}
 		}
 		p.nextDefs[string(e.Raw)] = def
-		v := p.opts.Pins.Judge(s.cfg.Name, e.Tool, def, e.Poisoning)
+		v := p.judgeTool(s, e.Tool, def, e.Poisoning)
 		if v.OK() {
 			kept = append(kept, e)
 			continue
@@ -207,4 +207,13 @@ func (p *Pool) watchPins(ctx context.Context) {
 			p.publish()
 		}
 	}
+}
+
+// judgeTool judges one of a server's tools (or its apps, or skills) under
+// the server's own trust when it has one.
+func (p *Pool) judgeTool(s *server, name string, def pin.Definition, risk func() string) pin.Verdict {
+	if t := s.cfg.Trust; t != "" {
+		return p.opts.Pins.JudgeAs(t, s.cfg.Name, name, def, risk)
+	}
+	return p.opts.Pins.Judge(s.cfg.Name, name, def, risk)
 }

@@ -181,3 +181,33 @@ func TestAppHeldByLockFile(t *testing.T) {
 		t.Errorf("held: %+v", held)
 	}
 }
+
+// A server whose configuration says "trust": "approve" (as toolshelf add
+// writes it) has its new tools held until a person approves them, under
+// a lock that trusts on first use; another server's tools are pinned on
+// first use as the lock says.
+func TestServerTrustOfItsOwn(t *testing.T) {
+	added, err := mcptest.NewServer("added", mcptest.SimpleTools("fetch"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := mcptest.NewServer("other", mcptest.SimpleTools("read"), nil)
+	lock, err := pin.Open(filepath.Join(t.TempDir(), pin.FileName), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPool(t, []ServerConfig{{Name: "added", Dial: memDial(added), Trust: pin.TrustApprove}, {Name: "other", Dial: memDial(other)}}, &Options{Pins: lock})
+	if got := toolNames(p.Catalog(), "added"); len(got) != 0 {
+		t.Errorf("the added server's tools are served before approval: %v", got)
+	}
+	if got := toolNames(p.Catalog(), "other"); !slices.Equal(got, []string{"read"}) {
+		t.Errorf("the other server's tools: %v", got)
+	}
+	held := p.Quarantined()
+	if len(held) != 1 || held[0].Server != "added" || held[0].Status != pin.New {
+		t.Fatalf("held: %+v", held)
+	}
+	lock.Approve("added", "fetch", held[0].Current)
+	p.Rejudge()
+	eventually(t, "the approved tool", func() bool { return slices.Equal(toolNames(p.Catalog(), "added"), []string{"fetch"}) })
+}

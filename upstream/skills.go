@@ -331,7 +331,7 @@ func (p *Pool) judgeSkills(s *server, skills []Skill) (trusted []Skill, held []Q
 		if err != nil {
 			continue
 		}
-		v := p.opts.Pins.Judge(s.cfg.Name, sk.URI, def, skillRisk(sk))
+		v := p.judgeTool(s, sk.URI, def, skillRisk(sk))
 		if v.OK() {
 			trusted = append(trusted, *sk)
 			continue
