@@ -372,6 +372,9 @@ type Config struct {
 	// Groups are "groups": sets of tools and skills the gateway serves as
 	// groups (the draft groups extension), sorted by name.
 	Groups []GroupConfig
+	// Registries are "registry": the MCP Registries toolshelf add reads,
+	// in order (a team's own first); none means the official one.
+	Registries []string
 }
 
 // GroupConfig is one of "groups": a set of tools (qualified names or
@@ -415,7 +418,7 @@ func (c *Config) Profile(name string) (*Profile, bool) {
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity", "search", "groups"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity", "search", "groups", "registry"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -446,7 +449,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		return nil, p.errAt(-1, "%v", err)
 	}
 	p.dir = dir
-	for _, section := range []func() error{p.trust, p.learn, p.store, p.search, p.policies, p.servers, p.profiles, p.identity, p.signins, p.groups} {
+	for _, section := range []func() error{p.trust, p.learn, p.store, p.search, p.policies, p.servers, p.profiles, p.identity, p.signins, p.groups, p.registries} {
 		if err := section(); err != nil {
 			return nil, err
 		}
@@ -491,7 +494,7 @@ func (p *configParser) top() error {
 	}
 	for k := range p.sections {
 		if !slices.Contains(configKeys, k) {
-			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\", \"search\" and \"groups\")", k, didYouMean(k, configKeys))
+			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\", \"search\", \"groups\" and \"registry\")", k, didYouMean(k, configKeys))
 		}
 	}
 	return nil
@@ -569,6 +572,27 @@ func (p *configParser) search() error {
 	}
 	if p.cfg.Search.Budget < 0 {
 		return p.errAt(catalog.KeyOffset(p.data, max(at, 0), "budget"), `"search": "budget" must be a number of tokens, 0 for the default`)
+	}
+	return nil
+}
+
+// registries reads "registry": a registry's URL, or a list of them.
+func (p *configParser) registries() error {
+	raw, ok := p.sections["registry"]
+	if !ok {
+		return nil
+	}
+	at := p.at("registry")
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		p.cfg.Registries = []string{one}
+	} else if err := json.Unmarshal(raw, &p.cfg.Registries); err != nil {
+		return p.errAt(at, `"registry" must be an MCP Registry's URL, or a list of them (the first that has a server answers)`)
+	}
+	for _, u := range p.cfg.Registries {
+		if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+			return p.errAt(at, `"registry": %q is not an http(s) URL`, u)
+		}
 	}
 	return nil
 }

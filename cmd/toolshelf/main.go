@@ -72,6 +72,8 @@ var commands = byName([]*command{
 	serveCommand,
 	proxyCommand,
 	importCommand,
+	addCommand,
+	searchRegistryCommand,
 	catalogCommand,
 	authCommand,
 	toolsCommand,

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/registry"
+	"github.com/toolshelf/toolshelf/rules"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// envRegistry names the registries add and search-registry read (their
+// URLs, comma-separated), before the configuration's "registry".
+const envRegistry = "TOOLSHELF_REGISTRY"
+
+var addCommand = &command{
+	name:    "add",
+	summary: "add a server from an MCP Registry, pinned, contained and held until approved",
+	usage:   "NAME[@VERSION] [--registry URL] [--name LOCAL] [--config FILE]",
+	help: `
+Looks the server up in an MCP Registry (NAME is the registry's, such as
+io.github.modelcontextprotocol/server-memory; VERSION an exact version,
+else the latest) and adds it to the configuration:
+
+  - a package this machine runs, at its exact version (npm where Node.js
+    is, else PyPI where uvx is; another is named with why it was not
+    chosen), or else the entry's remote as an HTTP server;
+  - contained, as every stdio server is, granted write access to the
+    files and folders its "filepath" inputs name;
+  - its inputs asked for on the terminal; secret ones (tokens, keys) kept
+    each in a file of its own in the state folder (mode 600), which the
+    configuration names as ${file:PATH}: the value is never written into
+    the configuration;
+  - held until a person approves it ("trust": "approve"): its tools are
+    served only after 'toolshelf tools approve NAME' (see what they are,
+    and what the poisoning check says of them, with 'toolshelf tools diff
+    NAME' first);
+  - its origin recorded ("registry": the registry, entry and version, and
+    the npm integrity of the package where the npm registry gives one).
+
+A deleted entry is refused; a deprecated one is added with its message as
+a warning. Rules see the install (Action::"install" on Server::"NAME"): a
+forbid refuses it, as does a rule that would ask (there is nobody to ask).
+
+Registries: --registry URL (repeatable), else $TOOLSHELF_REGISTRY
+(comma-separated), else the configuration's "registry" (a URL or a list),
+else the official registry, https://registry.modelcontextprotocol.io. The
+first that has the server answers. The configuration is --config FILE,
+$TOOLSHELF_CONFIG, or toolshelf/servers.json in the user's configuration
+folder, made if there is none.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var regs multiFlag
+		fs.Var(&regs, "registry", "read the MCP Registry at `URL` (repeatable; the first that has the server answers)")
+		local := fs.String("name", "", "the server's `NAME` in the configuration (default: the last part of the registry's name)")
+		config := fs.String("config", "", "the configuration `FILE` to add to")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) != 1 {
+				return usagef("name one server of the registry, such as io.github.modelcontextprotocol/server-memory (NAME@VERSION for a version)")
+			}
+			return runAdd(ctx, e, args[0], regs, *local, *config)
+		}
+	},
+}
+
+var searchRegistryCommand = &command{
+	name:    "search-registry",
+	summary: "find servers in MCP Registries",
+	usage:   "WORDS... [--registry URL] [--limit N]",
+	help: `
+Lists the servers whose names or descriptions match the words, in every
+registry read (see 'toolshelf help add'), each with its latest version and
+its status (active, deprecated with its message); add one with 'toolshelf
+add NAME'.`,
+	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
+		var regs multiFlag
+		fs.Var(&regs, "registry", "read the MCP Registry at `URL` (repeatable)")
+		limit := fs.Int("limit", 20, "at most `N` servers of each registry")
+		config := fs.String("config", "", "the configuration `FILE` whose \"registry\" to read")
+		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) == 0 {
+				return usagef("say what the server is for, such as: toolshelf search-registry github issues")
+			}
+			c, err := registryClient(e, regs, *config)
+			if err != nil {
+				return err
+			}
+			found, err := c.Search(ctx, strings.Join(args, " "), *limit)
+			if err != nil {
+				return err
+			}
+			if len(found) == 0 {
+				fmt.Fprintln(e.stdout, "no server matches")
+				return nil
+			}
+			for _, en := range found {
+				status := en.Meta.Official.Status
+				if status == "" {
+					status = "active"
+				}
+				if m := en.Meta.Official.StatusMessage; m != "" {
+					status += ": " + m
+				}
+				fmt.Fprintf(e.stdout, "%s@%s  (%s)\n    %s\n", en.Server.Name, en.Server.Version, status, en.Server.Description)
+			}
+			return nil
+		}
+	},
+}
+
+// multiFlag is a flag given any number of times.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// registryClient reads the registries the flags, $TOOLSHELF_REGISTRY,
+// the configuration or the default name.
+func registryClient(e *env, flags []string, configFlag string) (*registry.Client, error) {
+	regs := flags
+	if len(regs) == 0 {
+		for _, r := range strings.Split(e.getenv(envRegistry), ",") {
+			if r = strings.TrimSpace(r); r != "" {
+				regs = append(regs, r)
+			}
+		}
+	}
+	if len(regs) == 0 {
+		cfg, _, err := optionalConfig(e, configFlag)
+		if err != nil {
+			return nil, err
+		}
+		if cfg != nil {
+			regs = cfg.Registries
+		}
+	}
+	if len(regs) == 0 {
+		regs = []string{registry.Official}
+	}
+	for _, r := range regs {
+		if u, err := url.Parse(r); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return nil, usagef("registry %q is not an http(s) URL", r)
+		}
+	}
+	return &registry.Client{Registries: regs, HTTP: &http.Client{Timeout: 30 * time.Second}}, nil
+}
+
+func runAdd(ctx context.Context, e *env, arg string, regs []string, local, configFlag string) error {
+	name, version, _ := strings.Cut(arg, "@")
+	if name == "" || strings.Count(name, "/") != 1 {
+		return usagef("%q is not a registry name such as io.github.modelcontextprotocol/server-memory", arg)
+	}
+	c, err := registryClient(e, regs, configFlag)
+	if err != nil {
+		return err
+	}
+	path := configPath(e, configFlag)
+	if path == "" {
+		dir, err := os.UserConfigDir()
+		if err != nil {
+			return usagef("no configuration folder: give --config FILE")
+		}
+		path = filepath.Join(dir, "toolshelf", "servers.json")
+	}
+	doc, servers, err := readConfigDoc(path)
+	if err != nil {
+		return err
+	}
+	if local == "" {
+		local = registry.LocalName(name)
+	}
+	if _, ok := servers[local]; ok {
+		return usagef("%s already has a server named %q: give another with --name", path, local)
+	}
+	if err := allowInstall(e, path, name, local); err != nil {
+		return err
+	}
+	entry, err := c.Get(ctx, name, version)
+	if err != nil {
+		return err
+	}
+	secrets := filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "secrets")
+	in := bufio.NewReader(e.stdin)
+	ask := func(input string, i registry.Input) (string, error) {
+		return askInput(e, in, input, i)
+	}
+	keep := func(server, input, value string) (string, error) {
+		return keepSecret(secrets, server, input, value)
+	}
+	p, err := registry.NewPlan(entry, local, runtimesHere(), ask, keep)
+	if err != nil {
+		return err
+	}
+	ref := map[string]any{"url": entry.Registry, "name": entry.Server.Name, "version": entry.Server.Version}
+	if p.Package.Identifier != "" {
+		ref["package"] = p.Package.RegistryType + ":" + p.Package.Identifier + "@" + p.Package.Version
+		if integ, err := packageIntegrity(ctx, p.Package); err == nil && integ != "" {
+			ref["integrity"] = integ
+		} else if err != nil {
+			fmt.Fprintf(e.stderr, "toolshelf: no integrity recorded for %s: %v\n", ref["package"], err)
+		}
+		if p.Package.FileSHA256 != "" {
+			ref["integrity"] = "sha256:" + p.Package.FileSHA256
+		}
+	}
+	p.Server["registry"] = ref
+	for _, w := range p.Warnings {
+		fmt.Fprintln(e.stderr, "toolshelf: warning:", w)
+	}
+	raw, _ := json.Marshal(p.Server)
+	servers[local] = raw
+	if err := writeConfigDoc(path, doc, servers); err != nil {
+		return err
+	}
+	// The file must still be a configuration toolshelf reads.
+	if _, err := loadConfig(e, path); err != nil {
+		return fmt.Errorf("the configuration written to %s does not read back: %w", path, err)
+	}
+	fmt.Fprintf(e.stdout, "added %s to %s: %s@%s, running %s\n", local, path, entry.Server.Name, entry.Server.Version, p.Chose)
+	fmt.Fprintf(e.stdout, "its tools are held until approved: toolshelf tools diff %s, then toolshelf tools approve %s\n", local, local)
+	return nil
+}
+
+// readConfigDoc reads a configuration file as its top-level keys and its
+// servers, each as written; a file not there is an empty configuration.
+func readConfigDoc(path string) (doc map[string]json.RawMessage, servers map[string]json.RawMessage, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return map[string]json.RawMessage{}, map[string]json.RawMessage{}, nil
+	}
+	if err != nil {
+		return nil, nil, usagef("%v", err)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || doc == nil {
+		return nil, nil, badInput(fmt.Errorf("%s: not a JSON object: %v", path, err))
+	}
+	servers = map[string]json.RawMessage{}
+	if raw, ok := doc["mcpServers"]; ok {
+		if err := json.Unmarshal(raw, &servers); err != nil || servers == nil {
+			return nil, nil, badInput(fmt.Errorf("%s: \"mcpServers\" is not an object", path))
+		}
+	}
+	return doc, servers, nil
+}
+
+// writeConfigDoc writes a configuration with its servers, replacing the
+// file at once (a file beside it, renamed over it).
+func writeConfigDoc(path string, doc, servers map[string]json.RawMessage) error {
+	raw, err := json.Marshal(servers)
+	if err != nil {
+		return err
+	}
+	doc["mcpServers"] = raw
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".toolshelf-add"
+	if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// allowInstall asks the configuration's rules about the install: a
+// forbid refuses it, and so does a rule that would ask (nobody to ask).
+func allowInstall(e *env, path, name, local string) error {
+	cfg, err := loadConfigIfThere(e, path)
+	if err != nil || cfg == nil || len(cfg.Policies) == 0 {
+		return err
+	}
+	live, err := rules.Open(cfg.Policies...)
+	if err != nil {
+		return badInput(err)
+	}
+	d := live.Current().Decide(&rules.Request{Action: "install", Kind: "Server", Server: local, Tool: name, Name: name, Time: time.Now()})
+	switch d.Effect {
+	case rules.Permit:
+		return nil
+	case rules.Ask:
+		return fmt.Errorf("a rule asks a person before installing %s (%s), and add has nobody to ask: an operator installs it", name, strings.Join(d.Rules, ", "))
+	}
+	why := d.Message
+	if why == "" {
+		why = "forbidden by " + strings.Join(d.Rules, ", ")
+	}
+	return fmt.Errorf("the rules forbid installing %s: %s", name, why)
+}
+
+// loadConfigIfThere reads a configuration file that may not exist yet.
+func loadConfigIfThere(e *env, path string) (*upstream.Config, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return loadConfig(e, path)
+}
+
+// askInput asks the person for an input on the terminal (stdin): its
+// name, description and what it must be; a secret is asked for as one.
+func askInput(e *env, in *bufio.Reader, name string, i registry.Input) (string, error) {
+	what := name
+	if i.Description != "" {
+		what += " (" + i.Description + ")"
+	}
+	switch {
+	case i.IsSecret:
+		what += ", a secret: it is kept in a file of its own, never in the configuration"
+	case i.Default != "":
+		what += ", default " + i.Default
+	case !i.IsRequired:
+		what += ", optional"
+	}
+	fmt.Fprintf(e.stderr, "%s: ", what)
+	line, err := in.ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	if errors.Is(err, io.EOF) && line == "" && i.IsRequired && i.Default == "" {
+		return "", fmt.Errorf("no answer on stdin, and it is required")
+	}
+	return strings.TrimRight(line, "\r\n"), nil
+}
+
+// keepSecret writes a secret input to a file of its own (mode 600, in a
+// folder of mode 700) and returns its path.
+func keepSecret(dir, server, input, value string) (string, error) {
+	if dir == "secrets" || dir == "" {
+		return "", errors.New("no state folder to keep secrets in: set $XDG_STATE_HOME or $HOME")
+	}
+	folder := filepath.Join(dir, server)
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		return "", err
+	}
+	os.Chmod(folder, 0o700)
+	path := filepath.Join(folder, strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, input))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.WriteString(value); err != nil {
+		f.Close()
+		return "", err
+	}
+	return path, f.Close()
+}
+
+// runtimesHere says what this machine runs packages with.
+func runtimesHere() registry.Runtimes {
+	_, node := exec.LookPath("npx")
+	_, uvx := exec.LookPath("uvx")
+	return registry.Runtimes{Node: node == nil, Uvx: uvx == nil}
+}
+
+// packageIntegrity is the npm registry's integrity of an npm package's
+// version ("" for other packages).
+func packageIntegrity(ctx context.Context, pkg registry.Package) (string, error) {
+	if pkg.RegistryType != "npm" {
+		return "", nil
+	}
+	base := pkg.RegistryBaseURL
+	if base == "" {
+		base = "https://registry.npmjs.org"
+	}
+	u := strings.TrimSuffix(base, "/") + "/" + strings.Replace(url.PathEscape(pkg.Identifier), "%40", "@", 1) + "/" + url.PathEscape(pkg.Version)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: HTTP %d", u, resp.StatusCode)
+	}
+	var meta struct {
+		Dist struct {
+			Integrity string `json:"integrity"`
+		} `json:"dist"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 8<<20)).Decode(&meta); err != nil {
+		return "", fmt.Errorf("%s: %v", u, err)
+	}
+	return meta.Dist.Integrity, nil
+}

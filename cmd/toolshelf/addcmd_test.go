@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolshelf/toolshelf/registry/registrytest"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// addEnv runs toolshelf with a state folder and a configuration of a
+// test's own, and the answers given on stdin.
+func addEnv(t *testing.T, dir string, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	vars := map[string]string{"XDG_STATE_HOME": filepath.Join(dir, "state"), "HOME": dir, "PATH": os.Getenv("PATH")}
+	var out, errb bytes.Buffer
+	code = runEnv(context.Background(), &env{stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, held: &heldPaths{}}, args)
+	return code, out.String(), errb.String()
+}
+
+// toolshelf add: a registry's server into the configuration at its exact
+// version, held until approved, its origin and the package's integrity
+// recorded; a secret asked for is kept in a file the configuration
+// names, never written into it; a deleted entry, a name taken and a rule
+// forbidding the install are refused; search-registry lists with status.
+func TestAdd(t *testing.T) {
+	if !hasOnPath("npx") {
+		t.Skip("add chooses the npm package only where npx is")
+	}
+	reg := registrytest.Serve(t, "../../testdata/registry/servers.json")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+
+	code, out, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", cfg)
+	if code != 0 || !strings.Contains(out, "added server-memory") || !strings.Contains(out, "tools approve server-memory") {
+		t.Fatalf("add: %d\n%s\n%s", code, out, errs)
+	}
+	code, _, errs = addEnv(t, dir, "ghp_abcdefghijklmnop0123456789\n", "add", "io.github.modelcontextprotocol/server-github", "--registry", reg.URL, "--config", cfg, "--name", "github")
+	if code != 0 || !strings.Contains(errs, "deprecated: Development moved") {
+		t.Fatalf("add a deprecated server: %d\n%s", code, errs)
+	}
+	data, _ := os.ReadFile(cfg)
+	if strings.Contains(string(data), "ghp_abcdefghijklmnop") {
+		t.Fatalf("the secret was written into the configuration:\n%s", data)
+	}
+	var doc struct {
+		MCPServers map[string]struct {
+			Command  string            `json:"command"`
+			Args     []string          `json:"args"`
+			Env      map[string]string `json:"env"`
+			Trust    string            `json:"trust"`
+			Registry map[string]string `json:"registry"`
+		} `json:"mcpServers"`
+	}
+	json.Unmarshal(data, &doc)
+	mem := doc.MCPServers["server-memory"]
+	if mem.Command != "npx" || strings.Join(mem.Args, " ") != "-y @modelcontextprotocol/server-memory@2026.8.31" || mem.Trust != "approve" {
+		t.Errorf("server-memory: %+v", mem)
+	}
+	if mem.Registry["version"] != "2026.8.31" || !strings.HasPrefix(mem.Registry["integrity"], "sha512-ljj/3S4aGjxdNSQWw6gucKKGnTLdBPWx") || mem.Registry["url"] != reg.URL {
+		t.Errorf("server-memory's origin: %v", mem.Registry)
+	}
+	ref := doc.MCPServers["github"].Env["GITHUB_PERSONAL_ACCESS_TOKEN"]
+	path, ok := strings.CutPrefix(ref, "${file:")
+	path = strings.TrimSuffix(path, "}")
+	if !ok {
+		t.Fatalf("the secret is not a file reference: %q", ref)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the secret's file: %v %v", st, err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "ghp_abcdefghijklmnop0123456789" {
+		t.Errorf("the secret's file holds %q", b)
+	}
+	// The file reads back as a configuration, the added servers held.
+	c, err := upstream.Load(cfg, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range c.Servers {
+		if sc.Trust != "approve" || sc.Registry == nil {
+			t.Errorf("%s: trust %q, registry %v", sc.Name, sc.Trust, sc.Registry)
+		}
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"add", "io.example/leaky"}, "deleted"},
+		{[]string{"add", "io.github.modelcontextprotocol/server-memory"}, `already has a server named "server-memory"`},
+		{[]string{"add", "io.example/none"}, "not found"},
+		{[]string{"add", "server-memory"}, "not a registry name"},
+	} {
+		code, _, errs := addEnv(t, dir, "", append(tc.args, "--registry", reg.URL, "--config", cfg)...)
+		if code == 0 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: %d %s, want %q", tc.args, code, errs, tc.want)
+		}
+	}
+
+	// A rule forbidding installs from outside the team's namespace.
+	ruled := filepath.Join(dir, "ruled.json")
+	os.WriteFile(filepath.Join(dir, "team.cedar"), []byte(`@message("only the team's own servers") forbid (principal, action == Action::"install", resource) unless { resource.name like "com.example/*" };`+"\n"), 0o644)
+	os.WriteFile(ruled, []byte(`{"mcpServers": {}, "policies": ["team.cedar"]}`), 0o644)
+	code, _, errs = addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", ruled)
+	if code == 0 || !strings.Contains(errs, "only the team's own servers") {
+		t.Errorf("a forbidden install: %d %s", code, errs)
+	}
+	code, _, errs = addEnv(t, dir, "Bearer wk_0123456789abcdef\n", "add", "com.example/weather", "--registry", reg.URL, "--config", ruled)
+	if code != 0 {
+		t.Errorf("an allowed install: %d %s", code, errs)
+	}
+
+	code, out, _ = addEnv(t, dir, "", "search-registry", "memory", "--registry", reg.URL)
+	if code != 0 || !strings.Contains(out, "io.github.modelcontextprotocol/server-memory@2026.8.31  (active)") {
+		t.Errorf("search-registry: %d\n%s", code, out)
+	}
+	if _, out, _ := addEnv(t, dir, "", "search-registry", "github", "--registry", reg.URL); !strings.Contains(out, "(deprecated: Development moved") {
+		t.Errorf("search-registry shows no status: %s", out)
+	}
+}
+
+func hasOnPath(name string) bool {
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		if _, err := os.Stat(filepath.Join(d, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
