@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolshelf/toolshelf/registry/registrytest"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -132,4 +133,58 @@ func hasOnPath(name string) bool {
 		}
 	}
 	return false
+}
+
+// outdated names a server with a newer version in its registry, and one
+// whose version became deprecated or deleted, and keeps what it found for
+// list; update moves a server to the latest version, its inputs kept,
+// still held until approved; a deleted latest version is not taken.
+func TestOutdatedAndUpdate(t *testing.T) {
+	if !hasOnPath("npx") {
+		t.Skip("add chooses the npm package only where npx is")
+	}
+	reg := registrytest.Serve(t, "../../testdata/registry/servers.json")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	if code, _, errs := addEnv(t, dir, "/data/memory.jsonl\n", "add", "io.github.modelcontextprotocol/server-memory@2026.1.26", "--registry", reg.URL, "--config", cfg, "--name", "memory"); code != 0 {
+		t.Fatalf("add an older version: %s", errs)
+	}
+	if code, _, errs := addEnv(t, dir, "ghp_abcdefghijklmnop0123456789\n", "add", "io.github.modelcontextprotocol/server-github", "--registry", reg.URL, "--config", cfg); code != 0 {
+		t.Fatalf("add: %s", errs)
+	}
+	code, out, errs := addEnv(t, dir, "", "outdated", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "memory (io.github.modelcontextprotocol/server-memory): 2026.1.26 → 2026.8.31") ||
+		!strings.Contains(out, "2025.4.8 is deprecated: Development moved") {
+		t.Errorf("outdated: %d\n%s\n%s", code, out, errs)
+	}
+	if notes := registryNotes(&env{getenv: func(k string) string { return map[string]string{"XDG_STATE_HOME": filepath.Join(dir, "state")}[k] }}); !strings.Contains(notes["server-github"], "deprecated in its registry") {
+		t.Errorf("what list flags: %v", notes)
+	}
+
+	code, out, errs = addEnv(t, dir, "", "update", "memory", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "updated memory: io.github.modelcontextprotocol/server-memory 2026.1.26 → 2026.8.31") {
+		t.Fatalf("update: %d\n%s\n%s", code, out, errs)
+	}
+	c, err := upstream.Load(cfg, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sc := range c.Servers {
+		if sc.Name != "memory" {
+			continue
+		}
+		if strings.Join(sc.Args, " ") != "-y @modelcontextprotocol/server-memory@2026.8.31" || sc.Registry.Version != "2026.8.31" || sc.Trust != "approve" ||
+			!strings.HasPrefix(sc.Registry.Integrity, "sha512-ljj/") {
+			t.Errorf("after update: %v %+v %s", sc.Args, sc.Registry, sc.Trust)
+		}
+	}
+	if code, out, _ := addEnv(t, dir, "", "update", "--config", cfg); code != 0 || !strings.Contains(out, "every server added from a registry runs its latest version") {
+		t.Errorf("update with nothing newer: %d %s", code, out)
+	}
+
+	// The registry deletes the server: outdated fails, naming it.
+	reg.SetStatus("io.github.modelcontextprotocol/server-memory", "deleted", "Withdrawn: it wrote outside its file", time.Now())
+	if code, out, _ := addEnv(t, dir, "", "outdated", "--config", cfg); code == 0 || !strings.Contains(out, "is deleted: Withdrawn") {
+		t.Errorf("a deleted version: %d\n%s", code, out)
+	}
 }

@@ -53,6 +53,7 @@ login); the others are listed anyway.`,
 				err = writeJSON(e.stdout, rep)
 			} else {
 				rep.write(e.stdout)
+				writeRegistryNotes(e, src)
 			}
 			if err == nil {
 				err = rep.failure()
@@ -255,4 +256,18 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
+}
+
+// writeRegistryNotes flags the servers whose registry said, at the last
+// toolshelf outdated, that the version they run is deprecated or deleted.
+func writeRegistryNotes(e *env, src *catalogSource) {
+	notes := registryNotes(e)
+	if len(notes) == 0 || src.config == nil {
+		return
+	}
+	for _, sc := range src.config.Servers {
+		if note, ok := notes[sc.Name]; ok {
+			fmt.Fprintf(e.stdout, "\n%s: %s (toolshelf update %s, or remove it)\n", sc.Name, note, sc.Name)
+		}
+	}
 }

@@ -74,6 +74,8 @@ var commands = byName([]*command{
 	importCommand,
 	addCommand,
 	searchRegistryCommand,
+	outdatedCommand,
+	updateCommand,
 	catalogCommand,
 	authCommand,
 	toolsCommand,
