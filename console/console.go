@@ -69,6 +69,10 @@ type Options struct {
 	// Attempts, when set, counts failed sign-ins across a fleet
 	// (fleet.Member), beside this process's own count.
 	Attempts Attempts
+	// RegistryNotes, when set, says by server what its registry last said
+	// of the version it runs, when that is deprecated or deleted
+	// (toolshelf outdated): the servers page flags them.
+	RegistryNotes func() map[string]string
 }
 
 // Attempts count failed sign-ins by client address over a window, for

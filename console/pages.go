@@ -51,6 +51,9 @@ type serverRow struct {
 	// CanRetry whether a try is waiting that Retry may bring forward.
 	Next, Hint string
 	CanRetry   bool
+	// Registry is what its registry last said of the version it runs,
+	// when deprecated or deleted.
+	Registry string
 }
 
 type toolTokens struct {
@@ -88,6 +91,10 @@ func (c *Console) overview(ctx context.Context) overview {
 	}
 	o := overview{Mode: g.Mode(), Tools: snap.Catalog.Len(), All: view.All.Tokens, Deferrable: view.Deferrable.Tokens, Loaded: view.Loaded.Tokens}
 	most := 1
+	var notes map[string]string
+	if c.opts.RegistryNotes != nil {
+		notes = c.opts.RegistryNotes()
+	}
 	for _, st := range g.Scope().Status() {
 		of := offers[st.Name]
 		row := serverRow{Status: st, Tokens: tokens[st.Name], Prompts: len(of.Prompts),
@@ -103,6 +110,7 @@ func (c *Console) overview(ctx context.Context) overview {
 		}
 		row.Class = stateClass(st.State)
 		row.Next, row.Hint, row.CanRetry = nextStep(st, time.Now())
+		row.Registry = notes[st.Name]
 		most = max(most, row.Tokens)
 		o.Quarantined += st.Quarantined
 		if row.Class == "starting" {

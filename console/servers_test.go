@@ -32,7 +32,10 @@ func TestFailedServerAndEmptyPages(t *testing.T) {
 	done := make(chan struct{})
 	go func() { host.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	srv := httptest.NewServer(New(&Options{Host: host, AuthToken: token}).Handler())
+	notes := func() map[string]string {
+		return map[string]string{"down": "io.example/down@1.0.0 is deprecated in its registry: use io.example/up (checked 2026-11-27)"}
+	}
+	srv := httptest.NewServer(New(&Options{Host: host, AuthToken: token, RegistryNotes: notes}).Handler())
 	t.Cleanup(srv.Close)
 	auth := []string{"Authorization", "Bearer " + token}
 	var page string
@@ -40,7 +43,8 @@ func TestFailedServerAndEmptyPages(t *testing.T) {
 		_, page = get(t, http.DefaultClient, srv.URL+"/console/", auth...)
 		return strings.Contains(page, "tried again in")
 	})
-	for _, want := range []string{`class="server failed"`, "tried again in 60 min", "Retry now", "toolshelf doctor down", `id="legend"`} {
+	for _, want := range []string{`class="server failed"`, "tried again in 60 min", "Retry now", "toolshelf doctor down", `id="legend"`,
+		"deprecated in its registry: use io.example/up", "toolshelf update down"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("no %q on the servers page:\n%s", want, page)
 		}

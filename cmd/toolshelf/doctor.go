@@ -325,6 +325,7 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		}
 	} else {
 		rep.write(e.stdout)
+		writeRegistryNotes(e, src)
 	}
 	// As list does: a server that failed is a failure of the command.
 	states := make(map[string]upstream.State, len(rep.Servers))

@@ -376,7 +376,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if err != nil {
 		return badInput(err)
 	}
-	if cons := o.newConsole(host, src, hopts.Server.Learn, logger); cons != nil {
+	if cons := o.newConsole(e, host, src, hopts.Server.Learn, logger); cons != nil {
 		host.Mount(console.Prefix, cons.Handler())
 	}
 	return serveHost(ctx, e, host, o, logger)
@@ -503,11 +503,12 @@ func (o *serveOptions) joinFleet(src *toolSource, hopts *gateway.HostOptions, lo
 }
 
 // newConsole is the web console of --console over host, or nil.
-func (o *serveOptions) newConsole(host *gateway.Host, src *toolSource, learned *learn.Store, logger *slog.Logger) *console.Console {
+func (o *serveOptions) newConsole(e *env, host *gateway.Host, src *toolSource, learned *learn.Store, logger *slog.Logger) *console.Console {
 	if !o.console {
 		return nil
 	}
-	co := &console.Options{Host: host, AuthToken: o.adminToken, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console")}
+	co := &console.Options{Host: host, AuthToken: o.adminToken, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console"),
+		RegistryNotes: func() map[string]string { return registryNotes(e) }}
 	if o.fleet != nil {
 		// A sign-in holds on every replica, and guesses count for all.
 		co.Key, co.Attempts = o.fleet.Key("console"), o.fleet
