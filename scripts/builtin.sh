@@ -15,6 +15,8 @@ const pkg = require("./testdata/servers/package.json");
 const lock = require("./testdata/servers/package-lock.json");
 const out = {};
 for (const name of Object.keys(pkg.dependencies).sort()) {
+  // Not a server: the SDK testdata/servers/skills-server.mjs is built on.
+  if (name === "@modelcontextprotocol/server") continue;
   out[name] = lock.packages["node_modules/" + name].version;
 }
 process.stdout.write(JSON.stringify(out, null, 2) + "\n");
