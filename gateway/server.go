@@ -121,6 +121,10 @@ type Options struct {
 	// program that calls tools in this sandbox, and search matches carry
 	// each tool's declaration instead of its JSON schema.
 	Code *sandbox.Runner
+	// Proposer, when set, lists propose_server beside the meta tools: the
+	// model asks the person to install a server from a registry
+	// (propose.go).
+	Proposer Proposer
 	// Groups are the configuration's sets of tools and skills, served as
 	// groups (groups.go) beside one per server and one per skill.
 	Groups []upstream.GroupConfig
@@ -567,14 +571,15 @@ func (s *Server) sync(x *exposure, snap *served) {
 			s.addMetaTools(x, snap.servers)
 		}
 	} else if _, ok := x.listed[toolSearch]; ok {
-		x.server.RemoveTools(toolSearch, toolCall, toolCode)
+		x.server.RemoveTools(toolSearch, toolCall, toolCode, toolPropose)
 		delete(x.listed, toolSearch)
 		delete(x.listed, toolCall)
 		delete(x.listed, toolCode)
+		delete(x.listed, toolPropose)
 	}
 	var remove []string
 	for name := range x.listed {
-		if name == toolSearch || name == toolCall || name == toolCode {
+		if name == toolSearch || name == toolCall || name == toolCode || name == toolPropose {
 			continue
 		}
 		if _, ok := want[name]; !ok {

@@ -106,6 +106,9 @@ func (s *Server) addMetaTools(x *exposure, servers string) {
 	if s.opts.Code != nil {
 		s.addCodeTool(x)
 	}
+	if s.opts.Proposer != nil {
+		s.addProposeTool(x)
+	}
 }
 
 // searchResult is what search_tools returns, as JSON text. It carries no

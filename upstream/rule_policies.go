@@ -216,7 +216,7 @@ func (sc *Scope) Offered(ctx context.Context, action, server, name string, args 
 	if live == nil {
 		return nil
 	}
-	kind := map[string]string{"prompt": "Prompt", "read": "Resource", "skill": "Skill"}[action]
+	kind := map[string]string{"prompt": "Prompt", "read": "Resource", "skill": "Skill", "install": "Server"}[action]
 	if kind == "" {
 		return fmt.Errorf("upstream: no such action %q", action)
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/registry"
 	"github.com/toolshelf/toolshelf/rules"
@@ -174,34 +175,45 @@ func runAdd(ctx context.Context, e *env, arg string, regs []string, local, confi
 		}
 		path = filepath.Join(dir, "toolshelf", "servers.json")
 	}
-	doc, servers, err := readConfigDoc(path)
+	in := bufio.NewReader(e.stdin)
+	said, err := installServer(ctx, e, c, path, name, version, local, func(input string, i registry.Input) (string, error) {
+		return askInput(e, in, input, i)
+	})
 	if err != nil {
 		return err
+	}
+	fmt.Fprintln(e.stdout, said)
+	return nil
+}
+
+// installServer adds a registry's server to the configuration at path,
+// asking for its inputs with ask, and says what it did. It is add's, and
+// propose_server's once the person has said yes.
+func installServer(ctx context.Context, e *env, c *registry.Client, path, name, version, local string, ask registry.Asker) (string, error) {
+	doc, servers, err := readConfigDoc(path)
+	if err != nil {
+		return "", err
 	}
 	if local == "" {
 		local = registry.LocalName(name)
 	}
 	if _, ok := servers[local]; ok {
-		return usagef("%s already has a server named %q: give another with --name", path, local)
+		return "", usagef("%s already has a server named %q: give another with --name", path, local)
 	}
 	if err := allowInstall(e, path, name, local); err != nil {
-		return err
+		return "", err
 	}
 	entry, err := c.Get(ctx, name, version)
 	if err != nil {
-		return err
+		return "", err
 	}
 	secrets := filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "secrets")
-	in := bufio.NewReader(e.stdin)
-	ask := func(input string, i registry.Input) (string, error) {
-		return askInput(e, in, input, i)
-	}
 	keep := func(server, input, value string) (string, error) {
 		return keepSecret(secrets, server, input, value)
 	}
 	p, err := registry.NewPlan(entry, local, runtimesHere(), ask, keep)
 	if err != nil {
-		return err
+		return "", err
 	}
 	ref := map[string]any{"url": entry.Registry, "name": entry.Server.Name, "version": entry.Server.Version}
 	if p.Package.Identifier != "" {
@@ -222,15 +234,14 @@ func runAdd(ctx context.Context, e *env, arg string, regs []string, local, confi
 	raw, _ := json.Marshal(p.Server)
 	servers[local] = raw
 	if err := writeConfigDoc(path, doc, servers); err != nil {
-		return err
+		return "", err
 	}
 	// The file must still be a configuration toolshelf reads.
 	if _, err := loadConfig(e, path); err != nil {
-		return fmt.Errorf("the configuration written to %s does not read back: %w", path, err)
+		return "", fmt.Errorf("the configuration written to %s does not read back: %w", path, err)
 	}
-	fmt.Fprintf(e.stdout, "added %s to %s: %s@%s, running %s\n", local, path, entry.Server.Name, entry.Server.Version, p.Chose)
-	fmt.Fprintf(e.stdout, "its tools are held until approved: toolshelf tools diff %s, then toolshelf tools approve %s\n", local, local)
-	return nil
+	return fmt.Sprintf("added %s to %s: %s@%s, running %s\nits tools are held until approved: toolshelf tools diff %s, then toolshelf tools approve %s",
+		local, path, entry.Server.Name, entry.Server.Version, p.Chose, local, local), nil
 }
 
 // readConfigDoc reads a configuration file as its top-level keys and its
@@ -403,4 +414,56 @@ func packageIntegrity(ctx context.Context, pkg registry.Package) (string, error)
 		return "", fmt.Errorf("%s: %v", u, err)
 	}
 	return meta.Dist.Integrity, nil
+}
+
+// registryProposer is propose_server's (serve --propose-servers): the
+// registries' candidates, installed as add installs them, without asking
+// for inputs (a person answered yes to the server, not to its inputs):
+// one that needs a value, or a secret, is left for toolshelf add.
+type registryProposer struct {
+	e      *env
+	client *registry.Client
+	config string
+}
+
+func (p *registryProposer) Candidates(ctx context.Context, need string) ([]gateway.Candidate, error) {
+	found, err := p.client.Search(ctx, need, 10)
+	if err != nil {
+		return nil, err
+	}
+	var out []gateway.Candidate
+	for _, en := range found {
+		st := en.Meta.Official
+		if st.Status == "deleted" {
+			continue
+		}
+		status := st.Status
+		if status == "" {
+			status = "active"
+		}
+		if st.StatusMessage != "" {
+			status += ": " + st.StatusMessage
+		}
+		plan, err := registry.NewPlan(&en, registry.LocalName(en.Server.Name), runtimesHere(), noAnswers, func(string, string, string) (string, error) {
+			return "", errors.New("a secret")
+		})
+		if err != nil {
+			continue // it cannot run here without a person's inputs: not offered
+		}
+		out = append(out, gateway.Candidate{Name: en.Server.Name, Version: en.Server.Version, Description: en.Server.Description, Status: status, Runs: plan.Chose})
+	}
+	return out, nil
+}
+
+func (p *registryProposer) Install(ctx context.Context, name string) (string, error) {
+	return installServer(ctx, p.e, p.client, p.config, name, "", "", noAnswers)
+}
+
+// noAnswers answers no input: the default applies; a required one stops
+// the install.
+func noAnswers(name string, in registry.Input) (string, error) {
+	if in.IsSecret || in.IsRequired && in.Default == "" {
+		return "", fmt.Errorf("it needs %s, which only a person gives: they run toolshelf add", name)
+	}
+	return "", nil
 }

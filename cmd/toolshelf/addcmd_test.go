@@ -188,3 +188,44 @@ func TestOutdatedAndUpdate(t *testing.T) {
 		t.Errorf("a deleted version: %d\n%s", code, out)
 	}
 }
+
+// propose_server's candidates are the registries' servers that run here
+// without a person's inputs (not deleted, no required value or secret);
+// installing one writes it as add does, held.
+func TestRegistryProposer(t *testing.T) {
+	if !hasOnPath("npx") {
+		t.Skip("the candidates are npm packages, run where npx is")
+	}
+	reg := registrytest.Serve(t, "../../testdata/registry/servers.json")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o644)
+	vars := map[string]string{"XDG_STATE_HOME": filepath.Join(dir, "state")}
+	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return vars[k] }, held: &heldPaths{}}
+	c, err := registryClient(e, []string{reg.URL}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &registryProposer{e: e, client: c, config: cfg}
+	found, err := p.Candidates(context.Background(), "modelcontextprotocol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range found {
+		names = append(names, c.Name)
+	}
+	if strings.Join(names, ",") != "io.github.modelcontextprotocol/server-memory" {
+		t.Errorf("candidates %v, want only the server that needs no input", names)
+	}
+	said, err := p.Install(context.Background(), "io.github.modelcontextprotocol/server-memory")
+	if err != nil || !strings.Contains(said, "held until approved") {
+		t.Fatalf("install: %v %s", err, said)
+	}
+	if c, err := upstream.Load(cfg, func(string) string { return "" }); err != nil || len(c.Servers) != 1 || c.Servers[0].Trust != "approve" {
+		t.Errorf("after install: %+v %v", c, err)
+	}
+	if _, err := p.Install(context.Background(), "io.github.modelcontextprotocol/server-github"); err == nil || !strings.Contains(err.Error(), "only a person gives") {
+		t.Errorf("a server that needs a secret: %v", err)
+	}
+}

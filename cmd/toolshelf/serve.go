@@ -88,6 +88,15 @@ environment: 5 s of CPU, 60 s in all, 512 MiB of memory, 100 tool calls
 and 16 KiB of output, 8 programs at once; a limit that is hit ends the
 program with an error naming it.
 
+--propose-servers lists propose_server beside the meta tools: the model
+says what it needs a server for; the registries' candidates (see 'toolshelf
+help add') that run here without a person's inputs, and that the rules let
+be installed (Action::"install"), are shown to the person through their
+client (elicitation), with their version, status and what would run, and
+the one they choose is added to the configuration as toolshelf add adds
+it: held until its tools are approved, and started at the next serve.
+Nothing is installed without their yes, or for a client that cannot ask.
+
 --activate adds the tools search_tools finds to that session's tool list and
 sends notifications/tools/list_changed, for clients on MCP revisions before
 2026-07-28 that act on it. Sessions never see each other's tools.
@@ -243,6 +252,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.IntVar(&o.window, "context-window", 200000, "context window in `TOKENS`, for --mode auto")
 		fs.BoolVar(&o.activate, "activate", false, "add found tools to the session's tool list (list_changed)")
 		fs.BoolVar(&o.code, "code", false, "code mode: run_code runs a JavaScript program that calls tools in a sandbox; searches give TypeScript declarations")
+		fs.BoolVar(&o.proposeServers, "propose-servers", false, "list propose_server: the model asks the person (by elicitation) to install a server from the registries, held until approved")
 		fs.IntVar(&o.maxSessions, "max-sessions", 500, "over HTTP, the most sessions served at once (`N`)")
 		fs.BoolVar(&o.stateless, "stateless", false, "over HTTP, serve without sessions (servers cannot ask the client anything)")
 		fs.DurationVar(&o.taskAfter, "task-after", gateway.DefaultTaskAfter, "answer a call not finished within `DURATION` with a task handle, for a client that takes tasks (MCP 2026-07-28's tasks extension)")
@@ -334,6 +344,7 @@ type serveOptions struct {
 	activate, stateless, auditArgs, noLearn      bool
 	taskAfter                                    time.Duration
 	code                                         bool
+	proposeServers                               bool
 	traceQueries, console                        bool
 
 	// tokenPath is where a made admin token is kept when /mcp needs it
@@ -449,6 +460,19 @@ func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Option
 		hopts.Profiles = src.config.Profiles
 		hopts.Server.Results, hopts.Server.Budget = shelf.Form(src.config.Search.Results), src.config.Search.Budget
 		hopts.Server.Groups = src.config.Groups
+	}
+	if o.proposeServers {
+		path := configPath(e, o.config)
+		if src.config == nil || path == "" {
+			return nil, usagef("--propose-servers installs into a configuration file: give --config FILE")
+		}
+		c, err := registryClient(e, nil, o.config)
+		if err != nil {
+			return nil, err
+		}
+		hopts.Server.Proposer = &registryProposer{e: e, client: c, config: path}
+	}
+	if src.config != nil {
 		if _, ok := src.config.Profile(o.profile); o.profile != "" && !ok {
 			return nil, usagef("--profile %q: %s has no such profile%s", o.profile, src.name, profileList(src.config))
 		}
