@@ -80,6 +80,14 @@ type Entry struct {
 	Unprefixed bool
 }
 
+// SkillEntry is a skill as an entry searched beside tools (Entry.Skill):
+// its SKILL.md's URI, the server serving it, its name and description,
+// and the tools it names that can be called (uses).
+func SkillEntry(server, uri, name, description string, uses []string) Entry {
+	raw, _ := json.Marshal(map[string]any{"name": name, "description": description})
+	return Entry{Server: server, Tool: uri, Title: name, Description: description, Skill: uri, Uses: uses, Raw: raw}
+}
+
 // IsMCP reports whether the tool comes from an MCP server.
 func (e *Entry) IsMCP() bool { return e.Server != "" }
 

@@ -122,8 +122,7 @@ func (s *Server) updateSkills() {
 	}
 	var entries []catalog.Entry
 	for _, sk := range s.up.SkillIndex() {
-		entries = append(entries, catalog.Entry{Server: sk.Server, Tool: sk.URI, Title: sk.Name, Description: sk.Description,
-			Skill: sk.URI, Raw: sk.Frontmatter, Uses: s.skillUses(snap, &sk)})
+		entries = append(entries, catalog.SkillEntry(sk.Server, sk.URI, sk.Name, sk.Description, s.skillUses(snap, &sk)))
 	}
 	if sn := s.shelf.UpdateSkills(catalog.New(entries, nil)); sn != nil && sn != snap.Snapshot {
 		s.serve(sn)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -67,6 +68,28 @@ type SearchState struct {
 	Discovered map[string]bool
 	// Pending names MCP servers still connecting.
 	Pending []string
+	// Skills are the skills a search finds beside the tools (entries
+	// made with catalog.SkillEntry: a server's skills, as the gateway
+	// serves them), or nil.
+	Skills *catalog.Catalog
+}
+
+// skillMatches is the answer of a search that found skills: they are
+// instructions to read, not tools to load, so the answer is text, which
+// tool_reference blocks must not have beside them; the tools found are
+// named, to load with select:.
+type skillMatches struct {
+	Skills []skillMatch `json:"skills"`
+	Tools  []string     `json:"tools,omitempty"`
+	Note   string       `json:"note"`
+}
+
+type skillMatch struct {
+	Name    string   `json:"name"`
+	Server  string   `json:"server,omitempty"`
+	Skill   string   `json:"skill"`
+	Purpose string   `json:"purpose"`
+	Uses    []string `json:"uses,omitempty"`
 }
 
 // noMatches is the result of a search that loaded nothing.
@@ -103,7 +126,8 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 	if s.err != nil {
 		return fail("%v", s.err)
 	}
-	snap := s.shelf.Update(st.Deferred)
+	s.shelf.Update(st.Deferred)
+	snap := s.shelf.UpdateSkills(st.Skills)
 	exclude := maps.Clone(st.Discovered)
 	for e := range st.Deferred.All() {
 		if e.Unverified { // not in the request's tools: a reference to it would be refused
@@ -136,11 +160,30 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 		b, _ := marshal(nm)
 		return ToolResult(toolUseID, []Block{TextBlock(string(b))}, false)
 	}
+	if slices.ContainsFunc(found.Hits, func(h search.Hit) bool { return h.Entry.Skill != "" }) {
+		return skillResult(toolUseID, found)
+	}
 	refs := make([]Block, 0, len(found.Hits))
 	for _, h := range found.Hits {
 		refs = append(refs, ToolReference(h.Entry.Name))
 	}
 	return ToolResult(toolUseID, refs, false)
+}
+
+// skillResult answers a search that found skills: each skill (read its
+// SKILL.md), and the tools found, to load with select:.
+func skillResult(toolUseID string, found search.Result) Block {
+	var sm skillMatches
+	for _, h := range found.Hits {
+		if e := h.Entry; e.Skill != "" {
+			sm.Skills = append(sm.Skills, skillMatch{Name: e.Title, Server: e.Server, Skill: e.Skill, Purpose: shelf.Purpose(e.Description), Uses: e.Uses})
+		} else {
+			sm.Tools = append(sm.Tools, e.Name)
+		}
+	}
+	sm.Note = "A skill is instructions for a task, not a tool: read its SKILL.md (the URI in \"skill\"), then load the tools it uses with select:NAME,NAME."
+	b, _ := marshal(sm)
+	return ToolResult(toolUseID, []Block{TextBlock(string(b))}, false)
 }
 
 // selectResult answers select:a,b: the deferred pool first, then every

@@ -99,3 +99,28 @@ func TestSchemaHint(t *testing.T) {
 		t.Error("a hint for a tool that was discovered or is not deferred")
 	}
 }
+
+// Skills given to a search are found beside the tools: a search that
+// finds one answers in text (the skill to read, the tools it uses, the
+// tools found, to load with select:), never a skill as a reference; one
+// that finds none answers with references as before.
+func TestSearcherFindsSkills(t *testing.T) {
+	cat := testCatalog(t)
+	skills := catalog.New([]catalog.Entry{catalog.SkillEntry("docs", "skill://docs/triage/SKILL.md", "triage",
+		"Triage the open issues of a repository: label, deduplicate and assign them", []string{"mcp__github__list_issues"})}, nil)
+	var s Searcher
+	input, _ := json.Marshal(map[string]any{"query": "triage the open issues"})
+	refs, text, isErr := result(s.Handle(context.Background(), "t1", input, SearchState{Deferred: cat, All: cat, Skills: skills}))
+	if isErr || len(refs) != 0 || !strings.Contains(text, `"skill":"skill://docs/triage/SKILL.md"`) || !strings.Contains(text, `"uses":["mcp__github__list_issues"]`) || !strings.Contains(text, "select:NAME") {
+		t.Errorf("a search finding a skill: refs %v\n%s", refs, text)
+	}
+	input, _ = json.Marshal(map[string]any{"query": "post a message to slack"})
+	if refs, _, _ := result(s.Handle(context.Background(), "t2", input, SearchState{Deferred: cat, All: cat, Skills: skills})); len(refs) == 0 || refs[0] != "mcp__slack__post_message" {
+		t.Errorf("a search finding tools only: %v", refs)
+	}
+	// Skills taken away: the search is the tools' again.
+	input, _ = json.Marshal(map[string]any{"query": "triage the open issues"})
+	if refs, text, _ := result(s.Handle(context.Background(), "t3", input, SearchState{Deferred: cat, All: cat})); strings.Contains(text, "skill://") {
+		t.Errorf("without skills: %v %s", refs, text)
+	}
+}
