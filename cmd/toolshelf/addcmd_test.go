@@ -182,10 +182,24 @@ func TestOutdatedAndUpdate(t *testing.T) {
 		t.Errorf("update with nothing newer: %d %s", code, out)
 	}
 
+	// Checked again, each registry is asked what changed since: a server
+	// nothing changed of is not asked for by name (memory, updated, is
+	// asked once for its new version).
+	addEnv(t, dir, "", "outdated", "--config", cfg)
+	reg.Asked()
+	if code, _, _ := addEnv(t, dir, "", "outdated", "--config", cfg); code != 0 {
+		t.Fatal("outdated")
+	}
+	if asked := reg.Asked(); len(asked) != 0 {
+		t.Errorf("servers asked by name though nothing changed: %v", asked)
+	}
 	// The registry deletes the server: outdated fails, naming it.
 	reg.SetStatus("io.github.modelcontextprotocol/server-memory", "deleted", "Withdrawn: it wrote outside its file", time.Now())
 	if code, out, _ := addEnv(t, dir, "", "outdated", "--config", cfg); code == 0 || !strings.Contains(out, "is deleted: Withdrawn") {
 		t.Errorf("a deleted version: %d\n%s", code, out)
+	}
+	if asked := reg.Asked(); asked["io.github.modelcontextprotocol/server-memory"] == 0 || asked["io.github.modelcontextprotocol/server-github"] != 0 {
+		t.Errorf("asked by name after a change: %v, want the changed server only", asked)
 	}
 }
 

@@ -26,7 +26,9 @@ var outdatedCommand = &command{
 For every server 'toolshelf add' wrote (its "registry" record), asks the
 registry it came from for the server's latest version and for the status
 of the version it runs, and prints those that have a newer version or
-became deprecated or deleted (with the registry's message). What it finds
+became deprecated or deleted (with the registry's message). A registry
+checked before is first asked what changed since (updated_since); a
+server it does not name keeps what the last check found. What it finds
 is kept in the state folder (registry-status.json), and 'toolshelf list'
 flags those servers until the next check. 'toolshelf update' moves them to
 the latest version. Exit status is 1 when a server runs a deleted
@@ -41,8 +43,10 @@ version.`,
 			if err != nil {
 				return err
 			}
-			found, err := checkRegistries(ctx, cfg)
-			if err := saveRegistryStatus(e, found); err != nil {
+			state := loadRegistryStatus(e)
+			found, err := checkRegistries(ctx, cfg, state)
+			state.Servers = found
+			if err := saveRegistryStatus(e, state); err != nil {
 				fmt.Fprintf(e.stderr, "toolshelf: the status was not kept: %v\n", err)
 			}
 			deleted := false
@@ -136,17 +140,40 @@ func (s registryStatus) line() string {
 }
 
 // checkRegistries asks each added server's registry for its latest
-// version and the status of the version it runs.
-func checkRegistries(ctx context.Context, cfg *upstream.Config) ([]registryStatus, error) {
+// version and the status of the version it runs. A registry checked
+// before is asked first what changed since (updated_since): a server it
+// does not name keeps what the last check found.
+func checkRegistries(ctx context.Context, cfg *upstream.Config, last *registryState) ([]registryStatus, error) {
 	var out []registryStatus
 	var errs []error
+	changed := map[string]map[string]bool{} // registry → names changed since its last check
+	now := time.Now().UTC()
 	for _, sc := range cfg.Servers {
 		r := sc.Registry
 		if r == nil {
 			continue
 		}
 		c := &registry.Client{Registries: []string{r.URL}, HTTP: &http.Client{Timeout: 30 * time.Second}}
-		st := registryStatus{Server: sc.Name, Name: r.Name, Version: r.Version, Checked: time.Now().UTC()}
+		if _, asked := changed[r.URL]; !asked {
+			changed[r.URL] = nil // every server asked by name
+			if since, ok := last.Checked[r.URL]; ok {
+				if entries, err := c.UpdatedSince(ctx, r.URL, since); err == nil {
+					names := map[string]bool{}
+					for _, en := range entries {
+						names[en.Server.Name] = true
+					}
+					changed[r.URL] = names
+				}
+			}
+		}
+		if names := changed[r.URL]; names != nil && !names[r.Name] {
+			if prev, ok := last.server(sc.Name, r.Name, r.Version); ok {
+				prev.Checked = now
+				out = append(out, prev)
+				continue
+			}
+		}
+		st := registryStatus{Server: sc.Name, Name: r.Name, Version: r.Version, Checked: now}
 		if cur, err := c.Get(ctx, r.Name, r.Version); err == nil {
 			st.Status, st.StatusMessage = cur.Meta.Official.Status, cur.Meta.Official.StatusMessage
 		} else {
@@ -158,7 +185,27 @@ func checkRegistries(ctx context.Context, cfg *upstream.Config) ([]registryStatu
 		}
 		out = append(out, st)
 	}
+	for url := range changed {
+		last.Checked[url] = now
+	}
 	return out, errors.Join(errs...)
+}
+
+// registryState is what outdated keeps: when each registry was checked,
+// and what it said of each added server.
+type registryState struct {
+	Checked map[string]time.Time `json:"checked"`
+	Servers []registryStatus     `json:"servers"`
+}
+
+// server is what the last check found of a server running name@version.
+func (s *registryState) server(local, name, version string) (registryStatus, bool) {
+	for _, st := range s.Servers {
+		if st.Server == local && st.Name == name && st.Version == version && st.Error == "" {
+			return st, true
+		}
+	}
+	return registryStatus{}, false
 }
 
 // registryStatusPath is where outdated keeps what it found.
@@ -170,12 +217,12 @@ func registryStatusPath(e *env) string {
 	return filepath.Join(filepath.Dir(p), "registry-status.json")
 }
 
-func saveRegistryStatus(e *env, found []registryStatus) error {
+func saveRegistryStatus(e *env, st *registryState) error {
 	path := registryStatusPath(e)
 	if path == "" {
 		return errors.New("no state folder")
 	}
-	b, err := json.MarshalIndent(found, "", "  ")
+	b, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -185,23 +232,30 @@ func saveRegistryStatus(e *env, found []registryStatus) error {
 	return os.WriteFile(path, b, 0o600)
 }
 
-// registryNotes are what the last outdated found of servers that became
-// deprecated or deleted, by server: list flags them.
-func registryNotes(e *env) map[string]string {
+// loadRegistryStatus reads what the last outdated kept; empty when there
+// is nothing (or it cannot be read: the next check asks everything).
+func loadRegistryStatus(e *env) *registryState {
+	st := &registryState{Checked: map[string]time.Time{}}
 	path := registryStatusPath(e)
 	if path == "" {
-		return nil
+		return st
 	}
 	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil
+	if err != nil || json.Unmarshal(b, st) != nil {
+		return &registryState{Checked: map[string]time.Time{}}
 	}
-	var found []registryStatus
-	if json.Unmarshal(b, &found) != nil {
-		return nil
+	if st.Checked == nil {
+		st.Checked = map[string]time.Time{}
 	}
+	return st
+}
+
+// registryNotes are what the last outdated found of servers that became
+// deprecated or deleted, by server: list, doctor and the console flag
+// them.
+func registryNotes(e *env) map[string]string {
 	notes := map[string]string{}
-	for _, s := range found {
+	for _, s := range loadRegistryStatus(e).Servers {
 		if s.Status == "deprecated" || s.Status == "deleted" {
 			note := fmt.Sprintf("%s@%s is %s in its registry", s.Name, s.Version, s.Status)
 			if s.StatusMessage != "" {

@@ -27,6 +27,17 @@ type Registry struct {
 	mu      sync.Mutex
 	entries []registry.Entry
 	npm     map[string]json.RawMessage
+	asked   map[string]int // GETs of one server's versions, by name
+}
+
+// Asked returns how many times a server's versions were asked for by
+// name since the last call, by server name.
+func (r *Registry) Asked() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a := r.asked
+	r.asked = nil
+	return a
 }
 
 // Serve serves the entries of a file (testdata/registry/servers.json's
@@ -101,6 +112,10 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 		rest := strings.TrimPrefix(path, "/v0.1/servers/")
 		parts := strings.Split(rest, "/")
 		name, _ := url.PathUnescape(parts[0])
+		if r.asked == nil {
+			r.asked = map[string]int{}
+		}
+		r.asked[name]++
 		deleted := q.Get("include_deleted") == "true"
 		switch {
 		case len(parts) == 2 && parts[1] == "versions":
