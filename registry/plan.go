@@ -2,7 +2,9 @@ package registry
 
 import (
 	"fmt"
+	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -176,6 +178,9 @@ func (in *inputs) pkg(pkg Package, rt Runtimes) (map[string]any, error) {
 			env[v.Name] = val
 		}
 	}
+	if pkg.RegistryType == "npm" {
+		in.npmRegistry(pkg.RegistryBaseURL, env, server)
+	}
 	if len(env) > 0 {
 		server["env"] = env
 	}
@@ -183,6 +188,30 @@ func (in *inputs) pkg(pkg Package, rt Runtimes) (map[string]any, error) {
 		server["paths"] = map[string]any{"write": in.writes}
 	}
 	return server, nil
+}
+
+// defaultNPM is the npm registry npx reads unless told otherwise.
+const defaultNPM = "https://registry.npmjs.org"
+
+// npmRegistry points npx at the package registry an entry names, when it
+// is not npm's own: a team's registry, or one on this machine, whose
+// port on the loopback a contained server is then granted (the sandbox
+// has a network of its own).
+func (in *inputs) npmRegistry(base string, env map[string]string, server map[string]any) {
+	base = strings.TrimSuffix(base, "/")
+	if base == "" || base == defaultNPM {
+		return
+	}
+	env["npm_config_registry"] = base
+	u, err := url.Parse(base)
+	if err != nil {
+		return
+	}
+	if h := u.Hostname(); h == "127.0.0.1" || h == "localhost" || h == "::1" {
+		if port, err := strconv.Atoi(u.Port()); err == nil && port >= 1024 {
+			server["network"] = map[string]any{"hostPorts": []int{port}}
+		}
+	}
 }
 
 // remote is the server entry reaching a remote.

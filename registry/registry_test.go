@@ -47,7 +47,7 @@ func (a *answers) keep(server, name, value string) (string, error) {
 // deleted entry is refused and a deprecated one warned about; a remote
 // becomes an HTTP server.
 func TestPlan(t *testing.T) {
-	c, _ := client(t)
+	c, reg := client(t)
 	ctx := context.Background()
 	get := func(name, version string) *registry.Entry {
 		e, err := c.Get(ctx, name, version)
@@ -72,6 +72,12 @@ func TestPlan(t *testing.T) {
 	if p.Package.Version != "2026.8.31" {
 		t.Errorf("package %+v", p.Package)
 	}
+	// The entry's npm registry is on this machine's loopback: npx is
+	// pointed at it, and the contained server granted its port.
+	port := reg.URL[strings.LastIndex(reg.URL, ":")+1:]
+	if env, _ := p.Server["env"].(map[string]string); env["npm_config_registry"] != reg.URL+"/npm" || fmt.Sprint(p.Server["network"]) != "map[hostPorts:["+port+"]]" {
+		t.Errorf("the package's registry: %v %v", p.Server["env"], p.Server["network"])
+	}
 	// An exact older version.
 	if p, err := registry.NewPlan(get("io.github.modelcontextprotocol/server-memory", "2026.1.26"), "m", node, a.ask, a.keep); err != nil || fmt.Sprint(p.Server["args"]) != "[-y @modelcontextprotocol/server-memory@2026.1.26]" {
 		t.Errorf("an older version: %v %v", p, err)
@@ -82,8 +88,8 @@ func TestPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := fmt.Sprint(p.Server["env"])
-	if env != "map[GITHUB_PERSONAL_ACCESS_TOKEN:${file:/secrets/github/GITHUB_PERSONAL_ACCESS_TOKEN}]" || strings.Contains(fmt.Sprint(p.Server), "s3cret") {
+	env, _ := p.Server["env"].(map[string]string)
+	if env["GITHUB_PERSONAL_ACCESS_TOKEN"] != "${file:/secrets/github/GITHUB_PERSONAL_ACCESS_TOKEN}" || strings.Contains(fmt.Sprint(p.Server), "s3cret") {
 		t.Errorf("the secret is not a file reference: %v", p.Server)
 	}
 	if a.kept["/secrets/github/GITHUB_PERSONAL_ACCESS_TOKEN"] != "ghp_s3cret0123456789" {

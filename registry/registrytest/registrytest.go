@@ -6,11 +6,15 @@
 package registrytest
 
 import (
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +32,10 @@ type Registry struct {
 	entries []registry.Entry
 	npm     map[string]json.RawMessage
 	asked   map[string]int // GETs of one server's versions, by name
+	// packuments are npm packages' metadata by name, and tarballs where
+	// their tarballs are (ServeNPM).
+	packuments map[string]map[string]any
+	tarballs   string
 }
 
 // Asked returns how many times a server's versions were asked for by
@@ -99,10 +107,17 @@ func (r *Registry) serve(w http.ResponseWriter, req *http.Request) {
 	path := req.URL.EscapedPath()
 	q := req.URL.Query()
 	switch {
+	case strings.HasPrefix(path, "/npm/-/tarball/"):
+		r.tarball(w, strings.TrimPrefix(path, "/npm/-/tarball/"))
 	case strings.HasPrefix(path, "/npm/"):
 		key, _ := url.PathUnescape(strings.TrimPrefix(path, "/npm/"))
 		if m, ok := r.npm[key]; ok {
 			w.Write(m)
+			return
+		}
+		if p, ok := r.packuments[key]; ok {
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(p)
 			return
 		}
 		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
@@ -187,4 +202,92 @@ func (r *Registry) list(w http.ResponseWriter, q url.Values) {
 		meta["nextCursor"] = strconv.Itoa(end)
 	}
 	json.NewEncoder(w).Encode(map[string]any{"servers": out[start:end], "metadata": meta})
+}
+
+// ServeNPM serves, under /npm, the npm registry's side of every package a
+// package-lock.json holds: each one's metadata (its versions, their
+// dependencies, and a tarball here with the lock's integrity), and the
+// tarballs themselves from an npm cache (npm config get cache) that an
+// npm ci of that lock filled. npx run with npm_config_registry=URL/npm
+// then installs offline from this machine what the lock pinned.
+func (r *Registry) ServeNPM(t testing.TB, lockFile, npmCache string) {
+	t.Helper()
+	data, err := os.ReadFile(lockFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lock struct {
+		Packages map[string]map[string]any `json:"packages"`
+	}
+	if err := json.Unmarshal(data, &lock); err != nil {
+		t.Fatalf("%s: %v", lockFile, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.packuments, r.tarballs = map[string]map[string]any{}, filepath.Join(npmCache, "_cacache", "content-v2", "sha512")
+	for path, p := range lock.Packages {
+		i := strings.LastIndex(path, "node_modules/")
+		if i < 0 {
+			continue // the root
+		}
+		name := path[i+len("node_modules/"):]
+		version, _ := p["version"].(string)
+		integrity, _ := p["integrity"].(string)
+		sum, ok := strings.CutPrefix(integrity, "sha512-")
+		if version == "" || !ok {
+			continue // linked, or bundled
+		}
+		raw, err := base64.StdEncoding.DecodeString(sum)
+		if err != nil {
+			continue
+		}
+		manifest := map[string]any{"name": name, "version": version,
+			"dist": map[string]any{"integrity": integrity, "tarball": r.URL + "/npm/-/tarball/" + hex.EncodeToString(raw)}}
+		for _, k := range []string{"dependencies", "optionalDependencies", "peerDependencies", "peerDependenciesMeta", "bin", "engines", "os", "cpu"} {
+			if v, ok := p[k]; ok {
+				manifest[k] = v
+			}
+		}
+		pk := r.packuments[name]
+		if pk == nil {
+			pk = map[string]any{"name": name, "versions": map[string]any{}, "dist-tags": map[string]any{"latest": version}}
+			r.packuments[name] = pk
+		}
+		pk["versions"].(map[string]any)[version] = manifest
+		if latest, _ := pk["dist-tags"].(map[string]any)["latest"].(string); latest < version {
+			pk["dist-tags"].(map[string]any)["latest"] = version
+		}
+	}
+}
+
+// tarball serves a tarball from the npm cache by its sha512, in hex.
+func (r *Registry) tarball(w http.ResponseWriter, sum string) {
+	if len(sum) != 128 || strings.Trim(sum, "0123456789abcdef") != "" || r.tarballs == "" {
+		http.Error(w, `{"error":"Not found"}`, http.StatusNotFound)
+		return
+	}
+	f, err := os.Open(filepath.Join(r.tarballs, sum[:2], sum[2:4], sum[4:]))
+	if err != nil {
+		http.Error(w, `{"error":"not in this machine's npm cache"}`, http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	w.Header().Set("Content-Type", "application/octet-stream")
+	io.Copy(w, f)
+}
+
+// Cached reports whether the npm cache ServeNPM serves from holds a
+// package's tarball.
+func (r *Registry) Cached(name, version string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v, _ := r.packuments[name]["versions"].(map[string]any)[version].(map[string]any)
+	dist, _ := v["dist"].(map[string]any)
+	tarball, _ := dist["tarball"].(string)
+	sum := tarball[strings.LastIndex(tarball, "/")+1:]
+	if len(sum) != 128 {
+		return false
+	}
+	_, err := os.Stat(filepath.Join(r.tarballs, sum[:2], sum[2:4], sum[4:]))
+	return err == nil
 }

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/registry/registrytest"
+)
+
+// TestAddFromRegistry: a real npm server, from a registry on loopback
+// (testdata/registry, and the npm registry's side of the pinned
+// packages, their tarballs from this machine's npm cache), added with
+// toolshelf add: started contained (npx installs it in the sandbox,
+// through the one loopback port add granted), its tools held until
+// approved, then approved and called through the TypeScript SDK client.
+func TestAddFromRegistry(t *testing.T) {
+	t.Parallel() // waits on processes of its own
+	requireClients(t)
+	needBwrap(t)
+	if _, err := exec.LookPath("slirp4netns"); err != nil {
+		t.Skip("needs slirp4netns (apt install slirp4netns); CI installs it")
+	}
+	if _, err := exec.LookPath("npx"); err != nil {
+		t.Skip("needs npx")
+	}
+	out, err := exec.Command("npm", "config", "get", "cache").Output()
+	if err != nil {
+		t.Fatalf("npm config get cache: %v", err)
+	}
+	reg := registrytest.Serve(t, "../testdata/registry/servers.json")
+	reg.ServeNPM(t, "../testdata/servers/package-lock.json", strings.TrimSpace(string(out)))
+	if !reg.Cached("@modelcontextprotocol/server-memory", "2026.8.31") {
+		t.Skip("this machine's npm cache lacks the pinned packages' tarballs: run npm ci in testdata/servers (scripts/test.sh does)")
+	}
+
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	env := append(os.Environ(), "HOME="+dir, "XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+	toolshelfCmd := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(toolshelf, args...)
+		cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	if out, err := toolshelfCmd("\n", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", cfg); err != nil {
+		t.Fatalf("toolshelf add: %v\n%s", err, out)
+	}
+	data, _ := os.ReadFile(cfg)
+	var doc struct {
+		MCPServers map[string]map[string]any `json:"mcpServers"`
+	}
+	json.Unmarshal(data, &doc)
+	mem := doc.MCPServers["server-memory"]
+	if mem["trust"] != "approve" || mem["network"] == nil || mem["contain"] != nil {
+		t.Fatalf("the entry add wrote: %s", data)
+	}
+	// The server's start installs the package: a slow first start.
+	mem["timeout"] = testenv.Timeout(3 * time.Minute).String()
+	data, _ = json.Marshal(doc)
+	os.WriteFile(cfg, data, 0o644)
+
+	token := "registry-test-token-0123456789"
+	os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600)
+	cmd := exec.Command(toolshelf, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--auth-token-file", filepath.Join(dir, "token"))
+	cmd.Env = env
+	url := testenv.Listening(t, cmd, "the gateway", testenv.URLLine)
+	health := strings.TrimSuffix(url, "/mcp") + "/healthz"
+
+	testenv.Eventually(t, 4*time.Minute, "the added server to start, contained, its tools held", func() bool {
+		h := getWith(t, health, token)
+		return strings.Contains(h, `"quarantined"`) && strings.Contains(h, `"ready"`)
+	})
+	if h := getWith(t, health, token); !strings.Contains(h, `"contained": true`) {
+		t.Errorf("the added server does not run contained:\n%s", h)
+	}
+	call := func() (string, error) {
+		return node(t, "node", "registry-client.mjs", url, token, "mcp__server-memory__read_graph", "{}")
+	}
+	if out, err := call(); err == nil {
+		t.Fatalf("a held tool was called before approval: %s", out)
+	}
+	if out, err := toolshelfCmd("", "tools", "approve", "server-memory", "--config", cfg); err != nil {
+		t.Fatalf("tools approve: %v\n%s", err, out)
+	}
+	var got string
+	testenv.Eventually(t, time.Minute, "the approved tool to be called", func() bool {
+		got, err = call()
+		return err == nil
+	})
+	if !strings.Contains(got, "entities") {
+		t.Errorf("read_graph through the TypeScript SDK client: %s", got)
+	}
+}
