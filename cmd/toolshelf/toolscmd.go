@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
 	"github.com/toolshelf/toolshelf/pin"
+	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -24,7 +26,8 @@ anthropic/alwaysLoad) is pinned in toolshelf.lock, beside the configuration file
 a SHA-256 of its canonical JSON; the file holds the definitions too, so that
 a change reads well in a pull request. A tool whose definition changed since
 it was pinned (a "rug pull"), a new or changed tool that the tool-poisoning
-check flags as high risk, a new tool when the configuration says
+check flags as high risk, a new tool when the configuration (or the
+server's own entry, as toolshelf add writes it) says
 "trust": "approve" (or, under "server-first-use", a tool a server adds after
 its first pin), and a denied tool are quarantined: not listed, not
 searchable, and a call to one is refused with a message that names the
@@ -34,7 +37,9 @@ change. The server's other tools keep working.
                         on first use after their server's first pin that
                         no one has approved; for a changed tool, field by
                         field: texts as a word diff ([-removed-]
-                        {+added+}), schemas as the JSON paths that changed
+                        {+added+}), schemas as the JSON paths that changed;
+                        and what doctor --findability finds of each (what
+                        a search will miss of it among the served tools)
   approve SERVER        pin the current definitions of the server's
                         quarantined and unreviewed tools, letting them in
   approve SERVER/TOOL   the same for one tool (also lifts a denial)
@@ -195,10 +200,14 @@ func runTools(ctx context.Context, e *env, configFlag, storeURL, verb, server, t
 			fmt.Fprintf(e.stdout, "no tool is quarantined (%s)\n", pins.Path())
 			return nil
 		}
+		hard := heldFindability(p.Catalog(), slices.Concat(held, later))
 		for _, h := range slices.Concat(held, later) {
 			fmt.Fprintf(e.stdout, "%s/%s: %s: %s\n", h.Server, h.Tool, h.Status, h.Why)
 			for _, line := range pin.Diff(h.Pinned, h.Current) {
 				fmt.Fprintf(e.stdout, "    %s\n", line)
+			}
+			for _, f := range hard[h.Server+"\x00"+h.Tool] {
+				fmt.Fprintf(e.stdout, "    findability: %s: %s (%s)\n", f.Problem, f.Detail, f.Suggestion)
 			}
 		}
 		fmt.Fprintf(e.stdout, "%d quarantined, %d new and not reviewed; approve with: toolshelf tools approve SERVER[/TOOL]\n", len(held), len(later))
@@ -260,4 +269,36 @@ func findTool(p *runningPool, server, tool string) (*catalog.Entry, bool) {
 		}
 	}
 	return nil, false
+}
+
+// heldFindability is doctor --findability's check of the tools a person
+// is asked to approve, among the tools already served (what a search must
+// tell them from): its findings by server and tool.
+func heldFindability(served *catalog.Catalog, held []upstream.Quarantined) map[string][]search.Hard {
+	var entries []catalog.Entry
+	byName := map[string]string{}
+	for _, h := range held {
+		e, err := catalog.ParseTool(h.Server, json.RawMessage(h.Current))
+		if err != nil || strings.HasPrefix(h.Tool, "skill://") || strings.HasPrefix(h.Tool, "ui://") {
+			continue // a skill's or an app's: no words of a tool's
+		}
+		entries = append(entries, e)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	cat := catalog.New(entries, nil)
+	for e := range cat.All() {
+		byName[e.Name] = e.Server + "\x00" + e.Tool
+	}
+	if served != nil {
+		cat = catalog.Join(served, cat)
+	}
+	out := map[string][]search.Hard{}
+	for _, f := range search.Findability(cat) {
+		if key, ok := byName[f.Tool]; ok {
+			out[key] = append(out[key], f)
+		}
+	}
+	return out
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/pin"
+	"github.com/toolshelf/toolshelf/search"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // pinnedConfig writes a configuration whose server "files" (a go-sdk
@@ -188,5 +190,31 @@ func TestRenamedToolIsShownAndHeld(t *testing.T) {
 	}
 	if l := runCLI(t, "list", "--config", cfg); strings.Contains(l.stdout, "mcp__files__store") {
 		t.Errorf("the held tool is listed:\n%s", l.stdout)
+	}
+}
+
+// The tools a person is asked to approve are checked for findability
+// among the tools already served, as doctor --findability checks them:
+// tools diff shows what a search will miss of each.
+func TestHeldFindability(t *testing.T) {
+	def := func(name, desc string) pin.Definition {
+		raw, _ := json.Marshal(map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}})
+		d, err := pin.Canonical(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	held := []upstream.Quarantined{
+		{Server: "added", Tool: "x1", Current: def("x1", "Does it.")},
+		{Server: "added", Tool: "create_invoice", Current: def("create_invoice", "Create an invoice for a customer from the items of an order, with its taxes and its due date.")},
+		{Server: "added", Tool: "skill://a/SKILL.md", Current: def("skill://a/SKILL.md", "x")},
+	}
+	got := heldFindability(nil, held)
+	if len(got["added\x00x1"]) == 0 || got["added\x00x1"][0].Problem != search.ProblemShort {
+		t.Errorf("a tool of two words: %+v", got)
+	}
+	if len(got["added\x00create_invoice"]) != 0 || len(got["added\x00skill://a/SKILL.md"]) != 0 {
+		t.Errorf("findings for a well described tool, or a skill: %+v", got)
 	}
 }
