@@ -126,6 +126,15 @@ func TestSkillsThroughGateway(t *testing.T) {
 	if out, err := inspector(t, url, "--method", "skills/get", "--uri", "skill://docs/nothing/SKILL.md"); err == nil || !strings.Contains(out, "-32602") && !strings.Contains(out, "no skill") {
 		t.Errorf("skills/get of a skill not served: %v\n%s", err, out)
 	}
+	// Its folders, as its server lists them (directoryRead), under the
+	// gateway's URIs; a folder of no skill served here is refused.
+	out, err = inspector(t, url, "--protocol-era", "modern", "--method", "resources/directory/read", "--uri", "skill://docs/release-notes")
+	if err != nil || !strings.Contains(out, `"skill://docs/release-notes/templates"`) || !strings.Contains(out, `"skill://docs/release-notes/SKILL.md"`) {
+		t.Errorf("resources/directory/read: %v\n%s", err, out)
+	}
+	if out, err := inspector(t, url, "--protocol-era", "modern", "--method", "resources/directory/read", "--uri", "skill://docs/elsewhere"); err == nil {
+		t.Errorf("a folder of no skill was read: %s", out)
+	}
 	// A file the skill does not list is not read through it.
 	if out, err := inspector(t, url, "--method", "resources/read", "--uri", "skill://docs/release-notes/../../etc/passwd"); err == nil {
 		t.Errorf("an unlisted file was read: %s", out)

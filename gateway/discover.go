@@ -49,7 +49,7 @@ func (s *Server) narrowDiscover(next mcp.MethodHandler) mcp.MethodHandler {
 		// Skills as the servers offer them now (a session's initialize
 		// declares what the server it was made from did: declareSkills).
 		if t != nil && t.skills {
-			caps.Extensions[upstream.SkillsExtension] = map[string]any{}
+			caps.Extensions[upstream.SkillsExtension] = s.skillsSettings()
 		} else {
 			delete(caps.Extensions, upstream.SkillsExtension)
 		}

@@ -252,6 +252,10 @@ func (s *Server) extensionMethod(e *envelope) func(ctx context.Context, method s
 		return s.skillsMethod
 	case "groups/list", "groups/get":
 		return s.groupsMethod
+	case "resources/directory/read":
+		if s.up.ReadsSkillDirectories() {
+			return s.directoryMethod
+		}
 	}
 	return nil
 }

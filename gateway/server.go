@@ -356,7 +356,7 @@ func (s *Server) newMCPServer() *mcp.Server {
 	extensions := map[string]any{tasksExtension: map[string]any{}, appsExtension: map[string]any{}, groupsExtension: map[string]any{}}
 	skills := s.up.HasSkills()
 	if skills {
-		extensions[upstream.SkillsExtension] = map[string]any{}
+		extensions[upstream.SkillsExtension] = s.skillsSettings()
 	}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "toolshelf", Title: "toolshelf gateway", Version: s.opts.Version}, &mcp.ServerOptions{
 		Instructions: s.instructions(),

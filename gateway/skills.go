@@ -55,10 +55,7 @@ func (s *Server) skillsMethod(ctx context.Context, method string, body []byte) (
 	// A server still starting may have skills: waited for, as lists
 	// wait (awaitLists).
 	s.awaitPending(ctx, func(*served) bool { return false })
-	scope := "public"
-	if s.opts.PrivateLists || s.opts.Activate {
-		scope = "private"
-	}
+	scope := s.listScope()
 	var res map[string]any
 	if method == "skills/get" {
 		sk, err := s.up.Skill(ctx, msg.Params.URI)
@@ -127,4 +124,53 @@ func (s *Server) updateSkills() {
 	if sn := s.shelf.UpdateSkills(catalog.New(entries, nil)); sn != nil && sn != snap.Snapshot {
 		s.serve(sn)
 	}
+}
+
+// directoryMethod answers resources/directory/read of a skill's folder
+// (the skills extension's directoryRead, where a server offers it): the
+// pinned files and folders of it that its server lists.
+func (s *Server) directoryMethod(ctx context.Context, method string, body []byte) (result, rpcErr json.RawMessage) {
+	var msg struct {
+		Params struct {
+			URI    string `json:"uri"`
+			Cursor string `json:"cursor"`
+		} `json:"params"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil || msg.Params.URI == "" {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, method+": params.uri is required")
+	}
+	entries, next, err := s.up.SkillDirectory(ctx, msg.Params.URI, msg.Params.Cursor)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("%s is not a folder of a skill served here: %v", quoteClipped(msg.Params.URI), err))
+	}
+	if entries == nil {
+		entries = []*mcp.Resource{}
+	}
+	res := map[string]any{"resultType": "complete", "resources": entries, "ttlMs": listTTL, "cacheScope": s.listScope()}
+	if next != "" {
+		res["nextCursor"] = next
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, err.Error())
+	}
+	return b, nil
+}
+
+// skillsSettings is the skills extension's settings as the gateway
+// declares them.
+func (s *Server) skillsSettings() map[string]any {
+	if s.up.ReadsSkillDirectories() {
+		return map[string]any{"directoryRead": true}
+	}
+	return map[string]any{}
+}
+
+// listScope is the cacheScope of what the gateway lists: private where
+// what it lists depends on who asks.
+func (s *Server) listScope() string {
+	if s.opts.PrivateLists || s.opts.Activate {
+		return "private"
+	}
+	return "public"
 }

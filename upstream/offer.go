@@ -38,6 +38,9 @@ type Offer struct {
 	// pool judges them against the lock file and serves the trusted ones
 	// (Scope.Skills).
 	Skills []Skill `json:"skills,omitempty"`
+	// SkillDirectories: the server reads its skills' folders
+	// (resources/directory/read, the skills extension's directoryRead).
+	SkillDirectories bool `json:"skillDirectories,omitempty"`
 }
 
 func (o *Offer) empty() bool {
@@ -71,6 +74,7 @@ func (c *conn) listOffer(ctx context.Context) (Offer, error) {
 		if o.Skills, err = c.listSkills(ctx); err != nil {
 			errs = append(errs, err)
 		}
+		o.SkillDirectories = readsSkillDirectories(caps)
 	}
 	o.Complete = caps.Completions != nil
 	o.Logging = caps.Logging != nil

@@ -173,6 +173,14 @@ func offersSkills(caps *mcp.ServerCapabilities) bool {
 	return ok
 }
 
+// readsSkillDirectories reports whether the server's skills extension
+// says directoryRead: it serves resources/directory/read.
+func readsSkillDirectories(caps *mcp.ServerCapabilities) bool {
+	settings, _ := caps.Extensions[SkillsExtension].(map[string]any)
+	read, _ := settings["directoryRead"].(bool)
+	return read
+}
+
 // listSkills pages through the server's skills/list. Entries the
 // extension calls invalid, or that toolshelf cannot pin, are left out and
 // reported in err; the rest are kept.
@@ -475,4 +483,98 @@ func (sc *Scope) HasSkills() bool {
 		}
 	}
 	return false
+}
+
+// ReadsSkillDirectories reports whether a server of the scope with
+// trusted skills reads their folders (resources/directory/read).
+func (sc *Scope) ReadsSkillDirectories() bool {
+	for _, s := range sc.pool.servers {
+		if !sc.HasServer(s.cfg.Name) {
+			continue
+		}
+		s.offers.mu.Lock()
+		reads := s.offers.offer.SkillDirectories && len(s.offers.offer.Skills) > 0
+		s.offers.mu.Unlock()
+		if reads {
+			return true
+		}
+	}
+	return false
+}
+
+// SkillDirectory lists a folder of a trusted skill (the skill's root or a
+// folder within it, at the URI the gateway serves it under), as its
+// server lists it, keeping only what the pinned skill holds: its listed
+// files, and folders that hold some. A file the server lists that the
+// skill does not is left out: it was not pinned.
+func (sc *Scope) SkillDirectory(ctx context.Context, uri, cursor string) (entries []*mcp.Resource, next string, err error) {
+	uri = strings.TrimSuffix(uri, "/")
+	var owner ServedSkill
+	found := false
+	for _, s := range sc.SkillIndex() {
+		if uri == s.Root() || strings.HasPrefix(uri, s.Root()+"/") {
+			owner, found = s, true
+			break
+		}
+	}
+	if !found {
+		return nil, "", ErrSkillUnknown
+	}
+	if err := sc.Offered(ctx, "skill", owner.Server, owner.Orig, nil); err != nil {
+		return nil, "", err
+	}
+	held := false
+	for _, f := range owner.Files {
+		held = held || strings.HasPrefix(f.URI, uri+"/")
+	}
+	if !held {
+		return nil, "", fmt.Errorf("%w: %s holds no file of skill %s", ErrSkillUnknown, strconv.Quote(uri), strconv.Quote(owner.URI))
+	}
+	s, c, err := sc.pool.ready(ctx, owner.Server)
+	if err != nil {
+		return nil, "", err
+	}
+	if !s.offersSkillDirectories() {
+		return nil, "", fmt.Errorf("server %s does not read its skills' folders", owner.Server)
+	}
+	prefix := "skill://" + owner.Server + "/"
+	params := map[string]any{"uri": "skill://" + strings.TrimPrefix(uri, prefix)}
+	if cursor != "" {
+		params["cursor"] = cursor
+	}
+	raw, err := c.request(ctx, "resources/directory/read", params)
+	if err != nil {
+		return nil, "", err
+	}
+	var page struct {
+		Resources  []*mcp.Resource `json:"resources"`
+		NextCursor string          `json:"nextCursor"`
+	}
+	if err := json.Unmarshal(raw, &page); err != nil {
+		return nil, "", fmt.Errorf("server %s answered resources/directory/read with something else: %v", owner.Server, err)
+	}
+	for _, r := range page.Resources {
+		if r == nil || !strings.HasPrefix(r.URI, "skill://") {
+			continue
+		}
+		r.URI = SkillURI(owner.Server, r.URI)
+		if _, ok := owner.File(r.URI); ok {
+			entries = append(entries, r)
+			continue
+		}
+		for _, f := range owner.Files {
+			if strings.HasPrefix(f.URI, r.URI+"/") { // a folder that holds pinned files
+				entries = append(entries, r)
+				break
+			}
+		}
+	}
+	return entries, page.NextCursor, nil
+}
+
+// offersSkillDirectories reports whether the server said directoryRead.
+func (s *server) offersSkillDirectories() bool {
+	s.offers.mu.Lock()
+	defer s.offers.mu.Unlock()
+	return s.offers.offer.SkillDirectories
 }
