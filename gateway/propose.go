@@ -38,6 +38,9 @@ type Candidate struct {
 	Status string
 	// Runs says what would run: a package at its version, or a remote.
 	Runs string
+	// Install is what the rules read of the install (context.args: the
+	// registry, the version, the status).
+	Install json.RawMessage
 }
 
 // maxProposed bounds the candidates a person is asked about.
@@ -98,7 +101,7 @@ func (s *Server) propose(ctx context.Context, ss *mcp.ServerSession, raw json.Ra
 		if len(offered) == maxProposed {
 			break
 		}
-		if err := s.up.Offered(ctx, "install", "", c.Name, nil); err != nil {
+		if err := s.up.Offered(ctx, "install", "", c.Name, c.Install); err != nil {
 			refused = append(refused, c.Name)
 			continue
 		}

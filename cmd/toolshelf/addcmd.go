@@ -53,8 +53,13 @@ else the latest) and adds it to the configuration:
     the npm integrity of the package where the npm registry gives one).
 
 A deleted entry is refused; a deprecated one is added with its message as
-a warning. Rules see the install (Action::"install" on Server::"NAME"): a
-forbid refuses it, as does a rule that would ask (there is nobody to ask).
+a warning. Rules see the install (Action::"install" on Server::"NAME",
+with context.args.registry, .version and .status): a forbid refuses it,
+as does a rule that would ask (there is nobody to ask). For instance, to
+take servers only from the team's own registry:
+
+  forbid (principal, action == Action::"install", resource)
+    unless { context.args.registry == "https://registry.team.example" };
 
 Registries: --registry URL (repeatable), else $TOOLSHELF_REGISTRY
 (comma-separated), else the configuration's "registry" (a URL or a list),
@@ -200,11 +205,11 @@ func installServer(ctx context.Context, e *env, c *registry.Client, path, name, 
 	if _, ok := servers[local]; ok {
 		return "", usagef("%s already has a server named %q: give another with --name", path, local)
 	}
-	if err := allowInstall(e, path, name, local); err != nil {
-		return "", err
-	}
 	entry, err := c.Get(ctx, name, version)
 	if err != nil {
+		return "", err
+	}
+	if err := allowInstall(e, path, entry, local); err != nil {
 		return "", err
 	}
 	secrets := filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "secrets")
@@ -290,7 +295,10 @@ func writeConfigDoc(path string, doc, servers map[string]json.RawMessage) error 
 
 // allowInstall asks the configuration's rules about the install: a
 // forbid refuses it, and so does a rule that would ask (nobody to ask).
-func allowInstall(e *env, path, name, local string) error {
+// A rule sees the server as Server::"NAME" (resource.name the registry's
+// name, resource.server the local one) and the registry, version and
+// status as context.args.
+func allowInstall(e *env, path string, entry *registry.Entry, local string) error {
 	cfg, err := loadConfigIfThere(e, path)
 	if err != nil || cfg == nil || len(cfg.Policies) == 0 {
 		return err
@@ -299,7 +307,8 @@ func allowInstall(e *env, path, name, local string) error {
 	if err != nil {
 		return badInput(err)
 	}
-	d := live.Current().Decide(&rules.Request{Action: "install", Kind: "Server", Server: local, Tool: name, Name: name, Time: time.Now()})
+	name := entry.Server.Name
+	d := live.Current().Decide(&rules.Request{Action: "install", Kind: "Server", Server: local, Tool: name, Name: name, Time: time.Now(), Args: installArgs(entry)})
 	switch d.Effect {
 	case rules.Permit:
 		return nil
@@ -311,6 +320,17 @@ func allowInstall(e *env, path, name, local string) error {
 		why = "forbidden by " + strings.Join(d.Rules, ", ")
 	}
 	return fmt.Errorf("the rules forbid installing %s: %s", name, why)
+}
+
+// installArgs is what rules read of an install (context.args): the
+// registry it comes from, its version and its status.
+func installArgs(entry *registry.Entry) json.RawMessage {
+	status := entry.Meta.Official.Status
+	if status == "" {
+		status = "active"
+	}
+	b, _ := json.Marshal(map[string]string{"registry": entry.Registry, "version": entry.Server.Version, "status": status})
+	return b
 }
 
 // loadConfigIfThere reads a configuration file that may not exist yet.
@@ -450,7 +470,8 @@ func (p *registryProposer) Candidates(ctx context.Context, need string) ([]gatew
 		if err != nil {
 			continue // it cannot run here without a person's inputs: not offered
 		}
-		out = append(out, gateway.Candidate{Name: en.Server.Name, Version: en.Server.Version, Description: en.Server.Description, Status: status, Runs: plan.Chose})
+		out = append(out, gateway.Candidate{Name: en.Server.Name, Version: en.Server.Version, Description: en.Server.Description, Status: status, Runs: plan.Chose,
+			Install: installArgs(&en)})
 	}
 	return out, nil
 }

@@ -117,6 +117,18 @@ func TestAdd(t *testing.T) {
 		t.Errorf("an allowed install: %d %s", code, errs)
 	}
 
+	// A rule allowing only the team's own registry.
+	other := registrytest.Serve(t, "../../testdata/registry/servers.json")
+	teamOnly := filepath.Join(dir, "team-only.json")
+	os.WriteFile(filepath.Join(dir, "registry.cedar"), []byte(`@message("only from the team's registry") forbid (principal, action == Action::"install", resource) unless { context.args.registry == "`+reg.URL+`" };`+"\n"), 0o644)
+	os.WriteFile(teamOnly, []byte(`{"mcpServers": {}, "policies": ["registry.cedar"]}`), 0o644)
+	if code, _, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", other.URL, "--config", teamOnly); code == 0 || !strings.Contains(errs, "only from the team's registry") {
+		t.Errorf("an install from another registry: %d %s", code, errs)
+	}
+	if code, _, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", teamOnly); code != 0 {
+		t.Errorf("an install from the team's registry: %d %s", code, errs)
+	}
+
 	code, out, _ = addEnv(t, dir, "", "search-registry", "memory", "--registry", reg.URL)
 	if code != 0 || !strings.Contains(out, "io.github.modelcontextprotocol/server-memory@2026.8.31  (active)") {
 		t.Errorf("search-registry: %d\n%s", code, out)
