@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -148,5 +150,73 @@ func inMemoryDial(srv *mcp.Server) func(context.Context) (mcp.Transport, error) 
 		st, ct := mcp.NewInMemoryTransports()
 		go srv.Run(context.Background(), st)
 		return ct, nil
+	}
+}
+
+// The gateway and the Messages library find the same skills, with the
+// same tools beside them, in the same order: both search through a shelf
+// that ranks skills with tools (TestFacesAgree's rule, for skills).
+func TestSkillFacesAgree(t *testing.T) {
+	f := newSkillFleet(t)
+	tools, err := mcptest.NewServer("tools", f.tools, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, pool.Scope(nil), nil)
+	cs := connect(t, g, nil)
+	testenv.Eventually(t, 30*time.Second, "the skills to be searched", func() bool {
+		res := call(t, cs, toolSearch, map[string]any{"query": f.skills[0].query})
+		return strings.Contains(text(res), `"skill":`)
+	})
+	var entries []catalog.Entry
+	for _, sk := range g.up.SkillIndex() {
+		entries = append(entries, catalog.SkillEntry(sk.Server, sk.URI, sk.Name, sk.Description, nil))
+	}
+	skills := catalog.New(entries, nil)
+	served := g.state.Load().Catalog
+	var lib messages.Searcher
+	agreed := 0
+	for _, s := range f.skills[:10] {
+		var sr searchResult
+		json.Unmarshal([]byte(text(call(t, cs, toolSearch, map[string]any{"query": s.query}))), &sr)
+		var gwSkills, gwTools []string
+		for _, m := range sr.Matches {
+			if m.Skill != "" {
+				gwSkills = append(gwSkills, m.Skill)
+			} else {
+				gwTools = append(gwTools, m.Name)
+			}
+		}
+		input, _ := json.Marshal(map[string]any{"query": s.query})
+		block := lib.Handle(ctx, "toolu_1", input, messages.SearchState{Deferred: served, All: served, Skills: skills})
+		inner, _ := block.Results()
+		var ls struct {
+			Skills []struct {
+				Skill string `json:"skill"`
+			} `json:"skills"`
+			Tools []string `json:"tools"`
+		}
+		if len(inner) == 1 {
+			json.Unmarshal([]byte(inner[0].String("text")), &ls)
+		}
+		var libSkills []string
+		for _, m := range ls.Skills {
+			libSkills = append(libSkills, m.Skill)
+		}
+		if len(gwSkills) == 0 || !slices.Equal(gwSkills, libSkills) || !slices.Equal(gwTools, ls.Tools) {
+			t.Errorf("%q: the gateway found skills %v and tools %v, the library %v and %v", s.query, gwSkills, gwTools, libSkills, ls.Tools)
+			continue
+		}
+		agreed++
+	}
+	if agreed == 0 {
+		t.Error("no query compared")
 	}
 }
