@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -22,7 +23,7 @@ import (
 // activity page without an audit log says how to have one.
 func TestFailedServerAndEmptyPages(t *testing.T) {
 	const token = "admin-token-0123456789abcdef"
-	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "down", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)}},
+	pool := upstream.NewPool([]config.ServerConfig{{Name: "down", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)}},
 		&upstream.Options{RestartDelay: time.Hour, MaxRestartDelay: time.Hour})
 	host, err := gateway.NewHost(pool, nil)
 	if err != nil {

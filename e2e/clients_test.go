@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // These tests drive the gateway with MCP clients nobody here wrote, pinned
@@ -33,7 +33,7 @@ func gatewayCommand(t *testing.T, flags ...string) string {
 	// The gateway is a process of its own, which reads no test setting:
 	// its servers get the scaled start timeout in the file.
 	src, _ := filepath.Abs("testdata/clients.json")
-	return gatewayScript(t, testenv.ScaledConfig(t, src, upstream.DefaultTimeout), flags...)
+	return gatewayScript(t, testenv.ScaledConfig(t, src, config.DefaultTimeout), flags...)
 }
 
 // tracedGatewayCommand is gatewayCommand with tracing on, exporting to
@@ -45,7 +45,7 @@ func tracedGatewayCommand(t *testing.T, flags ...string) string {
 	t.Cleanup(collector.Close)
 	src, _ := filepath.Abs("testdata/clients.json")
 	return testenv.ServeScript(t, toolshelf, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL},
-		testenv.ScaledConfig(t, src, upstream.DefaultTimeout), flags...)
+		testenv.ScaledConfig(t, src, config.DefaultTimeout), flags...)
 }
 
 // gatewayScript is gatewayCommand with a configuration file of its own.

@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // scenarioLine is how the conformance suite reports a scenario:
@@ -68,7 +68,7 @@ func TestConformanceThroughGateway(t *testing.T) {
 
 	cmd, env := mcptest.Command("fixture", nil)
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"fixture": map[string]any{
-		"command": cmd, "env": env, "prefix": false, "timeout": testenv.Timeout(upstream.DefaultTimeout).String(),
+		"command": cmd, "env": env, "prefix": false, "timeout": testenv.Timeout(config.DefaultTimeout).String(),
 	}}})
 	file := filepath.Join(t.TempDir(), "fixture.json")
 	if err := os.WriteFile(file, cfg, 0o644); err != nil {
@@ -120,10 +120,10 @@ func TestEverythingThroughGateway(t *testing.T) {
 	src, _ := filepath.Abs("testdata/everything.json")
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
-			script := gatewayScript(t, testenv.ScaledConfig(t, src, upstream.DefaultTimeout))
+			script := gatewayScript(t, testenv.ScaledConfig(t, src, config.DefaultTimeout))
 			target := script
 			if mode == "http" {
-				target = runHTTPScript(t, gatewayScript(t, testenv.ScaledConfig(t, src, upstream.DefaultTimeout), "--http", "127.0.0.1:0"))
+				target = runHTTPScript(t, gatewayScript(t, testenv.ScaledConfig(t, src, config.DefaultTimeout), "--http", "127.0.0.1:0"))
 			}
 			out, err := node(t, "node", "everything-client.mjs", mode, target)
 			if err != nil || !strings.Contains(out, `"ok":true`) {

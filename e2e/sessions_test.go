@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // Three replicas with sessions on one store, behind a round-robin
@@ -31,7 +31,7 @@ func TestSessionsAcrossReplicas(t *testing.T) {
 	requireClients(t)
 	url := testenv.Postgres(t)
 	src, _ := filepath.Abs("testdata/everything.json")
-	lb, front, _ := startFleet(t, url, testenv.ScaledConfig(t, src, upstream.DefaultTimeout), 3)
+	lb, front, _ := startFleet(t, url, testenv.ScaledConfig(t, src, config.DefaultTimeout), 3)
 	out, err := node(t, "node", "everything-client.mjs", "http", front+"/mcp")
 	if err != nil || !strings.Contains(out, `"ok":true`) {
 		t.Fatalf("%v\n%s", err, out)

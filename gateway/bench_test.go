@@ -20,6 +20,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -92,12 +93,12 @@ func callPairWith(b testing.TB, tel *telemetry.Telemetry, live *rules.Live) (dir
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := upstream.ServerConfig{Name: "echo", Dial: func(ctx context.Context) (mcp.Transport, error) {
+	cfg := config.ServerConfig{Name: "echo", Dial: func(ctx context.Context) (mcp.Transport, error) {
 		st, ct := mcp.NewInMemoryTransports()
 		go srv.Run(context.Background(), st)
 		return ct, nil
 	}}
-	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, &upstream.Options{Telemetry: tel, Policies: live})
+	pool := upstream.NewPool([]config.ServerConfig{cfg}, &upstream.Options{Telemetry: tel, Policies: live})
 	background(b, pool.Run)
 	pool.Wait(context.Background())
 	g := newGateway(b, pool.Scope(nil), &Options{Telemetry: tel})
@@ -150,7 +151,7 @@ func BenchmarkCallHTTP(b *testing.B) {
 	}
 	upstreamURL := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true}))
 	b.Cleanup(upstreamURL.Close)
-	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "echo", URL: upstreamURL.URL}}, nil)
+	pool := upstream.NewPool([]config.ServerConfig{{Name: "echo", URL: upstreamURL.URL}}, nil)
 	background(b, pool.Run)
 	pool.Wait(context.Background())
 	g := newGateway(b, pool.Scope(nil), nil)
@@ -290,12 +291,12 @@ func TestLoad(t *testing.T) {
 	testenv.RequireNPM(t, "testdata/servers")
 	const clients = 50
 	dir := testenv.WritableDir(t)
-	memory := upstream.ServerConfig{
+	memory := config.ServerConfig{
 		Name: "memory", Command: "node", Cwd: "../testdata/servers",
 		Args:       []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
 		Env:        map[string]string{"MEMORY_FILE_PATH": dir + "/m.jsonl"},
 		WritePaths: []string{dir},
-		Timeout:    testenv.Timeout(upstream.DefaultTimeout),
+		Timeout:    testenv.Timeout(config.DefaultTimeout),
 	}
 	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	auditLog, err := audit.Open(auditFile, nil)
@@ -399,13 +400,13 @@ func TestLoad(t *testing.T) {
 func BenchmarkCallRealServer(b *testing.B) {
 	testenv.RequireNPM(b, "testdata/servers")
 	dir := testenv.WritableDir(b)
-	cfg := upstream.ServerConfig{
+	cfg := config.ServerConfig{
 		Name: "memory", Command: "node", Cwd: "../testdata/servers",
 		Args:       []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"},
 		Env:        map[string]string{"MEMORY_FILE_PATH": dir + "/m.jsonl"},
 		WritePaths: []string{dir},
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{cfg}, nil)
+	pool := upstream.NewPool([]config.ServerConfig{cfg}, nil)
 	background(b, pool.Run)
 	pool.Wait(context.Background())
 	g := newGateway(b, pool.Scope(nil), nil)

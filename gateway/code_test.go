@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/sandbox"
@@ -67,14 +68,14 @@ func TestCodeMode(t *testing.T) {
 	l, records := auditLog(t)
 
 	var deleted int
-	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("files", filesServer()), inMemory("admin", adminServer(&deleted))}, nil)
+	pool := upstream.NewPool([]config.ServerConfig{inMemory("files", filesServer()), inMemory("admin", adminServer(&deleted))}, nil)
 	background(t, pool.Run)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g := newGateway(t, pool.Scope(&upstream.Profile{Name: "ro", Servers: []string{"files"}}), &Options{Code: codeRunner(t), Audit: l})
+	g := newGateway(t, pool.Scope(&config.Profile{Name: "ro", Servers: []string{"files"}}), &Options{Code: codeRunner(t), Audit: l})
 	cs := connect(t, g, nil)
 	if names := listNames(t, cs); strings.Join(names, " ") != "call_tool run_code search_tools" {
 		t.Fatalf("listed: %v", names)
@@ -162,7 +163,7 @@ func TestCodeLimits(t *testing.T) {
 // tool call it waits on is cancelled upstream.
 func TestProgramEndsWithItsClient(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
-	g, _ := gatewayFor(t, &Options{Code: codeRunner(t)}, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout),
+	g, _ := gatewayFor(t, &Options{Code: codeRunner(t)}, config.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(config.DefaultTimeout),
 		// Uncontained: it writes its marker in the test's temporary folder.
 		NoContain: true})
 	marker := filepath.Join(t.TempDir(), "marker")

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // A client of MCP 2026-07-28 discovers what the gateway serves end to
@@ -13,7 +13,7 @@ import (
 // offers them; tasks always (the gateway runs them). A client with a
 // session is told all of them at initialize, as servers may come later.
 func TestDiscoverNarrowed(t *testing.T) {
-	discovered := func(t *testing.T, servers ...upstream.ServerConfig) (modern, session *mcp.ServerCapabilities) {
+	discovered := func(t *testing.T, servers ...config.ServerConfig) (modern, session *mcp.ServerCapabilities) {
 		t.Helper()
 		g, _ := gatewayFor(t, nil, servers...)
 		url := httpGateway(t, g, nil)

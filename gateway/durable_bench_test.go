@@ -8,6 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/journal"
@@ -61,7 +62,7 @@ func BenchmarkDurableCalls(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				pool := upstream.NewPool([]upstream.ServerConfig{{Name: "echo", Dial: func(context.Context) (mcp.Transport, error) {
+				pool := upstream.NewPool([]config.ServerConfig{{Name: "echo", Dial: func(context.Context) (mcp.Transport, error) {
 					st, ct := mcp.NewInMemoryTransports()
 					go srv.Run(context.Background(), st)
 					return ct, nil

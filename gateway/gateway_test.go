@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/fakeembed"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -43,13 +44,13 @@ func TestMain(m *testing.M) {
 }
 
 // memServer is an upstream served in memory by a go-sdk server.
-func memServer(t *testing.T, name string, tools []json.RawMessage) upstream.ServerConfig {
+func memServer(t *testing.T, name string, tools []json.RawMessage) config.ServerConfig {
 	t.Helper()
 	srv, err := mcptest.NewServer(name, tools, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return upstream.ServerConfig{Name: name, Dial: func(ctx context.Context) (mcp.Transport, error) {
+	return config.ServerConfig{Name: name, Dial: func(ctx context.Context) (mcp.Transport, error) {
 		st, ct := mcp.NewInMemoryTransports()
 		go srv.Run(context.Background(), st)
 		return ct, nil
@@ -68,11 +69,11 @@ func rawTool(name, desc string, extra map[string]any) json.RawMessage {
 
 // gatewayFor runs a pool of the given upstreams and a gateway over it
 // until the test ends.
-func gatewayFor(t *testing.T, opts *Options, cfgs ...upstream.ServerConfig) (*Server, *upstream.Pool) {
+func gatewayFor(t *testing.T, opts *Options, cfgs ...config.ServerConfig) (*Server, *upstream.Pool) {
 	t.Helper()
 	pool := upstream.NewPool(cfgs, &upstream.Options{RestartDelay: 20 * time.Millisecond})
 	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatalf("servers did not start: %v", err)
@@ -150,8 +151,8 @@ func text(res *mcp.CallToolResult) string {
 	return b.String()
 }
 
-func standardUpstreams(t *testing.T) []upstream.ServerConfig {
-	return []upstream.ServerConfig{
+func standardUpstreams(t *testing.T) []config.ServerConfig {
+	return []config.ServerConfig{
 		memServer(t, "github", []json.RawMessage{
 			rawTool("create_issue", "Create a new issue in a GitHub repository", nil),
 			rawTool("create_pull_request", "Create a new pull request in a GitHub repository", nil),
@@ -283,7 +284,7 @@ func TestAllModeAndListChanged(t *testing.T) {
 	call(t, cs, "mcp__dyn__add_tool", map[string]any{"name": "brand_new"})
 	select {
 	case <-changed:
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Fatal("no list_changed from the gateway")
 	}
 	if names := listNames(t, cs); !slices.Contains(names, "mcp__dyn__brand_new") {
@@ -306,8 +307,8 @@ func TestAutoMode(t *testing.T) {
 // With servers still connecting, a search that finds little names them.
 func TestPendingServers(t *testing.T) {
 	cmd, env := mcptest.Command("hang", nil)
-	slow := upstream.ServerConfig{Name: "slowpoke", Command: cmd, Env: env, Timeout: time.Minute}
-	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
+	slow := config.ServerConfig{Name: "slowpoke", Command: cmd, Env: env, Timeout: time.Minute}
+	pool := upstream.NewPool([]config.ServerConfig{slow}, nil)
 	background(t, pool.Run)
 	g := newGateway(t, pool.Scope(nil), &Options{PendingWait: 200 * time.Millisecond})
 	cs := connect(t, g, nil)
@@ -322,7 +323,7 @@ func TestPendingServers(t *testing.T) {
 // gatewayAwaited runs a gateway over one server that connects only once
 // the gateway waits for it: a request made then is one made while the
 // server was still starting.
-func gatewayAwaited(t *testing.T, slow upstream.ServerConfig, opts *Options) *Server {
+func gatewayAwaited(t *testing.T, slow config.ServerConfig, opts *Options) *Server {
 	t.Helper()
 	dial := slow.Dial
 	asked := make(chan struct{})
@@ -330,7 +331,7 @@ func gatewayAwaited(t *testing.T, slow upstream.ServerConfig, opts *Options) *Se
 		<-asked // the gateway is waiting for this server
 		return dial(ctx)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{slow}, nil)
+	pool := upstream.NewPool([]config.ServerConfig{slow}, nil)
 	g, err := New(pool.Scope(nil), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -359,7 +360,7 @@ func TestCallWaitsForConnectingServer(t *testing.T) {
 // A crashed server is restarted, and a call made meanwhile waits for it.
 func TestCallDuringRestart(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"crash", "echo"})
-	g, pool := gatewayFor(t, nil, upstream.ServerConfig{Name: "crashy", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout)})
+	g, pool := gatewayFor(t, nil, config.ServerConfig{Name: "crashy", Command: cmd, Env: env, Timeout: testenv.Timeout(config.DefaultTimeout)})
 	cs := connect(t, g, nil)
 	res := call(t, cs, toolCall, map[string]any{"name": "mcp__crashy__crash"})
 	if !res.IsError {
@@ -595,7 +596,7 @@ func TestActivate(t *testing.T) {
 	}
 	select {
 	case <-changed:
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Fatal("no list_changed after activation")
 	}
 	if names := listNames(t, a); !slices.Contains(names, "mcp__slack__post_message") {
@@ -614,7 +615,7 @@ func TestActivate(t *testing.T) {
 // each request is bound to its HTTP request).
 func TestClientDisconnectCancels(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"wait"})
-	g, _ := gatewayFor(t, nil, upstream.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(upstream.DefaultTimeout),
+	g, _ := gatewayFor(t, nil, config.ServerConfig{Name: "slow", Command: cmd, Env: env, Timeout: testenv.Timeout(config.DefaultTimeout),
 		// Uncontained: it writes its marker in the test's temporary folder.
 		NoContain: true})
 	marker := filepath.Join(t.TempDir(), "marker")
@@ -641,13 +642,13 @@ func disconnectMidCall(t *testing.T, url, marker, params string) {
 		}
 		close(done)
 	}()
-	testenv.Eventually(t, upstream.DefaultTimeout, "the upstream call to start", func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, "the upstream call to start", func() bool {
 		b, _ := os.ReadFile(marker)
 		return string(b) == "started"
 	})
 	cancel()
 	<-done
-	testenv.Eventually(t, upstream.DefaultTimeout, "the upstream call to be cancelled", func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, "the upstream call to be cancelled", func() bool {
 		b, _ := os.ReadFile(marker)
 		return string(b) == "cancelled"
 	})
@@ -672,7 +673,7 @@ func (f *fakeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, er
 func TestHybridSearch(t *testing.T) {
 	emb := &fakeEmbedder{}
 	g, _ := gatewayFor(t, &Options{Engine: "hybrid", Embedder: emb}, standardUpstreams(t)...)
-	testenv.Eventually(t, upstream.DefaultTimeout, "the hybrid engine", func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, "the hybrid engine", func() bool {
 		_, ok := g.state.Load().Engine().(*search.Hybrid)
 		return ok
 	})

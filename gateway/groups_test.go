@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/rules"
@@ -99,14 +100,14 @@ func TestGroups(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("jobs", srv), {Name: "shop", Dial: skills.Dial}}, &upstream.Options{Policies: live})
+	pool := upstream.NewPool([]config.ServerConfig{inMemory("jobs", srv), {Name: "shop", Dial: skills.Dial}}, &upstream.Options{Policies: live})
 	background(t, pool.Run)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	g := newGateway(t, pool.Scope(nil), &Options{Groups: []upstream.GroupConfig{{Name: "quick-things", Description: "Things done at once", Tools: []string{"mcp__jobs__q*"}}}})
+	g := newGateway(t, pool.Scope(nil), &Options{Groups: []config.GroupConfig{{Name: "quick-things", Description: "Things done at once", Tools: []string{"mcp__jobs__q*"}}}})
 	url := httpGateway(t, g, nil)
 	c := &groupsClient{t: t, url: url}
 

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // A 2026-07-28 client's call_tool carries the tool it calls as a header
@@ -189,7 +189,7 @@ func TestListenAcrossServers(t *testing.T) {
 		if tag == nil || tag == "" {
 			t.Error("the notification names no subscription")
 		}
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Fatal("no list_changed on the client's listen stream")
 	}
 	if names := listNames(t, cs); !slices.Contains(names, "mcp__dyn__brand_new") {

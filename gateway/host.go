@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/telemetry"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -24,7 +25,7 @@ type HostOptions struct {
 	Server Options
 	// Profiles are the configuration's profiles, each served at
 	// /mcp/<name> and opened by its tokens (see HTTPOptions.Tokens).
-	Profiles []upstream.Profile
+	Profiles []config.Profile
 	// Only, when set, names the one profile served, at /mcp and over
 	// stdio (serve --profile); the others are not served.
 	Only string

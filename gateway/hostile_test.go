@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/toolshelf/toolshelf/shelf"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +11,9 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/shelf"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/builtin"
@@ -96,7 +98,7 @@ func BenchmarkHostileQuery(b *testing.B) {
 // the start-up log's wording says who may open each path.
 func TestProfileTokensCloseEverything(t *testing.T) {
 	pool := upstream.NewPool(standardUpstreams(t), nil)
-	host, err := NewHost(pool, &HostOptions{Profiles: []upstream.Profile{
+	host, err := NewHost(pool, &HostOptions{Profiles: []config.Profile{
 		{Name: "ro", Servers: []string{"github"}, Tokens: []string{"ro-token-0123456789abcdef"}},
 	}})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -418,7 +419,7 @@ func (o *HTTPOptions) Access(profile string) string {
 
 func (o *HTTPOptions) profileName(profile string) string {
 	if profile == "" {
-		return upstream.DefaultProfile
+		return config.DefaultProfile
 	}
 	return profile
 }

@@ -3,13 +3,13 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/toolshelf/toolshelf/upstream"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/learn"
 )
 
@@ -65,7 +65,7 @@ func TestLearningPerProfile(t *testing.T) {
 		rawTool("export_everything", "Export a snapshot of the personal notes", nil),
 	}
 	admin, pool := gatewayFor(t, &Options{Learn: st}, memServer(t, "memory", tools))
-	guest := newGateway(t, pool.Scope(&upstream.Profile{Name: "guest", Servers: []string{"memory"}}), &Options{Learn: st})
+	guest := newGateway(t, pool.Scope(&config.Profile{Name: "guest", Servers: []string{"memory"}}), &Options{Learn: st})
 	const q = "read the entire knowledge graph"
 	top := func(g *Server, query string) string {
 		cs := connect(t, g, nil)
@@ -142,7 +142,7 @@ func TestLearnedCompanions(t *testing.T) {
 		rawTool("share_route", "Share a planned route with a friend", nil),
 	}
 	ops, pool := gatewayFor(t, &Options{Learn: st}, memServer(t, "maps", tools))
-	guest := newGateway(t, pool.Scope(&upstream.Profile{Name: "guest", Servers: []string{"maps"}}), &Options{Learn: st})
+	guest := newGateway(t, pool.Scope(&config.Profile{Name: "guest", Servers: []string{"maps"}}), &Options{Learn: st})
 	companionsOf := func(g *Server, tool string) []string {
 		cs := connect(t, g, nil)
 		defer cs.Close()

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/learn"
@@ -82,14 +83,14 @@ func newStack(tb testing.TB) *stack {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		pool := upstream.NewPool([]upstream.ServerConfig{inMemory("fixture", mcptest.Fixture()), inMemory("echo", echo)}, nil)
+		pool := upstream.NewPool([]config.ServerConfig{inMemory("fixture", mcptest.Fixture()), inMemory("echo", echo)}, nil)
 		h, err := NewHost(pool, &HostOptions{
 			Server: Options{
 				Telemetry: tel, TraceQueries: true, Audit: log, AuditArgs: true,
 				Learn: learn.Open(filepath.Join(dir, fmt.Sprintf("usage%d.db", i)), nil),
 				Code:  code, Activate: activate, PendingWait: 1, MaxSessions: 50,
 			},
-			Profiles: []upstream.Profile{
+			Profiles: []config.Profile{
 				{Name: "alpha", Servers: []string{"fixture", "echo"}, Tokens: []string{fuzzToken}},
 				{Name: "beta", Servers: []string{"echo"}, Tokens: []string{fuzzToken + "-beta"}},
 			},
@@ -99,7 +100,7 @@ func newStack(tb testing.TB) *stack {
 			tb.Fatal(err)
 		}
 		background(tb, h.Run)
-		ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+		ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
 		err = pool.Wait(ctx)
 		cancel()
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -25,7 +26,7 @@ import (
 type People struct {
 	Verifier *identity.Verifier
 	// Claims are the claims that open each profile, by profile name
-	// (upstream.DefaultProfile for /mcp); a profile without claims is
+	// (config.DefaultProfile for /mcp); a profile without claims is
 	// opened by no person.
 	Claims map[string]map[string][]string
 	// Flows sign people in to servers that take each person's own
@@ -41,7 +42,7 @@ type People struct {
 // opens reports whether a person opens a profile's path.
 func (pp *People) opens(profile string, p *identity.Person) bool {
 	if profile == "" {
-		profile = upstream.DefaultProfile
+		profile = config.DefaultProfile
 	}
 	return p.Matches(pp.Claims[profile])
 }
@@ -134,7 +135,7 @@ func (pp *People) personal(profile string, w http.ResponseWriter, r *http.Reques
 	if !pp.opens(profile, p) {
 		name := profile
 		if name == "" {
-			name = upstream.DefaultProfile
+			name = config.DefaultProfile
 		}
 		http.Error(w, fmt.Sprintf("%s does not open profile %s: it needs %s", p, name, identity.DescribeClaims(pp.Claims[name])), http.StatusForbidden)
 		return

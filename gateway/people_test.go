@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/oauthtest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -61,14 +62,14 @@ func tracedPeopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string
 	if policy != "" {
 		opts.Policies, _ = rulesFile(t, policy)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("notes", notesServer())}, opts)
+	pool := upstream.NewPool([]config.ServerConfig{inMemory("notes", notesServer())}, opts)
 	// The host runs the audit log: records() stops the host to read it.
 	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	log, err := audit.Open(auditFile, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	profiles := []upstream.Profile{
+	profiles := []config.Profile{
 		{Name: "ops", Servers: []string{"notes"}, Claims: map[string][]string{"groups": {"sre"}}},
 		{Name: "dev", Servers: []string{"notes"}, Claims: map[string][]string{"groups": {"dev"}}},
 		{Name: "ci", Servers: []string{"notes"}, Tokens: []string{"ci-token-0123456789"}},
@@ -91,7 +92,7 @@ func tracedPeopleHost(t *testing.T, idp *testenv.IDP, policy string) (url string
 	go func() { defer close(stopped); h.Run(hctx) }()
 	stop := func() { stopHost(); <-stopped }
 	t.Cleanup(stop)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -123,7 +124,7 @@ func servedHost(t *testing.T, pool *upstream.Pool, opts *HostOptions) *httptest.
 		t.Fatal(err)
 	}
 	background(t, h.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatal(err)
@@ -442,8 +443,8 @@ func TestPerPersonSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "who", URL: upstreamSrv.URL, Signin: upstream.SigninPerPerson}}, &upstream.Options{Tokens: tokens, Flows: flows})
-	profiles := []upstream.Profile{
+	pool := upstream.NewPool([]config.ServerConfig{{Name: "who", URL: upstreamSrv.URL, Signin: config.SigninPerPerson}}, &upstream.Options{Tokens: tokens, Flows: flows})
+	profiles := []config.Profile{
 		{Name: "ops", Servers: []string{"who"}, Claims: map[string][]string{"groups": {"sre"}}},
 		{Name: "ci", Servers: []string{"who"}, Tokens: []string{"ci-token-0123456789"}},
 	}
@@ -453,7 +454,7 @@ func TestPerPersonSignIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	background(t, host.Run)
-	wctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*upstream.DefaultTimeout))
+	wctx, cancel := context.WithTimeout(ctx, testenv.Timeout(2*config.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(wctx); err != nil {
 		t.Fatal(err)
@@ -686,9 +687,9 @@ func TestTokenExchange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "api", URL: api.URL, Signin: upstream.SigninExchange, Audience: "notes-api",
+	pool := upstream.NewPool([]config.ServerConfig{{Name: "api", URL: api.URL, Signin: config.SigninExchange, Audience: "notes-api",
 		Headers: map[string]string{"Authorization": "Bearer listing-key-0123456789"}}}, &upstream.Options{Identity: v})
-	profiles := []upstream.Profile{{Name: "ops", Servers: []string{"api"}, Claims: map[string][]string{"groups": {"sre"}}}}
+	profiles := []config.Profile{{Name: "ops", Servers: []string{"api"}, Claims: map[string][]string{"groups": {"sre"}}}}
 	srv := servedHost(t, pool, &HostOptions{Profiles: profiles, AdminToken: testAdmin, People: &People{Verifier: v, Claims: map[string]map[string][]string{"ops": profiles[0].Claims}}})
 
 	whoami := map[string]any{"name": "mcp__api__whoami", "arguments": map[string]any{}}

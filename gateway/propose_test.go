@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/rules"
@@ -54,7 +55,7 @@ func TestProposeServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("mem", srv)}, &upstream.Options{Policies: live})
+	pool := upstream.NewPool([]config.ServerConfig{inMemory("mem", srv)}, &upstream.Options{Policies: live})
 	background(t, pool.Run)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()

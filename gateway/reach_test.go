@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/rules"
 
 	"github.com/toolshelf/toolshelf/internal/mcptest"
@@ -281,11 +282,11 @@ func rulesFile(t *testing.T, text string) (*rules.Live, string) {
 
 // poolWith runs a pool of cfgs with opts until the test ends, once every
 // server has started.
-func poolWith(t *testing.T, opts *upstream.Options, cfgs ...upstream.ServerConfig) *upstream.Pool {
+func poolWith(t *testing.T, opts *upstream.Options, cfgs ...config.ServerConfig) *upstream.Pool {
 	t.Helper()
 	pool := upstream.NewPool(cfgs, opts)
 	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatalf("servers did not start: %v", err)

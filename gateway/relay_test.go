@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
@@ -22,8 +23,8 @@ import (
 )
 
 // inMemory serves srv as an upstream named name.
-func inMemory(name string, srv *mcp.Server) upstream.ServerConfig {
-	return upstream.ServerConfig{Name: name, Dial: func(context.Context) (mcp.Transport, error) {
+func inMemory(name string, srv *mcp.Server) config.ServerConfig {
+	return config.ServerConfig{Name: name, Dial: func(context.Context) (mcp.Transport, error) {
 		st, ct := mcp.NewInMemoryTransports()
 		go srv.Run(context.Background(), st)
 		return ct, nil
@@ -178,7 +179,7 @@ func TestServerRequestsReachTheirClient(t *testing.T) {
 			if tok != "server-token" {
 				t.Errorf("the server got progress under %v", tok)
 			}
-		case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 			t.Fatal("the client's progress on sampling did not reach the server")
 		}
 	}
@@ -200,7 +201,7 @@ func TestServerRequestsReachTheirClient(t *testing.T) {
 			if tok != "mine" {
 				t.Errorf("progress token %v, want the client's own", tok)
 			}
-		case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 			t.Fatal("fewer than three progress notifications")
 		}
 	}
@@ -245,11 +246,11 @@ func TestServerRequestFaults(t *testing.T) {
 	wire.conn.Close() // the client's process dies
 	select {
 	case <-errc:
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Fatal("the call of a client that went away did not end")
 	}
 	next := connectLegacy(t, g, answering("next"))
-	testenv.Eventually(t, upstream.DefaultTimeout, "the next client to be asked", func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, "the next client to be asked", func() bool {
 		res := call(t, next, "mcp__legacy__elicit", nil)
 		return text(res) == "accept next"
 	})
@@ -291,7 +292,7 @@ func TestSubscriptions(t *testing.T) {
 	for ss := range srv.Sessions() {
 		ss.Close()
 	}
-	testenv.Eventually(t, upstream.DefaultTimeout, "the five subscriptions to be made again", func() bool { return h.subscribed.Load() >= 10 })
+	testenv.Eventually(t, config.DefaultTimeout, "the five subscriptions to be made again", func() bool { return h.subscribed.Load() >= 10 })
 	if err := srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: "legacy://item/3"}); err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +301,7 @@ func TestSubscriptions(t *testing.T) {
 		if uri != "legacy://item/3" {
 			t.Errorf("updated %s", uri)
 		}
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Error("no update after the server restarted")
 	}
 }
@@ -418,10 +419,10 @@ func TestOffersFollowListChanged(t *testing.T) {
 	prompt("second")
 	select {
 	case <-changed:
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Fatal("no prompts/list_changed reached the client")
 	}
-	testenv.Eventually(t, upstream.DefaultTimeout, "the new prompt to be listed", func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, "the new prompt to be listed", func() bool {
 		res, err := cs.ListPrompts(context.Background(), nil)
 		return err == nil && len(res.Prompts) == 2
 	})
@@ -438,15 +439,15 @@ func TestOffersFollowListChanged(t *testing.T) {
 // client of one profile is never asked on behalf of another's call.
 func TestServerRequestsStayInTheirProfile(t *testing.T) {
 	h := newHooks()
-	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("legacy", legacyServer(h))}, &upstream.Options{RestartDelay: 20 * time.Millisecond})
+	pool := upstream.NewPool([]config.ServerConfig{inMemory("legacy", legacyServer(h))}, &upstream.Options{RestartDelay: 20 * time.Millisecond})
 	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
 	gateway := func(name string) *Server {
-		return newGateway(t, pool.Scope(&upstream.Profile{Name: name, Servers: []string{"legacy"}}), &Options{Settings: allMode})
+		return newGateway(t, pool.Scope(&config.Profile{Name: name, Servers: []string{"legacy"}}), &Options{Settings: allMode})
 	}
 	ops, guest := gateway("ops"), gateway("guest")
 
@@ -540,8 +541,8 @@ func logClient(t *testing.T, g *Server, got chan<- string) *mcp.ClientSession {
 // unprofiled view (every server's) gets both.
 func TestNoticesStayInTheirProfile(t *testing.T) {
 	shared, own := newLoggingServer("shared", "remember"), newLoggingServer("own", "note")
-	pool := upstream.NewPool([]upstream.ServerConfig{inMemory("shared", shared.srv), inMemory("own", own.srv)}, nil)
-	h, err := NewHost(pool, &HostOptions{Profiles: []upstream.Profile{
+	pool := upstream.NewPool([]config.ServerConfig{inMemory("shared", shared.srv), inMemory("own", own.srv)}, nil)
+	h, err := NewHost(pool, &HostOptions{Profiles: []config.Profile{
 		{Name: "x", Servers: []string{"shared"}},
 		{Name: "y", Servers: []string{"shared", "own"}},
 	}})
@@ -549,7 +550,7 @@ func TestNoticesStayInTheirProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	background(t, h.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*upstream.DefaultTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
 	defer cancel()
 	if err := pool.Wait(ctx); err != nil {
 		t.Fatal(err)

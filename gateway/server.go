@@ -33,6 +33,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/sandbox"
@@ -127,7 +128,7 @@ type Options struct {
 	Proposer Proposer
 	// Groups are the configuration's sets of tools and skills, served as
 	// groups (groups.go) beside one per server and one per skill.
-	Groups []upstream.GroupConfig
+	Groups []config.GroupConfig
 	// Results is what each match of a ranked search carries: compact
 	// (name, server, purpose, signature; the default) or the whole
 	// definition (shelf.Full). select: always gives whole definitions.

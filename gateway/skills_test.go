@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -86,7 +87,7 @@ func TestSkillTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
+	pool := upstream.NewPool([]config.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
 	background(t, pool.Run)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
@@ -162,7 +163,7 @@ func TestSkillFacesAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := upstream.NewPool([]upstream.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
+	pool := upstream.NewPool([]config.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
 	background(t, pool.Run)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // taskClient speaks MCP 2026-07-28 with the tasks extension over HTTP,
@@ -200,7 +200,7 @@ func TestTasks(t *testing.T) {
 	c.until(id, "cancelled")
 	select {
 	case <-stopped: // the server's call was cancelled too
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Error("the server's call goes on after tasks/cancel")
 	}
 
@@ -226,7 +226,7 @@ func TestTasksOfAServerThatRunsThem(t *testing.T) {
 	// tasks of its own.
 	theirs := &memoryTasks{}
 	inner, _ := gatewayFor(t, &Options{Settings: policy.Settings{Mode: policy.ModeStandard}, TaskAfter: 50 * time.Millisecond, Tasks: theirs}, jobs)
-	team := upstream.ServerConfig{Name: "team", URL: httpGateway(t, inner, nil) + "/mcp"}
+	team := config.ServerConfig{Name: "team", URL: httpGateway(t, inner, nil) + "/mcp"}
 	// In front: a gateway that would wait a minute before making a task
 	// of its own.
 	g, _ := gatewayFor(t, &Options{TaskAfter: time.Minute}, team)
@@ -271,7 +271,7 @@ func TestTasksOfAServerThatRunsThem(t *testing.T) {
 	c.until(id, "cancelled")
 	select {
 	case <-stopped: // the server's call was cancelled, on the server
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Error("the server's call goes on after tasks/cancel")
 	}
 

@@ -198,7 +198,7 @@ func (s *server) rereadApps(ctx context.Context, c *conn, tools []json.RawMessag
 	s.offers.mu.Lock()
 	resources := s.offers.offer.Resources
 	s.offers.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 	defer cancel()
 	apps, err := c.readApps(ctx, tools, resources)
 	if err != nil {

@@ -33,9 +33,9 @@ type cacheFile struct {
 // cacheKey identifies a server by how it is reached, not by its name or
 // environment: the same command and arguments serve the same tools, and
 // the environment holds secrets that must not shape a file name.
-func cacheKey(cfg *ServerConfig) string {
+func cacheKey(cfg *serverConfig) string {
 	h := sha256.New()
-	for _, s := range append([]string{cfg.transport(), cfg.Command, cfg.URL, cfg.Cwd}, cfg.Args...) {
+	for _, s := range append([]string{cfg.TransportName(), cfg.Command, cfg.URL, cfg.Cwd}, cfg.Args...) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -43,8 +43,8 @@ func cacheKey(cfg *ServerConfig) string {
 }
 
 // loadCache returns the cached tool list of a server, if there is one.
-func loadCache(dir string, cfg *ServerConfig) (*cacheFile, bool) {
-	if dir == "" || cfg.transport() == "in-process" {
+func loadCache(dir string, cfg *serverConfig) (*cacheFile, bool) {
+	if dir == "" || cfg.TransportName() == "in-process" {
 		return nil, false
 	}
 	data, err := os.ReadFile(filepath.Join(dir, cacheKey(cfg)+".json"))
@@ -61,8 +61,8 @@ func loadCache(dir string, cfg *ServerConfig) (*cacheFile, bool) {
 // saveCache writes a server's tool list atomically: to a temporary file in
 // the same folder, then renamed over the old one, so that a reader never
 // sees half a file.
-func saveCache(dir string, cfg *ServerConfig, info catalog.Server, tools []json.RawMessage, offer *Offer) error {
-	if dir == "" || cfg.transport() == "in-process" {
+func saveCache(dir string, cfg *serverConfig, info catalog.Server, tools []json.RawMessage, offer *Offer) error {
+	if dir == "" || cfg.TransportName() == "in-process" {
 		return nil
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/rules"
 )
@@ -41,7 +42,7 @@ forbid (principal, action, resource) when { resource.name == "write" && !(contex
 		go srv.Run(context.Background(), st) // the dial's context ends with the dial
 		return ct, nil
 	}
-	p := startPool(t, []ServerConfig{{Name: "s", Dial: dial}}, &Options{Policies: live})
+	p := startPool(t, []config.ServerConfig{{Name: "s", Dial: dial}}, &Options{Policies: live})
 	sc := p.Scope(nil)
 	rng := rand.New(rand.NewPCG(51, 50))
 	numbers := []any{0, 5, 100, 101, 100.5, 99.9999, 1e300, -1e308, json.Number("9007199254740993"), json.Number("18446744073709551616"), "150", nil, []any{500}, map[string]any{"v": 1}}

@@ -51,7 +51,7 @@ type conn struct {
 // within ctx's deadline. fs learns of progress as it arrives. The returned conn is never nil, even with an
 // error, so that the caller can read what a failed process printed; the
 // caller closes it.
-func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, fs *flights, logger *slog.Logger) (*conn, error) {
+func dial(ctx context.Context, cfg *serverConfig, client *mcp.Client, fs *flights, logger *slog.Logger) (*conn, error) {
 	// A connection made for a client's request (a person's own) must not
 	// carry that request's values: the go-sdk reads the protocol version
 	// of the request a server is answering from its context, and would
@@ -59,9 +59,9 @@ func dial(ctx context.Context, cfg *ServerConfig, client *mcp.Client, fs *flight
 	ctx = withoutValues(ctx)
 	life, cancel := context.WithCancel(context.Background())
 	c := &conn{cancel: cancel, name: cfg.Name}
-	kind, ok := transportNamed(cfg.transport())
+	kind, ok := transportNamed(cfg.TransportName())
 	if !ok {
-		return c, fmt.Errorf("unknown transport %q", cfg.transport())
+		return c, fmt.Errorf("unknown transport %q", cfg.TransportName())
 	}
 	t, err := kind.dial(ctx, cfg, c, logger)
 	if err != nil {
@@ -340,7 +340,7 @@ func hasAuthorization(headers map[string]string) bool {
 // bearerClient is headerClient for the legacy SSE transport, which takes
 // no OAuth handler: it sends the stored token, and a 401 is an error that
 // says how to sign in.
-func bearerClient(cfg *ServerConfig) *http.Client {
+func bearerClient(cfg *serverConfig) *http.Client {
 	if cfg.oauth == nil {
 		return headerClient(cfg.Headers)
 	}

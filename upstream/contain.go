@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // A contained stdio server runs inside bubblewrap (bwrap), the sandbox
@@ -114,7 +116,7 @@ type sandboxPlan struct {
 // planSandbox decides what a contained server sees. environ is the
 // server's own environment (for PATH and HOME); hide are toolshelf's own
 // files.
-func planSandbox(cfg *ServerConfig, environ []string, hide []string) *sandboxPlan {
+func planSandbox(cfg *serverConfig, environ []string, hide []string) *sandboxPlan {
 	p := &sandboxPlan{home: clean(envValue(environ, "HOME")), cwd: clean(cfg.Cwd), noNetwork: cfg.NoNetwork, ports: cfg.HostPorts}
 	if p.home == "/" || under(p.home, systemDirs) {
 		p.home = ""
@@ -147,7 +149,7 @@ func (p *sandboxPlan) outside(dir string) bool {
 
 // runtime gives the command as found on the server's PATH, and the
 // interpreter its first line names (#!/usr/bin/env node), read-only.
-func (p *sandboxPlan) runtime(cfg *ServerConfig, path string) {
+func (p *sandboxPlan) runtime(cfg *serverConfig, path string) {
 	for _, prog := range []string{cfg.Command, interpreter(lookPath(cfg.Command, path, p.cwd))} {
 		if prog == "" {
 			continue
@@ -173,13 +175,13 @@ func (p *sandboxPlan) runtime(cfg *ServerConfig, path string) {
 // (node's script, python's) brings the package it is part of; in a
 // folder given by default (the configuration's), only the file and its
 // modules.
-func (p *sandboxPlan) program(cfg *ServerConfig) {
+func (p *sandboxPlan) program(cfg *serverConfig) {
 	for _, a := range cfg.Args {
 		file := anchor(a, p.cwd)
 		pkg := packageOf(file, p.home)
 		switch {
 		case pkg == "" || under(pkg, systemDirs):
-		case cfg.cwdDefault && (pkg == p.cwd || under(p.cwd, []string{pkg})):
+		case cfg.CwdDefault && (pkg == p.cwd || under(p.cwd, []string{pkg})):
 			p.read = append(p.read, file)
 			if m := filepath.Join(pkg, "node_modules"); pkg == p.cwd && isDir(m) {
 				p.read = append(p.read, m)
@@ -193,12 +195,12 @@ func (p *sandboxPlan) program(cfg *ServerConfig) {
 // grants gives the cwd (unless it is the home folder or above it, or the
 // configuration's folder by default) and the paths the configuration
 // grants; a granted path that does not exist is noted.
-func (p *sandboxPlan) grants(cfg *ServerConfig) {
+func (p *sandboxPlan) grants(cfg *serverConfig) {
 	if p.cwd != "" {
 		switch {
 		case p.cwd == "/" || p.cwd == p.home || strings.HasPrefix(p.home, p.cwd+"/"):
 			p.cwdSkipped = true
-		case cfg.cwdDefault:
+		case cfg.CwdDefault:
 			p.cwdEmpty = true // runs there, given nothing of it
 		default:
 			p.read = append(p.read, p.cwd)
@@ -480,34 +482,11 @@ func interpreter(file string) string {
 }
 
 // under reports whether path is inside one of dirs (not equal to it).
-func under(path string, dirs []string) bool {
-	return slices.ContainsFunc(dirs, func(d string) bool {
-		return d == "/" || strings.HasPrefix(path, strings.TrimSuffix(d, "/")+"/")
-	})
-}
+func under(path string, dirs []string) bool { return config.Under(path, dirs) }
 
-func anchor(p, dir string) string {
-	if p == "" {
-		return ""
-	}
-	if !filepath.IsAbs(p) && dir != "" {
-		p = filepath.Join(dir, p)
-	}
-	return clean(p)
-}
+func anchor(p, dir string) string { return config.Anchor(p, dir) }
 
-func clean(p string) string {
-	if p == "" {
-		return ""
-	}
-	if abs, err := filepath.Abs(p); err == nil {
-		p = abs
-	}
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
-	}
-	return p
-}
+func clean(p string) string { return config.Clean(p) }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
@@ -536,16 +515,16 @@ func ownPlaces() []string {
 }
 
 // containment says how the server runs, or would run once started.
-func (c *ServerConfig) containment() Containment {
+func (c *serverConfig) containment() Containment {
 	switch {
-	case c.transport() != "stdio" || c.Dial != nil:
+	case c.TransportName() != "stdio" || c.Dial != nil:
 		return Containment{}
 	case c.NoContain:
 		return Containment{Why: `"contain": false in its configuration`}
 	case c.uncontained != "":
 		return Containment{Why: c.uncontained}
-	case engineOf(c) != "":
-		return Containment{Contained: true, Engine: engineOf(c)} // its flags were checked (checkEngine)
+	case config.EngineOf(&c.ServerConfig) != "":
+		return Containment{Contained: true, Engine: config.EngineOf(&c.ServerConfig)} // its flags were checked (checkEngine)
 	}
 	if sb := findSandbox(); sb.why != "" {
 		return Containment{Why: sb.why}
@@ -556,7 +535,7 @@ func (c *ServerConfig) containment() Containment {
 // sandboxed returns the command that starts a contained server: bwrap
 // with the server's plan and command, and the plan; plan is nil when it
 // runs uncontained. Granted paths that do not exist are logged.
-func sandboxed(cfg *ServerConfig, environ []string, logger *slog.Logger) (name string, args []string, plan *sandboxPlan, err error) {
+func sandboxed(cfg *serverConfig, environ []string, logger *slog.Logger) (name string, args []string, plan *sandboxPlan, err error) {
 	if c := cfg.containment(); !c.Contained || c.Engine != "" {
 		return "", nil, nil, nil
 	}
@@ -627,7 +606,7 @@ func (p *sandboxPlan) close() {
 // there yet: owned by nobody when the server runs as nobody (toolshelf is
 // root), so that it can write them. A folder that exists is left as it is
 // (see hints).
-func madeGrants(cfg *ServerConfig, asNobody bool, logger *slog.Logger) {
+func madeGrants(cfg *serverConfig, asNobody bool, logger *slog.Logger) {
 	for _, w := range cfg.WritePaths {
 		w = anchor(w, cfg.Cwd)
 		if w == "" || exists(w) {
@@ -649,7 +628,7 @@ func madeGrants(cfg *ServerConfig, asNobody bool, logger *slog.Logger) {
 // on it: a write grant the server (as nobody) cannot write, and a path
 // the server's environment names that it is not given (its /tmp and home
 // are its own: a file written there is lost when it stops).
-func (p *sandboxPlan) hints(cfg *ServerConfig, asNobody bool) []string {
+func (p *sandboxPlan) hints(cfg *serverConfig, asNobody bool) []string {
 	var out []string
 	if asNobody {
 		for _, w := range p.write {
@@ -810,7 +789,7 @@ func (p *Pool) OnHostNetwork() []string {
 	for _, s := range p.servers {
 		c := s.cfg.containment()
 		switch {
-		case s.cfg.Disabled || s.cfg.transport() != "stdio" || s.cfg.Dial != nil:
+		case s.cfg.Disabled || s.cfg.TransportName() != "stdio" || s.cfg.Dial != nil:
 		case !c.Contained, c.Engine == "" && s.cfg.HostNetwork,
 			c.Engine == "" && !s.cfg.NoNetwork && len(s.cfg.HostPorts) == 0 && findSandbox().slirp == "":
 			out = append(out, s.cfg.Name)

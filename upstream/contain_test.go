@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
@@ -23,7 +24,7 @@ func needSandbox(t *testing.T) {
 }
 
 // contained is fake's server, contained.
-func contained(name, mode string, tools []string, extra ...string) ServerConfig {
+func contained(name, mode string, tools []string, extra ...string) config.ServerConfig {
 	cfg := fake(name, mode, tools, extra...)
 	cfg.NoContain = false
 	return cfg
@@ -33,7 +34,7 @@ func contained(name, mode string, tools []string, extra ...string) ServerConfig 
 // tools and answers calls, and its status says it is contained.
 func TestContainedServerServes(t *testing.T) {
 	needSandbox(t)
-	p := startPool(t, []ServerConfig{contained("box", "serve", []string{"echo"}), fake("open", "serve", []string{"echo"})}, nil)
+	p := startPool(t, []config.ServerConfig{contained("box", "serve", []string{"echo"}), fake("open", "serve", []string{"echo"})}, nil)
 	st := p.Status()
 	if st[0].Name != "box" || st[0].State != StateReady || !st[0].Contained || st[0].Uncontained != "" {
 		t.Fatalf("contained server: %+v", st[0])
@@ -53,7 +54,7 @@ func TestContainedCommandNotFound(t *testing.T) {
 	needSandbox(t)
 	cfg := contained("missing", "serve", nil)
 	cfg.Command = "toolshelf-no-such-command-xyz"
-	p := startPool(t, []ServerConfig{cfg}, nil)
+	p := startPool(t, []config.ServerConfig{cfg}, nil)
 	if st := p.Status()[0]; !strings.Contains(st.Error, `command "toolshelf-no-such-command-xyz" not found`) {
 		t.Errorf("error = %q", st.Error)
 	}
@@ -64,7 +65,7 @@ func TestContainedCommandNotFound(t *testing.T) {
 func TestMissingCwdNamed(t *testing.T) {
 	cfg := contained("nocwd", "serve", nil)
 	cfg.Cwd = filepath.Join(t.TempDir(), "gone")
-	p := startPool(t, []ServerConfig{cfg}, nil)
+	p := startPool(t, []config.ServerConfig{cfg}, nil)
 	if st := p.Status()[0]; !strings.Contains(st.Error, "cwd "+cfg.Cwd+" does not exist") || strings.Contains(st.Error, "command") {
 		t.Errorf("error = %q", st.Error)
 	}
@@ -86,7 +87,7 @@ func TestSandboxPlan(t *testing.T) {
 	os.MkdirAll(filepath.Dir(npx), 0o755)
 	os.WriteFile(npx, []byte("#!/bin/sh\n"), 0o755)
 	cache := filepath.Join(dir, "cache", "s")
-	cfg := &ServerConfig{Name: "s", Command: "npx", Cwd: cwd, ReadPaths: []string{"../data"}, WritePaths: []string{"out"}, NoNetwork: true, cacheDir: cache}
+	cfg := &serverConfig{ServerConfig: config.ServerConfig{Name: "s", Command: "npx", Cwd: cwd, ReadPaths: []string{"../data"}, WritePaths: []string{"out"}, NoNetwork: true}, cacheDir: cache}
 	p := planSandbox(cfg, []string{"HOME=" + home, "PATH=" + filepath.Dir(npx)}, []string{lock, filepath.Join(home, ".config", "toolshelf")})
 	args := strings.Join(p.args(), " ")
 	if strings.Contains(args, " "+filepath.Join(home, ".npm")+" "+filepath.Join(home, ".npm")) {
@@ -114,12 +115,12 @@ func TestSandboxPlan(t *testing.T) {
 	}
 	// A write grant holding toolshelf's files is refused, not covered:
 	// the server could plant a link where toolshelf writes later.
-	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Cwd: cwd, WritePaths: []string{dir}}
+	cfg = &serverConfig{ServerConfig: config.ServerConfig{Name: "s", Command: "/bin/sh", Cwd: cwd, WritePaths: []string{dir}}}
 	if p := planSandbox(cfg, []string{"HOME=" + home}, []string{lock, filepath.Join(grant, "audit.jsonl")}); len(p.heldInWrite) != 2 || p.heldInWrite[0] != [2]string{dir, lock} {
 		t.Errorf("a write grant holding toolshelf's files: %v", p.heldInWrite)
 	}
 	// The home folder as cwd is not given whole.
-	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Cwd: home}
+	cfg = &serverConfig{ServerConfig: config.ServerConfig{Name: "s", Command: "/bin/sh", Cwd: home}}
 	if p := planSandbox(cfg, []string{"HOME=" + home}, nil); !p.cwdSkipped || slices.Contains(p.read, home) {
 		t.Errorf("home as cwd: %+v", p)
 	}
@@ -127,7 +128,7 @@ func TestSandboxPlan(t *testing.T) {
 	// the script an argument names.
 	os.WriteFile(filepath.Join(cwd, "server.js"), []byte("//"), 0o644)
 	os.WriteFile(filepath.Join(cwd, "package.json"), []byte("{}"), 0o644)
-	cfg = &ServerConfig{Name: "s", Command: "/bin/sh", Args: []string{"server.js"}, Cwd: cwd, cwdDefault: true}
+	cfg = &serverConfig{ServerConfig: config.ServerConfig{Name: "s", Command: "/bin/sh", Args: []string{"server.js"}, Cwd: cwd, CwdDefault: true}}
 	if p := planSandbox(cfg, []string{"HOME=" + home}, nil); slices.Contains(p.read, cwd) || !slices.Contains(p.read, filepath.Join(cwd, "server.js")) || !p.cwdEmpty {
 		t.Errorf("the configuration's folder as cwd by default: %+v", p)
 	}
@@ -135,7 +136,7 @@ func TestSandboxPlan(t *testing.T) {
 	shim := filepath.Join(dir, "mgr", "shims", "python3")
 	os.MkdirAll(filepath.Dir(shim), 0o755)
 	os.WriteFile(shim, []byte("#!/bin/sh\n"), 0o755)
-	cfg = &ServerConfig{Name: "s", Command: "python3", Cwd: cwd}
+	cfg = &serverConfig{ServerConfig: config.ServerConfig{Name: "s", Command: "python3", Cwd: cwd}}
 	if p := planSandbox(cfg, []string{"HOME=" + home, "PATH=" + filepath.Dir(shim)}, nil); !slices.Contains(p.read, filepath.Join(dir, "mgr")) {
 		t.Errorf("a shim's manager root is not given: %v", p.read)
 	}
@@ -165,7 +166,7 @@ func TestContainedWithoutNetwork(t *testing.T) {
 	on := contained("on", "hostile", nil)
 	off := contained("off", "hostile", nil)
 	off.NoNetwork = true
-	p := startPool(t, []ServerConfig{on, off}, nil)
+	p := startPool(t, []config.ServerConfig{on, off}, nil)
 	hostile := func(server, tool, args string) string {
 		res, err := p.Scope(nil).Call(context.Background(), "mcp__"+server+"__"+tool, json.RawMessage(args))
 		if err != nil {
@@ -208,9 +209,9 @@ func BenchmarkServerStart(b *testing.B) {
 	memory, _ := filepath.Abs("../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
 	ports := fake("s", "serve", []string{"echo"})
 	ports.HostPorts = []int{15432} // contained only: its forwarder starts first
-	servers := map[string]ServerConfig{"fixture": fake("s", "serve", []string{"echo"}), "fixture-hostports": ports}
+	servers := map[string]config.ServerConfig{"fixture": fake("s", "serve", []string{"echo"}), "fixture-hostports": ports}
 	if _, err := os.Stat(memory); err == nil {
-		servers["node"] = ServerConfig{Name: "s", Command: "node", Args: []string{memory}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(b.TempDir(), "m.jsonl")}}
+		servers["node"] = config.ServerConfig{Name: "s", Command: "node", Args: []string{memory}, Env: map[string]string{"MEMORY_FILE_PATH": filepath.Join(b.TempDir(), "m.jsonl")}}
 	}
 	for _, kind := range []string{"fixture", "fixture-hostports", "node"} {
 		cfg, ok := servers[kind]
@@ -232,7 +233,7 @@ func BenchmarkServerStart(b *testing.B) {
 				cfg := cfg
 				cfg.NoContain = !contain
 				for b.Loop() {
-					p := NewPool([]ServerConfig{cfg}, nil)
+					p := NewPool([]config.ServerConfig{cfg}, nil)
 					ctx, cancel := context.WithCancel(context.Background())
 					done := make(chan struct{})
 					go func() { p.Run(ctx); close(done) }()
@@ -281,9 +282,9 @@ func TestSandboxHints(t *testing.T) {
 	os.Chmod(granted, 0o777)
 	os.MkdirAll(closed, 0o755)
 	made := filepath.Join(dir, "made", "here")
-	cfg := &ServerConfig{Name: "memory", Command: "/bin/sh", Cwd: dir,
+	cfg := &serverConfig{ServerConfig: config.ServerConfig{Name: "memory", Command: "/bin/sh", Cwd: dir,
 		Env:        map[string]string{"MEMORY_FILE_PATH": "/tmp/lost/memory.jsonl", "DATA_DIR": granted + "/graph.jsonl", "MODE": "fast"},
-		WritePaths: []string{granted, closed, made}}
+		WritePaths: []string{granted, closed, made}}}
 	madeGrants(cfg, false, nil)
 	if !isDir(made) {
 		t.Errorf("a write grant not made yet was not made: %s", made)
@@ -321,7 +322,7 @@ func TestContainedHostPorts(t *testing.T) {
 	out.HostPorts = []int{port}
 	closed := contained("closed", "hostile", nil)
 	closed.HostPorts, closed.NoNetwork = []int{port}, true
-	p := startPool(t, []ServerConfig{out, closed}, nil)
+	p := startPool(t, []config.ServerConfig{out, closed}, nil)
 	for _, st := range p.Status() {
 		if st.State != StateReady {
 			t.Fatalf("%s: %+v", st.Name, st)

@@ -1,10 +1,10 @@
 package upstream
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // A server started as docker or podman run is contained by its engine:
@@ -34,36 +34,16 @@ func TestContainerEngines(t *testing.T) {
 		{"a known flag, its value in one word", `{"command": "podman", "args": ["run", "--name=srv", "--network=host", "img"]}`, "--network=host"},
 		{"uncontained by choice", `{"command": "docker", "args": ["run", "--privileged", "img"], "contain": false}`, ""},
 	} {
-		cfgs, err := ParseConfig([]byte(`{"mcpServers": {"s": `+tc.config+`}}`), "/tmp/servers.json", nil)
+		cfgs, err := config.ParseConfig([]byte(`{"mcpServers": {"s": `+tc.config+`}}`), "/tmp/servers.json", nil)
 		switch {
 		case tc.err == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		case err == nil && tc.name != "uncontained by choice":
-			if c := cfgs[0].containment(); !c.Contained || c.Engine == "" {
+			if c := (&serverConfig{ServerConfig: cfgs[0]}).containment(); !c.Contained || c.Engine == "" {
 				t.Errorf("%s: %+v", tc.name, c)
 			}
 		}
-	}
-}
-
-// doctor's warning of secret-looking files in a server's grants.
-func TestSecretLooking(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{".env", "admin-token", "server.pem", "id_ed25519", "id_ed25519.pub", "readme.md", "data.json", "stripe_api_key.txt"} {
-		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600)
-	}
-	cfg := ServerConfig{Name: "s", Command: "node", Cwd: dir, ReadPaths: []string{dir}}
-	var names []string
-	for _, f := range cfg.SecretLooking() {
-		names = append(names, filepath.Base(f))
-	}
-	if got := strings.Join(names, " "); got != ".env admin-token id_ed25519 server.pem stripe_api_key.txt" {
-		t.Errorf("secret-looking: %s", got)
-	}
-	cfg.NoContain = true
-	if got := cfg.SecretLooking(); got != nil {
-		t.Errorf("an uncontained server (it sees everything anyway): %v", got)
 	}
 }

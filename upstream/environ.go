@@ -2,64 +2,11 @@ package upstream
 
 import (
 	"log/slog"
-	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/toolshelf/toolshelf/config"
 )
-
-// Secrets are toolshelf's own secrets: the bearer tokens that open the
-// gateway (--auth-token, the profiles' tokens) and the names of the
-// environment variables they were read from. No server's environment
-// carries them, and they are cut from what servers send back, so that a
-// server (or a client reading a server's output) cannot learn a token
-// that opens more than its own profile.
-type Secrets struct {
-	Values []string
-	Vars   []string
-	// Files hold secrets (token files, keys, the configuration): no
-	// contained server sees them, whatever its grants.
-	Files []string
-}
-
-// Add registers a secret value and, if it came from one, its variable.
-func (s *Secrets) Add(value, fromVar string) {
-	if value != "" {
-		s.Values = append(s.Values, value)
-	}
-	if fromVar != "" {
-		s.Vars = append(s.Vars, fromVar)
-	}
-}
-
-// Secrets returns the configuration's own secrets: every profile's tokens,
-// the store's URL and password, and the variables they came from.
-func (c *Config) Secrets() Secrets {
-	var s Secrets
-	for _, p := range c.Profiles {
-		s.Values = append(s.Values, p.Tokens...)
-		s.Vars = append(s.Vars, p.tokenVars...)
-		s.Files = append(s.Files, p.tokenFiles...)
-	}
-	s.Files = append(s.Files, c.files...)
-	for _, sc := range c.Servers {
-		s.Files = append(s.Files, sc.files...)
-	}
-	if id := c.Identity; id != nil {
-		s.Add(id.ClientSecret, "")
-		s.Vars = append(s.Vars, id.vars...)
-		s.Files = append(s.Files, id.files...)
-	}
-	if c.Store != "" {
-		s.Values = append(s.Values, c.Store)
-		s.Vars = append(s.Vars, c.storeVars...)
-		if u, err := url.Parse(c.Store); err == nil && u.User != nil {
-			if pw, ok := u.User.Password(); ok {
-				s.Add(pw, "")
-			}
-		}
-	}
-	return s
-}
 
 // basicEnv are the variables a stdio server gets from toolshelf's
 // environment without asking: what a process needs to run (the
@@ -95,7 +42,7 @@ type withheld struct {
 	values map[string][]string // secret value → the servers it belongs to
 }
 
-func newWithheld(own Secrets, configs []ServerConfig) *withheld {
+func newWithheld(own config.Secrets, configs []config.ServerConfig) *withheld {
 	w := &withheld{vars: map[string][]string{}, values: map[string][]string{}}
 	for _, v := range own.Vars {
 		w.vars[v] = append(w.vars[v], "")
@@ -107,10 +54,10 @@ func newWithheld(own Secrets, configs []ServerConfig) *withheld {
 	}
 	for i := range configs {
 		c := &configs[i]
-		for _, v := range c.vars {
+		for _, v := range c.Vars {
 			w.vars[v] = append(w.vars[v], c.Name)
 		}
-		for _, v := range c.secrets() {
+		for _, v := range c.SecretValues() {
 			if len(v) >= minSecret {
 				w.values[v] = append(w.values[v], c.Name)
 			}
@@ -161,7 +108,7 @@ func ownerName(owners []string, server string) string {
 // asks for by name ("inheritEnv"), or all when it asks for all, without
 // what w withholds from it; then the server's own "env". Variables it
 // named and did not get are logged by name.
-func serverEnv(cfg *ServerConfig, environ []string, w *withheld, logger *slog.Logger) []string {
+func serverEnv(cfg *config.ServerConfig, environ []string, w *withheld, logger *slog.Logger) []string {
 	env := make([]string, 0, len(basicEnv)+len(cfg.InheritEnv)+len(cfg.Env))
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // A stdio server gets a minimal environment and its own "env", never
@@ -21,10 +22,10 @@ func TestServerEnv(t *testing.T) {
 		"GITHUB_TOKEN=ghp_other_servers_secret", "AWS_PROFILE=dev", "DATABASE_URL=postgres://u:ghp_other_servers_secret@db/x",
 		"UNRELATED=value-of-something", "SHARED=plain",
 	}
-	own := Secrets{Values: []string{"admin-token-0123456789", "ops-token-0123456789"}, Vars: []string{"TOOLSHELF_AUTH_TOKEN", "OPS_TOKEN"}}
-	configs := []ServerConfig{
+	own := config.Secrets{Values: []string{"admin-token-0123456789", "ops-token-0123456789"}, Vars: []string{"TOOLSHELF_AUTH_TOKEN", "OPS_TOKEN"}}
+	configs := []config.ServerConfig{
 		{Name: "github", Command: "x", Env: map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_other_servers_secret"},
-			expanded: []string{"ghp_other_servers_secret"}, vars: []string{"GITHUB_TOKEN"}},
+			Expanded: []string{"ghp_other_servers_secret"}, Vars: []string{"GITHUB_TOKEN"}},
 		{Name: "plain", Command: "x", Env: map[string]string{"MODE": "test"}},
 		{Name: "named", Command: "x", InheritEnv: []string{"AWS_PROFILE", "GITHUB_TOKEN", "OPS_TOKEN", "TOOLSHELF_AUTH_TOKEN", "DATABASE_URL"}},
 		{Name: "all", Command: "x", InheritAllEnv: true, Env: map[string]string{"SHARED": "mine"}},
@@ -40,7 +41,7 @@ func TestServerEnv(t *testing.T) {
 		{"named", append(slices.Clone(basic), "AWS_PROFILE=dev")},
 		{"all", append(slices.Clone(basic), "AWS_PROFILE=dev", "UNRELATED=value-of-something", "SHARED=mine")},
 	} {
-		i := slices.IndexFunc(configs, func(c ServerConfig) bool { return c.Name == tc.server })
+		i := slices.IndexFunc(configs, func(c config.ServerConfig) bool { return c.Name == tc.server })
 		got := serverEnv(&configs[i], environ, w, nil)
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("%s's environment (-want +got):\n%s", tc.server, diff)
@@ -64,7 +65,7 @@ func TestParseInheritEnv(t *testing.T) {
 		{entry: `{"command": "x", "inheritEnv": ["A B"]}`, err: `"inheritEnv": "A B" is not a variable name`},
 		{entry: `{"url": "http://127.0.0.1:1/mcp", "inheritEnv": true}`, err: `"inheritEnv" is for stdio servers`},
 	} {
-		cfgs, err := ParseConfig([]byte(`{"mcpServers": {"s": `+tc.entry+`}}`), "servers.json", func(string) string { return "" })
+		cfgs, err := config.ParseConfig([]byte(`{"mcpServers": {"s": `+tc.entry+`}}`), "servers.json", func(string) string { return "" })
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want %q", tc.entry, err, tc.err)
@@ -86,9 +87,9 @@ func TestParseInheritEnv(t *testing.T) {
 // some other way).
 func TestPoolKeepsOwnSecrets(t *testing.T) {
 	const admin = "admin-token-0123456789abcdef"
-	secrets := Secrets{Values: []string{admin}, Vars: []string{"TOOLSHELF_AUTH_TOKEN"}}
+	secrets := config.Secrets{Values: []string{admin}, Vars: []string{"TOOLSHELF_AUTH_TOKEN"}}
 	t.Setenv("TOOLSHELF_AUTH_TOKEN", admin)
-	p := startPool(t, []ServerConfig{fake("a", "serve", []string{"echo"})}, &Options{Secrets: secrets})
+	p := startPool(t, []config.ServerConfig{fake("a", "serve", []string{"echo"})}, &Options{Secrets: secrets})
 	res, err := p.Scope(nil).Call(context.Background(), "mcp__a__echo", json.RawMessage(`{"text":"the token is `+admin+`"}`))
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // Discovery fallbacks, for a server that starts but does not answer
@@ -137,14 +138,14 @@ func approvedTools(names []string) []json.RawMessage {
 // entries parses raw tool objects into catalog entries for a server,
 // applying its configuration: allow/deny patterns and alwaysLoad.
 // Objects that are not tools are skipped and counted in bad.
-func entries(cfg *ServerConfig, raws []json.RawMessage, unverified bool) (out []catalog.Entry, bad []error) {
+func entries(cfg *serverConfig, raws []json.RawMessage, unverified bool) (out []catalog.Entry, bad []error) {
 	for _, raw := range raws {
 		e, err := catalog.ParseTool(cfg.Name, raw)
 		if err != nil {
 			bad = append(bad, err)
 			continue
 		}
-		if !cfg.keeps(e.Tool) {
+		if !cfg.Keeps(e.Tool) {
 			continue
 		}
 		if d, ok := cfg.Describe[e.Tool]; ok {
@@ -153,7 +154,7 @@ func entries(cfg *ServerConfig, raws []json.RawMessage, unverified bool) (out []
 				continue
 			}
 		}
-		if cfg.alwaysLoads(e.Tool) {
+		if cfg.AlwaysLoads(e.Tool) {
 			e.AlwaysLoad = true
 		}
 		e.Unverified = unverified
@@ -165,7 +166,7 @@ func entries(cfg *ServerConfig, raws []json.RawMessage, unverified bool) (out []
 
 // describe applies an operator's words to a tool's definition: the
 // result is the definition listed, searched and pinned.
-func describe(server string, raw json.RawMessage, d Describe) (catalog.Entry, error) {
+func describe(server string, raw json.RawMessage, d config.Describe) (catalog.Entry, error) {
 	var t map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return catalog.Entry{}, err

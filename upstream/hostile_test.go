@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
@@ -17,12 +18,12 @@ import (
 // stdout. Each costs bounded work, and the good server serves throughout.
 func TestPoolHostileServers(t *testing.T) {
 	listings := `[{"name":"listings","description":"How many listings were served.","inputSchema":{"type":"object"}}]`
-	hostile := func(name, kind string) ServerConfig {
+	hostile := func(name, kind string) config.ServerConfig {
 		cfg := fake(name, "raw", nil, mcptest.RawHostileEnv+"="+kind, mcptest.RawToolsEnv+"="+listings)
 		cfg.Timeout = testenv.Timeout(20 * time.Second)
 		return cfg
 	}
-	p := startPool(t, []ServerConfig{
+	p := startPool(t, []config.ServerConfig{
 		fake("good", "serve", []string{"echo"}),
 		hostile("huge", "huge"), hostile("deep", "deep"), hostile("storm", "storm"), hostile("flood", "flood"),
 	}, nil)

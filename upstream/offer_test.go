@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestPoolOffersCached(t *testing.T) {
 	dir := t.TempDir()
 	fx := fake("fx", "fixture", nil)
-	p := NewPool([]ServerConfig{fx}, &Options{CacheDir: dir})
+	p := NewPool([]config.ServerConfig{fx}, &Options{CacheDir: dir})
 	stop := run(t, p)
 	if err := p.Wait(context.Background()); err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestPoolOffersCached(t *testing.T) {
 	hung := fx
 	hung.Env = map[string]string{mcptest.ModeEnv: "hang"}
 	hung.Timeout = 3 * time.Second
-	p2 := NewPool([]ServerConfig{hung}, &Options{CacheDir: dir})
+	p2 := NewPool([]config.ServerConfig{hung}, &Options{CacheDir: dir})
 	cached := p2.Offers()
 	if len(cached) != 1 || len(cached[0].Prompts) != 4 || cached[0].Prompts[0].Name == "" {
 		t.Errorf("cached offers: %+v", cached)
@@ -52,7 +53,7 @@ func TestPoolNoPrefix(t *testing.T) {
 			return ct, nil
 		}
 	}
-	p := startPool(t, []ServerConfig{
+	p := startPool(t, []config.ServerConfig{
 		{Name: "alpha", Dial: dial("read", "write"), NoPrefix: true},
 		{Name: "beta", Dial: dial("read", "list"), NoPrefix: true},
 		{Name: "gamma", Dial: dial("read")},

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/signin"
 	"golang.org/x/oauth2"
@@ -169,18 +170,18 @@ func (s *server) dialPerson(ctx context.Context, pc *personConn, p *identity.Per
 	cfg.Headers = maps.Clone(cfg.Headers)
 	maps.DeleteFunc(cfg.Headers, func(k, _ string) bool { return strings.EqualFold(k, "Authorization") })
 	switch cfg.Signin {
-	case SigninPerPerson:
+	case config.SigninPerPerson:
 		if s.pool.opts.Tokens == nil {
 			return nil, fmt.Errorf("server %s takes each person's own sign-in, and this gateway keeps no sign-ins", cfg.Name)
 		}
 		cfg.oauth = s.pool.opts.Tokens.HandlerOf(signin.Key{Server: cfg.Name, Resource: cfg.URL, Subject: p.Subject}, nil)
-	case SigninExchange:
+	case config.SigninExchange:
 		if s.pool.opts.Identity == nil {
 			return nil, fmt.Errorf(`server %s takes a token exchanged at the team's identity provider, and the configuration has no "identity"`, cfg.Name)
 		}
 		cfg.oauth = &exchanging{v: s.pool.opts.Identity, pc: pc, audience: cfg.exchangeAudience(), server: cfg.Name}
 	}
-	dctx, cancel := context.WithTimeout(ctx, cfg.timeout())
+	dctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout())
 	defer cancel()
 	c, err := dial(dctx, &cfg, s.client, &s.flights, s.logger)
 	if err != nil {
@@ -190,7 +191,7 @@ func (s *server) dialPerson(ctx context.Context, pc *personConn, p *identity.Per
 	return c, nil
 }
 
-func (cfg *ServerConfig) exchangeAudience() string {
+func (cfg *serverConfig) exchangeAudience() string {
 	if cfg.Audience != "" {
 		return cfg.Audience
 	}
@@ -203,7 +204,7 @@ func (s *server) signInFirst(ctx context.Context, p *identity.Person, err error)
 	var na *signin.NeedsAuthError
 	flows := s.pool.opts.Flows
 	redirect := signin.RedirectOf(ctx)
-	if !errors.As(err, &na) || s.cfg.Signin != SigninPerPerson || flows == nil || redirect == "" {
+	if !errors.As(err, &na) || s.cfg.Signin != config.SigninPerPerson || flows == nil || redirect == "" {
 		return err
 	}
 	fl, ferr := flows.Begin(ctx, signin.Key{Server: s.cfg.Name, Resource: s.cfg.URL, Subject: p.Subject}, redirect, s.cfg.Headers)

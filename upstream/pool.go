@@ -33,6 +33,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/rules"
@@ -119,7 +120,7 @@ type Options struct {
 	// Secrets are toolshelf's own tokens (and the variables they came
 	// from): withheld from every server's environment and cut from
 	// tool results and errors before a client sees them.
-	Secrets Secrets
+	Secrets config.Secrets
 	// Telemetry receives a client span for each request sent to a
 	// server (its context in the request's _meta) and
 	// mcp.client.operation.duration; nil records nothing.
@@ -198,7 +199,7 @@ type Pool struct {
 // NewPool returns a pool of the given servers; nothing is started until
 // [Pool.Run]. Cached tool lists are loaded at once, so the pool's first
 // catalog already holds the tools of every server seen before.
-func NewPool(configs []ServerConfig, opts *Options) *Pool {
+func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 	p := &Pool{byName: make(map[string]*server), nextDefs: make(map[string]pin.Definition)}
 	if opts != nil {
 		p.opts = *opts
@@ -236,13 +237,14 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 	// server's key (an uncontained one read it), and no client may get it.
 	all := slices.Clone(p.opts.Secrets.Values)
 	for i := range configs {
-		all = append(all, configs[i].secrets()...)
+		all = append(all, configs[i].SecretValues()...)
 	}
 	p.redact = NewRedactor(all...)
 	hide := slices.Concat(p.opts.Hide, p.opts.Secrets.Files, ownPlaces())
-	for _, cfg := range configs {
-		if cfg.transport() == "stdio" {
-			cfg.environ = serverEnv(&cfg, environ, kept, p.logger.With("server", cfg.Name))
+	for _, sc := range configs {
+		cfg := serverConfig{ServerConfig: sc}
+		if cfg.TransportName() == "stdio" {
+			cfg.environ = serverEnv(&cfg.ServerConfig, environ, kept, p.logger.With("server", cfg.Name))
 			cfg.hide, cfg.cacheDir = hide, serverCacheDir(cfg.Name)
 			if p.opts.NoContain {
 				cfg.uncontained = "the program running toolshelf turned containment off (upstream.Options.NoContain)"
@@ -250,7 +252,7 @@ func NewPool(configs []ServerConfig, opts *Options) *Pool {
 		}
 		switch {
 		case cfg.URL == "" || cfg.Dial != nil || hasAuthorization(cfg.Headers):
-		case cfg.OAuth != nil && cfg.OAuth.Grant == GrantClientCredentials:
+		case cfg.OAuth != nil && cfg.OAuth.Grant == config.GrantClientCredentials:
 			cfg.oauth = signin.ClientCredentials(cfg.OAuth.ClientID, cfg.OAuth.ClientSecret)
 		case p.opts.Tokens != nil:
 			cfg.oauth = p.opts.Tokens.Handler(cfg.Name, cfg.URL, nil)
@@ -352,8 +354,8 @@ func (p *Pool) Retry(name string) error {
 		if s.cfg.Name != name {
 			continue
 		}
-		if s.cfg.err != nil {
-			return fmt.Errorf("server %s: its configuration is at fault, which a retry cannot mend: %v", name, s.cfg.err)
+		if s.cfg.Err != nil {
+			return fmt.Errorf("server %s: its configuration is at fault, which a retry cannot mend: %v", name, s.cfg.Err)
 		}
 		s.mu.Lock()
 		waiting, state := !s.retryAt.IsZero(), s.state
@@ -415,7 +417,7 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 	}
 	var c *conn
 	var err error
-	if s.cfg.Signin == SigninPerPerson || s.cfg.Signin == SigninExchange {
+	if s.cfg.Signin == config.SigninPerPerson || s.cfg.Signin == config.SigninExchange {
 		c, err = s.personConn(ctx)
 	} else {
 		c, err = s.waitReady(ctx)

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
@@ -34,18 +35,18 @@ func TestMain(m *testing.M) {
 }
 
 // fake returns the configuration of a subprocess test server.
-func fake(name, mode string, tools []string, extra ...string) ServerConfig {
+func fake(name, mode string, tools []string, extra ...string) config.ServerConfig {
 	cmd, env := mcptest.Command(mode, tools, extra...)
 	// Uncontained: these tests are about the protocol and supervision,
 	// and the fixture writes markers and process ids into the test's
 	// temporary folder, which a contained server does not see.
 	// contain_test.go runs it contained.
-	return ServerConfig{Name: name, Command: cmd, Env: env, Timeout: testenv.Timeout(5 * time.Second), NoContain: true}
+	return config.ServerConfig{Name: name, Command: cmd, Env: env, Timeout: testenv.Timeout(5 * time.Second), NoContain: true}
 }
 
 // startPool starts a pool, waits for every first attempt, and closes it
 // when the test ends.
-func startPool(t *testing.T, cfgs []ServerConfig, opts *Options) *Pool {
+func startPool(t *testing.T, cfgs []config.ServerConfig, opts *Options) *Pool {
 	t.Helper()
 	if opts == nil {
 		opts = &Options{}
@@ -55,7 +56,7 @@ func startPool(t *testing.T, cfgs []ServerConfig, opts *Options) *Pool {
 	}
 	p := NewPool(cfgs, opts)
 	run(t, p)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(3*DefaultTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(3*config.DefaultTimeout))
 	defer cancel()
 	if err := p.Wait(ctx); err != nil {
 		t.Fatalf("Wait: %v", err)
@@ -102,7 +103,7 @@ func toolNames(c *catalog.Catalog, server string) []string {
 // servers' default timeout (scaled by testenv).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testenv.Eventually(t, DefaultTimeout, what, cond)
+	testenv.Eventually(t, config.DefaultTimeout, what, cond)
 }
 
 func textOf(t *testing.T, res *mcp.CallToolResult) string {
@@ -118,7 +119,7 @@ func textOf(t *testing.T, res *mcp.CallToolResult) string {
 }
 
 func TestPoolListsAndCalls(t *testing.T) {
-	cfgs := []ServerConfig{
+	cfgs := []config.ServerConfig{
 		fake("alpha", "serve", []string{"create_issue", "list_issues"}),
 		fake("paged", "serve", []string{"a1", "a2", "a3", "a4", "a5"}, mcptest.PageEnv+"=2"),
 		fake("noisy", "serve", []string{"echo"}, mcptest.BannerEnv+"=No X display available. Running in headless mode.\nstarting up"),
@@ -164,7 +165,7 @@ func TestPoolListsAndCalls(t *testing.T) {
 // A server on protocol 2024-11-05 that sends fields the go-sdk does not
 // model: they must survive in the catalog's raw JSON.
 func TestPoolKeepsRawTools(t *testing.T) {
-	p := startPool(t, []ServerConfig{fake("raw", "raw", nil)}, nil)
+	p := startPool(t, []config.ServerConfig{fake("raw", "raw", nil)}, nil)
 	if st := statusOf(p, "raw"); st.State != StateReady || st.ProtocolVersion != "2024-11-05" {
 		t.Fatalf("status = %+v", st)
 	}
@@ -199,7 +200,7 @@ func TestPoolFaults(t *testing.T) {
 	hang.Timeout = short
 	approved := fake("approved", "exit", nil)
 	approved.AutoApprove = []string{"send_message"}
-	cfgs := []ServerConfig{
+	cfgs := []config.ServerConfig{
 		fake("good", "serve", []string{"ping_me"}),
 		fake("exits", "exit", nil),
 		hang,
@@ -207,7 +208,7 @@ func TestPoolFaults(t *testing.T) {
 		{Name: "refused", URL: refused, Timeout: testenv.Timeout(2 * time.Second)},
 		fake("printer", "functions", []string{"search_docs", "fetch_doc"}),
 		approved,
-		{Name: "unset", Command: "x", err: errors.New("environment variable TOKEN is not set")},
+		{Name: "unset", Command: "x", Err: errors.New("environment variable TOKEN is not set")},
 	}
 	cfgs[5].Timeout = short
 	p := startPool(t, cfgs, &Options{RestartDelay: time.Hour})
@@ -271,7 +272,7 @@ func TestPoolRestartsCrashedServer(t *testing.T) {
 	cfg := fake("crashy", "serve", []string{"crash", "echo"}, mcptest.PIDEnv+"="+pidFile)
 	var mu sync.Mutex
 	var snapshots []*catalog.Catalog
-	p := NewPool([]ServerConfig{cfg}, &Options{RestartDelay: 20 * time.Millisecond})
+	p := NewPool([]config.ServerConfig{cfg}, &Options{RestartDelay: 20 * time.Millisecond})
 	p.published = func(c *catalog.Catalog) {
 		mu.Lock()
 		snapshots = append(snapshots, c)
@@ -317,7 +318,7 @@ func TestPoolRestartsCrashedServer(t *testing.T) {
 // Killing the process from outside is a crash too.
 func TestPoolRestartsKilledProcess(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "pid")
-	p := startPool(t, []ServerConfig{fake("victim", "serve", []string{"echo"}, mcptest.PIDEnv+"="+pidFile)}, nil)
+	p := startPool(t, []config.ServerConfig{fake("victim", "serve", []string{"echo"}, mcptest.PIDEnv+"="+pidFile)}, nil)
 	pid := readPID(t, pidFile)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -343,7 +344,7 @@ func readPID(t *testing.T, file string) int {
 }
 
 func TestPoolListChanged(t *testing.T) {
-	p := startPool(t, []ServerConfig{fake("dyn", "serve", []string{"add_tool", "remove_tool", "old_tool"})}, nil)
+	p := startPool(t, []config.ServerConfig{fake("dyn", "serve", []string{"add_tool", "remove_tool", "old_tool"})}, nil)
 	changed := p.Changed()
 	before := p.Catalog().Version()
 	if _, err := p.Scope(nil).Call(context.Background(), "mcp__dyn__add_tool", json.RawMessage(`{"name":"new_tool"}`)); err != nil {
@@ -371,7 +372,7 @@ func TestPoolListChanged(t *testing.T) {
 
 func TestPoolCancelsCalls(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "marker")
-	p := startPool(t, []ServerConfig{fake("slow", "serve", []string{"wait"})}, nil)
+	p := startPool(t, []config.ServerConfig{fake("slow", "serve", []string{"wait"})}, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -397,7 +398,7 @@ func TestPoolDiskCache(t *testing.T) {
 	// The cache key is the command, arguments and folder, not the
 	// environment: the second pool runs the same command, which now hangs.
 	good := fake("svc", "serve", []string{"one", "two"})
-	p := NewPool([]ServerConfig{good}, &Options{CacheDir: dir})
+	p := NewPool([]config.ServerConfig{good}, &Options{CacheDir: dir})
 	stop := run(t, p)
 	if err := p.Wait(context.Background()); err != nil {
 		t.Fatal(err)
@@ -411,7 +412,7 @@ func TestPoolDiskCache(t *testing.T) {
 	hung := good
 	hung.Env = map[string]string{mcptest.ModeEnv: "hang"}
 	hung.Timeout = 3 * time.Second
-	p2 := NewPool([]ServerConfig{hung}, &Options{CacheDir: dir})
+	p2 := NewPool([]config.ServerConfig{hung}, &Options{CacheDir: dir})
 	// Before Start, the cached tools are already searchable, and stale.
 	c := p2.Catalog()
 	if diff := cmp.Diff([]string{"one", "two"}, toolNames(c, "svc")); diff != "" {
@@ -432,7 +433,7 @@ func TestPoolDiskCache(t *testing.T) {
 func TestPoolCloseLeavesNothing(t *testing.T) {
 	before := runtime.NumGoroutine()
 	dir := t.TempDir()
-	var cfgs []ServerConfig
+	var cfgs []config.ServerConfig
 	for i := range 4 {
 		mode := "serve"
 		if i == 3 {
@@ -485,7 +486,7 @@ func TestPoolRemote(t *testing.T) {
 	sse := httptest.NewServer(auth(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
 	t.Cleanup(sse.Close)
 	hdr := map[string]string{"Authorization": "Bearer sekrit"}
-	p := startPool(t, []ServerConfig{
+	p := startPool(t, []config.ServerConfig{
 		{Name: "http", Type: "http", URL: streamable.URL, Headers: hdr},
 		{Name: "sse", Type: "sse", URL: sse.URL, Headers: hdr},
 		{Name: "noauth", Type: "http", URL: streamable.URL, Timeout: testenv.Timeout(2 * time.Second)},
@@ -518,7 +519,7 @@ func TestPoolInProcessAndDisabled(t *testing.T) {
 		go srv.Run(ctx, st)
 		return ct, nil
 	}
-	p := startPool(t, []ServerConfig{
+	p := startPool(t, []config.ServerConfig{
 		{Name: "mem", Dial: dial, Deny: []string{"b"}},
 		{Name: "off", Command: "never-run", Disabled: true},
 	}, nil)
@@ -533,7 +534,7 @@ func TestPoolInProcessAndDisabled(t *testing.T) {
 // No moment during start-up shows a server that is neither pending nor in
 // the catalog: the gateway relies on it to know when a search is complete.
 func TestPoolReadyImpliesPublished(t *testing.T) {
-	var cfgs []ServerConfig
+	var cfgs []config.ServerConfig
 	for i := range 6 {
 		cfgs = append(cfgs, fake("s"+strconv.Itoa(i), "serve", []string{"t"}))
 	}
@@ -570,7 +571,7 @@ func TestPoolDetachedGrandchild(t *testing.T) {
 	dir := t.TempDir()
 	childPID, grandchildPID := filepath.Join(dir, "child"), filepath.Join(dir, "grandchild")
 	cfg := fake("detacher", "detach", nil, mcptest.PIDEnv+"="+childPID, mcptest.GrandchildEnv+"="+grandchildPID)
-	p := NewPool([]ServerConfig{cfg}, &Options{RestartDelay: time.Hour})
+	p := NewPool([]config.ServerConfig{cfg}, &Options{RestartDelay: time.Hour})
 	stop := run(t, p)
 	child := readPID(t, childPID)
 	eventually(t, "the server to fail", func() bool { return statusOf(p, "detacher").State == StateFailed })
@@ -606,7 +607,7 @@ func TestStoppedServerLeavesNoDaemon(t *testing.T) {
 	}
 	dir := t.TempDir()
 	daemonPID := filepath.Join(dir, "daemon")
-	p := NewPool([]ServerConfig{fake("autoupdater", "daemon", []string{"t"}, mcptest.GrandchildEnv+"="+daemonPID)}, &Options{RestartDelay: time.Hour})
+	p := NewPool([]config.ServerConfig{fake("autoupdater", "daemon", []string{"t"}, mcptest.GrandchildEnv+"="+daemonPID)}, &Options{RestartDelay: time.Hour})
 	stop := run(t, p)
 	eventually(t, "the server to be ready", func() bool { return statusOf(p, "autoupdater").State == StateReady })
 	daemon := readPID(t, daemonPID)
@@ -628,7 +629,7 @@ func TestMissingPackageHint(t *testing.T) {
 		t.Skip("node is not installed")
 	}
 	dir := t.TempDir()
-	p := NewPool([]ServerConfig{{Name: "memory", Command: "node", Args: []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, Cwd: dir, Timeout: testenv.Timeout(10 * time.Second)}}, &Options{RestartDelay: time.Hour})
+	p := NewPool([]config.ServerConfig{{Name: "memory", Command: "node", Args: []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, Cwd: dir, Timeout: testenv.Timeout(10 * time.Second)}}, &Options{RestartDelay: time.Hour})
 	run(t, p)
 	eventually(t, "the server to fail", func() bool { return statusOf(p, "memory").State == StateFailed })
 	st := statusOf(p, "memory")
@@ -643,8 +644,8 @@ func TestMissingPackageHint(t *testing.T) {
 // A failed server says when it is tried again, and Retry tries it now:
 // here its backoff is an hour, so only the retry can count.
 func TestPoolRetryNow(t *testing.T) {
-	failing := ServerConfig{Name: "down", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)}
-	p := startPool(t, []ServerConfig{failing, fake("up", "serve", []string{"echo"})}, &Options{RestartDelay: time.Hour, MaxRestartDelay: time.Hour})
+	failing := config.ServerConfig{Name: "down", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)}
+	p := startPool(t, []config.ServerConfig{failing, fake("up", "serve", []string{"echo"})}, &Options{RestartDelay: time.Hour, MaxRestartDelay: time.Hour})
 	var st Status
 	testenv.Eventually(t, 10*time.Second, "the failed server to wait for its next try", func() bool {
 		st = p.Status()[0]
@@ -669,8 +670,8 @@ func TestPoolRetryNow(t *testing.T) {
 	// A server whose configuration is at fault is not tried again: a
 	// retry cannot mend it, and says so.
 	broken := fake("broken", "serve", nil)
-	broken.err = errors.New(`${API_KEY} is not set (used in env.KEY)`)
-	q := startPool(t, []ServerConfig{broken}, nil)
+	broken.Err = errors.New(`${API_KEY} is not set (used in env.KEY)`)
+	q := startPool(t, []config.ServerConfig{broken}, nil)
 	if err := q.Retry("broken"); err == nil || !strings.Contains(err.Error(), "its configuration is at fault") {
 		t.Errorf("a server whose configuration is at fault: %v", err)
 	}

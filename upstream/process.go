@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // maxFrame bounds one line of a server's stdout. The largest real tools/list
@@ -37,12 +39,12 @@ type process struct {
 // startProcess starts a stdio server. Its stdout is split: JSON-RPC lines
 // go to p.stdout, anything else (banners, logs that belong on stderr) to
 // p.output and the log, so that one stray line does not break the session.
-func startProcess(cfg *ServerConfig, logger *slog.Logger) (*process, error) {
+func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
 	env := cfg.environ
 	if env == nil {
 		// Not from a pool: the minimal environment still, never
 		// toolshelf's whole one (a nil Env would pass that).
-		env = serverEnv(cfg, os.Environ(), newWithheld(Secrets{}, nil), logger)
+		env = serverEnv(&cfg.ServerConfig, os.Environ(), newWithheld(config.Secrets{}, nil), logger)
 	}
 	if cfg.Cwd != "" {
 		// Else exec says the command does not exist, blaming the wrong

@@ -21,7 +21,7 @@ const Redacted = "[redacted]"
 const minSecret = 6
 
 // A Redactor removes secrets from text: the values a server's
-// configuration holds (see ServerConfig.secrets), credentials in any URL,
+// configuration holds (see config.ServerConfig.SecretValues), credentials in any URL,
 // and values of well-known secret shapes (GitHub, OpenAI, Slack and AWS
 // keys, JSON web tokens, "token=…", "Bearer …"). A server's stderr, its
 // errors and its status pass through one before anyone sees them.
@@ -107,40 +107,6 @@ func redactURL(match string) string {
 	}
 	return strings.NewReplacer(":x@", ":"+Redacted+"@", "=x", "="+Redacted).Replace(u.String()) + tail
 }
-
-// secrets lists what a server's configuration holds that may be secret:
-// every value a ${VAR} expanded to, every header value, the env values
-// whose names say they are secret (GITHUB_TOKEN, API_KEY; not NODE_ENV),
-// and its URL's password and query values.
-func (c *ServerConfig) secrets() []string {
-	out := slices.Clone(c.expanded)
-	for k, v := range c.Env {
-		if secretName.MatchString(k) {
-			out = append(out, v)
-		}
-	}
-	if c.OAuth != nil && c.OAuth.ClientSecret != "" {
-		out = append(out, c.OAuth.ClientSecret)
-	}
-	for _, v := range c.Headers {
-		out = append(out, v)
-		if _, token, ok := strings.Cut(v, " "); ok {
-			out = append(out, token) // "Bearer <token>": the token alone too
-		}
-	}
-	if u, err := url.Parse(c.URL); err == nil {
-		if p, ok := u.User.Password(); ok {
-			out = append(out, p)
-		}
-		for _, vs := range u.Query() {
-			out = append(out, vs...)
-		}
-	}
-	return out
-}
-
-// secretName matches the names of env variables that hold secrets.
-var secretName = regexp.MustCompile(`(?i)(token|key|secret|passw|auth|credential|cookie|session|private|pat$)`)
 
 // redactingHandler passes log records on with their message and string
 // and error attributes redacted.

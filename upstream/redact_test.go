@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/toolshelf/toolshelf/config"
 )
 
 func TestRedact(t *testing.T) {
@@ -33,13 +35,13 @@ func TestConfigSecrets(t *testing.T) {
 	data := `{"mcpServers": {
 		"remote": {"url": "https://me:urlpass1@h.example/mcp?apikey=querysecret1", "headers": {"Authorization": "Bearer headersecret1"}},
 		"local": {"command": "x", "args": ["--token", "${TOKEN}"], "env": {"API_KEY": "envsecret1"}}}}`
-	cfgs, err := ParseConfig([]byte(data), "servers.json", func(k string) string { return map[string]string{"TOKEN": "expandedsecret1"}[k] })
+	cfgs, err := config.ParseConfig([]byte(data), "servers.json", func(k string) string { return map[string]string{"TOKEN": "expandedsecret1"}[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var all []string
 	for _, c := range cfgs {
-		all = append(all, c.secrets()...)
+		all = append(all, c.SecretValues()...)
 	}
 	text := strings.Join(all, " ")
 	for _, s := range []string{"urlpass1", "querysecret1", "headersecret1", "expandedsecret1", "envsecret1"} {

@@ -13,7 +13,7 @@ var ErrFiltered = fmt.Errorf("%w: left out by its server's tool filter", ErrUnkn
 // configuration keeps ("tools": {"allow", "deny"}).
 func serverFilter(_ context.Context, sc *Scope, c *Call) error {
 	s := sc.pool.byName[c.Tool.Server]
-	if s != nil && !s.cfg.keeps(c.Tool.Tool) {
+	if s != nil && !s.cfg.Keeps(c.Tool.Tool) {
 		return fmt.Errorf("%w %q", ErrFiltered, c.Tool.Name)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/rules"
 )
 
@@ -27,7 +28,7 @@ import (
 // every scope that shows the server.
 type Scope struct {
 	pool    *Pool
-	profile *Profile // nil: every tool
+	profile *config.Profile // nil: every tool
 	notices chan Notice
 
 	mu        sync.Mutex
@@ -38,7 +39,7 @@ type Scope struct {
 // Scope returns the pool as profile sees it (nil: every tool). Call it
 // before Run, or at least before the notices that matter: a scope gets
 // the notices sent after it was made.
-func (p *Pool) Scope(profile *Profile) *Scope {
+func (p *Pool) Scope(profile *config.Profile) *Scope {
 	sc := &Scope{pool: p, profile: profile, notices: make(chan Notice, 256)}
 	p.scopesMu.Lock()
 	p.scopes = append(p.scopes, sc)
@@ -49,7 +50,7 @@ func (p *Pool) Scope(profile *Profile) *Scope {
 // Profile returns the name of the scope's profile.
 func (sc *Scope) Profile() string {
 	if sc.profile == nil {
-		return DefaultProfile
+		return config.DefaultProfile
 	}
 	return sc.profile.Name
 }
@@ -218,10 +219,10 @@ func (p *Pool) noServer(name string) error {
 func (p *Pool) StartTimeout() time.Duration {
 	var longest time.Duration
 	for _, s := range p.servers {
-		longest = max(longest, s.cfg.timeout())
+		longest = max(longest, s.cfg.StartTimeout())
 	}
 	if longest == 0 {
-		return DefaultTimeout
+		return config.DefaultTimeout
 	}
 	return longest
 }

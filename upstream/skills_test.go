@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/pin"
 )
@@ -57,7 +58,7 @@ func TestSkillsOfAServer(t *testing.T) {
 	for uri, text := range map[string]string{"skill://acme/refunds/SKILL.md": md, "skill://acme/refunds/guide.md": guide, "skill://acme/refunds/secret.md": "not listed"} {
 		h.SetFile(uri, text)
 	}
-	p := startPool(t, []ServerConfig{{Name: "shop", Dial: h.Dial}}, nil)
+	p := startPool(t, []config.ServerConfig{{Name: "shop", Dial: h.Dial}}, nil)
 	sc := p.Scope(nil)
 	ctx := context.Background()
 
@@ -103,7 +104,7 @@ func TestSkillPoisoningHeld(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := startPool(t, []ServerConfig{{Name: "team", Dial: h.Dial}}, &Options{Pins: lock})
+	p := startPool(t, []config.ServerConfig{{Name: "team", Dial: h.Dial}}, &Options{Pins: lock})
 	var served []string
 	for _, s := range p.Scope(nil).Skills(context.Background()) {
 		served = append(served, s.URI)

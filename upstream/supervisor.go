@@ -17,7 +17,7 @@ import (
 
 // server is one upstream server and its supervisor's state.
 type server struct {
-	cfg     ServerConfig
+	cfg     serverConfig
 	pool    *Pool
 	logger  *slog.Logger // redacts what it logs
 	redact  *Redactor
@@ -57,7 +57,7 @@ func (s *server) status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{
-		Name: s.cfg.Name, Transport: s.cfg.transport(), State: s.state, Error: s.err,
+		Name: s.cfg.Name, Transport: s.cfg.TransportName(), State: s.state, Error: s.err,
 		Tools: len(s.entries) - quarantined, Quarantined: quarantined, Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
 		Restarts: s.restarts, ConnectTime: s.connectTime, RetryAt: s.retryAt,
 	}
@@ -73,10 +73,10 @@ func (s *server) status() Status {
 func (s *server) run(ctx context.Context) {
 	defer s.settle()
 	defer s.closePeople()
-	if s.cfg.err != nil {
+	if s.cfg.Err != nil {
 		// The configuration is at fault (an unset variable); retrying
 		// cannot help.
-		s.fail(s.cfg.err, nil, false)
+		s.fail(s.cfg.Err, nil, false)
 		return
 	}
 	delay := s.pool.opts.RestartDelay
@@ -146,7 +146,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		return nil, ctx.Err()
 	}
 	start := time.Now()
-	dctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+	dctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 	defer cancel()
 	c, err := dial(dctx, &s.cfg, s.client, &s.flights, s.logger)
 	var tools []json.RawMessage
@@ -166,7 +166,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	}
 	if err != nil {
 		if dctx.Err() == context.DeadlineExceeded && ctx.Err() == nil {
-			err = fmt.Errorf("no answer within %v; stopped it (a slow server, or a busy machine, may need a longer \"timeout\" in its configuration)%s", s.cfg.timeout(), stderrNote(c))
+			err = fmt.Errorf("no answer within %v; stopped it (a slow server, or a busy machine, may need a longer \"timeout\" in its configuration)%s", s.cfg.StartTimeout(), stderrNote(c))
 		}
 		out := c.output()
 		c.close()
@@ -256,7 +256,7 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			}
 			return c.explain(err)
 		case <-s.relist:
-			lctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 			tools, _, err := c.listTools(lctx)
 			cancel()
 			if err != nil {
@@ -267,7 +267,7 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			s.accept(c.info, tools)
 			s.logger.Info("tool list changed", "tools", s.status().Tools)
 		case <-s.relistOffer:
-			lctx, cancel := context.WithTimeout(ctx, s.cfg.timeout())
+			lctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 			o, err := c.listOffer(lctx)
 			cancel()
 			if err != nil {
@@ -277,7 +277,7 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			s.mu.Lock()
 			tools := s.rawTools
 			s.mu.Unlock()
-			lctx, cancel = context.WithTimeout(ctx, s.cfg.timeout())
+			lctx, cancel = context.WithTimeout(ctx, s.cfg.StartTimeout())
 			o.Apps, err = c.readApps(lctx, tools, o.Resources)
 			cancel()
 			if err != nil {
@@ -384,7 +384,7 @@ func (s *server) markStale() {
 // waitReady returns the server's connection, waiting up to the server's
 // timeout while it connects or restarts.
 func (s *server) waitReady(ctx context.Context) (*conn, error) {
-	timer := time.NewTimer(s.cfg.timeout())
+	timer := time.NewTimer(s.cfg.StartTimeout())
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
@@ -411,7 +411,7 @@ func (s *server) waitReady(ctx context.Context) (*conn, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-timer.C:
-			return nil, fmt.Errorf("server %s is still %s after %v%s", s.cfg.Name, state, s.cfg.timeout(), reasonNote(reason))
+			return nil, fmt.Errorf("server %s is still %s after %v%s", s.cfg.Name, state, s.cfg.StartTimeout(), reasonNote(reason))
 		}
 	}
 }

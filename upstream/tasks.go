@@ -214,7 +214,7 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(withoutValues(ctx), s.cfg.timeout())
+	ctx, cancel := context.WithTimeout(withoutValues(ctx), s.cfg.StartTimeout())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.URL, bytes.NewReader(body))
 	if err != nil {

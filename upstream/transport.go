@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // A transportKind is one way of reaching a server: the one table of
@@ -14,11 +15,11 @@ type transportKind struct {
 	name string
 	// remote transports take "url"; the others "command" (or Dial).
 	remote bool
-	dial   func(ctx context.Context, cfg *ServerConfig, c *conn, logger *slog.Logger) (mcp.Transport, error)
+	dial   func(ctx context.Context, cfg *serverConfig, c *conn, logger *slog.Logger) (mcp.Transport, error)
 }
 
 var transports = []transportKind{
-	{name: "stdio", dial: func(_ context.Context, cfg *ServerConfig, c *conn, logger *slog.Logger) (mcp.Transport, error) {
+	{name: "stdio", dial: func(_ context.Context, cfg *serverConfig, c *conn, logger *slog.Logger) (mcp.Transport, error) {
 		p, err := startProcess(cfg, logger)
 		if err != nil {
 			return nil, err
@@ -26,17 +27,17 @@ var transports = []transportKind{
 		c.proc = p
 		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxFrame}, nil
 	}},
-	{name: "http", remote: true, dial: func(_ context.Context, cfg *ServerConfig, c *conn, _ *slog.Logger) (mcp.Transport, error) {
-		if cfg.Signin != SigninPerPerson && cfg.Signin != SigninExchange {
+	{name: "http", remote: true, dial: func(_ context.Context, cfg *serverConfig, c *conn, _ *slog.Logger) (mcp.Transport, error) {
+		if cfg.Signin != config.SigninPerPerson && cfg.Signin != config.SigninExchange {
 			// Its tasks are followed on the same credentials (tasks.go).
 			c.relay = versionClient(c, bearerClient(cfg))
 		}
 		return &mcp.StreamableClientTransport{Endpoint: cfg.URL, HTTPClient: versionClient(c, headerClient(cfg.Headers)), MaxRetries: -1, OAuthHandler: cfg.oauth}, nil
 	}},
-	{name: "sse", remote: true, dial: func(_ context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
+	{name: "sse", remote: true, dial: func(_ context.Context, cfg *serverConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
 		return &mcp.SSEClientTransport{Endpoint: cfg.URL, HTTPClient: bearerClient(cfg)}, nil
 	}},
-	{name: "in-process", dial: func(ctx context.Context, cfg *ServerConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
+	{name: "in-process", dial: func(ctx context.Context, cfg *serverConfig, _ *conn, _ *slog.Logger) (mcp.Transport, error) {
 		return cfg.Dial(ctx)
 	}},
 }

@@ -16,11 +16,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/registry"
 	"github.com/toolshelf/toolshelf/rules"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // envRegistry names the registries add and search-registry read (their
@@ -334,7 +334,7 @@ func installArgs(entry *registry.Entry) json.RawMessage {
 }
 
 // loadConfigIfThere reads a configuration file that may not exist yet.
-func loadConfigIfThere(e *env, path string) (*upstream.Config, error) {
+func loadConfigIfThere(e *env, path string) (*config.Config, error) {
 	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/registry/registrytest"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // addEnv runs toolshelf with a state folder and a configuration of a
@@ -79,7 +79,7 @@ func TestAdd(t *testing.T) {
 		t.Errorf("the secret's file holds %q", b)
 	}
 	// The file reads back as a configuration, the added servers held.
-	c, err := upstream.Load(cfg, func(string) string { return "" })
+	c, err := config.Load(cfg, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestOutdatedAndUpdate(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "updated memory: io.github.modelcontextprotocol/server-memory 2026.1.26 → 2026.8.31") {
 		t.Fatalf("update: %d\n%s\n%s", code, out, errs)
 	}
-	c, err := upstream.Load(cfg, func(string) string { return "" })
+	c, err := config.Load(cfg, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestRegistryProposer(t *testing.T) {
 	if err != nil || !strings.Contains(said, "held until approved") {
 		t.Fatalf("install: %v %s", err, said)
 	}
-	if c, err := upstream.Load(cfg, func(string) string { return "" }); err != nil || len(c.Servers) != 1 || c.Servers[0].Trust != "approve" {
+	if c, err := config.Load(cfg, func(string) string { return "" }); err != nil || len(c.Servers) != 1 || c.Servers[0].Trust != "approve" {
 		t.Errorf("after install: %+v %v", c, err)
 	}
 	if _, err := p.Install(context.Background(), "io.github.modelcontextprotocol/server-github"); err == nil || !strings.Contains(err.Error(), "only a person gives") {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // serve --audit writes one line per search and per call (with the rank a
@@ -28,7 +28,7 @@ func TestServeAudit(t *testing.T) {
 	select {
 	case code := <-s.done:
 		s.done <- code
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Fatal("serve did not return")
 	}
 

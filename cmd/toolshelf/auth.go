@@ -13,9 +13,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/store"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // envTokens names the token file instead of the default one.
@@ -57,7 +57,7 @@ func openTokens(e *env, db *store.DB) (*signin.Store, error) {
 // shared store that --store, $TOOLSHELF_STORE or the configuration cfg
 // (nil when none) names, with $TOOLSHELF_STORE_KEY, else the token file. close
 // releases the store.
-func authTokens(e *env, cfg *upstream.Config, storeURL string) (tokens *signin.Store, close func(), err error) {
+func authTokens(e *env, cfg *config.Config, storeURL string) (tokens *signin.Store, close func(), err error) {
 	db, err := openStore(e, storeURL, cfg)
 	if err != nil {
 		return nil, nil, err
@@ -123,7 +123,7 @@ is refreshed once for all of them.
 
 ` + configHelp,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
-		config := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
+		configFile := fs.String("config", "", "servers configuration `FILE` (mcpServers JSON)")
 		storeURL := storeFlag(fs)
 		noBrowser := fs.Bool("no-browser", false, "login: print the authorization URL only")
 		asJSON := fs.Bool("json", false, "status: print JSON")
@@ -131,7 +131,7 @@ is refreshed once for all of them.
 		everyone := fs.Bool("everyone", false, "logout: forget every sign-in of the server, the gateway's and each person's")
 		rawURL := fs.String("url", "", "login: sign in to the server at `URL`, not one of the configuration (named by --name)")
 		name := fs.String("name", "", "login --url: the `NAME` to keep the token under (default: the URL's host)")
-		var client upstream.OAuthConfig
+		var client config.OAuthConfig
 		fs.StringVar(&client.ClientID, "client-id", "", "login: a client `ID` registered with the authorization server ahead of time")
 		fs.StringVar(&client.ClientSecret, "client-secret", "", "login: that client's `SECRET`")
 		fs.StringVar(&client.ClientMetadataURL, "client-metadata-url", "", "login: an https `URL` of a Client ID Metadata Document to use as the client id")
@@ -140,7 +140,7 @@ is refreshed once for all of them.
 			if len(args) == 0 {
 				return usagef("auth needs login, status or logout")
 			}
-			cfg, path, err := optionalConfig(e, *config)
+			cfg, path, err := optionalConfig(e, *configFile)
 			if err != nil {
 				return err
 			}
@@ -151,14 +151,14 @@ is refreshed once for all of them.
 			defer closeStore()
 			switch sub, rest := args[0], args[1:]; sub {
 			case "login":
-				var server *upstream.ServerConfig
+				var server *config.ServerConfig
 				switch {
 				case *rawURL != "" && len(rest) == 0:
 					u, err := url.Parse(*rawURL)
 					if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 						return usagef("--url %q is not an http or https URL", *rawURL)
 					}
-					server = &upstream.ServerConfig{Name: cmp.Or(*name, u.Hostname()), URL: *rawURL}
+					server = &config.ServerConfig{Name: cmp.Or(*name, u.Hostname()), URL: *rawURL}
 				case *rawURL == "" && len(rest) == 1:
 					var err error
 					if server, err = remoteServer(cfg, path, rest[0]); err != nil {
@@ -167,7 +167,7 @@ is refreshed once for all of them.
 				default:
 					return usagef("auth login needs the name of one server, or --url")
 				}
-				if client != (upstream.OAuthConfig{}) {
+				if client != (config.OAuthConfig{}) {
 					server.OAuth = &client
 				}
 				return authLogin(ctx, e, store, server, !*noBrowser)
@@ -197,7 +197,7 @@ is refreshed once for all of them.
 
 // remoteServer returns the configuration of a remote server by name
 // from cfg, the configuration read from path (nil when there is none).
-func remoteServer(cfg *upstream.Config, path, name string) (*upstream.ServerConfig, error) {
+func remoteServer(cfg *config.Config, path, name string) (*config.ServerConfig, error) {
 	if cfg == nil {
 		return nil, usagef("no configuration: pass --config FILE or set $%s", envConfig)
 	}
@@ -215,7 +215,7 @@ func remoteServer(cfg *upstream.Config, path, name string) (*upstream.ServerConf
 	return nil, usagef("no server %q in %s%s", name, path, didYouMean(name, names))
 }
 
-func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *upstream.ServerConfig, browser bool) error {
+func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *config.ServerConfig, browser bool) error {
 	ctx, cancel := context.WithTimeout(ctx, loginWait)
 	defer cancel()
 	// A key that opens none of the store's sign-ins is most likely the
@@ -226,7 +226,7 @@ func authLogin(ctx context.Context, e *env, store *signin.Store, cfg *upstream.S
 	} else if len(recs) == 0 && len(bad) > 0 {
 		return usagef("the store key ($%s) opens none of the %d sign-ins in %s: it is not this fleet's key (%s). Give the fleet's key, or rotate it (toolshelf store rotate-key)", envStoreKey, len(bad), store.Where(), bad[0].Reason)
 	}
-	if o := cfg.OAuth; o != nil && o.Grant == upstream.GrantClientCredentials {
+	if o := cfg.OAuth; o != nil && o.Grant == config.GrantClientCredentials {
 		// Machine to machine: nothing to sign in to or keep; check that the
 		// credentials are taken.
 		if o.ClientID == "" || o.ClientSecret == "" {
@@ -343,7 +343,7 @@ type authEntry struct {
 	Scopes     []string  `json:"scopes,omitempty"`
 }
 
-func authStatus(e *env, store *signin.Store, cfg *upstream.Config, asJSON bool) error {
+func authStatus(e *env, store *signin.Store, cfg *config.Config, asJSON bool) error {
 	recs, bad, err := store.ListAll()
 	if err != nil {
 		return err

@@ -10,11 +10,11 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/oauthtest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/signin"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // A remote server behind OAuth, end to end: before sign-in it is
@@ -32,7 +32,7 @@ func TestAuthEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
 	data, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"remote": map[string]any{
-		"type": "http", "url": as.URL, "timeout": testenv.Timeout(upstream.DefaultTimeout).String()}}})
+		"type": "http", "url": as.URL, "timeout": testenv.Timeout(config.DefaultTimeout).String()}}})
 	os.WriteFile(cfg, data, 0o644)
 	tokens := filepath.Join(dir, "tokens.json")
 	t.Setenv(envTokens, tokens)

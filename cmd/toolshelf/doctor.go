@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/anthropic"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/policy"
@@ -165,7 +166,7 @@ type identityCheck struct {
 }
 
 // checkIdentity asks the provider for its metadata.
-func checkIdentity(ctx context.Context, id *upstream.Identity) *identityCheck {
+func checkIdentity(ctx context.Context, id *config.Identity) *identityCheck {
 	c := &identityCheck{Issuer: id.Issuer}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -348,7 +349,7 @@ func provider(e *env) string {
 
 func (r *doctorReport) write(w io.Writer) {
 	fmt.Fprintf(w, "toolshelf doctor: %d servers, %d tools, from %s", len(r.Servers), r.PerTurn.Without.Tools, r.Source)
-	if r.Profile != upstream.DefaultProfile {
+	if r.Profile != config.DefaultProfile {
 		fmt.Fprintf(w, ", profile %s", r.Profile)
 	}
 	fmt.Fprint(w, "\n\n")

@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/toolshelf/toolshelf/config"
 )
 
 var importCommand = &command{
@@ -101,7 +101,7 @@ func runImport(e *env, client, from string) error {
 		return err
 	}
 	// What is written must load; variables are not checked here.
-	if _, err := upstream.ParseConfig(b, "", func(string) string { return "set" }); err != nil {
+	if _, err := config.ParseConfig(b, "", func(string) string { return "set" }); err != nil {
 		return fmt.Errorf("the converted configuration does not load: %v", err)
 	}
 	fmt.Fprintf(e.stdout, "%s\n", b)

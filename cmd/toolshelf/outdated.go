@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/registry"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 var outdatedCommand = &command{
@@ -97,7 +97,7 @@ shows each change; toolshelf tools approve NAME lets them in).`,
 
 // requiredConfig reads the configuration the flag or the defaults name,
 // which must be there.
-func requiredConfig(e *env, flag string) (*upstream.Config, string, error) {
+func requiredConfig(e *env, flag string) (*config.Config, string, error) {
 	cfg, path, err := optionalConfig(e, flag)
 	if err == nil && cfg == nil {
 		err = usagef("no configuration: give --config FILE")
@@ -143,7 +143,7 @@ func (s registryStatus) line() string {
 // version and the status of the version it runs. A registry checked
 // before is asked first what changed since (updated_since): a server it
 // does not name keeps what the last check found.
-func checkRegistries(ctx context.Context, cfg *upstream.Config, last *registryState) ([]registryStatus, error) {
+func checkRegistries(ctx context.Context, cfg *config.Config, last *registryState) ([]registryStatus, error) {
 	var out []registryStatus
 	var errs []error
 	changed := map[string]map[string]bool{} // registry → names changed since its last check
@@ -267,7 +267,7 @@ func registryNotes(e *env) map[string]string {
 	return notes
 }
 
-func runUpdate(ctx context.Context, e *env, cfg *upstream.Config, path string, names []string) error {
+func runUpdate(ctx context.Context, e *env, cfg *config.Config, path string, names []string) error {
 	doc, servers, err := readConfigDoc(path)
 	if err != nil {
 		return err
@@ -327,7 +327,7 @@ func statusNote(m string) string {
 
 // updatedEntry is a server entry moved to a newer registry entry: the
 // package's version in its arguments and the record; its inputs kept.
-func updatedEntry(ctx context.Context, raw json.RawMessage, r *upstream.RegistryRef, latest *registry.Entry) (json.RawMessage, error) {
+func updatedEntry(ctx context.Context, raw json.RawMessage, r *config.RegistryRef, latest *registry.Entry) (json.RawMessage, error) {
 	st := latest.Meta.Official
 	if st.Status == "deleted" {
 		return nil, fmt.Errorf("the latest version, %s, is deleted%s: not taken", latest.Server.Version, statusNote(st.StatusMessage))

@@ -8,7 +8,7 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/toolshelf/toolshelf/config"
 )
 
 // secretVars are the variables that hold toolshelf's own secrets. Each may
@@ -81,11 +81,11 @@ func (h *heldPaths) list() []string {
 }
 
 // readSecretFile reads a secret of toolshelf's own from a file (see
-// upstream.ReadSecretFile), and holds the file; an empty file is an
+// config.ReadSecretFile), and holds the file; an empty file is an
 // error: a token or a key is never empty.
 func (h *heldPaths) readSecretFile(file string) (string, error) {
 	h.add(file)
-	v, err := upstream.ReadSecretFile(file)
+	v, err := config.ReadSecretFile(file)
 	if err == nil && v == "" {
 		err = fmt.Errorf("%s is empty", file)
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/console"
 	"github.com/toolshelf/toolshelf/fleet"
 	"github.com/toolshelf/toolshelf/gateway"
@@ -28,7 +29,6 @@ import (
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/telemetry"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 const envAuthToken = "TOOLSHELF_AUTH_TOKEN"
@@ -397,12 +397,12 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 // toolshelf's own secrets from the servers: the tokens that open the
 // gateway reach no server, whose output could hand them to a client of a
 // smaller profile.
-func (o *serveOptions) openSource(e *env, tel *telemetry.Telemetry, logger *slog.Logger) (*toolSource, *upstream.Secrets, error) {
+func (o *serveOptions) openSource(e *env, tel *telemetry.Telemetry, logger *slog.Logger) (*toolSource, *config.Secrets, error) {
 	path := configPath(e, o.config)
 	if o.profile != "" && (o.catalog != "" || path == "") {
 		return nil, nil, usagef("--profile needs a configuration with \"profiles\"")
 	}
-	own := &upstream.Secrets{}
+	own := &config.Secrets{}
 	own.Add(o.token, envAuthToken)
 	own.Add(o.store, envStore)
 	own.Add(e.getenv(envStoreKey), envStoreKey)
@@ -448,7 +448,7 @@ func (o *serveOptions) openSource(e *env, tel *telemetry.Telemetry, logger *slog
 
 // hostOptions are the host's: the gateways', the fleet it joins, the
 // profiles and people, and the audit log and learning.
-func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Options, own *upstream.Secrets, logger *slog.Logger) (*gateway.HostOptions, error) {
+func (o *serveOptions) hostOptions(e *env, src *toolSource, gopts gateway.Options, own *config.Secrets, logger *slog.Logger) (*gateway.HostOptions, error) {
 	hopts := &gateway.HostOptions{Logger: logger, Server: gopts, Only: o.profile, AuthToken: o.token, AdminToken: o.adminToken, Stateless: o.stateless}
 	if src.db != nil {
 		hopts.Changes = src.db
@@ -709,13 +709,13 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 // profileOrDefault names the profile served.
 func profileOrDefault(name string) string {
 	if name == "" {
-		return upstream.DefaultProfile
+		return config.DefaultProfile
 	}
 	return name
 }
 
 // profileList says which profiles a configuration has, for an error.
-func profileList(cfg *upstream.Config) string {
+func profileList(cfg *config.Config) string {
 	if len(cfg.Profiles) == 0 {
 		return ` (it has no "profiles")`
 	}

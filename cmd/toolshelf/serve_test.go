@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // stdioSession runs 'toolshelf serve' in-process with pipes for stdin and
@@ -68,7 +68,7 @@ func startServe(t *testing.T, args ...string) *stdioSession {
 		cancel()
 		select {
 		case <-s.done:
-		case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+		case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 			t.Error("serve did not stop")
 		}
 	})
@@ -202,7 +202,7 @@ func TestServeShutdownLeavesNothing(t *testing.T) {
 	select {
 	case code := <-s.done:
 		s.done <- code // for the cleanup
-	case <-time.After(testenv.Timeout(upstream.DefaultTimeout)):
+	case <-time.After(testenv.Timeout(config.DefaultTimeout)):
 		t.Fatal("serve did not return after stdin closed")
 	}
 	// serve waited for each server's process; a contained server's
@@ -218,7 +218,7 @@ func TestServeShutdownLeavesNothing(t *testing.T) {
 	}
 	// The SDK's and the pipes' goroutines end a moment after their
 	// connections close; wait for them, then name any that did not.
-	deadline := time.Now().Add(testenv.Timeout(upstream.DefaultTimeout))
+	deadline := time.Now().Add(testenv.Timeout(config.DefaultTimeout))
 	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
 		runtime.Gosched()
 	}
@@ -295,14 +295,14 @@ func TestServeKilledLeavesNoServers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pid int
-	testenv.Eventually(t, upstream.DefaultTimeout, "the server to start", func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, "the server to start", func() bool {
 		b, _ := os.ReadFile(pidFile)
 		pid, _ = strconv.Atoi(string(b))
 		return pid > 0
 	})
 	gw.Process.Kill()
 	gw.Wait()
-	testenv.Eventually(t, upstream.DefaultTimeout, fmt.Sprintf("server %d to die with its gateway", pid), func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, fmt.Sprintf("server %d to die with its gateway", pid), func() bool {
 		return !alive(pid)
 	})
 }
@@ -326,7 +326,7 @@ func TestServeHTTPSlowClient(t *testing.T) {
 	}
 	defer conn.Close()
 	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
-	conn.SetReadDeadline(time.Now().Add(testenv.Timeout(upstream.DefaultTimeout)))
+	conn.SetReadDeadline(time.Now().Add(testenv.Timeout(config.DefaultTimeout)))
 	_, err = io.ReadAll(conn)
 	if ne, ok := err.(net.Error); ok && ne.Timeout() {
 		t.Fatalf("the server kept a connection whose body never came")
@@ -345,7 +345,7 @@ func startServeHTTP(t *testing.T, args ...string) string {
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	var url string
-	testenv.Eventually(t, upstream.DefaultTimeout, "serve to listen", func() bool {
+	testenv.Eventually(t, config.DefaultTimeout, "serve to listen", func() bool {
 		if m := testenv.URLLine.FindStringSubmatch(stderr.String()); m != nil {
 			url = m[1]
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/pin"
@@ -54,7 +55,7 @@ func configPath(e *env, flagValue string) string {
 
 // optionalConfig reads the configuration that --config (flag) or the
 // defaults name, if any: nil and "" when there is none.
-func optionalConfig(e *env, flag string) (*upstream.Config, string, error) {
+func optionalConfig(e *env, flag string) (*config.Config, string, error) {
 	path := configPath(e, flag)
 	if path == "" {
 		return nil, "", nil
@@ -65,8 +66,8 @@ func optionalConfig(e *env, flag string) (*upstream.Config, string, error) {
 
 // loadConfig reads a whole configuration file; its problems are usage
 // errors.
-func loadConfig(e *env, path string) (*upstream.Config, error) {
-	cfg, err := upstream.Load(path, e.getenv)
+func loadConfig(e *env, path string) (*config.Config, error) {
+	cfg, err := config.Load(path, e.getenv)
 	if err != nil {
 		var ce *catalog.FileError
 		if errors.As(err, &ce) {
@@ -79,7 +80,7 @@ func loadConfig(e *env, path string) (*upstream.Config, error) {
 
 // openPins opens the lock file beside a configuration file
 // (toolshelf.lock): the tool definitions the user trusts.
-func openPins(path string, cfg *upstream.Config, db *store.DB) (*pin.Lock, error) {
+func openPins(path string, cfg *config.Config, db *store.DB) (*pin.Lock, error) {
 	if db != nil {
 		return pin.OpenShared(db, cfg.Trust)
 	}
@@ -98,7 +99,7 @@ func storeFlag(fs *flag.FlagSet) *string {
 
 // openStore opens the shared store a command is pointed at: url (--store),
 // else $TOOLSHELF_STORE, else the configuration's "store"; nil when none.
-func openStore(e *env, url string, cfg *upstream.Config) (*store.DB, error) {
+func openStore(e *env, url string, cfg *config.Config) (*store.DB, error) {
 	if url == "" {
 		url = e.getenv(envStore)
 	}
@@ -121,7 +122,7 @@ func openStore(e *env, url string, cfg *upstream.Config) (*store.DB, error) {
 // file) is read only for its "store", when neither --store nor
 // $TOOLSHELF_STORE names one.
 func openStoreOf(e *env, url, configFlag string) (*store.DB, error) {
-	var cfg *upstream.Config
+	var cfg *config.Config
 	if url == "" && e.getenv(envStore) == "" {
 		if path := configPath(e, configFlag); path != "" {
 			var err error
@@ -140,7 +141,7 @@ type connectOptions struct {
 	pins     *pin.Lock // hold back tools whose definitions are not pinned
 	// secrets are toolshelf's own (the profiles' tokens, serve's
 	// --auth-token), kept from the servers.
-	secrets upstream.Secrets
+	secrets config.Secrets
 	// telemetry traces the requests sent to servers (serve); nil
 	// records nothing.
 	telemetry *telemetry.Telemetry
@@ -162,7 +163,7 @@ type connectOptions struct {
 }
 
 // newPool makes a pool of the configured servers; nothing starts yet.
-func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.Pool {
+func newPool(e *env, cfgs []config.ServerConfig, o connectOptions) *upstream.Pool {
 	tokens := o.tokens
 	if tokens == nil {
 		tokens = signin.Open(e.getenv(envTokens))
@@ -181,7 +182,7 @@ func newPool(e *env, cfgs []upstream.ServerConfig, o connectOptions) *upstream.P
 type toolSource struct {
 	pool    *upstream.Pool // upstream.Fixed for a catalog file or the built-in catalog
 	name    string         // for messages: a file name, or "the built-in catalog"
-	config  *upstream.Config
+	config  *config.Config
 	pins    *pin.Lock
 	builtin bool
 	// db is the shared store the pins are in, or nil (the lock file).
@@ -275,7 +276,7 @@ func (p *runningPool) stop() {
 // connect runs a pool of the configured servers and waits until every
 // server has connected or failed once, showing progress on stderr when it
 // is a terminal. The caller stops the pool.
-func connect(ctx context.Context, e *env, cfgs []upstream.ServerConfig, o connectOptions) (*runningPool, error) {
+func connect(ctx context.Context, e *env, cfgs []config.ServerConfig, o connectOptions) (*runningPool, error) {
 	return start(ctx, e, newPool(e, cfgs, o))
 }
 
@@ -381,10 +382,10 @@ type catalogSource struct {
 	up      *upstream.Pool  // that pool, for another profile's scope (narrow)
 	pool    *runningPool    // nil unless servers were started
 	status  []upstream.Status
-	name    string            // for messages: a file name, or "the built-in catalog"
-	config  *upstream.Config  // nil without a configuration file
-	profile *upstream.Profile // set by narrow
-	pins    *pin.Lock         // nil without a configuration file
+	name    string          // for messages: a file name, or "the built-in catalog"
+	config  *config.Config  // nil without a configuration file
+	profile *config.Profile // set by narrow
+	pins    *pin.Lock       // nil without a configuration file
 }
 
 // unreviewed warns of the tools trusted on first use after their

@@ -10,10 +10,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
-	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // fakeConfig writes a configuration of subprocess test servers: name →
@@ -258,7 +258,7 @@ func realServersConfig(t *testing.T, names ...string) string {
 // absolute and each server's start timeout the product default scaled for
 // this machine (testenv).
 func scaledConfig(t *testing.T, src string, names ...string) string {
-	return testenv.ScaledConfig(t, src, upstream.DefaultTimeout, names...)
+	return testenv.ScaledConfig(t, src, config.DefaultTimeout, names...)
 }
 
 // Claude Code's settings are found in $CLAUDE_CONFIG_DIR, and the

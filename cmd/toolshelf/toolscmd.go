@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/search"
@@ -147,7 +148,7 @@ func runTools(ctx context.Context, e *env, configFlag, storeURL, verb, server, t
 		for _, c := range cfg.Servers {
 			names = append(names, c.Name)
 		}
-		i := slices.IndexFunc(cfg.Servers, func(c upstream.ServerConfig) bool { return c.Name == server })
+		i := slices.IndexFunc(cfg.Servers, func(c config.ServerConfig) bool { return c.Name == server })
 		if i < 0 {
 			return usagef("%s has no server %q%s", path, server, didYouMeanWord(server, names))
 		}

@@ -34,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/anthropic"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
@@ -141,7 +142,7 @@ func newAgent(o options, stderr io.Writer, getenv func(string) string) (*agent, 
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := upstream.Load(o.config, getenv)
+	cfg, err := config.Load(o.config, getenv)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 
 	"github.com/google/go-cmp/cmp"
@@ -53,13 +54,13 @@ func TestCatalog(t *testing.T) {
 // catalog, which this test keeps true.
 func TestMatchesLiveServers(t *testing.T) {
 	testenv.RequireNPM(t, "testdata/servers")
-	cfgs, err := upstream.LoadConfig("../../examples/servers.json", nil)
+	cfgs, err := config.LoadConfig("../../examples/servers.json", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Twenty real servers start here at once, a .NET one among them: on
 	// a busy machine the slowest takes several times the default.
-	timeout := testenv.Timeout(3 * upstream.DefaultTimeout)
+	timeout := testenv.Timeout(3 * config.DefaultTimeout)
 	for i := range cfgs {
 		cfgs[i].Timeout = timeout
 		if cfgs[i].Name == "memory" {

@@ -68,7 +68,7 @@ func (s *SkillsServer) SetFile(uri, text string) {
 	s.files[uri] = text
 }
 
-// Dial connects a new session to the server, for upstream.ServerConfig's
+// Dial connects a new session to the server, for config.ServerConfig's
 // Dial.
 func (s *SkillsServer) Dial(context.Context) (mcp.Transport, error) {
 	st, ct := mcp.NewInMemoryTransports()

@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"os"
@@ -37,20 +37,21 @@ func TestParseConfig(t *testing.T) {
 		{Name: "github", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-github"}, Cwd: "/etc/toolshelf",
 			Env:        map[string]string{"GITHUB_PERSONAL_ACCESS_TOKEN": "ghp_secret", "LOG": "info"},
 			AlwaysLoad: []string{"create_issue"}, Timeout: 30 * time.Second, AutoApprove: []string{"list_issues"},
-			Allow: []string{"*_issue*"}, Deny: []string{"delete_*"}},
+			Allow: []string{"*_issue*"}, Deny: []string{"delete_*"},
+			Expanded: []string{"ghp_secret"}, Vars: []string{"GITHUB_TOKEN"}, CwdDefault: true},
 		{Name: "legacy", Type: "sse", URL: "http://127.0.0.1:9/sse", Disabled: true},
 		{Name: "local", Command: "./server", Cwd: "/etc/toolshelf/sub", NoPrefix: true},
 		{Name: "remote", Type: "http", URL: "https://example.com/mcp", Headers: map[string]string{"Authorization": "Bearer ghp_secret"},
-			AlwaysLoadAll: true, Timeout: 90 * time.Second},
+			AlwaysLoadAll: true, Timeout: 90 * time.Second, Expanded: []string{"ghp_secret"}, Vars: []string{"GITHUB_TOKEN"}},
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(ServerConfig{}), cmpopts.IgnoreFields(ServerConfig{}, "Dial")); diff != "" {
 		t.Errorf("ParseConfig (-want +got):\n%s", diff)
 	}
 	gh := got[0]
-	if !gh.keeps("create_issue") || gh.keeps("delete_issue") || gh.keeps("search_code") {
+	if !gh.Keeps("create_issue") || gh.Keeps("delete_issue") || gh.Keeps("search_code") {
 		t.Error("allow/deny patterns misapplied")
 	}
-	if !gh.alwaysLoads("create_issue") || gh.alwaysLoads("list_issues") || !got[3].alwaysLoads("anything") {
+	if !gh.AlwaysLoads("create_issue") || gh.AlwaysLoads("list_issues") || !got[3].AlwaysLoads("anything") {
 		t.Error("alwaysLoad misapplied")
 	}
 }
@@ -172,16 +173,11 @@ func TestParseConfigUnsetVariable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfgs[0].err == nil || !strings.Contains(cfgs[0].err.Error(), "MISSING_TOKEN is not set (used in env.TOKEN") {
-		t.Errorf("a: err = %v", cfgs[0].err)
+	if cfgs[0].Err == nil || !strings.Contains(cfgs[0].Err.Error(), "MISSING_TOKEN is not set (used in env.TOKEN") {
+		t.Errorf("a: err = %v", cfgs[0].Err)
 	}
-	if cfgs[1].err != nil || cfgs[1].Args[0] != "--key=s3cr3t-value" {
+	if cfgs[1].Err != nil || cfgs[1].Args[0] != "--key=s3cr3t-value" {
 		t.Errorf("b: %+v", cfgs[1])
-	}
-	// Starting a missing command names the command, not its arguments.
-	_, err = startProcess(&ServerConfig{Name: "b", Command: "toolshelf-missing-cmd", Args: []string{"--key=s3cr3t-value"}}, nil)
-	if err == nil || strings.Contains(err.Error(), "s3cr3t") {
-		t.Errorf("start error = %v", err)
 	}
 }
 
@@ -262,7 +258,7 @@ func TestFileSecrets(t *testing.T) {
 	if !slices.Contains(s.Values, "ci-token-from-a-file-0123") || !slices.Contains(s.Files, filepath.Join(dir, "secrets", "gh")) || !slices.Contains(s.Files, filepath.Join(dir, "secrets", "ci")) {
 		t.Errorf("secrets = %+v", s)
 	}
-	if !slices.Contains(cfg.Servers[0].secrets(), "ghp_fromafile0123456789") {
+	if !slices.Contains(cfg.Servers[0].SecretValues(), "ghp_fromafile0123456789") {
 		t.Errorf("the server's secrets miss the file's value")
 	}
 	bad := []byte(`{"mcpServers": {"gh": {"command": "x", "env": {"T": "${file:secrets/missing}"}}}}`)
@@ -270,7 +266,7 @@ func TestFileSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e := cfg.Servers[0].err; e == nil || !strings.Contains(e.Error(), "secrets/missing") || !strings.Contains(e.Error(), "env.T") {
+	if e := cfg.Servers[0].Err; e == nil || !strings.Contains(e.Error(), "secrets/missing") || !strings.Contains(e.Error(), "env.T") {
 		t.Errorf("missing file: %v", e)
 	}
 }
@@ -306,5 +302,25 @@ func TestParseIdentity(t *testing.T) {
 	secrets := cfg.Secrets()
 	if !slices.Contains(secrets.Values, "client-secret-of-the-gateway") || !slices.Contains(secrets.Files, secretFile) {
 		t.Errorf("the client secret is not one of toolshelf's secrets: %+v", secrets)
+	}
+}
+
+// doctor's warning of secret-looking files in a server's grants.
+func TestSecretLooking(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{".env", "admin-token", "server.pem", "id_ed25519", "id_ed25519.pub", "readme.md", "data.json", "stripe_api_key.txt"} {
+		os.WriteFile(filepath.Join(dir, n), []byte("x"), 0o600)
+	}
+	cfg := ServerConfig{Name: "s", Command: "node", Cwd: dir, ReadPaths: []string{dir}}
+	var names []string
+	for _, f := range cfg.SecretLooking() {
+		names = append(names, filepath.Base(f))
+	}
+	if got := strings.Join(names, " "); got != ".env admin-token id_ed25519 server.pem stripe_api_key.txt" {
+		t.Errorf("secret-looking: %s", got)
+	}
+	cfg.NoContain = true
+	if got := cfg.SecretLooking(); got != nil {
+		t.Errorf("an uncontained server (it sees everything anyway): %v", got)
 	}
 }

@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"fmt"
@@ -18,9 +18,9 @@ import (
 // engines are the container engines recognised, by command name.
 var engines = map[string]bool{"docker": true, "podman": true, "nerdctl": true}
 
-// engineOf is the engine a server's command runs its server with ("" for
+// EngineOf is the engine a server's command runs its server with ("" for
 // none): COMMAND run ….
-func engineOf(cfg *ServerConfig) string {
+func EngineOf(cfg *ServerConfig) string {
 	name := filepath.Base(cfg.Command)
 	if !engines[name] || len(cfg.Args) == 0 || cfg.Args[0] != "run" {
 		return ""
@@ -61,13 +61,13 @@ var hostNamespaces = map[string]bool{"--network": true, "--net": true, "--pid": 
 // checkEngine refuses a docker or podman run whose flags undo its
 // isolation, or mount what the server's "paths" do not grant.
 func checkEngine(cfg *ServerConfig) error {
-	engine := engineOf(cfg)
+	engine := EngineOf(cfg)
 	if engine == "" {
 		return nil
 	}
 	grants := append(append([]string(nil), cfg.ReadPaths...), cfg.WritePaths...)
 	for i := range grants {
-		grants[i] = anchor(grants[i], cfg.Cwd)
+		grants[i] = Anchor(grants[i], cfg.Cwd)
 	}
 	args := cfg.Args[1:]
 	for i := 0; i < len(args); i++ {
@@ -124,8 +124,8 @@ func checkEngineFlag(engine, flag string, takes bool, next func() string, cwd st
 		if host == "" || !filepath.IsAbs(host) && !strings.HasPrefix(host, ".") {
 			return nil // a volume of the engine's own, or a tmpfs
 		}
-		host = anchor(host, cwd)
-		if !under(host, grants) && !slices.Contains(grants, host) {
+		host = Anchor(host, cwd)
+		if !Under(host, grants) && !slices.Contains(grants, host) {
 			return fmt.Errorf("%s run %s %s: the container would see %s, which the server's \"paths\" do not grant; grant it there", engine, flag, v, host)
 		}
 	case takes:

@@ -1,4 +1,4 @@
-package upstream
+package config
 
 import (
 	"os"
@@ -16,16 +16,16 @@ const maxGrantEntries = 2000
 // token file, credentials): a grant holds what is in it, and doctor says
 // so. Only the folders' own entries are looked at.
 func (c *ServerConfig) SecretLooking() []string {
-	if c.transport() != "stdio" || c.NoContain || c.Dial != nil {
+	if c.TransportName() != "stdio" || c.NoContain || c.Dial != nil {
 		return nil
 	}
 	dirs := slices.Concat(c.ReadPaths, c.WritePaths)
-	if !c.cwdDefault && c.Cwd != "" {
+	if !c.CwdDefault && c.Cwd != "" {
 		dirs = append(dirs, c.Cwd)
 	}
 	var out []string
 	for _, d := range dirs {
-		d = anchor(d, c.Cwd)
+		d = Anchor(d, c.Cwd)
 		f, err := os.Open(d)
 		if err != nil {
 			continue
