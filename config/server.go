@@ -60,21 +60,11 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		Name: name, Type: j.Type, Disabled: j.Disabled, AutoApprove: j.AutoApprove,
 		NoPrefix: j.Prefix != nil && !*j.Prefix, Registry: j.Registry,
 	}
-	if j.Trust != "" {
-		t, err := pin.ParseTrust(j.Trust)
-		if err != nil {
-			return sc, err
-		}
-		sc.Trust = t
-	}
-	if r := j.Registry; r != nil && (r.URL == "" || r.Name == "" || r.Version == "") {
-		return sc, errors.New(`"registry" needs "url", "name" and "version": where the entry came from`)
-	}
 	kind, err := j.transport(&sc)
 	if err != nil {
 		return sc, err
 	}
-	for _, step := range []func(*ServerConfig) error{j.alwaysLoad, j.inheritEnv, j.timeout, j.describe, j.toolFilter} {
+	for _, step := range []func(*ServerConfig) error{j.origin, j.alwaysLoad, j.inheritEnv, j.timeout, j.describe, j.toolFilter} {
 		if err := step(&sc); err != nil {
 			return sc, err
 		}
@@ -87,22 +77,55 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 	if err := j.oauth(&sc, kind, x); err != nil {
 		return sc, err
 	}
-	if err := j.signin(&sc); err != nil {
-		return sc, err
-	}
-	if err := j.containment(&sc); err != nil {
-		return sc, err
+	for _, step := range []func(*ServerConfig) error{j.signin, j.containment} {
+		if err := step(&sc); err != nil {
+			return sc, err
+		}
 	}
 	if err := j.paths(&sc, x, getenv); err != nil {
 		return sc, err
 	}
-	if j.Headers != nil {
-		sc.Headers = make(map[string]string, len(j.Headers))
-		for _, k := range slices.Sorted(maps.Keys(j.Headers)) {
-			sc.Headers[k] = x.expand(j.Headers[k], "headers."+k)
+	j.headers(&sc, x)
+	sc.Err, sc.Expanded, sc.Vars, sc.Files = x.err, x.values, x.vars, x.files
+	workdir(&sc, dir)
+	if !sc.NoContain {
+		if err := checkEngine(&sc); err != nil {
+			return sc, err
 		}
 	}
-	sc.Err, sc.Expanded, sc.Vars, sc.Files = x.err, x.values, x.vars, x.files
+	return sc, nil
+}
+
+// origin reads "trust" and "registry": how far the server's tools are
+// trusted, and where the entry came from.
+func (j *serverJSON) origin(sc *ServerConfig) error {
+	if j.Trust != "" {
+		t, err := pin.ParseTrust(j.Trust)
+		if err != nil {
+			return err
+		}
+		sc.Trust = t
+	}
+	if r := j.Registry; r != nil && (r.URL == "" || r.Name == "" || r.Version == "") {
+		return errors.New(`"registry" needs "url", "name" and "version": where the entry came from`)
+	}
+	return nil
+}
+
+// headers expands "headers", for remote servers.
+func (j *serverJSON) headers(sc *ServerConfig, x *expander) {
+	if j.Headers == nil {
+		return
+	}
+	sc.Headers = make(map[string]string, len(j.Headers))
+	for _, k := range slices.Sorted(maps.Keys(j.Headers)) {
+		sc.Headers[k] = x.expand(j.Headers[k], "headers."+k)
+	}
+}
+
+// workdir anchors a stdio server's "cwd" at the configuration's folder
+// (dir), which is its folder when it names none.
+func workdir(sc *ServerConfig, dir string) {
 	if sc.Command != "" && sc.Cwd != "" && !filepath.IsAbs(sc.Cwd) {
 		sc.Cwd = filepath.Join(dir, sc.Cwd)
 	}
@@ -111,12 +134,6 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 		// not: it holds the configuration, and often token files.
 		sc.Cwd, sc.CwdDefault = dir, true
 	}
-	if !sc.NoContain {
-		if err := checkEngine(&sc); err != nil {
-			return sc, err
-		}
-	}
-	return sc, nil
 }
 
 // transport reads "type", "command" and "url": which transport the server
