@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 
 	"github.com/toolshelf/toolshelf/internal/jsonscan"
@@ -139,22 +138,7 @@ func (r *rawRef) UnmarshalJSON(b []byte) error { *r = b; return nil }
 
 func (r rawRef) MarshalJSON() ([]byte, error) { return r, nil }
 
-// readAll reads r whole, in one allocation when r knows its size (a file).
-func readAll(r io.Reader) ([]byte, error) {
-	if st, ok := r.(interface{ Stat() (fs.FileInfo, error) }); ok {
-		if fi, err := st.Stat(); err == nil && fi.Mode().IsRegular() {
-			buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+512))
-			_, err := buf.ReadFrom(r)
-			return buf.Bytes(), err
-		}
-	}
-	if l, ok := r.(interface{ Len() int }); ok { // bytes.Reader, strings.Reader
-		buf := bytes.NewBuffer(make([]byte, 0, l.Len()+512))
-		_, err := buf.ReadFrom(r)
-		return buf.Bytes(), err
-	}
-	return io.ReadAll(r)
-}
+var newline = []byte{'\n'}
 
 // Decode reads a catalog file:
 //
@@ -163,7 +147,7 @@ func readAll(r io.Reader) ([]byte, error) {
 //
 // Errors carry the line they were found at ([FileError]).
 func Decode(r io.Reader) (*Catalog, error) {
-	data, err := readAll(r)
+	data, err := readSpare(r)
 	if err != nil {
 		return nil, err
 	}
@@ -181,24 +165,39 @@ func Decode(r io.Reader) (*Catalog, error) {
 		n += len(s.Tools)
 	}
 	entries := make([]Entry, 0, n)
-	var scratch []byte
 	servers := make([]Server, 0, len(f.Servers))
+	// A tool is kept compacted (a file's spaces are often a third of it).
+	// Read the fast way, its bytes are a slice of data, and it is
+	// compacted where it lies: data is read front to back and the
+	// compacted tools written behind the reading, at w, so the entries
+	// keep slices of the one buffer already held rather than copies as
+	// large as the rest. What lies before w is overwritten, so a tool's
+	// line is counted before it is compacted. Read the slow way, a tool's
+	// bytes are a copy, compacted into a buffer of its own.
+	w, read, line := 0, 0, 1
 	for i, s := range f.Servers {
 		if s.Name == "" {
 			return nil, fmt.Errorf("server %d has no name", i+1)
 		}
 		servers = append(servers, s.Server)
 		for j, raw := range s.Tools {
-			// The file is valid JSON (decoding it said so): each tool
-			// needs only its spaces taken out, not a second validation.
-			// Compacted into a buffer used again, then copied to its exact
-			// size: the entry keeps it, and a file's spaces are often a
-			// third of it.
-			scratch = jsonscan.Compact(scratch[:0], raw)
-			e, err := parseCompact(s.Name, bytes.Clone(scratch))
+			var dst []byte
+			if fast {
+				start := cap(data) - cap(raw) // raw is data[start:...]
+				line += bytes.Count(data[read:start], newline)
+				read, dst = start+len(raw), data[w:w]
+			}
+			compact := jsonscan.Compact(dst, raw)
+			e, err := parseCompact(s.Name, compact[:len(compact):len(compact)])
 			if err != nil {
-				line := lineAt(data, int64(bytes.Index(data, raw)))
+				if !fast {
+					line = lineAt(data, int64(bytes.Index(data, raw)))
+				}
 				return nil, &FileError{Line: line, Err: fmt.Errorf("server %q, tool %d: %v", s.Name, j+1, err)}
+			}
+			if fast {
+				line += bytes.Count(raw, newline)
+				w += len(compact)
 			}
 			entries = append(entries, e)
 		}

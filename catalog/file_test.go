@@ -77,6 +77,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"wrong type", "{\"servers\": {\"name\": \"x\"}}", 1, "wrong type"},
 		{"no name", `{"servers": [{"tools": []}]}`, 0, "server 1 has no name"},
 		{"bad tool", "{\"servers\": [{\"name\": \"x\", \"tools\": [\n{\"description\": \"no name\"}]}]}", 2, `server "x", tool 1: tool has no "name"`},
+		{"bad tool after others", "{\"servers\": [\n  {\"name\": \"a\", \"tools\": [\n    {\"name\": \"t1\",\n     \"description\": \"one\"}]},\n  {\"name\": \"x\", \"tools\": [\n    {\"name\": \"t2\"},\n\n    {\"description\": \"no\\nname\"}]}]}", 8, `server "x", tool 2: tool has no "name"`},
+		{"bad tool, read the slow way", "{\"servers\": [\n  {\"name\": \"x\", \"instructions\": null, \"tools\": [\n    {\"name\": \"t1\"},\n    {\"description\": \"no name\"}]}]}", 4, `server "x", tool 2: tool has no "name"`},
 		{"truncated", "{\"servers\": [", 1, "unexpected end"},
 		{"no servers", `{}`, 1, `no "servers"`},
 		{"trailing", `{"servers": []} {}`, 1, "data after"},

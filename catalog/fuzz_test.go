@@ -6,8 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
+
+	"github.com/toolshelf/toolshelf/internal/jsonscan"
 )
 
 // FuzzQualifiedName checks that any two tools get valid, distinct names,
@@ -169,6 +173,25 @@ func FuzzDecodeValid(f *testing.F) {
 				}
 			}
 		}
+		// Decode compacts the tools where they lie in data: each entry
+		// keeps one tool's compacted bytes all the same (a tool named
+		// twice is kept once).
+		c, err := Decode(bytes.NewReader(slices.Clone(data)))
+		if err != nil {
+			return
+		}
+		tools := map[string]int{}
+		for _, s := range slow.Servers {
+			for _, raw := range s.Tools {
+				tools[string(jsonscan.Compact(nil, raw))]++
+			}
+		}
+		for e := range c.All() {
+			if tools[string(e.Raw)] == 0 {
+				t.Fatalf("%s: an entry keeps %s, no tool of the file", file, e.Raw)
+			}
+			tools[string(e.Raw)]--
+		}
 	})
 }
 
@@ -181,4 +204,41 @@ func TestDecodeValidReadsRealFile(t *testing.T) {
 	if f, ok := decodeValid(data); !ok || len(f.Servers) == 0 {
 		t.Fatal("the built-in catalog was not read in one walk")
 	}
+}
+
+// FuzzReadSpare: leaving out the whitespace between tokens keeps what is
+// valid JSON valid and the same value, keeps what is not invalid, keeps
+// every line where it was, and does not depend on where blocks end.
+func FuzzReadSpare(f *testing.F) {
+	f.Add("{\n  \"servers\": [\n    {\"name\": \"a b\", \"tools\": [ 1 , -2.5e3, true ]}\n  ]\n}\n")
+	f.Add(`[1 2]`)
+	f.Add("[tr ue, \"x\\\" y\", \"\\\\\" , nul\tl]")
+	f.Add("{\"a\"\r\n:\t\"\\u0020 \"}  ")
+	f.Fuzz(func(t *testing.T, in string) {
+		out, err := readSpare(strings.NewReader(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		slow, err := readSpare(iotest.OneByteReader(strings.NewReader(in)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(out, slow) {
+			t.Fatalf("%q: read whole %q, a byte at a time %q", in, out, slow)
+		}
+		if json.Valid([]byte(in)) != json.Valid(out) {
+			t.Fatalf("%q is valid: %v; %q is valid: %v", in, json.Valid([]byte(in)), out, json.Valid(out))
+		}
+		if strings.Count(in, "\n") != bytes.Count(out, []byte("\n")) {
+			t.Fatalf("%q: the lines moved in %q", in, out)
+		}
+		if json.Valid(out) {
+			var a, b bytes.Buffer
+			json.Compact(&a, []byte(in))
+			json.Compact(&b, out)
+			if a.String() != b.String() {
+				t.Fatalf("%q read as %q, another value", in, out)
+			}
+		}
+	})
 }
