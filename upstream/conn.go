@@ -59,11 +59,11 @@ func dial(ctx context.Context, cfg *serverConfig, client *mcp.Client, fs *flight
 	ctx = withoutValues(ctx)
 	life, cancel := context.WithCancel(context.Background())
 	c := &conn{cancel: cancel, name: cfg.Name}
-	kind, ok := transportNamed(cfg.TransportName())
+	dial, ok := dialers[cfg.TransportName()]
 	if !ok {
 		return c, fmt.Errorf("unknown transport %q", cfg.TransportName())
 	}
-	t, err := kind.dial(ctx, cfg, c, logger)
+	t, err := dial(ctx, cfg, c, logger)
 	if err != nil {
 		return c, err
 	}
