@@ -40,28 +40,6 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Transport is a way of reaching a server, as the configuration names
-// it: remote transports take "url", the others "command" (or, in a
-// program, Dial).
-type Transport struct {
-	Name   string
-	Remote bool
-}
-
-// Transports are the transports a server may have (upstream dials each).
-var Transports = []Transport{{Name: "stdio"}, {Name: "http", Remote: true}, {Name: "sse", Remote: true}, {Name: "in-process"}}
-
-// TransportNamed returns the transport of a name, and whether there is
-// one.
-func TransportNamed(name string) (Transport, bool) {
-	for _, t := range Transports {
-		if t.Name == name {
-			return t, true
-		}
-	}
-	return Transport{}, false
-}
-
 // Under reports whether path is inside one of dirs.
 func Under(path string, dirs []string) bool {
 	for _, d := range dirs {
