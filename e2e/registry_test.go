@@ -15,10 +15,14 @@ import (
 
 // TestAddFromRegistry: a real npm server, from a registry on loopback
 // (testdata/registry, and the npm registry's side of the pinned
-// packages, their tarballs from this machine's npm cache), added with
-// toolshelf add: started contained (npx installs it in the sandbox,
-// through the one loopback port add granted), its tools held until
-// approved, then approved and called through the TypeScript SDK client.
+// packages and of an older version, their tarballs from this machine's
+// npm cache), added at its older version with toolshelf add: started
+// contained (npx installs it in the sandbox, through the one loopback
+// port add granted), its tools held until approved, then approved and
+// called through the TypeScript SDK client. toolshelf update then moves
+// it to the newer version, whose tools differ: at the next start they
+// are held, tools diff shows the change, and approved they are called
+// again.
 func TestAddFromRegistry(t *testing.T) {
 	t.Parallel() // waits on processes of its own
 	requireClients(t)
@@ -34,9 +38,11 @@ func TestAddFromRegistry(t *testing.T) {
 		t.Fatalf("npm config get cache: %v", err)
 	}
 	reg := registrytest.Serve(t, "../testdata/registry/servers.json")
-	reg.ServeNPM(t, "../testdata/servers/package-lock.json", strings.TrimSpace(string(out)))
-	if !reg.Cached("@modelcontextprotocol/server-memory", "2026.8.31") {
-		t.Skip("this machine's npm cache lacks the pinned packages' tarballs: run npm ci in testdata/servers (scripts/test.sh does)")
+	reg.ServeNPM(t, strings.TrimSpace(string(out)), "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
+	for _, v := range []string{older, "2026.8.31"} {
+		if !reg.Cached("@modelcontextprotocol/server-memory", v) {
+			t.Skipf("this machine's npm cache lacks server-memory %s's tarball: run npm ci in testdata/servers and testdata/registry/npm (scripts/test.sh does)", v)
+		}
 	}
 
 	dir := t.TempDir()
@@ -48,7 +54,7 @@ func TestAddFromRegistry(t *testing.T) {
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
-	if out, err := toolshelfCmd("\n", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", cfg); err != nil {
+	if out, err := toolshelfCmd("\n", "add", "io.github.modelcontextprotocol/server-memory@"+older, "--registry", reg.URL, "--config", cfg); err != nil {
 		t.Fatalf("toolshelf add: %v\n%s", err, out)
 	}
 	data, _ := os.ReadFile(cfg)
@@ -67,11 +73,17 @@ func TestAddFromRegistry(t *testing.T) {
 
 	token := "registry-test-token-0123456789"
 	os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600)
-	cmd := exec.Command(toolshelf, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--auth-token-file", filepath.Join(dir, "token"))
-	cmd.Env = env
-	url := testenv.Listening(t, cmd, "the gateway", testenv.URLLine)
-	health := strings.TrimSuffix(url, "/mcp") + "/healthz"
-
+	serve := func() (url, health string, stop func()) {
+		cmd := exec.Command(toolshelf, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--auth-token-file", filepath.Join(dir, "token"))
+		cmd.Env = env
+		url = testenv.Listening(t, cmd, "the gateway", testenv.URLLine)
+		stop = func() {
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+		}
+		return url, strings.TrimSuffix(url, "/mcp") + "/healthz", stop
+	}
+	url, health, stop := serve()
 	testenv.Eventually(t, 4*time.Minute, "the added server to start, contained, its tools held", func() bool {
 		h := getWith(t, health, token)
 		return strings.Contains(h, `"quarantined"`) && strings.Contains(h, `"ready"`)
@@ -79,10 +91,10 @@ func TestAddFromRegistry(t *testing.T) {
 	if h := getWith(t, health, token); !strings.Contains(h, `"contained": true`) {
 		t.Errorf("the added server does not run contained:\n%s", h)
 	}
-	call := func() (string, error) {
-		return node(t, "node", "registry-client.mjs", url, token, "mcp__server-memory__read_graph", "{}")
+	call := func(tool string) (string, error) {
+		return node(t, "node", "registry-client.mjs", url, token, "mcp__server-memory__"+tool, "{}")
 	}
-	if out, err := call(); err == nil {
+	if out, err := call("read_graph"); err == nil {
 		t.Fatalf("a held tool was called before approval: %s", out)
 	}
 	if out, err := toolshelfCmd("", "tools", "approve", "server-memory", "--config", cfg); err != nil {
@@ -90,10 +102,43 @@ func TestAddFromRegistry(t *testing.T) {
 	}
 	var got string
 	testenv.Eventually(t, time.Minute, "the approved tool to be called", func() bool {
-		got, err = call()
+		got, err = call("read_graph")
 		return err == nil
 	})
 	if !strings.Contains(got, "entities") {
 		t.Errorf("read_graph through the TypeScript SDK client: %s", got)
 	}
+	stop()
+
+	// The newer version: update writes it, the next start installs it,
+	// and what changed of its tools is held until approved again.
+	if out, err := toolshelfCmd("", "update", "server-memory", "--config", cfg); err != nil || !strings.Contains(out, older+" → 2026.8.31") {
+		t.Fatalf("toolshelf update: %v\n%s", err, out)
+	}
+	url, health, _ = serve()
+	testenv.Eventually(t, 4*time.Minute, "the updated server to start with its changed tools held", func() bool {
+		h := getWith(t, health, token)
+		return strings.Contains(h, `"quarantined"`) && strings.Contains(h, `"ready"`)
+	})
+	if out, err := call("read_graph"); err == nil {
+		t.Fatalf("a changed tool was called before approval: %s", out)
+	}
+	// Every tool of the newer version gained annotations (readOnlyHint
+	// and the like): tools diff names the field.
+	diff, _ := toolshelfCmd("", "tools", "diff", "server-memory", "--config", cfg)
+	t.Logf("tools diff after the update:\n%s", diff)
+	if !strings.Contains(diff, "server-memory/read_graph: changed") || !strings.Contains(diff, "annotations.readOnlyHint: added true") || !strings.Contains(diff, "9 quarantined") {
+		t.Errorf("tools diff after the update:\n%s", diff)
+	}
+	if out, err := toolshelfCmd("", "tools", "approve", "server-memory", "--config", cfg); err != nil {
+		t.Fatalf("tools approve after the update: %v\n%s", err, out)
+	}
+	testenv.Eventually(t, time.Minute, "the changed tool, approved, to be called", func() bool {
+		got, err = call("read_graph")
+		return err == nil
+	})
 }
+
+// older is the version of server-memory the registry's entries and
+// testdata/registry/npm hold beside the pinned one.
+const older = "2026.1.26"

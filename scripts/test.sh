@@ -4,12 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The real MCP servers the integration tests start, and the real MCP
+# The real MCP servers the integration tests start (and an older version
+# of one, for toolshelf update), and the real MCP
 # clients that drive the gateway (TypeScript SDK, Inspector CLI, conformance
 # suite with Node 22), and a small sentence encoder for the semantic
 # engines (scripts/embed-server), pinned by their lockfiles. Puppeteer's
 # browser download is skipped: listing its tools needs none.
-for dir in testdata/servers testdata/clients testdata/idp testdata/apps scripts/embed-server; do
+for dir in testdata/servers testdata/registry/npm testdata/clients testdata/idp testdata/apps scripts/embed-server; do
   (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 done
 

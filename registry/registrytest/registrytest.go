@@ -204,60 +204,91 @@ func (r *Registry) list(w http.ResponseWriter, q url.Values) {
 	json.NewEncoder(w).Encode(map[string]any{"servers": out[start:end], "metadata": meta})
 }
 
-// ServeNPM serves, under /npm, the npm registry's side of every package a
-// package-lock.json holds: each one's metadata (its versions, their
-// dependencies, and a tarball here with the lock's integrity), and the
-// tarballs themselves from an npm cache (npm config get cache) that an
-// npm ci of that lock filled. npx run with npm_config_registry=URL/npm
-// then installs offline from this machine what the lock pinned.
-func (r *Registry) ServeNPM(t testing.TB, lockFile, npmCache string) {
+// ServeNPM serves, under /npm, the npm registry's side of every package
+// the package-lock.json files hold: each one's metadata (its versions,
+// their dependencies, and a tarball here with the lock's integrity), and
+// the tarballs themselves from an npm cache (npm config get cache) that
+// an npm ci of those locks filled. A package a lock holds under an alias
+// ("old": "npm:pkg@1.0.0") is served under its own name: an older
+// version beside the pinned one. npx run with npm_config_registry=URL/npm
+// then installs offline from this machine what the locks pinned.
+func (r *Registry) ServeNPM(t testing.TB, npmCache string, lockFiles ...string) {
 	t.Helper()
-	data, err := os.ReadFile(lockFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lock struct {
-		Packages map[string]map[string]any `json:"packages"`
-	}
-	if err := json.Unmarshal(data, &lock); err != nil {
-		t.Fatalf("%s: %v", lockFile, err)
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.packuments, r.tarballs = map[string]map[string]any{}, filepath.Join(npmCache, "_cacache", "content-v2", "sha512")
-	for path, p := range lock.Packages {
-		i := strings.LastIndex(path, "node_modules/")
-		if i < 0 {
-			continue // the root
-		}
-		name := path[i+len("node_modules/"):]
-		version, _ := p["version"].(string)
-		integrity, _ := p["integrity"].(string)
-		sum, ok := strings.CutPrefix(integrity, "sha512-")
-		if version == "" || !ok {
-			continue // linked, or bundled
-		}
-		raw, err := base64.StdEncoding.DecodeString(sum)
+	for _, lockFile := range lockFiles {
+		data, err := os.ReadFile(lockFile)
 		if err != nil {
-			continue
+			t.Fatal(err)
 		}
-		manifest := map[string]any{"name": name, "version": version,
-			"dist": map[string]any{"integrity": integrity, "tarball": r.URL + "/npm/-/tarball/" + hex.EncodeToString(raw)}}
-		for _, k := range []string{"dependencies", "optionalDependencies", "peerDependencies", "peerDependenciesMeta", "bin", "engines", "os", "cpu"} {
-			if v, ok := p[k]; ok {
-				manifest[k] = v
-			}
+		var lock struct {
+			Packages map[string]map[string]any `json:"packages"`
 		}
-		pk := r.packuments[name]
-		if pk == nil {
-			pk = map[string]any{"name": name, "versions": map[string]any{}, "dist-tags": map[string]any{"latest": version}}
-			r.packuments[name] = pk
+		if err := json.Unmarshal(data, &lock); err != nil {
+			t.Fatalf("%s: %v", lockFile, err)
 		}
-		pk["versions"].(map[string]any)[version] = manifest
-		if latest, _ := pk["dist-tags"].(map[string]any)["latest"].(string); latest < version {
-			pk["dist-tags"].(map[string]any)["latest"] = version
+		for path, p := range lock.Packages {
+			r.addPackage(path, p)
 		}
 	}
+}
+
+// addPackage adds a package-lock entry (at path) to the packuments.
+func (r *Registry) addPackage(path string, p map[string]any) {
+	i := strings.LastIndex(path, "node_modules/")
+	if i < 0 {
+		return // the root
+	}
+	name, _ := p["name"].(string) // set for an alias
+	if name == "" {
+		name = path[i+len("node_modules/"):]
+	}
+	version, _ := p["version"].(string)
+	integrity, _ := p["integrity"].(string)
+	sum, ok := strings.CutPrefix(integrity, "sha512-")
+	if version == "" || !ok {
+		return // linked, or bundled
+	}
+	raw, err := base64.StdEncoding.DecodeString(sum)
+	if err != nil {
+		return
+	}
+	manifest := map[string]any{"name": name, "version": version,
+		"dist": map[string]any{"integrity": integrity, "tarball": r.URL + "/npm/-/tarball/" + hex.EncodeToString(raw)}}
+	for _, k := range []string{"dependencies", "optionalDependencies", "peerDependencies", "peerDependenciesMeta", "bin", "engines", "os", "cpu"} {
+		if v, ok := p[k]; ok {
+			manifest[k] = v
+		}
+	}
+	pk := r.packuments[name]
+	if pk == nil {
+		pk = map[string]any{"name": name, "versions": map[string]any{}, "dist-tags": map[string]any{"latest": version}}
+		r.packuments[name] = pk
+	}
+	pk["versions"].(map[string]any)[version] = manifest
+	if latest, _ := pk["dist-tags"].(map[string]any)["latest"].(string); semverLess(latest, version) {
+		pk["dist-tags"].(map[string]any)["latest"] = version
+	}
+}
+
+// semverLess compares two versions by their numbers (1.10.0 after 1.9.0);
+// pre-releases and the like are compared as text.
+func semverLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < min(len(as), len(bs)); i++ {
+		x, errX := strconv.Atoi(as[i])
+		y, errY := strconv.Atoi(bs[i])
+		switch {
+		case errX != nil || errY != nil:
+			if as[i] != bs[i] {
+				return as[i] < bs[i]
+			}
+		case x != y:
+			return x < y
+		}
+	}
+	return len(as) < len(bs)
 }
 
 // tarball serves a tarball from the npm cache by its sha512, in hex.
