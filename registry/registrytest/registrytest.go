@@ -71,20 +71,6 @@ func Serve(t testing.TB, file string) *Registry {
 	return r
 }
 
-// Publish adds an entry (a new version is the latest; the others of its
-// server no longer are).
-func (r *Registry) Publish(e registry.Entry) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i := range r.entries {
-		if r.entries[i].Server.Name == e.Server.Name {
-			r.entries[i].Meta.Official.IsLatest = false
-		}
-	}
-	e.Meta.Official.IsLatest = true
-	r.entries = append(r.entries, e)
-}
-
 // SetStatus sets the status of every version of a server.
 func (r *Registry) SetStatus(name, status, message string, at time.Time) {
 	r.mu.Lock()
