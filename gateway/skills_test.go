@@ -75,6 +75,25 @@ func newSkillFleet(t *testing.T) *skillFleet {
 	return f
 }
 
+// serve serves the fleet's skills beside the built-in catalog's tools
+// through a gateway, and connects a client to it.
+func (f *skillFleet) serve(t *testing.T) (context.Context, *Server, *mcp.ClientSession) {
+	t.Helper()
+	tools, err := mcptest.NewServer("tools", f.tools, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool([]config.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	t.Cleanup(cancel)
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, pool.Scope(nil), nil)
+	return ctx, g, connect(t, g, nil)
+}
+
 // What an agent pays to find and load one skill among fifty of about
 // 2,000 tokens each: with every SKILL.md in its context, with a host
 // that lists every skill's name and description each turn (the Agent
@@ -83,19 +102,7 @@ func newSkillFleet(t *testing.T) *skillFleet {
 // SKILL.md. The figures are docs/benchmarks.md's.
 func TestSkillTokens(t *testing.T) {
 	f := newSkillFleet(t)
-	tools, err := mcptest.NewServer("tools", f.tools, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := upstream.NewPool([]config.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
-	defer cancel()
-	if err := pool.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g := newGateway(t, pool.Scope(nil), nil)
-	cs := connect(t, g, nil)
+	ctx, _, cs := f.serve(t)
 	search := func(query string) (string, []shelf.Match) {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: toolSearch, Arguments: map[string]any{"query": query}})
 		if err != nil || res.IsError {
@@ -159,19 +166,7 @@ func inMemoryDial(srv *mcp.Server) func(context.Context) (mcp.Transport, error) 
 // that ranks skills with tools (TestFacesAgree's rule, for skills).
 func TestSkillFacesAgree(t *testing.T) {
 	f := newSkillFleet(t)
-	tools, err := mcptest.NewServer("tools", f.tools, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := upstream.NewPool([]config.ServerConfig{{Name: "tools", Dial: inMemoryDial(tools)}, {Name: "skills", Dial: f.server.Dial}}, nil)
-	background(t, pool.Run)
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
-	defer cancel()
-	if err := pool.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	g := newGateway(t, pool.Scope(nil), nil)
-	cs := connect(t, g, nil)
+	ctx, g, cs := f.serve(t)
 	testenv.Eventually(t, 30*time.Second, "the skills to be searched", func() bool {
 		res := call(t, cs, toolSearch, map[string]any{"query": f.skills[0].query})
 		return strings.Contains(text(res), `"skill":`)

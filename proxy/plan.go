@@ -201,12 +201,22 @@ func (p *plan) rewrite(req messages.Request, msgs []messages.Message) messages.R
 	if p.additions {
 		return p.rewriteAdding(req, msgs)
 	}
-	out := req
+	out, _ := p.withSearch(req, false)
 	out.Messages = msgs
+	return out
+}
+
+// withSearch is req with the deferred tools left out (all of them when
+// inline, else those not loaded), the search tool added, and the left-out
+// tools announced in the system prompt; held are the tools left out.
+func (p *plan) withSearch(req messages.Request, inline bool) (out messages.Request, held map[string]messages.Tool) {
+	out = req
 	out.Tools = nil
+	held = map[string]messages.Tool{}
 	var announced []string
 	for _, t := range req.Tools {
-		if t.Type == "" && p.deferred[t.Name] && !p.loaded[t.Name] {
+		if t.Type == "" && p.deferred[t.Name] && (inline || !p.loaded[t.Name]) {
+			held[t.Name] = t
 			announced = append(announced, t.Name)
 			continue
 		}
@@ -222,7 +232,7 @@ func (p *plan) rewrite(req messages.Request, msgs []messages.Message) messages.R
 		"\nThese tools are not loaded: call " + p.searchName + " to load the ones you need, then call them."
 	out.Extra["system"] = appendSystem(req.Extra["system"], text)
 	delete(out.Extra, "stream")
-	return out
+	return out, held
 }
 
 // appendSystem adds a text block to a request's system prompt, which may
@@ -255,28 +265,7 @@ func appendSystem(system json.RawMessage, text string) json.RawMessage {
 // assistant message that first called it. Nothing before the newest
 // message changes, so the prompt cache holds.
 func (p *plan) rewriteAdding(req messages.Request, msgs []messages.Message) messages.Request {
-	out := req
-	out.Tools = nil
-	defs := map[string]messages.Tool{}
-	var announced []string
-	for _, t := range req.Tools {
-		if t.Type == "" && p.deferred[t.Name] {
-			defs[t.Name] = t
-			announced = append(announced, t.Name)
-			continue
-		}
-		out.Tools = append(out.Tools, t)
-	}
-	out.Tools = append(out.Tools, searchTool(p.searchName, len(announced)))
-	slices.Sort(announced)
-	out.Extra = make(map[string]json.RawMessage, len(req.Extra)+1)
-	for k, v := range req.Extra {
-		out.Extra[k] = v
-	}
-	text := messages.Announcement(announced, p.set.servers) +
-		"\nThese tools are not loaded: call " + p.searchName + " to load the ones you need, then call them."
-	out.Extra["system"] = appendSystem(req.Extra["system"], text)
-	delete(out.Extra, "stream")
+	out, defs := p.withSearch(req, true)
 	added := messages.AddedTools(msgs)
 	out.Messages = make([]messages.Message, 0, len(msgs)+1)
 	for _, m := range msgs {
