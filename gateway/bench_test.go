@@ -119,22 +119,7 @@ func callPairWith(b testing.TB, tel *telemetry.Telemetry, live *rules.Live) (dir
 func BenchmarkCall(b *testing.B) {
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	direct, via := callPair(b)
-	args := map[string]any{"text": "hello"}
-	b.Run("path=direct", func(b *testing.B) {
-		for b.Loop() {
-			if _, err := direct.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("path=gateway", func(b *testing.B) {
-		for b.Loop() {
-			res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: map[string]any{"name": "mcp__echo__echo", "arguments": args}})
-			if err != nil || res.IsError {
-				b.Fatal(err, res)
-			}
-		}
-	})
+	benchCallPair(b, direct, via)
 }
 
 // BenchmarkCallHTTP is BenchmarkCall over streamable HTTP on loopback,
@@ -168,6 +153,12 @@ func BenchmarkCallHTTP(b *testing.B) {
 	}
 	direct := session(upstreamURL.URL, nil)
 	via := session(front.URL+"/mcp", http.Header{"Authorization": {"Bearer bench-token"}})
+	benchCallPair(b, direct, via)
+}
+
+// benchCallPair calls echo directly and through the gateway, as
+// sub-benchmarks path=direct and path=gateway.
+func benchCallPair(b *testing.B, direct, via *mcp.ClientSession) {
 	args := map[string]any{"text": "hello"}
 	b.Run("path=direct", func(b *testing.B) {
 		for b.Loop() {
