@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/toolshelf/toolshelf/internal/jsonscan"
 )
 
@@ -230,20 +231,56 @@ func (s *Server) serveExtensions(next http.Handler) http.Handler {
 			return
 		}
 		e := envelopeOf(r)
-		answer := s.extensionMethod(e)
-		if answer == nil {
+		res, rpcErr, ok := s.answerExtension(r.Context(), e)
+		if !ok {
 			next.ServeHTTP(w, r)
 			return
 		}
-		res, rpcErr := answer(r.Context(), e.method, e.body)
-		w.Header().Set("Content-Type", "application/json")
 		writeRPC(w, e.id, res, rpcErr)
 	})
 }
 
+// answerExtension answers e if it is a request of an extension's method
+// the go-sdk has none for (ok), over any transport: its params read, and
+// its result written, once here for every method.
+func (s *Server) answerExtension(ctx context.Context, e *envelope) (result, rpcErr json.RawMessage, ok bool) {
+	answer := s.extensionMethod(e)
+	if answer == nil {
+		return nil, nil, false
+	}
+	var msg struct {
+		Params extensionParams `json:"params"`
+	}
+	if err := json.Unmarshal(e.body, &msg); err != nil {
+		return nil, rpcError(jsonrpc.CodeInvalidParams, e.method+": "+cut(err.Error(), echoLimit)), true
+	}
+	res, rpcErr := answer(ctx, e.method, msg.Params)
+	if rpcErr != nil {
+		return nil, rpcErr, true
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, rpcError(jsonrpc.CodeInternalError, err.Error()), true
+	}
+	return b, nil, true
+}
+
+// extensionParams are the params of the extensions' methods the gateway
+// answers itself: what a skill, a group or a folder is named by, and the
+// page asked for.
+type extensionParams struct {
+	URI    string `json:"uri"`
+	Name   string `json:"name"`
+	Cursor string `json:"cursor"`
+}
+
+// An extensionMethod answers one of those methods: its result, or a
+// JSON-RPC error.
+type extensionMethod func(ctx context.Context, method string, p extensionParams) (result any, rpcErr json.RawMessage)
+
 // extensionMethod is what answers a request of an extension's method the
 // go-sdk has none for, or nil.
-func (s *Server) extensionMethod(e *envelope) func(ctx context.Context, method string, body []byte) (json.RawMessage, json.RawMessage) {
+func (s *Server) extensionMethod(e *envelope) extensionMethod {
 	if e == nil || e.batch || !e.valid || len(e.id) == 0 {
 		return nil
 	}

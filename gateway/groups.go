@@ -140,23 +140,14 @@ func (s *Server) skillUses(snap *served, sk *upstream.ServedSkill) []string {
 	return out
 }
 
-// groupsMethod answers groups/list or groups/get of a request's body.
-func (s *Server) groupsMethod(ctx context.Context, method string, body []byte) (result, rpcErr json.RawMessage) {
-	var msg struct {
-		Params struct {
-			Name   string `json:"name"`
-			Cursor string `json:"cursor"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(body, &msg); err != nil {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, method+": "+cut(err.Error(), echoLimit))
-	}
+// groupsMethod answers groups/list or groups/get.
+func (s *Server) groupsMethod(ctx context.Context, method string, p extensionParams) (any, json.RawMessage) {
 	s.awaitPending(ctx, func(*served) bool { return false }) // as lists wait (awaitLists)
 	all := s.groups(ctx)
 	var res any
 	if method == "groups/list" {
 		start := 0
-		if c := msg.Params.Cursor; c != "" {
+		if c := p.Cursor; c != "" {
 			start = len(all)
 			if i := slices.IndexFunc(all, func(g *group) bool { return g.Name == c }); i >= 0 {
 				start = i + 1
@@ -176,9 +167,9 @@ func (s *Server) groupsMethod(ctx context.Context, method string, body []byte) (
 		}
 		res = page
 	} else {
-		i := slices.IndexFunc(all, func(g *group) bool { return g.Name == msg.Params.Name })
+		i := slices.IndexFunc(all, func(g *group) bool { return g.Name == p.Name })
 		if i < 0 {
-			return nil, rpcError(-32002, fmt.Sprintf("no group is named %s", quoteClipped(msg.Params.Name)))
+			return nil, rpcError(-32002, fmt.Sprintf("no group is named %s", quoteClipped(p.Name)))
 		}
 		got, err := s.groupContents(ctx, all[i])
 		if err != nil {
@@ -186,11 +177,7 @@ func (s *Server) groupsMethod(ctx context.Context, method string, body []byte) (
 		}
 		res = got
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, err.Error())
-	}
-	return b, nil
+	return res, nil
 }
 
 // groupResult is groups/get's answer.

@@ -150,6 +150,13 @@ func TestGroups(t *testing.T) {
 	if _, _, e := c.get("nothing-here"); e == nil || e["code"] != float64(-32002) {
 		t.Errorf("an unknown group: %v, want -32002", e)
 	}
+	// Params of a shape the methods do not take are refused, for every
+	// method the gateway answers itself.
+	for _, method := range []string{"groups/list", "skills/list"} {
+		if res, e := c.rpc(method, map[string]any{"cursor": []int{1}}); e == nil || e["code"] != float64(-32602) {
+			t.Errorf("%s with a cursor that is no string: %s %v, want -32602", method, res, e)
+		}
+	}
 
 	// Search mode lists only the meta tools; the client calls what the
 	// group brought by its name.

@@ -520,19 +520,11 @@ func (s *Server) healthz(token string) http.Handler {
 func (s *Server) ServeStdio(ctx context.Context, t mcp.Transport) error {
 	if st, ok := t.(*stdioTransport); ok {
 		answer := func(e *envelope) []byte {
-			f := s.extensionMethod(e)
-			if f == nil {
+			res, rpcErr, ok := s.answerExtension(ctx, e)
+			if !ok {
 				return nil
 			}
-			res, rpcErr := f(ctx, e.method, e.body)
-			msg := map[string]any{"jsonrpc": "2.0", "id": json.RawMessage(e.id)}
-			if rpcErr != nil {
-				msg["error"] = rpcErr
-			} else {
-				msg["result"] = res
-			}
-			b, _ := json.Marshal(msg)
-			return b
+			return rpcResponse(e.id, res, rpcErr)
 		}
 		st.answers.Store(&answer)
 	}

@@ -41,26 +41,17 @@ func entryOf(s upstream.ServedSkill) skillEntry {
 	return skillEntry{URI: s.URI, Frontmatter: s.Frontmatter, Resources: s.Files}
 }
 
-// skillsMethod answers skills/list or skills/get of a request's body.
-func (s *Server) skillsMethod(ctx context.Context, method string, body []byte) (result, rpcErr json.RawMessage) {
-	var msg struct {
-		Params struct {
-			URI    string `json:"uri"`
-			Cursor string `json:"cursor"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(body, &msg); err != nil {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, method+": "+cut(err.Error(), echoLimit))
-	}
+// skillsMethod answers skills/list or skills/get.
+func (s *Server) skillsMethod(ctx context.Context, method string, p extensionParams) (any, json.RawMessage) {
 	// A server still starting may have skills: waited for, as lists
 	// wait (awaitLists).
 	s.awaitPending(ctx, func(*served) bool { return false })
 	scope := s.listScope()
 	var res map[string]any
 	if method == "skills/get" {
-		sk, err := s.up.Skill(ctx, msg.Params.URI)
+		sk, err := s.up.Skill(ctx, p.URI)
 		if err != nil {
-			return nil, rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("no skill is served at %s: %v", quoteClipped(msg.Params.URI), err))
+			return nil, rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("no skill is served at %s: %v", quoteClipped(p.URI), err))
 		}
 		res = map[string]any{"skill": entryOf(sk)}
 	} else {
@@ -68,7 +59,7 @@ func (s *Server) skillsMethod(ctx context.Context, method string, body []byte) (
 		// The cursor is the URI of the last skill of the page before:
 		// stable while skills come and go.
 		start := 0
-		if c := msg.Params.Cursor; c != "" {
+		if c := p.Cursor; c != "" {
 			start = len(all)
 			for i, sk := range all {
 				if sk.URI > c {
@@ -88,11 +79,7 @@ func (s *Server) skillsMethod(ctx context.Context, method string, body []byte) (
 		}
 	}
 	res["resultType"], res["ttlMs"], res["cacheScope"] = "complete", listTTL, scope
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, err.Error())
-	}
-	return b, nil
+	return res, nil
 }
 
 // readSkillFile reads a file of a trusted skill, as pinned.
@@ -129,19 +116,13 @@ func (s *Server) updateSkills() {
 // directoryMethod answers resources/directory/read of a skill's folder
 // (the skills extension's directoryRead, where a server offers it): the
 // pinned files and folders of it that its server lists.
-func (s *Server) directoryMethod(ctx context.Context, method string, body []byte) (result, rpcErr json.RawMessage) {
-	var msg struct {
-		Params struct {
-			URI    string `json:"uri"`
-			Cursor string `json:"cursor"`
-		} `json:"params"`
-	}
-	if err := json.Unmarshal(body, &msg); err != nil || msg.Params.URI == "" {
+func (s *Server) directoryMethod(ctx context.Context, method string, p extensionParams) (any, json.RawMessage) {
+	if p.URI == "" {
 		return nil, rpcError(jsonrpc.CodeInvalidParams, method+": params.uri is required")
 	}
-	entries, next, err := s.up.SkillDirectory(ctx, msg.Params.URI, msg.Params.Cursor)
+	entries, next, err := s.up.SkillDirectory(ctx, p.URI, p.Cursor)
 	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("%s is not a folder of a skill served here: %v", quoteClipped(msg.Params.URI), err))
+		return nil, rpcError(jsonrpc.CodeInvalidParams, fmt.Sprintf("%s is not a folder of a skill served here: %v", quoteClipped(p.URI), err))
 	}
 	if entries == nil {
 		entries = []*mcp.Resource{}
@@ -150,11 +131,7 @@ func (s *Server) directoryMethod(ctx context.Context, method string, body []byte
 	if next != "" {
 		res["nextCursor"] = next
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, rpcError(jsonrpc.CodeInternalError, err.Error())
-	}
-	return b, nil
+	return res, nil
 }
 
 // skillsSettings is the skills extension's settings as the gateway

@@ -555,14 +555,20 @@ func (t *tasker) orphaned(ctx context.Context, task *Task) {
 
 // writeRPC writes a JSON-RPC answer.
 func writeRPC(w http.ResponseWriter, id json.RawMessage, result, rpcErr json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Write(append(rpcResponse(id, result, rpcErr), '\n'))
+}
+
+// rpcResponse is the JSON-RPC response of id: its result, or its error.
+func rpcResponse(id json.RawMessage, result, rpcErr json.RawMessage) []byte {
 	msg := map[string]any{"jsonrpc": "2.0", "id": id}
 	if rpcErr != nil {
 		msg["error"] = rpcErr
 	} else {
 		msg["result"] = result
 	}
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(msg)
+	b, _ := json.Marshal(msg)
+	return b
 }
 
 func rpcError(code int, message string) json.RawMessage {
