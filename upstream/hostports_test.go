@@ -19,21 +19,9 @@ func TestHostPortsRefuseWhatTheyCannotCarry(t *testing.T) {
 	// A service that holds every connection open until the test ends.
 	held := make(chan struct{})
 	t.Cleanup(func() { close(held) })
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() { c.Write([]byte("hello\n")); <-held; c.Close() }()
-		}
-	}()
-	port := l.Addr().(*net.TCPAddr).Port
+	addr := testenv.TCPServer(t, func(c net.Conn) { c.Write([]byte("hello\n")); <-held; c.Close() })
+	_, p, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(p)
 	closedPort := func() int { // a port nothing listens on
 		l, _ := net.Listen("tcp", "127.0.0.1:0")
 		defer l.Close()

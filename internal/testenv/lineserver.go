@@ -12,6 +12,19 @@ import (
 // waited) and is closed. It returns the address.
 func LineServer(t testing.TB, answer func(got string) string) string {
 	t.Helper()
+	return TCPServer(t, func(c net.Conn) {
+		defer c.Close()
+		line := make([]byte, 256)
+		n, _ := c.Read(line)
+		c.Write([]byte(answer(strings.TrimSpace(string(line[:n]))) + "\n"))
+	})
+}
+
+// TCPServer listens on a free port of the loopback until the test ends
+// and hands each connection to serve, in a goroutine of its own. It
+// returns the address.
+func TCPServer(t testing.TB, serve func(net.Conn)) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -23,12 +36,7 @@ func LineServer(t testing.TB, answer func(got string) string) string {
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				line := make([]byte, 256)
-				n, _ := c.Read(line)
-				c.Write([]byte(answer(strings.TrimSpace(string(line[:n]))) + "\n"))
-			}()
+			go serve(c)
 		}
 	}()
 	return l.Addr().String()
