@@ -148,21 +148,10 @@ func TestSandboxPlan(t *testing.T) {
 // "network": false leaves it none at all.
 func TestContainedWithoutNetwork(t *testing.T) {
 	needSandbox(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("a local service answers\n"))
-			c.Close()
-		}
-	}()
+	addr := testenv.TCPServer(t, func(c net.Conn) {
+		c.Write([]byte("a local service answers\n"))
+		c.Close()
+	})
 	on := contained("on", "hostile", nil)
 	off := contained("off", "hostile", nil)
 	off.NoNetwork = true
@@ -174,7 +163,6 @@ func TestContainedWithoutNetwork(t *testing.T) {
 		}
 		return textOf(t, res)
 	}
-	addr := l.Addr().String()
 	ownNet := findSandbox().slirp != ""
 	for _, server := range []string{"on", "off"} {
 		got := hostile(server, "connect", `{"address":"`+addr+`","line":"hello"}`)
@@ -186,7 +174,7 @@ func TestContainedWithoutNetwork(t *testing.T) {
 			t.Errorf("%s: a contained server reached a service on the host's loopback: %s", server, got)
 		}
 		// Through the address a user-mode network gives the host.
-		if got := hostile(server, "connect", `{"address":"10.0.2.2:`+strconv.Itoa(l.Addr().(*net.TCPAddr).Port)+`","line":"hello"}`); !strings.HasPrefix(got, "refused") {
+		if got := hostile(server, "connect", `{"address":"10.0.2.2:`+addr[strings.LastIndex(addr, ":")+1:]+`","line":"hello"}`); !strings.HasPrefix(got, "refused") {
 			t.Errorf("%s: a contained server reached the host's loopback through 10.0.2.2: %s", server, got)
 		}
 	}
