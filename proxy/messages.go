@@ -309,25 +309,40 @@ const nativeTool = `{"type":"tool_search_tool_bm25_20251119","name":"tool_search
 // and bridges often do not), and the model one that reads tool_reference
 // blocks (the policy's model gate).
 func (s *Server) native(model string) bool {
-	switch s.opts.Native {
-	case NativeAlways:
-		return true
-	case NativeNever:
-		return false
-	}
-	return s.upstream.Hostname() == "api.anthropic.com" && policy.ModelSupported(model, nil)
+	return chosen(s.opts.Native, func() bool {
+		return s.upstream.Hostname() == "api.anthropic.com" && policy.ModelSupported(model, nil)
+	})
 }
 
 // addsTools reports whether the proxy's search rounds add found tools in
 // the middle of the conversation for a model (Options.ToolAdditions).
 func (s *Server) addsTools(model string) bool {
-	switch s.opts.ToolAdditions {
-	case ToolAdditionsAlways:
+	return chosen(s.opts.ToolAdditions, func() bool { return messages.AddsToolsMidConversation(model) })
+}
+
+// autoAlwaysNever checks a setting of auto, always or never (flag names
+// it in the error); empty is auto.
+func autoAlwaysNever(v *string, flag string) error {
+	switch *v {
+	case "":
+		*v = "auto"
+	case "auto", "always", "never":
+	default:
+		return fmt.Errorf("%s %q: want auto, always or never", flag, *v)
+	}
+	return nil
+}
+
+// chosen is a setting of auto, always or never: always, never, or what
+// auto decides.
+func chosen(v string, auto func() bool) bool {
+	switch v {
+	case "always":
 		return true
-	case ToolAdditionsNever:
+	case "never":
 		return false
 	}
-	return messages.AddsToolsMidConversation(model)
+	return auto()
 }
 
 // native rewrites a request for the API's own tool search: the deferred

@@ -150,19 +150,11 @@ func New(opts *Options) (*Server, error) {
 	if s.opts.Settings.Mode == "" {
 		s.opts.Settings = policy.Settings{Mode: policy.ModeAuto, Percent: policy.DefaultPercent}
 	}
-	switch s.opts.Native {
-	case "":
-		s.opts.Native = NativeAuto
-	case NativeAuto, NativeAlways, NativeNever:
-	default:
-		return nil, fmt.Errorf("--native %q: want auto, always or never", s.opts.Native)
+	if err := autoAlwaysNever(&s.opts.Native, "--native"); err != nil {
+		return nil, err
 	}
-	switch s.opts.ToolAdditions {
-	case "":
-		s.opts.ToolAdditions = ToolAdditionsAuto
-	case ToolAdditionsAuto, ToolAdditionsAlways, ToolAdditionsNever:
-	default:
-		return nil, fmt.Errorf("--tool-additions %q: want auto, always or never", s.opts.ToolAdditions)
+	if err := autoAlwaysNever(&s.opts.ToolAdditions, "--tool-additions"); err != nil {
+		return nil, err
 	}
 	if s.opts.MaxRounds <= 0 {
 		s.opts.MaxRounds = DefaultMaxRounds

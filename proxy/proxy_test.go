@@ -517,3 +517,21 @@ func TestNativeToolSearch(t *testing.T) {
 		t.Error("a bad Native setting was taken")
 	}
 }
+
+// A setting of auto, always or never that is none of them is refused,
+// naming the flag: the proxy does not guess.
+func TestUnknownChoiceRefused(t *testing.T) {
+	const api = "http://127.0.0.1:1"
+	for _, o := range []Options{{Upstream: api, Native: "sometimes"}, {Upstream: api, ToolAdditions: "ALWAYS"}} {
+		if _, err := New(&o); err == nil || !strings.Contains(err.Error(), "want auto, always or never") {
+			t.Errorf("%+v: %v", o, err)
+		}
+	}
+	s, err := New(&Options{Upstream: api})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.opts.Native != NativeAuto || s.opts.ToolAdditions != ToolAdditionsAuto {
+		t.Errorf("defaults: %q %q", s.opts.Native, s.opts.ToolAdditions)
+	}
+}
