@@ -225,3 +225,27 @@ func TestCallerOf(t *testing.T) {
 		t.Error("one client's two connections are two callers")
 	}
 }
+
+// A request whose envelope is ambiguous (a key the gateway reads given
+// twice, in any case, or a field of the wrong type) is refused at the
+// front door for every method, whether or not a check reads that key
+// today: the SDK takes the last of two keys, and a check could read
+// another.
+func TestAmbiguousRequestsRefused(t *testing.T) {
+	g, _ := gatewayFor(t, nil, standardUpstreams(t)...)
+	srv := httptest.NewServer(g.Handler(&HTTPOptions{AdminToken: testAdmin}))
+	t.Cleanup(srv.Close)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list","METHOD":"tools/call","params":{"name":"mcp__slack__post_message","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"prompts/get","params":{"name":"a","Name":"b"}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tasks/get","params":{"taskId":"mine","TaskID":"theirs"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":["call_tool"],"arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__slack__post_message","NAME":"mcp__github__delete_repo"}}}`,
+		`{"jsonrpc":"2.0","id":6,"method":"resources/read","params":"skill://x"}`,
+	} {
+		st, got, err := postWith(srv.URL+"/mcp", body, map[string]string{"Authorization": "Bearer " + testAdmin})
+		if err != nil || st != http.StatusBadRequest || !strings.Contains(got, "-32700") {
+			t.Errorf("%s\n  answered %d %s %v, want 400 and -32700", body, st, got, err)
+		}
+	}
+}

@@ -116,6 +116,16 @@ func screenRequests(large chan struct{}, h http.Handler) http.Handler {
 					w.Write(idError(why))
 					return
 				}
+				if e.bad != "" {
+					// A key given twice, or a field of the wrong type: a
+					// check reading it could check other than what the SDK
+					// runs. Refused here for every method, not only where
+					// a check reads it today.
+					w.Header().Set("Content-Type", "application/json")
+					w.WriteHeader(http.StatusBadRequest)
+					writeRPC(w, e.id, nil, rpcError(-32700, "the request cannot be read as one JSON-RPC message: "+e.bad))
+					return
+				}
 				body = e.body
 				r.ContentLength = int64(len(body))
 				r = withEnvelope(r, e)
