@@ -183,7 +183,8 @@ const (
 	GrantClientCredentials = "client_credentials"
 )
 
-// transport returns the effective transport type.
+// TransportName is the server's transport: its "type", else in-process
+// for Dial, http for a url and stdio for a command.
 func (c *ServerConfig) TransportName() string {
 	switch {
 	case c.Type != "":
@@ -196,18 +197,16 @@ func (c *ServerConfig) TransportName() string {
 	return "stdio"
 }
 
-// StartTimeout is how long the server has to start and list its tools.
-func (c *ServerConfig) StartTimeout() time.Duration { return c.timeout() }
-
-// timeout returns the effective per-server deadline.
-func (c *ServerConfig) timeout() time.Duration {
+// StartTimeout is how long the server has to start and list its tools:
+// its "timeout", else DefaultTimeout.
+func (c *ServerConfig) StartTimeout() time.Duration {
 	if c.Timeout > 0 {
 		return c.Timeout
 	}
 	return DefaultTimeout
 }
 
-// keeps reports whether the tool passes the server's Allow and Deny
+// Keeps reports whether the tool passes the server's Allow and Deny
 // patterns.
 func (c *ServerConfig) Keeps(tool string) bool {
 	match := func(patterns []string) bool {
@@ -221,7 +220,7 @@ func (c *ServerConfig) Keeps(tool string) bool {
 	return (len(c.Allow) == 0 || match(c.Allow)) && !match(c.Deny)
 }
 
-// alwaysLoads reports whether the configuration marks the tool alwaysLoad.
+// AlwaysLoads reports whether the configuration marks the tool alwaysLoad.
 func (c *ServerConfig) AlwaysLoads(tool string) bool {
 	return c.AlwaysLoadAll || slices.Contains(c.AlwaysLoad, tool)
 }

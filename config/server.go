@@ -144,11 +144,11 @@ func (j *serverJSON) transport(sc *ServerConfig) (Transport, error) {
 	case "streamable-http", "streamableHttp":
 		sc.Type = "http"
 	default:
-		if t, ok := TransportNamed(j.Type); !ok || t.Name == "in-process" {
+		if t, ok := transportNamed(j.Type); !ok || t.Name == "in-process" {
 			return Transport{}, fmt.Errorf("unknown type %q (want stdio, http or sse)", j.Type)
 		}
 	}
-	kind, _ := TransportNamed(sc.Type)
+	kind, _ := transportNamed(sc.Type)
 	switch {
 	case j.Command == "" && j.URL == "":
 		return kind, errors.New(`needs "command" (a stdio server) or "url" (a remote server)`)

@@ -11,9 +11,9 @@ type Transport struct {
 // Transports are the transports a server may have (upstream dials each).
 var Transports = []Transport{{Name: "stdio"}, {Name: "http", Remote: true}, {Name: "sse", Remote: true}, {Name: "in-process"}}
 
-// TransportNamed returns the transport of a name, and whether there is
+// transportNamed returns the transport of a name, and whether there is
 // one.
-func TransportNamed(name string) (Transport, bool) {
+func transportNamed(name string) (Transport, bool) {
 	for _, t := range Transports {
 		if t.Name == name {
 			return t, true
