@@ -62,6 +62,9 @@ func TestParseConfigErrors(t *testing.T) {
 	}{
 		{"syntax", "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",}\n  }\n}", "servers.json:3: invalid JSON"},
 		{"no servers", `{"servers": {}}`, `servers.json: no "mcpServers" object (a VS Code mcp.json? convert it with: toolshelf import vscode --from servers.json)`},
+		{"a section twice", "{\"mcpServers\": {},\n \"policies\": [\"team.cedar\"],\n \"policies\": []}", `servers.json:3: "policies" is given twice, at lines 2 and 3: JSON keeps only the last`},
+		{"a server's key twice", "{\"mcpServers\": {\"a\": {\"command\": \"x\",\n \"contain\": true,\n \"contain\": false}}}", `servers.json:2: server "a": "contain" is given twice: JSON keeps only the last`},
+		{"learn not a boolean", `{"mcpServers": {}, "learn": "yes"}`, `servers.json:1: "learn" must be true or false`},
 		{"unknown top key", "{\"mcpServers\": {},\n \"mcpServer\": {}}", `servers.json:2: unknown key "mcpServer" (did you mean "mcpServers"?)`},
 		{"unknown server key", "{\"mcpServers\": {\"a\": {\n\"command\": \"x\",\n\"arg\": []}}}", `servers.json:3: server "a": unknown key "arg" (did you mean "args"?)`},
 		{"wrong type", `{"mcpServers": {"a": {"command": "x", "args": "one"}}}`, `server "a": "args" has the wrong type`},

@@ -103,6 +103,23 @@ func (p *configParser) errAt(offset int, format string, args ...any) error {
 	return catalog.ErrorAt(p.file, p.data, offset, fmt.Errorf(format, args...))
 }
 
+// line is the line of an offset in the file.
+func (p *configParser) line(off int) int { return bytes.Count(p.data[:off], []byte("\n")) + 1 }
+
+// decode reads the top-level section key into v; found is false when
+// the configuration has none. An error says what the section must be
+// (want), at its line.
+func (p *configParser) decode(key string, v any, want string) (found bool, err error) {
+	raw, ok := p.sections[key]
+	if !ok {
+		return false, nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return true, p.errAt(p.at(key), "%q must be %s", key, want)
+	}
+	return true, nil
+}
+
 // at is the offset of a top-level key.
 func (p *configParser) at(key string) int { return catalog.KeyOffset(p.data, 0, key) }
 
@@ -122,6 +139,11 @@ func (p *configParser) top() error {
 		}
 		return p.errAt(-1, `no "mcpServers" object%s`, hint)
 	}
+	if k, first, second := duplicateKey(p.data); k != "" {
+		// JSON keeps the last: a second "policies" would drop the rules
+		// of the first without a word.
+		return p.errAt(second, "%q is given twice, at lines %d and %d: JSON keeps only the last", k, p.line(first), p.line(second))
+	}
 	for k := range p.sections {
 		if !slices.Contains(configKeys, k) {
 			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\", \"search\", \"groups\" and \"registry\")", k, didYouMean(k, configKeys))
@@ -133,13 +155,9 @@ func (p *configParser) top() error {
 // trust reads "trust": how new tools are trusted (on first use by default).
 func (p *configParser) trust() error {
 	p.cfg.Trust = pin.TrustOnFirstUse
-	raw, ok := p.sections["trust"]
-	if !ok {
-		return nil
-	}
 	var t string
-	if err := json.Unmarshal(raw, &t); err != nil {
-		return p.errAt(p.at("trust"), `"trust" must be a string`)
+	if found, err := p.decode("trust", &t, "a string"); !found || err != nil {
+		return err
 	}
 	var err error
 	if p.cfg.Trust, err = pin.ParseTrust(t); err != nil {
@@ -150,13 +168,9 @@ func (p *configParser) trust() error {
 
 // learn reads "learn": whether search learns from use.
 func (p *configParser) learn() error {
-	raw, ok := p.sections["learn"]
-	if !ok {
-		return nil
-	}
 	var learn bool
-	if err := json.Unmarshal(raw, &learn); err != nil {
-		return p.errAt(p.at("learn"), `"learn" must be true or false`)
+	if found, err := p.decode("learn", &learn, "true or false"); !found || err != nil {
+		return err
 	}
 	p.cfg.NoLearn = !learn
 	return nil
@@ -164,15 +178,11 @@ func (p *configParser) learn() error {
 
 // store reads "store": the shared store's postgres:// URL, expanded.
 func (p *configParser) store() error {
-	raw, ok := p.sections["store"]
-	if !ok {
-		return nil
-	}
 	var v string
-	at := p.at("store")
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return p.errAt(at, `"store" must be a string: a postgres:// URL`)
+	if found, err := p.decode("store", &v, "a string: a postgres:// URL"); !found || err != nil {
+		return err
 	}
+	at := p.at("store")
 	x := expander{getenv: p.getenv, dir: p.dir}
 	v = x.expand(v, "store")
 	if x.err != nil {
@@ -275,15 +285,11 @@ func (p *configParser) groups() error {
 // policies reads "policies": files or folders of rules, anchored at the
 // configuration's folder.
 func (p *configParser) policies() error {
-	raw, ok := p.sections["policies"]
-	if !ok {
-		return nil
+	var paths []string
+	if found, err := p.decode("policies", &paths, "a list of files or folders of rules (*.cedar)"); !found || err != nil {
+		return err
 	}
 	at := p.at("policies")
-	var paths []string
-	if err := json.Unmarshal(raw, &paths); err != nil {
-		return p.errAt(at, `"policies" must be a list of files or folders of rules (*.cedar)`)
-	}
 	for _, path := range paths {
 		if path == "" {
 			return p.errAt(at, `"policies": an empty path`)
@@ -305,8 +311,7 @@ func (p *configParser) servers() error {
 	}
 	if name, first, second := duplicateKey(servers); name != "" {
 		base := bytes.Index(p.data, servers)
-		line := func(off int) int { return bytes.Count(p.data[:base+off], []byte("\n")) + 1 }
-		return p.errAt(base+second, "server %q is defined twice, at lines %d and %d: JSON keeps only the last", name, line(first), line(second))
+		return p.errAt(base+second, "server %q is defined twice, at lines %d and %d: JSON keeps only the last", name, p.line(base+first), p.line(base+second))
 	}
 	for _, name := range slices.Sorted(maps.Keys(entries)) {
 		sc, err := p.server(name, entries[name])
@@ -330,6 +335,10 @@ func (p *configParser) server(name string, raw json.RawMessage) (ServerConfig, e
 		if !slices.Contains(serverKeys, k) {
 			return ServerConfig{}, p.errAt(catalog.KeyOffset(p.data, max(at, 0), k), "server %q: unknown key %q%s", name, k, didYouMean(k, serverKeys))
 		}
+	}
+	if k, _, _ := duplicateKey(raw); k != "" {
+		// A second "paths" or "contain" would undo the first unseen.
+		return ServerConfig{}, p.errAt(catalog.KeyOffset(p.data, max(at, 0), k), "server %q: %q is given twice: JSON keeps only the last", name, k)
 	}
 	var j serverJSON
 	if err := json.Unmarshal(raw, &j); err != nil {
