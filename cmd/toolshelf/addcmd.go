@@ -368,24 +368,44 @@ func askInput(e *env, in *bufio.Reader, name string, i registry.Input) (string, 
 }
 
 // keepSecret writes a secret input to a file of its own (mode 600, in a
-// folder of mode 700) and returns its path.
+// folder of mode 700) and returns its path. What it cannot keep so it
+// refuses: a server or input name that is not one plain file name (a
+// registry writes the input's), a folder that is a link or cannot be made
+// private, a file that is a link.
 func keepSecret(dir, server, input, value string) (string, error) {
 	if dir == "secrets" || dir == "" {
 		return "", errors.New("no state folder to keep secrets in: set $XDG_STATE_HOME or $HOME")
+	}
+	input = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 {
+			return '_'
+		}
+		return r
+	}, input)
+	for _, n := range []string{server, input} {
+		if n == "" || n == "." || n == ".." || filepath.Base(n) != n {
+			return "", fmt.Errorf("cannot keep a secret under the name %q: not one plain file name", n)
+		}
 	}
 	folder := filepath.Join(dir, server)
 	if err := os.MkdirAll(folder, 0o700); err != nil {
 		return "", err
 	}
-	os.Chmod(folder, 0o700)
-	path := filepath.Join(folder, strings.Map(func(r rune) rune {
-		if r == '/' || r == '\\' || r == 0 {
-			return '_'
-		}
-		return r
-	}, input))
+	if fi, err := os.Lstat(folder); err != nil || !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a folder of toolshelf's (a link?): no secret is written there", folder)
+	}
+	if err := os.Chmod(folder, 0o700); err != nil {
+		return "", fmt.Errorf("%s cannot be made private: %w", folder, err)
+	}
+	path := filepath.Join(folder, input)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|noFollow, 0o600)
 	if err != nil {
+		return "", err
+	}
+	// A file that was there keeps its mode through O_TRUNC: made private
+	// before the secret is in it.
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return "", err
 	}
 	if _, err := f.WriteString(value); err != nil {

@@ -255,3 +255,45 @@ func TestRegistryProposer(t *testing.T) {
 		t.Errorf("a server that needs a secret: %v", err)
 	}
 }
+
+// A secret is kept only where it stays private: names that would leave
+// the secrets folder, a folder that is a link, a file that is a link are
+// refused; a file that was there with a wider mode is made private first.
+func TestKeepSecretRefusesWhatItCannotKeepPrivate(t *testing.T) {
+	dir := t.TempDir()
+	secrets := filepath.Join(dir, "secrets")
+	for _, tc := range []struct{ server, input string }{{"..", "TOKEN"}, {".", "TOKEN"}, {"a/../..", "TOKEN"}, {"srv", ".."}, {"srv", ""}} {
+		if path, err := keepSecret(secrets, tc.server, tc.input, "s3cret-value"); err == nil {
+			t.Errorf("server %q, input %q: kept at %s", tc.server, tc.input, path)
+		}
+	}
+	// The input's slashes are no way out: they become part of one name.
+	if path, err := keepSecret(secrets, "srv", "../../x", "s3cret-value"); err != nil || filepath.Dir(path) != filepath.Join(secrets, "srv") {
+		t.Errorf("an input named ../../x: %s %v", path, err)
+	}
+	elsewhere := t.TempDir()
+	os.MkdirAll(secrets, 0o700)
+	os.Symlink(elsewhere, filepath.Join(secrets, "linked"))
+	if _, err := keepSecret(secrets, "linked", "TOKEN", "s3cret-value"); err == nil {
+		t.Error("a secret was written through a folder that is a link")
+	}
+	os.MkdirAll(filepath.Join(secrets, "srv2"), 0o700)
+	os.Symlink(filepath.Join(elsewhere, "out"), filepath.Join(secrets, "srv2", "TOKEN"))
+	if _, err := keepSecret(secrets, "srv2", "TOKEN", "s3cret-value"); err == nil {
+		t.Error("a secret was written through a file that is a link")
+	}
+	if _, err := os.Stat(filepath.Join(elsewhere, "out")); err == nil {
+		t.Error("the link's target was written")
+	}
+	wide := filepath.Join(secrets, "srv3", "TOKEN")
+	os.MkdirAll(filepath.Dir(wide), 0o755)
+	os.WriteFile(wide, []byte("old"), 0o644)
+	if _, err := keepSecret(secrets, "srv3", "TOKEN", "s3cret-value"); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Dir(wide), wide} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s is not private: %v %v", p, fi.Mode(), err)
+		}
+	}
+}
