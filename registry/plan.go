@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -12,6 +13,9 @@ import (
 type Runtimes struct {
 	Node bool // npx: npm packages
 	Uvx  bool // uvx: PyPI packages
+	// Home is the user's home folder: a filepath input is never granted
+	// it, nor a hidden file or folder in it (see grantRisk).
+	Home string
 }
 
 // Asker gets a value of an input from the person: the name it goes by
@@ -80,7 +84,7 @@ func NewPlan(e *Entry, name string, rt Runtimes, ask Asker, keep SecretStore) (*
 	if st.Status == "deprecated" {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s@%s is deprecated%s", e.Server.Name, e.Server.Version, message(st.StatusMessage)))
 	}
-	in := inputs{plan: p, ask: ask, keep: keep, server: name}
+	in := inputs{plan: p, ask: ask, keep: keep, server: name, home: rt.Home}
 	var why []string
 	for _, pkg := range e.Server.Packages {
 		server, err := in.pkg(pkg, rt)
@@ -138,6 +142,7 @@ type inputs struct {
 	ask    Asker
 	keep   SecretStore
 	server string
+	home   string // the user's (Runtimes.Home)
 	err    error
 	writes []string // filepath inputs: folders the server is granted
 }
@@ -299,9 +304,54 @@ func (in *inputs) value(name string, i Input) (string, bool) {
 		return "${file:" + path + "}", true
 	}
 	if i.Format == "filepath" {
+		if why := grantRisk(v, in.home); why != "" {
+			in.err = fmt.Errorf("%s: %s %s: a server added from a registry is not granted it; give a path of its own", name, v, why)
+			return "", false
+		}
 		in.writes = append(in.writes, v)
 	}
 	return v, true
+}
+
+// systemFolders are folders of the system a server from a registry is
+// never granted to write in.
+var systemFolders = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/proc", "/sys", "/dev", "/var", "/run"}
+
+// grantRisk says why a filepath input's value may not be granted for
+// writing, or "": a registry writes the input (and its default), and
+// the server starts, contained but with its grants, before a person has
+// approved its tools. The whole file system, a system folder, the home
+// folder, a hidden file or folder of it (keys, shell start-up files,
+// other programs' settings) and a path out of the configuration's folder
+// are refused.
+func grantRisk(v, home string) string {
+	if rest, ok := strings.CutPrefix(v, "~/"); ok && home != "" {
+		v = filepath.Join(home, rest)
+	}
+	p := filepath.Clean(v)
+	if !filepath.IsAbs(p) {
+		if p == ".." || strings.HasPrefix(p, "../") || strings.HasPrefix(p, "~") {
+			return "is not a path in the configuration's folder"
+		}
+		return ""
+	}
+	if p == "/" {
+		return "is the whole file system"
+	}
+	for _, d := range systemFolders {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return "is in a folder of the system"
+		}
+	}
+	if home = filepath.Clean(home); home != "." && home != "/" {
+		if p == home {
+			return "is the home folder"
+		}
+		if rest, ok := strings.CutPrefix(p, home+"/"); ok && strings.HasPrefix(rest, ".") {
+			return "is a hidden file or folder of the home folder (keys and settings live there)"
+		}
+	}
+	return ""
 }
 
 func contains(list []string, s string) bool {

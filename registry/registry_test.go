@@ -115,6 +115,23 @@ func TestPlan(t *testing.T) {
 	if p, err := registry.NewPlan(get("io.github.modelcontextprotocol/server-filesystem", "latest"), "fs", node, fs.ask, fs.keep); err != nil || fmt.Sprint(p.Server["args"]) != "[-y @modelcontextprotocol/server-filesystem@2026.8.31 /srv/shared]" || !slices.Contains(fs.asked, "allowed_directory") {
 		t.Errorf("a positional filepath argument: %v %v", p, err)
 	}
+	// A filepath input is granted for writing, and the server starts with
+	// it before its tools are approved: a path a registry (or its
+	// default) names in the system, the home folder or a hidden folder
+	// of it is refused.
+	home := registry.Runtimes{Node: true, Home: "/home/ann"}
+	for _, bad := range []string{"/", "/etc/cron.d/job", "/usr/local/bin/x", "/home/ann", "/home/ann/.ssh/authorized_keys", "~/.bashrc", "/home/ann/../ann/.aws", "../../outside"} {
+		in := &answers{values: map[string]string{"MEMORY_FILE_PATH": bad}}
+		if p, err := registry.NewPlan(get("io.github.modelcontextprotocol/server-memory", "latest"), "server-memory", home, in.ask, in.keep); err == nil {
+			t.Errorf("%s granted: %v", bad, p.Server["paths"])
+		}
+	}
+	for _, good := range []string{"/home/ann/notes/memory.jsonl", "/srv/data/m.jsonl", "memory.jsonl", "~/work/m.jsonl"} {
+		in := &answers{values: map[string]string{"MEMORY_FILE_PATH": good}}
+		if _, err := registry.NewPlan(get("io.github.modelcontextprotocol/server-memory", "latest"), "server-memory", home, in.ask, in.keep); err != nil {
+			t.Errorf("%s: %v", good, err)
+		}
+	}
 	w := &answers{values: map[string]string{"Authorization": "Bearer wk_123456789"}}
 	p, err = registry.NewPlan(get("com.example/weather", "latest"), "weather", node, w.ask, w.keep)
 	if err != nil || p.Server["type"] != "http" || p.Server["url"] != "https://weather.example.com/mcp" || fmt.Sprint(p.Server["headers"]) != "map[Authorization:${file:/secrets/weather/Authorization}]" {

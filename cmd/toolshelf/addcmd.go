@@ -216,7 +216,7 @@ func installServer(ctx context.Context, e *env, c *registry.Client, path, name, 
 	keep := func(server, input, value string) (string, error) {
 		return keepSecret(secrets, server, input, value)
 	}
-	p, err := registry.NewPlan(entry, local, runtimesHere(), ask, keep)
+	p, err := registry.NewPlan(entry, local, runtimesHere(e), ask, keep)
 	if err != nil {
 		return "", err
 	}
@@ -415,11 +415,12 @@ func keepSecret(dir, server, input, value string) (string, error) {
 	return path, f.Close()
 }
 
-// runtimesHere says what this machine runs packages with.
-func runtimesHere() registry.Runtimes {
+// runtimesHere says what this machine runs packages with, and whose home
+// no filepath input is granted.
+func runtimesHere(e *env) registry.Runtimes {
 	_, node := exec.LookPath("npx")
 	_, uvx := exec.LookPath("uvx")
-	return registry.Runtimes{Node: node == nil, Uvx: uvx == nil}
+	return registry.Runtimes{Node: node == nil, Uvx: uvx == nil, Home: e.getenv("HOME")}
 }
 
 // packageIntegrity is the npm registry's integrity of an npm package's
@@ -484,7 +485,7 @@ func (p *registryProposer) Candidates(ctx context.Context, need string) ([]gatew
 		if st.StatusMessage != "" {
 			status += ": " + st.StatusMessage
 		}
-		plan, err := registry.NewPlan(&en, registry.LocalName(en.Server.Name), runtimesHere(), noAnswers, func(string, string, string) (string, error) {
+		plan, err := registry.NewPlan(&en, registry.LocalName(en.Server.Name), runtimesHere(p.e), noAnswers, func(string, string, string) (string, error) {
 			return "", errors.New("a secret")
 		})
 		if err != nil {
