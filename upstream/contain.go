@@ -91,8 +91,8 @@ type sandboxPlan struct {
 	cwdEmpty   bool     // the cwd is the configuration's folder by default: not given
 	// ownNet: the server gets a network namespace of its own, which
 	// slirp4netns connects outward with no route to the host's loopback
-	// (see netns.go); bwrap then says the sandbox's pid on fd 3 and
-	// waits on fd 4 until the network is there.
+	// (see netns.go); bwrap then says the sandbox's pid on its fd 4 and
+	// waits on fd 5 until the network is there.
 	ownNet bool
 	// coveredFor are toolshelf's files not made yet whose granted
 	// folder is covered in their stead.
@@ -106,6 +106,12 @@ type sandboxPlan struct {
 	ports     []int
 	hostPorts *hostPorts
 	forwarder string
+	// envFile holds the variables a container engine's run passes by
+	// name (see engine.go), removed when the server stops.
+	envFile string
+	// env is the server's environment, set inside the sandbox only
+	// (see hostenv.go); nil for a plan that runs no server (the probe).
+	env []string
 	// heldInWrite are toolshelf's files inside a write grant:
 	// {grant, file}. The server is refused (see sandboxed): covering is
 	// not enough where it may write, since it could plant a link or a
@@ -265,8 +271,15 @@ func (p *sandboxPlan) args() []string {
 	if p.noNetwork || p.ownNet || len(p.ports) > 0 {
 		m.add("--unshare-net")
 	}
+	fd := 3
+	if p.env != nil {
+		// The server's variables, read from fd 3: not in bwrap's
+		// command line, which every user of the host may read.
+		m.add("--clearenv", "--args", strconv.Itoa(fd))
+		fd++
+	}
 	if p.ownNet && !p.noNetwork {
-		m.add("--info-fd", "3", "--block-fd", "4")
+		m.add("--info-fd", strconv.Itoa(fd), "--block-fd", strconv.Itoa(fd+1))
 	}
 	for _, d := range systemDirs {
 		if exists(d) {
@@ -587,9 +600,13 @@ func sandboxed(cfg *serverConfig, environ []string, logger *slog.Logger) (name s
 			logger.Warn("a file toolshelf will write is in a folder the server is granted; the folder is covered in the server's sandbox", "file", f, "folder", filepath.Dir(f))
 		}
 	}
+	plan.env = environ
 	run := []string{command}
+	if _, loader := sandboxSetenv(environ); len(loader) > 0 {
+		run = slices.Concat([]string{envProgram}, loader, run)
+	}
 	if plan.hostPorts != nil {
-		run = append(forwarderArgs(plan.ports), command)
+		run = append(forwarderArgs(plan.ports), run...)
 	}
 	return sb.bwrap, slices.Concat(plan.args(), run, cfg.Args), plan, nil
 }
@@ -599,6 +616,9 @@ func sandboxed(cfg *serverConfig, environ []string, logger *slog.Logger) (name s
 func (p *sandboxPlan) close() {
 	if p != nil {
 		p.hostPorts.close()
+		if p.envFile != "" {
+			os.RemoveAll(filepath.Dir(p.envFile))
+		}
 	}
 }
 
@@ -715,12 +735,8 @@ func findCommand(cmd, path, cwd string) (string, error) {
 
 // envValue is a variable's value in an environment list.
 func envValue(environ []string, name string) string {
-	for i := len(environ) - 1; i >= 0; i-- {
-		if k, v, ok := strings.Cut(environ[i], "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
+	v, _ := lookupEnv(environ, name)
+	return v
 }
 
 // UncontainedGroup is the stdio servers that run uncontained for one

@@ -32,8 +32,8 @@ type netns struct {
 	slirp       *exec.Cmd
 }
 
-// newNetns gives cmd (bwrap with --info-fd 3 --block-fd 4) its two
-// pipes, as its fds 3 and 4.
+// newNetns gives cmd (bwrap with --info-fd N --block-fd N+1) its two
+// pipes, as the next two of its fds (4 and 5: fd 3 is its --args).
 func newNetns(cmd *exec.Cmd) (*netns, error) {
 	infoR, infoW, err := os.Pipe()
 	if err != nil {
@@ -109,6 +109,7 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 	}
 	n.slirp = exec.Command(slirp, append(args, strconv.Itoa(pid), "tap0")...)
 	n.slirp.ExtraFiles = extra
+	n.slirp.Env = sandboxEnv()
 	stderr := newTailBuffer(2048)
 	n.slirp.Stderr = stderr
 	if err := n.slirp.Start(); err != nil {

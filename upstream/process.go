@@ -54,23 +54,43 @@ func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
 		}
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
+	cmd.Env = env
 	jailed := false
 	name, args, plan, err := sandboxed(cfg, env, logger)
 	if err != nil {
 		return nil, err
 	}
 	var net *netns
-	if plan != nil {
+	var setenv []byte
+	var setenvW *os.File
+	switch {
+	case plan != nil:
 		cmd, jailed = exec.Command(name, args...), true
+		cmd.Env = sandboxEnv()
+		setenv, _ = sandboxSetenv(env)
+		r, w, err := os.Pipe()
+		if err != nil {
+			plan.close()
+			return nil, fmt.Errorf("the server's environment: %w", err)
+		}
+		cmd.ExtraFiles, setenvW = []*os.File{r}, w
+		defer r.Close() // the child's end, once started
 		if plan.ownNet {
 			if net, err = newNetns(cmd); err != nil {
+				w.Close()
 				plan.close()
 				return nil, fmt.Errorf("the server's network: %w", err)
 			}
 		}
+	case cfg.containment().Engine != "":
+		run, err := engineCommand(cfg, env)
+		if err != nil {
+			return nil, err
+		}
+		cmd = run.cmd
+		plan = &sandboxPlan{envFile: run.envFile}
 	}
 	cmd.Dir = cfg.Cwd
-	cmd.Env = env
 	setProcessGroup(cmd, jailed)
 	p := &process{
 		contained: jailed,
@@ -92,6 +112,9 @@ func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
+		if setenvW != nil {
+			setenvW.Close()
+		}
 		net.close()
 		plan.close()
 		if namespaceRefused(cmd.SysProcAttr, err) {
@@ -102,6 +125,14 @@ func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
 			return startProcess(cfg, logger)
 		}
 		return nil, startError(cfg.Command, err)
+	}
+	if setenvW != nil {
+		// bwrap reads its --args before anything else; a pipe holds
+		// 64 KiB, and a server's environment may be larger.
+		go func() {
+			setenvW.Write(setenv)
+			setenvW.Close()
+		}()
 	}
 	if net != nil {
 		if err := net.attach(findSandbox().slirp, !plan.asNobody); err != nil {
