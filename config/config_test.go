@@ -327,3 +327,45 @@ func TestSecretLooking(t *testing.T) {
 		t.Errorf("an uncontained server (it sees everything anyway): %v", got)
 	}
 }
+
+// TestGrantsRefusedAtLoad: a grant of "paths" that is, holds or leads
+// through a link to the system, the home folder, a hidden folder of it
+// or toolshelf's own folders is refused when the configuration is read,
+// naming the grant; "~" is the home folder.
+func TestGrantsRefusedAtLoad(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.MkdirAll(filepath.Join(home, "work"), 0o755)
+	os.Symlink("/etc", filepath.Join(dir, "etc-link"))
+	os.Symlink(filepath.Join(home, ".ssh"), filepath.Join(dir, "keys"))
+	getenv := func(k string) string {
+		return map[string]string{"HOME": home}[k]
+	}
+	for _, tc := range []struct{ paths, err string }{
+		{`{"write": ["/etc"]}`, `"paths": {"write"}[0]: /etc is a folder of the system`},
+		{`{"write": ["/usr/local/lib/x"]}`, "in a folder of the system"},
+		{`{"read": ["/etc/ssl/private"]}`, "in a folder of the system (/etc)"},
+		{`{"read": ["/"]}`, "the whole file system"},
+		{`{"write": ["~"]}`, "is the home folder"},
+		{`{"read": ["` + filepath.Dir(home) + `"]}`, "holds the home folder"},
+		{`{"read": ["~/.ssh"]}`, "hidden file or folder"},
+		{`{"write": ["./etc-link/cron.d"]}`, "it leads to /etc/cron.d"},
+		{`{"read": ["keys"]}`, "it leads to " + home + "/.ssh"},
+		{`{"write": ["~/.local/state/toolshelf/x"]}`, "toolshelf's own"},
+		{`{"write": ["/tmp"]}`, "every user shares"},
+		{`{"write": ["~/work", "data"], "read": ["/usr/share/doc"]}`, ""},
+	} {
+		_, err := ParseConfig([]byte(`{"mcpServers": {"s": {"command": "srv", "paths": `+tc.paths+`}}}`), filepath.Join(dir, "servers.json"), getenv)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.paths, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.paths, err, tc.err)
+		}
+	}
+	cfgs, err := ParseConfig([]byte(`{"mcpServers": {"s": {"command": "srv", "paths": {"write": ["~/work"]}}}}`), filepath.Join(dir, "servers.json"), getenv)
+	if err != nil || cfgs[0].WritePaths[0] != home+"/work" {
+		t.Errorf("~ not expanded: %v %v", cfgs, err)
+	}
+	// Uncontained, "paths" are refused as before; nothing to check.
+}

@@ -1,11 +1,61 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/toolshelf/toolshelf/internal/hostpath"
 )
+
+// checkGrants refuses a grant of "paths" that is, holds or leads through a
+// link to what no server is given: the system's folders (to write, or
+// its private ones at all), the home folder, a folder that holds it, a
+// hidden folder of it outside the configuration's folder (dir), or
+// toolshelf's own state and cache (hostpath.Policy.Risk).
+func checkGrants(sc *ServerConfig, dir string, getenv func(string) string) error {
+	pol := hostpath.Policy{Home: getenv("HOME"), ConfigDir: dir, Own: OwnFolders(getenv)}
+	for _, g := range []struct {
+		paths []string
+		key   string
+		write bool
+	}{{sc.ReadPaths, "read", false}, {sc.WritePaths, "write", true}} {
+		for i, p := range g.paths {
+			real := hostpath.Resolve(p, sc.Cwd)
+			if why := pol.Risk(real, g.write); why != "" {
+				via := ""
+				plain := p
+				if !filepath.IsAbs(p) {
+					plain = filepath.Join(sc.Cwd, p)
+				}
+				if real != filepath.Clean(plain) {
+					via = " (it leads to " + real + ")"
+				}
+				return fmt.Errorf(`"paths": {"%s"}[%d]: %s%s %s: no server is granted it; grant a folder of its own`, g.key, i, p, via, why)
+			}
+		}
+	}
+	return nil
+}
+
+// OwnFolders are toolshelf's state and cache folders: its keys, tokens,
+// journals and servers' caches, never granted to a server.
+func OwnFolders(getenv func(string) string) []string {
+	home := getenv("HOME")
+	var own []string
+	for _, d := range []struct{ env, rel string }{{"XDG_STATE_HOME", ".local/state"}, {"XDG_CACHE_HOME", ".cache"}} {
+		base := getenv(d.env)
+		if base == "" && home != "" {
+			base = filepath.Join(home, d.rel)
+		}
+		if base != "" {
+			own = append(own, filepath.Join(base, "toolshelf"))
+		}
+	}
+	return own
+}
 
 // maxGrantEntries bounds what of a granted folder is looked at.
 const maxGrantEntries = 2000

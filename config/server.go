@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolshelf/toolshelf/internal/hostpath"
 	"github.com/toolshelf/toolshelf/pin"
 )
 
@@ -90,6 +91,9 @@ func (j *serverJSON) config(name, dir string, getenv func(string) string) (Serve
 	workdir(&sc, dir)
 	if !sc.NoContain {
 		if err := checkEngine(&sc); err != nil {
+			return sc, err
+		}
+		if err := checkGrants(&sc, dir, getenv); err != nil {
 			return sc, err
 		}
 	}
@@ -333,11 +337,12 @@ func (j *serverJSON) paths(sc *ServerConfig, x *expander, getenv func(string) st
 		return nil
 	}
 	px := expander{getenv: getenv}
+	home := getenv("HOME")
 	for i, r := range j.Paths.Read {
-		sc.ReadPaths = append(sc.ReadPaths, px.expand(r, fmt.Sprintf("paths.read[%d]", i)))
+		sc.ReadPaths = append(sc.ReadPaths, hostpath.Expand(px.expand(r, fmt.Sprintf("paths.read[%d]", i)), home))
 	}
 	for i, w := range j.Paths.Write {
-		sc.WritePaths = append(sc.WritePaths, px.expand(w, fmt.Sprintf("paths.write[%d]", i)))
+		sc.WritePaths = append(sc.WritePaths, hostpath.Expand(px.expand(w, fmt.Sprintf("paths.write[%d]", i)), home))
 	}
 	if px.err != nil {
 		x.fail(px.err)

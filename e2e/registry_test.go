@@ -54,7 +54,7 @@ func TestAddFromRegistry(t *testing.T) {
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
-	if out, err := toolshelfCmd("\n", "add", "io.github.modelcontextprotocol/server-memory@"+older, "--registry", reg.URL, "--config", cfg); err != nil {
+	if out, err := toolshelfCmd("\n", "add", "io.github.modelcontextprotocol/server-memory@"+older, "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg); err != nil {
 		t.Fatalf("toolshelf add: %v\n%s", err, out)
 	}
 	data, _ := os.ReadFile(cfg)

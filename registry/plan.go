@@ -2,11 +2,16 @@ package registry
 
 import (
 	"fmt"
+	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/toolshelf/toolshelf/internal/hookenv"
+	"github.com/toolshelf/toolshelf/internal/hostpath"
 )
 
 // Runtimes says what this machine can run a package with.
@@ -14,8 +19,20 @@ type Runtimes struct {
 	Node bool // npx: npm packages
 	Uvx  bool // uvx: PyPI packages
 	// Home is the user's home folder: a filepath input is never granted
-	// it, nor a hidden file or folder in it (see grantRisk).
+	// it, nor a hidden file or folder in it (see hostpath.Policy.Risk),
+	// and "~" in an answer is expanded to it.
 	Home string
+	// ConfigDir is the configuration's folder: relative paths are
+	// anchored there, and a filepath input's default (the registry's
+	// choice) must lie in it.
+	ConfigDir string
+	// Own are toolshelf's own folders (state, cache): never granted.
+	Own []string
+	// NPMRegistry is the npm registry the person named on the command
+	// line (add --npm-registry): the one package registry on this
+	// machine or its network a server may be pointed at, its port on the
+	// loopback granted. A registry entry alone never chooses one.
+	NPMRegistry string
 }
 
 // Asker gets a value of an input from the person: the name it goes by
@@ -42,6 +59,9 @@ type Plan struct {
 	// Package is the package chosen (registryType:identifier), empty for
 	// a remote.
 	Package Package
+	// Fixed names the inputs whose values the entry fixed: not asked of
+	// the person, and shown as the registry's.
+	Fixed []string
 }
 
 var notServerName = regexp.MustCompile(`[^a-z0-9_-]+`)
@@ -84,7 +104,7 @@ func NewPlan(e *Entry, name string, rt Runtimes, ask Asker, keep SecretStore) (*
 	if st.Status == "deprecated" {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("%s@%s is deprecated%s", e.Server.Name, e.Server.Version, message(st.StatusMessage)))
 	}
-	in := inputs{plan: p, ask: ask, keep: keep, server: name, home: rt.Home}
+	in := inputs{plan: p, ask: ask, keep: keep, server: name, rt: rt, grants: hostpath.Policy{Home: rt.Home, Own: rt.Own, ConfigDir: rt.ConfigDir}}
 	var why []string
 	for _, pkg := range e.Server.Packages {
 		server, err := in.pkg(pkg, rt)
@@ -125,6 +145,7 @@ func NewPlan(e *Entry, name string, rt Runtimes, ask Asker, keep SecretStore) (*
 	if in.err != nil {
 		return nil, in.err
 	}
+	p.Fixed = in.fixed
 	p.Server["trust"] = "approve"
 	return p, nil
 }
@@ -142,9 +163,13 @@ type inputs struct {
 	ask    Asker
 	keep   SecretStore
 	server string
-	home   string // the user's (Runtimes.Home)
+	rt     Runtimes
+	grants hostpath.Policy
 	err    error
 	writes []string // filepath inputs: folders the server is granted
+	// fixed are the values the entry sets, which the person did not
+	// give: shown as the registry's when the plan is.
+	fixed []string
 }
 
 // pkg is the server entry running a package, or an error saying why this
@@ -179,12 +204,17 @@ func (in *inputs) pkg(pkg Package, rt Runtimes) (map[string]any, error) {
 	server["args"] = args
 	env := map[string]string{}
 	for _, v := range pkg.EnvironmentVariables {
+		if hookenv.Steers(v.Name) {
+			return nil, fmt.Errorf("the %s package %s sets %s, which steers how programs are loaded or run or where packages come from: a registry does not choose that (set it in the server's \"env\" yourself if you mean it)", pkg.RegistryType, pkg.Identifier, v.Name)
+		}
 		if val, ok := in.value(v.Name, v); ok {
 			env[v.Name] = val
 		}
 	}
 	if pkg.RegistryType == "npm" {
-		in.npmRegistry(pkg.RegistryBaseURL, env, server)
+		if err := in.npmRegistry(pkg, env, server); err != nil {
+			return nil, err
+		}
 	}
 	if len(env) > 0 {
 		server["env"] = env
@@ -199,24 +229,49 @@ func (in *inputs) pkg(pkg Package, rt Runtimes) (map[string]any, error) {
 const defaultNPM = "https://registry.npmjs.org"
 
 // npmRegistry points npx at the package registry an entry names, when it
-// is not npm's own: a team's registry, or one on this machine, whose
-// port on the loopback a contained server is then granted (the sandbox
-// has a network of its own).
-func (in *inputs) npmRegistry(base string, env map[string]string, server map[string]any) {
-	base = strings.TrimSuffix(base, "/")
+// is not npm's own: a team's registry on the internet. One on this
+// machine or its network (loopback, private, link-local) is the
+// person's to choose, on the command line (Runtimes.NPMRegistry); its
+// port on the loopback is then granted, since the sandbox has a network
+// of its own.
+func (in *inputs) npmRegistry(pkg Package, env map[string]string, server map[string]any) error {
+	base := strings.TrimSuffix(pkg.RegistryBaseURL, "/")
+	mine := strings.TrimSuffix(in.rt.NPMRegistry, "/")
 	if base == "" || base == defaultNPM {
-		return
+		base = mine
+	}
+	if base == "" || base == defaultNPM {
+		return nil
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("the npm package %s names the package registry %q, which is not an http(s) URL", pkg.Identifier, base)
+	}
+	local := NearHost(u.Hostname())
+	if local && base != mine {
+		return fmt.Errorf("the npm package %s names the package registry %s, on this machine or its network: a registry entry does not choose that; name it yourself with --npm-registry %s", pkg.Identifier, base, base)
 	}
 	env["npm_config_registry"] = base
-	u, err := url.Parse(base)
-	if err != nil {
-		return
-	}
-	if h := u.Hostname(); h == "127.0.0.1" || h == "localhost" || h == "::1" {
-		if port, err := strconv.Atoi(u.Port()); err == nil && port >= 1024 {
-			server["network"] = map[string]any{"hostPorts": []int{port}}
+	if h := u.Hostname(); local && (h == "localhost" || net.ParseIP(h) != nil && net.ParseIP(h).IsLoopback()) {
+		port, err := strconv.Atoi(u.Port())
+		if err != nil || port < 1024 {
+			return fmt.Errorf("the package registry %s: name its port, from 1024 (a contained server reaches the host's loopback only at a port it is granted)", base)
 		}
+		server["network"] = map[string]any{"hostPorts": []int{port}}
 	}
+	return nil
+}
+
+// NearHost reports whether a host name or address is this machine or on
+// its own network: loopback, unspecified, private, link-local (the
+// cloud's metadata service) or a name under localhost.
+func NearHost(h string) bool {
+	h = strings.TrimSuffix(strings.ToLower(h), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") || h == "" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(h, "[]"))
+	return ip != nil && (ip.IsLoopback() || ip.IsUnspecified() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast())
 }
 
 // remote is the server entry reaching a remote.
@@ -271,6 +326,11 @@ func (in *inputs) value(name string, i Input) (string, bool) {
 		return "", false
 	}
 	if i.Value != "" && !strings.Contains(i.Value, "{") {
+		if i.Format == "filepath" {
+			in.err = fmt.Errorf("%s: the entry fixes the path %s, which only a person chooses", name, i.Value)
+			return "", false
+		}
+		in.fixed = append(in.fixed, name)
 		return i.Value, true
 	}
 	v, err := in.ask(name, i)
@@ -278,6 +338,7 @@ func (in *inputs) value(name string, i Input) (string, bool) {
 		in.err = fmt.Errorf("%s: %w", name, err)
 		return "", false
 	}
+	byPerson := v != ""
 	if v == "" {
 		v = i.Default
 	}
@@ -304,54 +365,46 @@ func (in *inputs) value(name string, i Input) (string, bool) {
 		return "${file:" + path + "}", true
 	}
 	if i.Format == "filepath" {
-		if why := grantRisk(v, in.home); why != "" {
-			in.err = fmt.Errorf("%s: %s %s: a server added from a registry is not granted it; give a path of its own", name, v, why)
-			return "", false
-		}
-		in.writes = append(in.writes, v)
+		return in.filepath(name, v, byPerson)
 	}
 	return v, true
 }
 
-// systemFolders are folders of the system a server from a registry is
-// never granted to write in.
-var systemFolders = []string{"/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/boot", "/proc", "/sys", "/dev", "/var", "/run"}
-
-// grantRisk says why a filepath input's value may not be granted for
-// writing, or "": a registry writes the input (and its default), and
-// the server starts, contained but with its grants, before a person has
-// approved its tools. The whole file system, a system folder, the home
-// folder, a hidden file or folder of it (keys, shell start-up files,
-// other programs' settings) and a path out of the configuration's folder
-// are refused.
-func grantRisk(v, home string) string {
-	if rest, ok := strings.CutPrefix(v, "~/"); ok && home != "" {
-		v = filepath.Join(home, rest)
+// filepath is a filepath input's value, "~" expanded, and the folder it
+// grants for writing: the folder itself, or a file's folder (a path that
+// names a file, or, not made yet, has an extension). The grant is judged
+// where its links lead (hostpath.Policy.Risk); the registry's default,
+// taken when the person gives nothing, must lie in the configuration's
+// folder: a registry does not choose what of the host a server gets.
+func (in *inputs) filepath(name, v string, byPerson bool) (string, bool) {
+	v = hostpath.Expand(v, in.rt.Home)
+	if strings.HasPrefix(v, "~") {
+		in.err = fmt.Errorf("%s: %s: a path of another user's home is not granted", name, v)
+		return "", false
 	}
-	p := filepath.Clean(v)
-	if !filepath.IsAbs(p) {
-		if p == ".." || strings.HasPrefix(p, "../") || strings.HasPrefix(p, "~") {
-			return "is not a path in the configuration's folder"
-		}
-		return ""
+	dir := in.rt.ConfigDir
+	if dir == "" {
+		dir, _ = os.Getwd()
 	}
-	if p == "/" {
-		return "is the whole file system"
+	grant := v
+	if st, err := os.Stat(hostpath.Resolve(v, dir)); err == nil && !st.IsDir() || err != nil && filepath.Ext(v) != "" {
+		grant = filepath.Dir(v)
 	}
-	for _, d := range systemFolders {
-		if p == d || strings.HasPrefix(p, d+"/") {
-			return "is in a folder of the system"
-		}
+	real := hostpath.Resolve(grant, dir)
+	if !filepath.IsAbs(v) && !hostpath.InConfig(real, dir) {
+		in.err = fmt.Errorf("%s: %s is not a path in the configuration's folder (%s leads to %s)", name, v, grant, real)
+		return "", false
 	}
-	if home = filepath.Clean(home); home != "." && home != "/" {
-		if p == home {
-			return "is the home folder"
-		}
-		if rest, ok := strings.CutPrefix(p, home+"/"); ok && strings.HasPrefix(rest, ".") {
-			return "is a hidden file or folder of the home folder (keys and settings live there)"
-		}
+	if why := in.grants.Risk(real, true); why != "" {
+		in.err = fmt.Errorf("%s: %s: %s %s: a server added from a registry is not granted it; give a path in a folder of its own", name, v, real, why)
+		return "", false
 	}
-	return ""
+	if !byPerson && !hostpath.InConfig(real, dir) {
+		in.err = fmt.Errorf("%s: the registry's default %s is outside the configuration's folder (%s): a registry does not choose what of the host a server gets; give a path yourself", name, v, dir)
+		return "", false
+	}
+	in.writes = append(in.writes, grant)
+	return v, true
 }
 
 func contains(list []string, s string) bool {

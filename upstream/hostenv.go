@@ -3,6 +3,8 @@ package upstream
 import (
 	"slices"
 	"strings"
+
+	"github.com/toolshelf/toolshelf/internal/hookenv"
 )
 
 // What runs on the host side of a sandbox (bwrap, slirp4netns, a
@@ -45,40 +47,6 @@ func engineEnv(environ []string) []string {
 	return env
 }
 
-// loaderVars are the variables the C library and its loader read in any
-// program they start (glibc's list of those it drops for a setuid
-// program): a library to load, a path to load from, a file to read as
-// configuration. They are set for the server's own command only, never
-// for what runs before it in the sandbox (setpriv runs as root there).
-var loaderVars = []string{
-	"GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN", "LOCPATH",
-	"MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
-}
-
-// IsLoaderVar reports whether a variable steers how programs are loaded
-// or run rather than what they do: the C library's loader (LD_*, and the
-// variables of loaderVars), macOS's (DYLD_*), and the hooks of the
-// interpreters MCP servers run on (node, Python, Perl, Ruby, Java, the
-// shells). A registry may not set one; a person may, for the server's
-// own command.
-func IsLoaderVar(name string) bool {
-	up := strings.ToUpper(name)
-	for _, p := range []string{"LD_", "DYLD_", "MALLOC_", "GLIBC_"} {
-		if strings.HasPrefix(up, p) {
-			return true
-		}
-	}
-	return slices.Contains(loaderVars, up) || slices.Contains(hookVars, up)
-}
-
-// hookVars are interpreters' own "run this first" variables.
-var hookVars = []string{
-	"NODE_OPTIONS", "NODE_PATH", "NODE_EXTRA_CA_CERTS", "NODE_REPL_EXTERNAL_MODULE",
-	"PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONUSERBASE", "PYTHONINSPECT", "PYTHONBREAKPOINT",
-	"PERL5OPT", "PERL5LIB", "PERLLIB", "RUBYOPT", "RUBYLIB", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS",
-	"BASH_ENV", "ENV", "ZDOTDIR", "PROMPT_COMMAND", "SHELLOPTS", "BASHOPTS", "IFS",
-}
-
 // sandboxSetenv splits a server's environment into what bwrap sets for
 // everything it starts in the sandbox (the NUL-separated --setenv
 // arguments it reads from its fd) and the loader's variables, set by env
@@ -89,7 +57,7 @@ func sandboxSetenv(env []string) (setenv []byte, loader []string) {
 		if !ok || name == "" {
 			continue
 		}
-		if isLoaderOnly(name) {
+		if hookenv.ReadByLoader(name) {
 			loader = append(loader, kv)
 			continue
 		}
@@ -100,17 +68,6 @@ func sandboxSetenv(env []string) (setenv []byte, loader []string) {
 		setenv = append(setenv, 0)
 	}
 	return setenv, loader
-}
-
-// isLoaderOnly reports whether a variable is read by the C library of
-// any program, so must reach the server's command and nothing before it.
-func isLoaderOnly(name string) bool {
-	for _, p := range []string{"LD_", "MALLOC_", "GLIBC_"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return slices.Contains(loaderVars, name)
 }
 
 // envProgram is the program that sets the loader's variables for the

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/internal/hookenv"
 )
 
 // plantedLibrary builds a shared library that, loaded into any program,
@@ -112,13 +113,13 @@ func TestSandboxSetenv(t *testing.T) {
 		t.Errorf("loader = %q", loader)
 	}
 	for _, v := range []string{"LD_AUDIT", "ld_preload", "DYLD_INSERT_LIBRARIES", "NODE_OPTIONS", "PYTHONSTARTUP", "BASH_ENV", "PERL5OPT", "JAVA_TOOL_OPTIONS"} {
-		if !IsLoaderVar(v) {
-			t.Errorf("IsLoaderVar(%s) = false", v)
+		if !hookenv.Steers(v) {
+			t.Errorf("Steers(%s) = false", v)
 		}
 	}
 	for _, v := range []string{"PATH", "HOME", "GITHUB_TOKEN", "NODE_ENV"} {
-		if IsLoaderVar(v) {
-			t.Errorf("IsLoaderVar(%s) = true", v)
+		if hookenv.Steers(v) {
+			t.Errorf("Steers(%s) = true", v)
 		}
 	}
 }

@@ -27,10 +27,15 @@ import (
 // URLs, comma-separated), before the configuration's "registry".
 const envRegistry = "TOOLSHELF_REGISTRY"
 
+// envNPMRegistry names the npm registry servers added install from
+// (add's --npm-registry, and propose_server's): the person's choice, so
+// one on this machine may be named.
+const envNPMRegistry = "TOOLSHELF_NPM_REGISTRY"
+
 var addCommand = &command{
 	name:    "add",
 	summary: "add a server from an MCP Registry, pinned, contained and held until approved",
-	usage:   "NAME[@VERSION] [--registry URL] [--name LOCAL] [--config FILE]",
+	usage:   "NAME[@VERSION] [--registry URL] [--name LOCAL] [--npm-registry URL] [--yes] [--config FILE]",
 	help: `
 Looks the server up in an MCP Registry (NAME is the registry's, such as
 io.github.modelcontextprotocol/server-memory; VERSION an exact version,
@@ -40,7 +45,12 @@ else the latest) and adds it to the configuration:
     is, else PyPI where uvx is; another is named with why it was not
     chosen), or else the entry's remote as an HTTP server;
   - contained, as every stdio server is, granted write access to the
-    files and folders its "filepath" inputs name;
+    folders its "filepath" inputs name (a file's folder for a file; "~"
+    is your home). A path is never granted when it is, holds or leads
+    through a link to the system's folders, the home folder, a hidden
+    folder of it, or toolshelf's own; and the registry's default for one
+    (what you get by pressing Enter) must lie in the configuration's
+    folder;
   - its inputs asked for on the terminal; secret ones (tokens, keys) kept
     each in a file of its own in the state folder (mode 600), which the
     configuration names as ${file:PATH}: the value is never written into
@@ -52,6 +62,16 @@ else the latest) and adds it to the configuration:
   - its origin recorded ("registry": the registry, entry and version, and
     the npm integrity of the package where the npm registry gives one).
 
+Before anything is written, the plan is shown (the command, every
+argument and variable, the registry's fixed values marked, the grants,
+the network and ports) and you are asked to confirm it; --yes confirms
+for a script, and refuses all the same what a registry may not choose:
+a variable that steers how programs load or where packages come from
+(LD_PRELOAD, NODE_OPTIONS, npm_config_*), a package registry on this
+machine or its network (name it yourself with --npm-registry URL, which
+also grants its port on the loopback), a path outside what it may have.
+A server of the same name is replaced only once you say so.
+
 A deleted entry is refused; a deprecated one is added with its message as
 a warning. Rules see the install (Action::"install" on Server::"NAME",
 with context.args.registry, .version and .status): a forbid refuses it,
@@ -60,6 +80,9 @@ take servers only from the team's own registry:
 
   forbid (principal, action == Action::"install", resource)
     unless { context.args.registry == "https://registry.team.example" };
+
+The npm registry: --npm-registry URL, else $TOOLSHELF_NPM_REGISTRY, else
+the entry's own when it is on the internet, else npm's.
 
 Registries: --registry URL (repeatable), else $TOOLSHELF_REGISTRY
 (comma-separated), else the configuration's "registry" (a URL or a list),
@@ -71,12 +94,14 @@ folder, made if there is none.`,
 		var regs multiFlag
 		fs.Var(&regs, "registry", "read the MCP Registry at `URL` (repeatable; the first that has the server answers)")
 		local := fs.String("name", "", "the server's `NAME` in the configuration (default: the last part of the registry's name)")
+		npmRegistry := fs.String("npm-registry", "", "install npm packages from the registry at `URL` (one on this machine is granted its port)")
+		yes := fs.Bool("yes", false, "add without asking to confirm the plan (for scripts; what a registry may not choose is refused all the same)")
 		config := fs.String("config", "", "the configuration `FILE` to add to")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) != 1 {
 				return usagef("name one server of the registry, such as io.github.modelcontextprotocol/server-memory (NAME@VERSION for a version)")
 			}
-			return runAdd(ctx, e, args[0], regs, *local, *config)
+			return runAdd(ctx, e, args[0], regs, addChoices{local: *local, npmRegistry: *npmRegistry, yes: *yes, replace: *yes}, *config)
 		}
 	},
 }
@@ -163,7 +188,15 @@ func registryClient(e *env, flags []string, configFlag string) (*registry.Client
 	return &registry.Client{Registries: regs, HTTP: &http.Client{Timeout: 30 * time.Second}}, nil
 }
 
-func runAdd(ctx context.Context, e *env, arg string, regs []string, local, configFlag string) error {
+// addChoices are what the person chose on add's command line.
+type addChoices struct {
+	local       string // the server's name in the configuration
+	npmRegistry string // --npm-registry
+	yes         bool   // --yes: the plan is confirmed
+	replace     bool   // a server of the same name is replaced (--yes)
+}
+
+func runAdd(ctx context.Context, e *env, arg string, regs []string, ch addChoices, configFlag string) error {
 	name, version, _ := strings.Cut(arg, "@")
 	if name == "" || strings.Count(name, "/") != 1 {
 		return usagef("%q is not a registry name such as io.github.modelcontextprotocol/server-memory", arg)
@@ -180,9 +213,19 @@ func runAdd(ctx context.Context, e *env, arg string, regs []string, local, confi
 		}
 		path = filepath.Join(dir, "toolshelf", "servers.json")
 	}
+	if ch.npmRegistry == "" {
+		ch.npmRegistry = e.getenv(envNPMRegistry)
+	}
+	if ch.npmRegistry != "" {
+		if u, err := url.Parse(ch.npmRegistry); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return usagef("--npm-registry %q is not an http(s) URL", ch.npmRegistry)
+		}
+	}
 	in := bufio.NewReader(e.stdin)
-	said, err := installServer(ctx, e, c, path, name, version, local, func(input string, i registry.Input) (string, error) {
+	said, err := installServer(ctx, e, c, path, name, version, ch, func(input string, i registry.Input) (string, error) {
 		return askInput(e, in, input, i)
+	}, func(question string) (bool, error) {
+		return askYes(e, in, question)
 	})
 	if err != nil {
 		return err
@@ -192,18 +235,23 @@ func runAdd(ctx context.Context, e *env, arg string, regs []string, local, confi
 }
 
 // installServer adds a registry's server to the configuration at path,
-// asking for its inputs with ask, and says what it did. It is add's, and
+// asking for its inputs with ask and to confirm the plan and a
+// replacement with confirm (nil: nobody to ask) unless ch says them
+// confirmed, and says what it did. It is add's, and
 // propose_server's once the person has said yes.
-func installServer(ctx context.Context, e *env, c *registry.Client, path, name, version, local string, ask registry.Asker) (string, error) {
+func installServer(ctx context.Context, e *env, c *registry.Client, path, name, version string, ch addChoices, ask registry.Asker, confirm func(string) (bool, error)) (string, error) {
 	doc, servers, err := readConfigDoc(path)
 	if err != nil {
 		return "", err
 	}
+	local := ch.local
 	if local == "" {
 		local = registry.LocalName(name)
 	}
-	if _, ok := servers[local]; ok {
-		return "", usagef("%s already has a server named %q: give another with --name", path, local)
+	if _, ok := servers[local]; ok && !ch.replace {
+		if yes, err := askConfirm(confirm, fmt.Sprintf("%s already has a server named %q: replace it?", path, local)); err != nil || !yes {
+			return "", usagef("%s already has a server named %q: give another with --name, or remove it first (toolshelf remove %s)", path, local, local)
+		}
 	}
 	entry, err := c.Get(ctx, name, version)
 	if err != nil {
@@ -216,14 +264,28 @@ func installServer(ctx context.Context, e *env, c *registry.Client, path, name, 
 	keep := func(server, input, value string) (string, error) {
 		return keepSecret(secrets, server, input, value)
 	}
-	p, err := registry.NewPlan(entry, local, runtimesHere(e), ask, keep)
+	rt := runtimesHere(e)
+	rt.ConfigDir = filepath.Dir(path)
+	if ch.npmRegistry != "" {
+		rt.NPMRegistry = ch.npmRegistry
+	}
+	p, err := registry.NewPlan(entry, local, rt, ask, keep)
 	if err != nil {
 		return "", err
+	}
+	fmt.Fprint(e.stderr, describePlan(p, local, path))
+	if !ch.yes {
+		if yes, err := askConfirm(confirm, "Add it?"); err != nil {
+			return "", err
+		} else if !yes {
+			return "", errors.New("not added: the plan was not confirmed (--yes confirms it for a script)")
+		}
 	}
 	ref := map[string]any{"url": entry.Registry, "name": entry.Server.Name, "version": entry.Server.Version}
 	if p.Package.Identifier != "" {
 		ref["package"] = p.Package.RegistryType + ":" + p.Package.Identifier + "@" + p.Package.Version
-		if integ, err := packageIntegrity(ctx, p.Package); err == nil && integ != "" {
+		env, _ := p.Server["env"].(map[string]string)
+		if integ, err := packageIntegrity(ctx, p.Package, env["npm_config_registry"]); err == nil && integ != "" {
 			ref["integrity"] = integ
 		} else if err != nil {
 			fmt.Fprintf(e.stderr, "toolshelf: no integrity recorded for %s: %v\n", ref["package"], err)
@@ -416,20 +478,21 @@ func keepSecret(dir, server, input, value string) (string, error) {
 }
 
 // runtimesHere says what this machine runs packages with, and whose home
-// no filepath input is granted.
+// and which of toolshelf's folders no filepath input is granted.
 func runtimesHere(e *env) registry.Runtimes {
 	_, node := exec.LookPath("npx")
 	_, uvx := exec.LookPath("uvx")
-	return registry.Runtimes{Node: node == nil, Uvx: uvx == nil, Home: e.getenv("HOME")}
+	return registry.Runtimes{Node: node == nil, Uvx: uvx == nil, Home: e.getenv("HOME"), Own: config.OwnFolders(e.getenv), NPMRegistry: e.getenv(envNPMRegistry)}
 }
 
 // packageIntegrity is the npm registry's integrity of an npm package's
-// version ("" for other packages).
-func packageIntegrity(ctx context.Context, pkg registry.Package) (string, error) {
+// version ("" for other packages), asked of base, the registry the
+// server installs from (npm's own for ""): never one an entry alone named
+// (a plan refuses those on this machine).
+func packageIntegrity(ctx context.Context, pkg registry.Package, base string) (string, error) {
 	if pkg.RegistryType != "npm" {
 		return "", nil
 	}
-	base := pkg.RegistryBaseURL
 	if base == "" {
 		base = "https://registry.npmjs.org"
 	}
@@ -485,7 +548,9 @@ func (p *registryProposer) Candidates(ctx context.Context, need string) ([]gatew
 		if st.StatusMessage != "" {
 			status += ": " + st.StatusMessage
 		}
-		plan, err := registry.NewPlan(&en, registry.LocalName(en.Server.Name), runtimesHere(p.e), noAnswers, func(string, string, string) (string, error) {
+		rt := runtimesHere(p.e)
+		rt.ConfigDir = filepath.Dir(p.config)
+		plan, err := registry.NewPlan(&en, registry.LocalName(en.Server.Name), rt, noAnswers, func(string, string, string) (string, error) {
 			return "", errors.New("a secret")
 		})
 		if err != nil {
@@ -498,7 +563,9 @@ func (p *registryProposer) Candidates(ctx context.Context, need string) ([]gatew
 }
 
 func (p *registryProposer) Install(ctx context.Context, name string) (string, error) {
-	return installServer(ctx, p.e, p.client, p.config, name, "", "", noAnswers)
+	// The person said yes to this server in their client; a server of
+	// the same name is not replaced.
+	return installServer(ctx, p.e, p.client, p.config, name, "", addChoices{yes: true}, noAnswers, nil)
 }
 
 // noAnswers answers no input: the default applies; a required one stops

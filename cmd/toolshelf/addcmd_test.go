@@ -37,11 +37,11 @@ func TestAdd(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
 
-	code, out, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", cfg)
+	code, out, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg)
 	if code != 0 || !strings.Contains(out, "added server-memory") || !strings.Contains(out, "tools approve server-memory") {
 		t.Fatalf("add: %d\n%s\n%s", code, out, errs)
 	}
-	code, _, errs = addEnv(t, dir, "ghp_abcdefghijklmnop0123456789\n", "add", "io.github.modelcontextprotocol/server-github", "--registry", reg.URL, "--config", cfg, "--name", "github")
+	code, _, errs = addEnv(t, dir, "ghp_abcdefghijklmnop0123456789\n", "add", "io.github.modelcontextprotocol/server-github", "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg, "--name", "github")
 	if code != 0 || !strings.Contains(errs, "deprecated: Development moved") {
 		t.Fatalf("add a deprecated server: %d\n%s", code, errs)
 	}
@@ -98,7 +98,7 @@ func TestAdd(t *testing.T) {
 		{[]string{"add", "io.example/none"}, "not found"},
 		{[]string{"add", "server-memory"}, "not a registry name"},
 	} {
-		code, _, errs := addEnv(t, dir, "", append(tc.args, "--registry", reg.URL, "--config", cfg)...)
+		code, _, errs := addEnv(t, dir, "", append(tc.args, "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--config", cfg)...)
 		if code == 0 || !strings.Contains(errs, tc.want) {
 			t.Errorf("%v: %d %s, want %q", tc.args, code, errs, tc.want)
 		}
@@ -108,11 +108,11 @@ func TestAdd(t *testing.T) {
 	ruled := filepath.Join(dir, "ruled.json")
 	os.WriteFile(filepath.Join(dir, "team.cedar"), []byte(`@message("only the team's own servers") forbid (principal, action == Action::"install", resource) unless { resource.name like "com.example/*" };`+"\n"), 0o644)
 	os.WriteFile(ruled, []byte(`{"mcpServers": {}, "policies": ["team.cedar"]}`), 0o644)
-	code, _, errs = addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", ruled)
+	code, _, errs = addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", ruled)
 	if code == 0 || !strings.Contains(errs, "only the team's own servers") {
 		t.Errorf("a forbidden install: %d %s", code, errs)
 	}
-	code, _, errs = addEnv(t, dir, "Bearer wk_0123456789abcdef\n", "add", "com.example/weather", "--registry", reg.URL, "--config", ruled)
+	code, _, errs = addEnv(t, dir, "Bearer wk_0123456789abcdef\n", "add", "com.example/weather", "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", ruled)
 	if code != 0 {
 		t.Errorf("an allowed install: %d %s", code, errs)
 	}
@@ -122,10 +122,10 @@ func TestAdd(t *testing.T) {
 	teamOnly := filepath.Join(dir, "team-only.json")
 	os.WriteFile(filepath.Join(dir, "registry.cedar"), []byte(`@message("only from the team's registry") forbid (principal, action == Action::"install", resource) unless { context.args.registry == "`+reg.URL+`" };`+"\n"), 0o644)
 	os.WriteFile(teamOnly, []byte(`{"mcpServers": {}, "policies": ["registry.cedar"]}`), 0o644)
-	if code, _, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", other.URL, "--config", teamOnly); code == 0 || !strings.Contains(errs, "only from the team's registry") {
+	if code, _, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", other.URL, "--npm-registry", other.URL+"/npm", "--yes", "--config", teamOnly); code == 0 || !strings.Contains(errs, "only from the team's registry") {
 		t.Errorf("an install from another registry: %d %s", code, errs)
 	}
-	if code, _, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--config", teamOnly); code != 0 {
+	if code, _, errs := addEnv(t, dir, "", "add", "io.github.modelcontextprotocol/server-memory", "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", teamOnly); code != 0 {
 		t.Errorf("an install from the team's registry: %d %s", code, errs)
 	}
 
@@ -158,10 +158,10 @@ func TestOutdatedAndUpdate(t *testing.T) {
 	reg := registrytest.Serve(t, "../../testdata/registry/servers.json")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
-	if code, _, errs := addEnv(t, dir, "/data/memory.jsonl\n", "add", "io.github.modelcontextprotocol/server-memory@2026.1.26", "--registry", reg.URL, "--config", cfg, "--name", "memory"); code != 0 {
+	if code, _, errs := addEnv(t, dir, "/data/memory.jsonl\n", "add", "io.github.modelcontextprotocol/server-memory@2026.1.26", "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg, "--name", "memory"); code != 0 {
 		t.Fatalf("add an older version: %s", errs)
 	}
-	if code, _, errs := addEnv(t, dir, "ghp_abcdefghijklmnop0123456789\n", "add", "io.github.modelcontextprotocol/server-github", "--registry", reg.URL, "--config", cfg); code != 0 {
+	if code, _, errs := addEnv(t, dir, "ghp_abcdefghijklmnop0123456789\n", "add", "io.github.modelcontextprotocol/server-github", "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg); code != 0 {
 		t.Fatalf("add: %s", errs)
 	}
 	code, out, errs := addEnv(t, dir, "", "outdated", "--config", cfg)
@@ -226,7 +226,7 @@ func TestRegistryProposer(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
 	os.WriteFile(cfg, []byte(`{"mcpServers": {}}`), 0o644)
-	vars := map[string]string{"XDG_STATE_HOME": filepath.Join(dir, "state")}
+	vars := map[string]string{"XDG_STATE_HOME": filepath.Join(dir, "state"), envNPMRegistry: reg.URL + "/npm"}
 	e := &env{stdin: strings.NewReader(""), stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(k string) string { return vars[k] }, held: &heldPaths{}}
 	c, err := registryClient(e, []string{reg.URL}, cfg)
 	if err != nil {
@@ -295,5 +295,57 @@ func TestKeepSecretRefusesWhatItCannotKeepPrivate(t *testing.T) {
 		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm()&0o077 != 0 {
 			t.Errorf("%s is not private: %v %v", p, fi.Mode(), err)
 		}
+	}
+}
+
+// add shows the plan and asks before writing: no answer or "n" writes
+// nothing; "y" adds; a name given twice asks to replace; remove takes
+// the server and the secrets kept for it away.
+func TestAddAsksAndRemove(t *testing.T) {
+	if !hasOnPath("npx") {
+		t.Skip("add chooses the npm package only where npx is")
+	}
+	reg := registrytest.Serve(t, "../../testdata/registry/servers.json")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	add := func(stdin string, extra ...string) (int, string) {
+		args := append([]string{"add", "io.github.modelcontextprotocol/server-github", "--registry", reg.URL, "--npm-registry", reg.URL + "/npm", "--config", cfg, "--name", "gh"}, extra...)
+		code, _, errs := addEnv(t, dir, stdin, args...)
+		return code, errs
+	}
+	for _, no := range []string{"ghp_abcdefghijklmnop0123456789\n", "ghp_abcdefghijklmnop0123456789\nn\n"} {
+		code, errs := add(no)
+		if code == 0 || !strings.Contains(errs, "runs      npx -y @modelcontextprotocol/server-github@") || !strings.Contains(errs, "GITHUB_PERSONAL_ACCESS_TOKEN=${file:") || !strings.Contains(errs, "Add it? [y/N]") {
+			t.Errorf("unconfirmed: %d\n%s", code, errs)
+		}
+		if _, err := os.Stat(cfg); err == nil {
+			t.Fatalf("written without a yes")
+		}
+	}
+	if code, errs := add("ghp_abcdefghijklmnop0123456789\ny\n"); code != 0 {
+		t.Fatalf("confirmed: %d %s", code, errs)
+	}
+	if code, errs := add("n\n"); code == 0 || !strings.Contains(errs, `already has a server named "gh": replace it? [y/N]`) {
+		t.Errorf("a name taken, not replaced: %d %s", code, errs)
+	}
+	if code, errs := add("y\nghp_zyxwvutsrqponmlk9876543210\ny\n"); code != 0 {
+		t.Errorf("a name taken, replaced: %d %s", code, errs)
+	}
+	secrets := filepath.Join(dir, "state", "toolshelf", "secrets", "gh")
+	if _, err := os.Stat(secrets); err != nil {
+		t.Fatalf("no secrets kept: %v", err)
+	}
+	code, out, errs := addEnv(t, dir, "", "remove", "gh", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "removed gh from "+cfg) {
+		t.Fatalf("remove: %d %s %s", code, out, errs)
+	}
+	if data, _ := os.ReadFile(cfg); strings.Contains(string(data), `"gh"`) {
+		t.Errorf("still there: %s", data)
+	}
+	if _, err := os.Stat(secrets); !os.IsNotExist(err) {
+		t.Errorf("its secrets are left: %v", err)
+	}
+	if code, _, errs := addEnv(t, dir, "", "remove", "gh", "--config", cfg); code == 0 || !strings.Contains(errs, `no server named "gh"`) {
+		t.Errorf("remove again: %d %s", code, errs)
 	}
 }

@@ -73,6 +73,7 @@ var commands = byName([]*command{
 	proxyCommand,
 	importCommand,
 	addCommand,
+	removeCommand,
 	searchRegistryCommand,
 	outdatedCommand,
 	updateCommand,

@@ -371,7 +371,10 @@ func updatedEntry(ctx context.Context, raw json.RawMessage, r *config.RegistryRe
 		return nil, fmt.Errorf("its arguments do not run %s (edited by hand?): add it again to take another version", old)
 	}
 	ref := map[string]any{"url": r.URL, "name": r.Name, "version": latest.Server.Version, "package": kind + ":" + next}
-	if integ, err := packageIntegrity(ctx, *pkg); err == nil && integ != "" {
+	// Asked of the registry the server installs from (what its entry's
+	// env says), never of one the new version's entry names.
+	base, _ := env["npm_config_registry"].(string)
+	if integ, err := packageIntegrity(ctx, *pkg, base); err == nil && integ != "" {
 		ref["integrity"] = integ
 	}
 	entry["registry"] = ref
