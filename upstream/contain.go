@@ -794,20 +794,34 @@ func (p *Pool) logContainment() {
 	}
 }
 
-// OnHostNetwork names the stdio servers that share the host's network,
-// its loopback too, and so could call a gateway that listens there: those
-// that run uncontained, those with "network": "host", and contained ones
-// where slirp4netns is not installed to give them a network of their own.
-// (A server contained by its engine had its flags checked: no host
-// network.) Disabled servers are not named.
-func (p *Pool) OnHostNetwork() []string {
+// ReachHost names the stdio servers that can reach a port of the host's
+// loopback, and so could call a gateway that listens there: those that
+// run uncontained, those with "network": "host", contained ones where
+// slirp4netns is not installed to give them a network of their own, and
+// those granted "hostPorts" (whatever the ports: a gateway's port may be
+// chosen after the grant was written). (A server contained by its engine
+// had its flags checked: no host network.) Disabled servers are not
+// named.
+func (p *Pool) ReachHost() []string {
 	var out []string
 	for _, s := range p.servers {
 		c := s.cfg.containment()
 		switch {
 		case s.cfg.Disabled || s.cfg.TransportName() != "stdio" || s.cfg.Dial != nil:
-		case !c.Contained, c.Engine == "" && s.cfg.HostNetwork,
-			c.Engine == "" && !s.cfg.NoNetwork && len(s.cfg.HostPorts) == 0 && findSandbox().slirp == "":
+		case !c.Contained, c.Engine == "" && s.cfg.HostNetwork, c.Engine == "" && len(s.cfg.HostPorts) > 0,
+			c.Engine == "" && !s.cfg.NoNetwork && findSandbox().slirp == "":
+			out = append(out, s.cfg.Name)
+		}
+	}
+	return out
+}
+
+// GrantedPort names the servers granted a port of the host's loopback
+// ("hostPorts"): a gateway refuses to listen on one.
+func (p *Pool) GrantedPort(port int) []string {
+	var out []string
+	for _, s := range p.servers {
+		if !s.cfg.Disabled && slices.Contains(s.cfg.HostPorts, port) {
 			out = append(out, s.cfg.Name)
 		}
 	}

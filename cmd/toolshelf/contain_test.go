@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -123,5 +125,33 @@ func TestKeptTokenRefusesWhatItCannotRead(t *testing.T) {
 		if v, err := keptToken(path); err == nil || v != "" || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s: %q %v", name, v, err)
 		}
+	}
+}
+
+// No grant leads back to the gateway: a server granted a port of the
+// host's loopback ("hostPorts") makes /mcp need a token, whatever the
+// port, and serve refuses to listen on a port a server is granted.
+func TestPortGrantLeadsNotToTheGateway(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", state)
+	cmd, env := mcptest.Command("serve", []string{"echo"})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"ported": map[string]any{"command": cmd, "env": env, "network": map[string]any{"hostPorts": []int{port}}, "timeout": testenv.Timeout(5 * time.Second).String()},
+	}})
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfg, b, 0o644)
+	url := startServeHTTP(t, "--config", cfg)
+	if code := postStatus(t, url, ""); code != 401 {
+		t.Fatalf("/mcp without a token, a server granted a host port: %d, want 401", code)
+	}
+	r := runCLI(t, "serve", "--config", cfg, "--http", "127.0.0.1:"+strconv.Itoa(port))
+	if r.code == 0 || !strings.Contains(r.stderr, "port "+strconv.Itoa(port)+" is granted to ported") {
+		t.Errorf("serving on a granted port: code %d\n%s", r.code, r.stderr)
 	}
 }

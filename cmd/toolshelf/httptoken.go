@@ -6,12 +6,15 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/upstream"
 )
 
 // Over HTTP on loopback without a token, /mcp is open to every process of
@@ -87,11 +90,22 @@ func keepToken(path, token string) error {
 	return f.Close()
 }
 
-// closeLoopback makes /mcp need the admin token when it would otherwise
-// be open (no token given, no profile tokens, no identity) and a server
-// shares the host's network, and says so with the file the token is in.
+// closeLoopback refuses a --http port a server is granted ("hostPorts"),
+// and makes /mcp need the admin token when it would otherwise be open (no
+// token given, no profile tokens, no identity) and a server can reach a
+// port of the host's loopback, and says so with the file the token is in.
 func (o *serveOptions) closeLoopback(src *toolSource, hopts *gateway.HostOptions, logger *slog.Logger) error {
-	if o.http == "" || o.token != "" || hopts.People != nil || src.pool == nil {
+	if o.http == "" || src.pool == nil {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(o.http); err == nil {
+		if n, err := strconv.Atoi(port); err == nil && n != 0 {
+			if err := portNotGranted(src.pool, n); err != nil {
+				return err
+			}
+		}
+	}
+	if o.token != "" || hopts.People != nil {
 		return nil
 	}
 	for _, p := range hopts.Profiles {
@@ -99,21 +113,31 @@ func (o *serveOptions) closeLoopback(src *toolSource, hopts *gateway.HostOptions
 			return nil // /mcp is closed already (see serve --help)
 		}
 	}
-	shared := src.pool.OnHostNetwork()
+	shared := src.pool.ReachHost()
 	if len(shared) == 0 {
 		return nil
 	}
 	if o.tokenKept == "" {
 		if o.tokenPath == "" {
-			return usagef("--http: servers %s share this machine's network and could call /mcp, which then needs a token: set --auth-token-file (no state folder to keep one in)", strings.Join(shared, ", "))
+			return usagef("--http: servers %s can reach this machine's loopback and could call /mcp, which then needs a token: set --auth-token-file (no state folder to keep one in)", strings.Join(shared, ", "))
 		}
 		if err := keepToken(o.tokenPath, o.adminToken); err != nil {
-			return fmt.Errorf("--http: servers %s share this machine's network and could call /mcp, which then needs a token; keeping one: %v (or set --auth-token-file)", strings.Join(shared, ", "), err)
+			return fmt.Errorf("--http: servers %s can reach this machine's loopback and could call /mcp, which then needs a token; keeping one: %v (or set --auth-token-file)", strings.Join(shared, ", "), err)
 		}
 		o.tokenKept = o.tokenPath
 	}
 	hopts.AuthToken = o.adminToken
-	logger.Warn("/mcp needs a token: these servers share this machine's network and could call it; clients send the token in the file as a bearer token (or give serve --auth-token-file)",
+	logger.Warn("/mcp needs a token: these servers can reach this machine's loopback and could call it; clients send the token in the file as a bearer token (or give serve --auth-token-file)",
 		"servers", strings.Join(shared, ","), "token_file", o.tokenKept)
+	return nil
+}
+
+// portNotGranted refuses to serve on a port of the host a server is
+// granted: the server would reach the gateway, and through it every
+// other server.
+func portNotGranted(pool *upstream.Pool, port int) error {
+	if names := pool.GrantedPort(port); len(names) > 0 {
+		return usagef("--http: port %d is granted to %s (\"network\": {\"hostPorts\"}): a server may not reach the gateway; serve on another port or take it out of the grant", port, strings.Join(names, ", "))
+	}
 	return nil
 }

@@ -789,6 +789,10 @@ func serveHTTP(ctx context.Context, host *gateway.Host, o serveOptions, logger *
 	if err != nil {
 		return fmt.Errorf("listen: %v", err)
 	}
+	if err := portNotGranted(host.Pool(), l.Addr().(*net.TCPAddr).Port); err != nil {
+		l.Close()
+		return err // a port chosen by the system (":0") may be granted too
+	}
 	for _, r := range host.Routes() {
 		logger.Info("serving MCP over HTTP", "url", "http://"+l.Addr().String()+r.Path, "mode", host.Main().Mode(), "profile", r.Profile, "access", r.Access)
 	}
