@@ -25,7 +25,7 @@ var mayImport = map[string][]string{
 	"embedding":             {"search"},
 	"anthropic":             {"policy"},
 	"config":                {"catalog", "identity", "internal/fuzzy", "internal/hostpath", "pin"},
-	"upstream":              {"catalog", "config", "identity", "internal/confusable", "internal/hookenv", "internal/fuzzy", "pin", "rules", "signin", "telemetry"},
+	"upstream":              {"catalog", "config", "identity", "internal/confusable", "internal/hookenv", "internal/jsonscan", "internal/fuzzy", "pin", "rules", "signin", "telemetry"},
 	"identity":              {},
 	"rules":                 {},
 	"pin":                   {"catalog", "store"},

@@ -29,7 +29,11 @@ func (s *Server) audited(ctx context.Context, req *mcp.CallToolRequest, kind, to
 	start := time.Now()
 	note := &callNote{}
 	res := handle(context.WithValue(ctx, callNoteKey{}, note))
-	err := s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank, Decision: note.decision, Rule: note.rule}, req.Params.Arguments, start, res)
+	args := req.Params.Arguments
+	if note.args != nil {
+		args = note.args
+	}
+	err := s.audit(ctx, req.Session, audit.Record{Kind: kind, Tool: tool, Rank: note.rank, Decision: note.decision, Rule: note.rule}, args, start, res)
 	return s.durable(ctx, kind, res, err)
 }
 
@@ -95,7 +99,8 @@ func (s *Server) audit(ctx context.Context, ss *mcp.ServerSession, r audit.Recor
 // its audit record.
 type callNote struct {
 	rank           int
-	decision, rule string // a refusal by the operators' rules (upstream.Refusal)
+	decision, rule string          // a refusal by the operators' rules (upstream.Refusal)
+	args           json.RawMessage // the arguments in their one form, as the server got them
 }
 
 type callNoteKey struct{}

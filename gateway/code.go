@@ -90,6 +90,9 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 	note := &callNote{}
 	ctx = context.WithValue(ctx, callNoteKey{}, note)
 	res := s.reach(ctx, ss, &upstream.Call{Tool: e, Args: args, Via: "code"})
+	if note.args != nil {
+		args = note.args
+	}
 	if s.opts.Audit != nil {
 		if err := s.audit(ctx, ss, audit.Record{Kind: "call", Tool: e.Name, Via: "code", Rank: note.rank, Decision: note.decision, Rule: note.rule}, args, start, res); err != nil {
 			return nil, fmt.Errorf("%s ran, but its record could not be kept (%v): its answer is withheld", sandbox.Accessor(server, tool), err)

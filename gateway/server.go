@@ -30,6 +30,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/catalog"
@@ -623,7 +624,8 @@ func directTool(e *catalog.Entry) *mcp.Tool {
 // forward returns the handler of a directly listed tool.
 func (s *Server) forward(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.audited(ctx, req, "call", name, func(ctx context.Context) *mcp.CallToolResult {
+		ctx, bad := withBadArgs(ctx)
+		res := s.audited(ctx, req, "call", name, func(ctx context.Context) *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
 				e, err := s.up.Resolve(name)
 				if err != nil {
@@ -631,8 +633,39 @@ func (s *Server) forward(name string) mcp.ToolHandler {
 				}
 				return s.reach(ctx, req.Session, &upstream.Call{Tool: e, Args: req.Params.Arguments, Via: "direct"})
 			})
-		}), nil
+		})
+		return bad.answer(name, res)
 	}
+}
+
+// badArgs carries a call's arguments refused for having no one form
+// (upstream.ArgumentsError) from reach to the handler, which answers it
+// as invalid params (-32602): the client's request, not the tool, failed.
+type badArgs struct{ err *upstream.ArgumentsError }
+
+type badArgsKey struct{}
+
+func withBadArgs(ctx context.Context) (context.Context, *badArgs) {
+	h := &badArgs{}
+	return context.WithValue(ctx, badArgsKey{}, h), h
+}
+
+// refuseArgs is the tool error for a failed call, and notes arguments
+// refused for having no one form for the handler to answer as such.
+func refuseArgs(ctx context.Context, tool string, err error) *mcp.CallToolResult {
+	var bad *upstream.ArgumentsError
+	if h, ok := ctx.Value(badArgsKey{}).(*badArgs); ok && errors.As(err, &bad) {
+		h.err = bad
+	}
+	return toolError("%s: %v", tool, err)
+}
+
+// answer is the handler's answer: res, or the refusal of the arguments.
+func (h *badArgs) answer(tool string, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	if h.err != nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: cut(tool, echoLimit) + ": " + h.err.Error()}
+	}
+	return res, nil
 }
 
 // reach is the gateway's side of every tool call, however the client
@@ -666,8 +699,11 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 	// Per call at debug: the audit log is the record of calls, and a busy
 	// gateway's log must not grow with its traffic.
 	s.logger.Debug("call", "tool", c.Tool.Name, "server", c.Tool.Server, "via", c.Via, "duration", took.Round(time.Microsecond), "outcome", outcome)
+	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok && c.Canonical() {
+		n.args = c.Args // the record holds what the server got
+	}
 	if err != nil {
-		res = toolError("%s: %v", c.Tool.Name, err)
+		res = refuseArgs(ctx, c.Tool.Name, err)
 		noteRefusal(ctx, err)
 	}
 	appResult(res, appsOf(c.Tool))

@@ -95,11 +95,13 @@ func (s *Server) addMetaTools(x *exposure, servers string) {
 		}), nil
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return s.audited(ctx, req, "call", calledName(req.Params.Arguments), func(ctx context.Context) *mcp.CallToolResult {
+		ctx, bad := withBadArgs(ctx)
+		res := s.audited(ctx, req, "call", calledName(req.Params.Arguments), func(ctx context.Context) *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
 				return s.callTool(ctx, req.Session, req.Params.Arguments)
 			})
-		}), nil
+		})
+		return bad.answer(toolCall, res)
 	})
 	x.listed[toolSearch] = servers
 	x.listed[toolCall] = "meta"
@@ -275,10 +277,18 @@ func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.R
 	if err != nil {
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
-	if err := misfit(e, args, obj); err != nil {
+	// Checked against the schema in the one form the server will get.
+	c, err := upstream.NewCall(e, args, "call_tool")
+	if err != nil {
+		return refuseArgs(ctx, e.Name, err)
+	}
+	if c.Renamed() {
+		obj = nil // keys the client spelled otherwise: the full check reads them
+	}
+	if err := misfit(e, c.Args, obj); err != nil {
 		return toolError("call_tool %s: %v", e.Name, err)
 	}
-	return s.reach(ctx, ss, &upstream.Call{Tool: e, Args: args, Via: "call_tool"})
+	return s.reach(ctx, ss, c)
 }
 
 // unknownTool explains a call to a name the catalog does not have and

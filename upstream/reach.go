@@ -18,13 +18,17 @@ import (
 type Call struct {
 	// Tool is the tool, resolved once (see [Scope.Resolve]).
 	Tool *catalog.Entry
-	// Args are the arguments as the server will get them.
+	// Args are the arguments as the server will get them: in their one
+	// form once the call is reached or checked (see [NewCall]).
 	Args json.RawMessage
 	// Via says how the tool was reached: "call_tool", "direct", "code"
 	// or "library", for rules and records.
 	Via string
 	// Client is the name the client gave in its initialize, if any.
 	Client string
+	// canonical: Args are in their one form (see callform.go); renamed:
+	// a key took its declared parameter's spelling on the way.
+	canonical, renamed bool
 	// release ends what rules took for the call (a limit's count of
 	// calls at once) when it ends.
 	release []func()
@@ -91,6 +95,9 @@ func (sc *Scope) Reach(ctx context.Context, c *Call) (*mcp.CallToolResult, error
 			f()
 		}
 	}()
+	if err := c.canonicalize(); err != nil {
+		return nil, err
+	}
 	for _, rule := range builtinRules {
 		if err := rule(ctx, sc, c); err != nil {
 			return nil, err
@@ -136,8 +143,12 @@ type Verdict struct {
 	Message string
 }
 
-// Check asks the scope's rules about a call without making it.
+// Check asks the scope's rules about a call without making it, with its
+// arguments in the one form the call would carry.
 func (sc *Scope) Check(ctx context.Context, c *Call) Verdict {
+	if err := c.canonicalize(); err != nil {
+		return Verdict{Effect: rules.Forbid, Rules: []string{"the arguments' one form"}, Message: err.Error()}
+	}
 	for _, r := range configured {
 		if err := r.rule(ctx, sc, c); err != nil {
 			return Verdict{Effect: rules.Forbid, Rules: []string{r.name}, Message: err.Error()}

@@ -49,6 +49,11 @@ func TestPolicyCheck(t *testing.T) {
 		{[]string{"--profile", "ci", "--tool", "mcp__files__write", "--args", `{"text": "/srv/ci/out"}`}, 0, "PERMIT: mcp__files__write\n"},
 		{[]string{"--tool", "mcp__files__write", "--args", `{"text": "/etc/passwd"}`}, 0, "PERMIT"},
 		{[]string{"--tool", "mcp__files__remove"}, 3, "ASK: mcp__files__remove"},
+		// What the call path would refuse or rename, policy check says the
+		// same of: two keys one server reads as one, a declared key in
+		// another case.
+		{[]string{"--profile", "ci", "--tool", "mcp__files__write", "--args", `{"text": "/srv/ci/out", "TEXT": "/etc/passwd"}`}, 1, "FORBID: mcp__files__write\n  by the arguments' one form\n  the arguments are refused: the keys \"text\" and \"TEXT\""},
+		{[]string{"--profile", "ci", "--tool", "mcp__files__write", "--args", `{"TEXT": "/etc/passwd"}`}, 1, "ci writes only under /srv/ci"},
 	} {
 		r := runCLI(t, append([]string{"policy", "check", "--config", cfg}, c.args...)...)
 		if r.code != c.code || !strings.Contains(r.stdout, c.out) {
