@@ -100,7 +100,7 @@ func canonicalArgs(raw json.RawMessage, params []catalog.Param) (args json.RawMe
 
 // argsWriter writes arguments in their one form as it reads them.
 type argsWriter struct {
-	out    []byte
+	out     []byte
 	params  []catalog.Param
 	err     error
 	renamed bool
