@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/big"
-	"net/url"
-	"path"
 	"strings"
 
 	"github.com/cedar-policy/cedar-go/types"
@@ -87,7 +85,11 @@ func (c *converter) value(v any, depth int, clean bool) (types.Value, error) {
 		return types.NewRecord(nil), nil
 	case string:
 		if clean {
-			v = cleanPath(v)
+			cleaned, err := cleanValue(v)
+			if err != nil {
+				return nil, err
+			}
+			v = cleaned
 		}
 		return types.String(v), nil
 	case bool:
@@ -152,32 +154,6 @@ func numberValue(n json.Number) types.Value {
 		}
 	}
 	return types.String(s)
-}
-
-// cleanPath is a string as a path rule should test it: percent-encoding
-// undone (twice at most: a double encoding is a rewording too), a
-// file: URL's path taken, and the path made clean ("/srv/ci/../../etc"
-// is "/etc", "//" and "./" go). A string with no slash is left as it is.
-func cleanPath(s string) string {
-	for range 2 {
-		if !strings.Contains(s, "%") {
-			break
-		}
-		u, err := url.PathUnescape(s)
-		if err != nil {
-			break
-		}
-		s = u
-	}
-	if rest, ok := strings.CutPrefix(s, "file://"); ok {
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			s = rest[i:] // file://host/path: the path
-		}
-	}
-	if !strings.Contains(s, "/") {
-		return s
-	}
-	return path.Clean(s)
 }
 
 func jsonKind(v any) string {

@@ -48,6 +48,8 @@ type reads struct {
 	// names are the arguments it reads by name (context.args.path,
 	// context.clean.path: "path"), in the order the rule names them.
 	names []string
+	// warnings are what the rule may not mean (see likePattern).
+	warnings []string
 }
 
 // check reads a rule for what it reads of a call, and refuses one that
@@ -104,6 +106,11 @@ func check(p *cedar.Policy) (reads, error) {
 			case ast.NodeTypeLike:
 				if k := kindOf(n.Arg); k != kindUnknown && k != kindString {
 					return fail("like matches strings, and %s is %s", describe(n.Arg), k)
+				}
+				if w, err := likePattern(n); err != nil {
+					return fail("%v", err)
+				} else if w != "" {
+					r.warnings = append(r.warnings, w)
 				}
 			}
 			return err == nil

@@ -177,10 +177,12 @@ func TestRulesGoneKeepTheLastGood(t *testing.T) {
 		want   string // in the reload's error; "" for a reload that takes
 		forbid bool
 	}{
-		{"emptied", func() { os.WriteFile(file, []byte(" \n\n"), 0o644) }, "the file is empty", true},
+		{"emptied", func() { os.WriteFile(file, []byte(" \n\n"), 0o644) }, "the file has no rules", true},
+		{"comments alone", func() { os.WriteFile(file, []byte("/* nothing */\n"), 0o644) }, "the file has no rules", true},
+		{"no rules, said in passing", func() { os.WriteFile(file, []byte("// there are no rules here yet\n"), 0o644) }, "the file has no rules", true},
 		{"removed", func() { os.Remove(file) }, "has no *.cedar file", true},
 		{"renamed away", func() { os.WriteFile(file+".bak", []byte("x"), 0o644) }, "has no *.cedar file", true},
-		{"no rules, said so", func() { os.WriteFile(file, []byte("// no rules\n"), 0o644) }, "", false},
+		{"no rules, said so", func() { os.WriteFile(file, []byte("// no rules\r\n"), 0o644) }, "", false},
 	} {
 		tc.change()
 		l.stamp = "before" // as if the files changed
@@ -195,5 +197,105 @@ func TestRulesGoneKeepTheLastGood(t *testing.T) {
 	empty := t.TempDir()
 	if _, err := Open(empty); err == nil || !strings.Contains(err.Error(), "no *.cedar file") {
 		t.Errorf("a folder of no rules at start: %v", err)
+	}
+}
+
+// TestRulesSettleAndSayWhatTheyDrop: a rules file is read once it has
+// settled (a file still being written is not taken); a reload that
+// drops a rule names it at WARN; a rule that may not mean what it says
+// is warned about when the rules load.
+func TestRulesSettleAndSayWhatTheyDrop(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "team.cedar")
+	two := `@id("no pay") forbid (principal, action, resource) when { resource.name == "pay" };
+@id("no drop") forbid (principal, action, resource) when { resource.name == "drop" };
+`
+	os.WriteFile(file, []byte(two), 0o644)
+	l, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Half written: cut at the end of the first rule. A look that sees
+	// the change does not read it; the next, with the file as it was
+	// at the last look, does.
+	os.WriteFile(file, []byte(two[:strings.Index(two, "\n")+1]), 0o644)
+	if l.settled() {
+		t.Fatal("a file that just changed is taken as settled")
+	}
+	if !l.settled() {
+		t.Fatal("a file that stayed as it was is not settled")
+	}
+	old := l.Current()
+	if _, err := l.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Current().Dropped(old); len(got) != 1 || !strings.HasPrefix(got[0], "no drop (") {
+		t.Errorf("dropped: %v", got)
+	}
+	// Moved, not dropped: the same rule on another line.
+	os.WriteFile(file, []byte("\n\n"+two), 0o644)
+	old = l.Current()
+	l.stamp = "before"
+	l.Reload()
+	if got := l.Current().Dropped(old); len(got) != 0 {
+		t.Errorf("a moved rule taken for dropped: %v", got)
+	}
+
+	s, err := Parse("w.cedar", []byte(`forbid (principal, action, resource) when { context.args.path like "/srv/ci/*" };`))
+	if err != nil || len(s.Warnings) != 1 || !strings.Contains(s.Warnings[0], "test paths on context.clean") {
+		t.Errorf("a raw path compared: %v %v", s.Warnings, err)
+	}
+}
+
+// TestPatternsThatNeverMatch: a like on context.clean whose pattern no
+// cleaned value holds is an error with its file and line.
+func TestPatternsThatNeverMatch(t *testing.T) {
+	for _, tc := range []struct{ pattern, err string }{
+		{`/srv/ci/*`, ""},
+		{`http://169.254.169.254/*`, ""},
+		{`https://*.example.com/*`, ""},
+		{`/srv/ci`, ""},
+		{`100% sure`, ""},
+		{`*.txt`, ""},
+		{`/srv/ci/`, "trailing"},
+		{`/srv//ci/*`, `no "//"`},
+		{`/srv/ci/../*`, `".." segment`},
+		{`/srv/./ci/*`, `".." segment`},
+		{`\\srv\\ci\\*`, "every slash"},
+		{`/srv/ci%2f*`, "percent-escapes"},
+		{`／srv/*`, "NFKC"},
+		{`HTTP://169.254.169.254/*`, "lower case"},
+	} {
+		_, err := Parse("p.cedar", []byte("\n"+`forbid (principal, action, resource) when { context.clean.path like "`+tc.pattern+`" };`))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.pattern, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "p.cedar:2")):
+			t.Errorf("%s: %v, want an error at p.cedar:2 with %q", tc.pattern, err, tc.err)
+		}
+	}
+}
+
+// TestComparisonsThatNeverHold: the load-time type check refuses an
+// equality decided by types alone (both == and !=) and an ordering of
+// what is not a long (a string, a decimal), each with its line.
+func TestComparisonsThatNeverHold(t *testing.T) {
+	for _, tc := range []struct{ cond, err string }{
+		{`context.hour != "3"`, "!= of context.hour"},
+		{`context.hour == "3"`, "== of context.hour"},
+		{`resource.destructive != 1`, "!= of resource.destructive"},
+		{`context.args.n >= "100"`, ">= compares numbers"},
+		{`context.args.n > decimal("1.5")`, "is a decimal"},
+		{`context.args.n <= decimal("1.5")`, "is a decimal"},
+		{`context.args.n < context.hour`, ""},
+		{`context.hour != 3`, ""},
+	} {
+		_, err := Parse("t.cedar", []byte("forbid (principal, action, resource) when { "+tc.cond+" };"))
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.cond, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err) || !strings.Contains(err.Error(), "t.cedar:1")):
+			t.Errorf("%s: %v, want %q", tc.cond, err, tc.err)
+		}
 	}
 }

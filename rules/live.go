@@ -18,6 +18,7 @@ type Live struct {
 	paths []string
 	cur   atomic.Pointer[Set]
 	stamp string // the files' names, sizes and times when last read
+	seen  string // what they were at the last look (see settled)
 	// counts are the limits' counts, kept across reloads.
 	counts *counters
 	// share, when set, says among how many replicas a limit is shared
@@ -38,7 +39,8 @@ func Open(paths ...string) (*Live, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Live{paths: paths, stamp: stamp(paths), counts: newCounters()}
+	st := stamp(paths)
+	l := &Live{paths: paths, stamp: st, seen: st, counts: newCounters()}
 	l.cur.Store(s)
 	return l, nil
 }
@@ -73,6 +75,16 @@ func (l *Live) Reload() (bool, error) {
 	return true, nil
 }
 
+// settled reports whether the files have not changed since the last
+// look: a file still being written (an editor's save, a copy under way)
+// is read only once it has stayed as it is for a look.
+func (l *Live) settled() bool {
+	st := stamp(l.paths)
+	same := st == l.seen
+	l.seen = st
+	return same
+}
+
 // reloadEvery is how often Watch looks at the files.
 const reloadEvery = time.Second
 
@@ -87,13 +99,24 @@ func (l *Live) Watch(ctx context.Context, logger *slog.Logger, changed func()) {
 			return
 		case <-t.C:
 		}
+		if !l.settled() {
+			continue
+		}
+		old := l.Current()
 		reloaded, err := l.Reload()
 		if err != nil && logger != nil {
 			logger.Warn("the changed rules do not load; the last good ones stay in force", "error", err)
 		}
 		if reloaded {
 			if logger != nil {
-				logger.Info("rules reloaded", "files", strings.Join(l.Current().Files, ","))
+				cur := l.Current()
+				logger.Info("rules reloaded", "files", strings.Join(cur.Files, ","))
+				if dropped := cur.Dropped(old); len(dropped) > 0 {
+					logger.Warn("the reload dropped rules", "rules", strings.Join(dropped, "; "))
+				}
+				for _, w := range cur.Warnings {
+					logger.Warn("a rule may not mean what it says", "rule", w)
+				}
 			}
 			if changed != nil {
 				changed()

@@ -31,7 +31,6 @@
 package rules
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -63,6 +62,12 @@ type Set struct {
 	argNames map[string][]string
 	// Files are the files the rules came from, in the order read.
 	Files []string
+	// Warnings are what rules may not mean ("FILE:LINE: why"): said
+	// when the rules load, and by policy check.
+	Warnings []string
+	// texts are the rules' texts by id, so that a reload can say which
+	// rules it dropped.
+	texts map[string]string
 }
 
 // limitRule is a rule with @limit, evaluated on its own.
@@ -126,13 +131,21 @@ func (s *Set) addFile(file string) error {
 		return fmt.Errorf("rules: %v", err)
 	}
 	s.Files = append(s.Files, file)
-	if len(bytes.TrimSpace(text)) == 0 {
-		// An emptied file is more likely a mistake (a truncated write, a
-		// failed template) than a wish for no rules.
-		return fmt.Errorf("%s: the file is empty; to run without its rules, say so in it (a comment: // no rules)", file)
+	before := len(s.texts)
+	if err := s.add(file, text); err != nil {
+		return err
 	}
-	return s.add(file, text)
+	if len(s.texts) == before && !noRules.Match(text) {
+		// An emptied file (or one of comments alone) is more likely a
+		// mistake (a truncated write, a failed template) than a wish
+		// for no rules.
+		return fmt.Errorf("%s: the file has no rules; to run without its rules, say so in it (a line: // no rules)", file)
+	}
+	return nil
 }
+
+// noRules is the line that says a file of rules means to hold none.
+var noRules = regexp.MustCompile(`(?m)^[ \t]*//[ \t]*no rules[ \t]*\r?$`)
 
 // add parses one file's rules and checks their annotations.
 func (s *Set) add(file string, text []byte) error {
@@ -162,12 +175,19 @@ func (s *Set) add(file string, text []byte) error {
 		if err != nil {
 			return fmt.Errorf("%s: %v", id, err)
 		}
+		for _, w := range r.warnings {
+			s.Warnings = append(s.Warnings, id+": "+w)
+		}
 		if _, ask := p.Annotations()["ask"]; ask && p.Effect() != cedar.Forbid {
 			return fmt.Errorf("%s: @ask is for forbid rules: the call waits for the person's yes", id)
 		}
 		if name, ok := p.Annotations()["id"]; ok {
 			id = string(name) + " (" + id + ")"
 		}
+		if s.texts == nil {
+			s.texts = map[string]string{}
+		}
+		s.texts[id] = string(p.MarshalCedar())
 		if r.args || r.clean {
 			s.readArgs = append(s.readArgs, id)
 		}
@@ -491,4 +511,21 @@ func (s *Set) admit(r *Request, c *counters, now time.Time, share int) (release 
 		releases = append(releases, f)
 	}
 	return release, nil
+}
+
+// Dropped names the rules of old that s does not hold (by their text,
+// wherever they moved): what a reload took away.
+func (s *Set) Dropped(old *Set) []string {
+	have := map[string]bool{}
+	for _, t := range s.texts {
+		have[t] = true
+	}
+	var out []string
+	for id, t := range old.texts {
+		if !have[t] {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

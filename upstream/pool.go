@@ -305,6 +305,9 @@ func (p *Pool) Run(ctx context.Context) error {
 		wg.Go(func() { p.watchPins(ctx) })
 	}
 	if p.opts.Policies != nil {
+		for _, w := range p.opts.Policies.Current().Warnings {
+			p.logger.Warn("a rule may not mean what it says", "rule", w)
+		}
 		// A change can hide or show tools: publish the catalog again.
 		wg.Go(func() { p.opts.Policies.Watch(ctx, p.logger.With("component", "rules"), p.publish) })
 	}

@@ -74,6 +74,13 @@ tool and its annotations.
 			if err != nil {
 				return badInput(fmt.Errorf("--tool: %v", err))
 			}
+			if src.config != nil && len(src.config.Policies) > 0 {
+				if set, err := rules.Load(src.config.Policies...); err == nil {
+					for _, w := range set.Warnings {
+						fmt.Fprintln(e.stderr, "toolshelf: warning:", w)
+					}
+				}
+			}
 			v := src.scope.Check(ctx, &upstream.Call{Tool: entry, Args: json.RawMessage(*args), Client: *client, Via: *via})
 			fmt.Fprintf(e.stdout, "%s: %s\n", strings.ToUpper(v.Effect.String()), entry.Name)
 			if len(v.Rules) > 0 {
