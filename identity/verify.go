@@ -252,8 +252,9 @@ func (v *Verifier) verifyJWT(ctx context.Context, jwt *oidc.IDTokenVerifier, tok
 // its header's typ is neither RFC 9068's at+jwt nor the plain JWT many
 // providers still give access tokens; it carries what only ID tokens
 // carry (nonce, at_hash, c_hash); or it was issued to the gateway's own
-// client (aud holds its clientId, which is not its audience), as the ID
-// token of the console's sign-in is.
+// client (aud holds its clientId, which is not its audience, or azp, the
+// party it was issued to, is that client), as the ID token of the
+// console's sign-in is.
 func notAccessToken(token string, claims map[string]any, cfg Config) string {
 	header, _, _ := strings.Cut(token, ".")
 	var h struct {
@@ -274,6 +275,12 @@ func notAccessToken(token string, claims map[string]any, cfg Config) string {
 	}
 	if cfg.ClientID != "" && cfg.ClientID != cfg.Audience && slices.Contains(claimValues(claims["aud"]), cfg.ClientID) {
 		return "its audience is the gateway's own client"
+	}
+	if azp, _ := claims["azp"].(string); cfg.ClientID != "" && azp == cfg.ClientID {
+		// An ID token names the client it was issued to in azp; an
+		// access token for the gateway is a client's, never the
+		// gateway's own.
+		return "it was issued to the gateway's own client (azp)"
 	}
 	return ""
 }

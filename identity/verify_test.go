@@ -154,6 +154,17 @@ func TestTokensOfTheProvider(t *testing.T) {
 		if _, err := own.Verify(ctx, forge(t, map[string]any{"alg": "RS256", "kid": idp.Kid, "typ": "JWT"}, good(), idp.Key, nil)); err != nil {
 			t.Errorf("an access token typed JWT (as many providers give): %v", err)
 		}
+		// Shaped as an ID token of the gateway's client: its audience
+		// matches, no nonce, but azp names the gateway's own client.
+		c = good()
+		c["azp"] = "toolshelf-console"
+		if _, err := own.Verify(ctx, forge(t, map[string]any{"alg": "RS256", "kid": idp.Kid}, c, idp.Key, nil)); err == nil || !strings.Contains(err.Error(), "azp") {
+			t.Errorf("a token issued to the gateway's own client (azp): %v", err)
+		}
+		c["azp"] = "a-client-of-the-person"
+		if _, err := own.Verify(ctx, forge(t, map[string]any{"alg": "RS256", "kid": idp.Kid}, c, idp.Key, nil)); err != nil {
+			t.Errorf("an access token of another client (azp): %v", err)
+		}
 	})
 
 	t.Run("without a needed scope", func(t *testing.T) {

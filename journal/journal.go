@@ -207,7 +207,9 @@ func read(f *os.File, key []byte) (entries []Entry, damaged int, err error) {
 			return nil, damaged, err
 		}
 		var l line
-		if !decodeLine(bytes.TrimSuffix(raw, []byte("\n")), key, &l) {
+		// A line ending in CRLF (a file that passed through an editor or
+		// a copy on Windows) is the same line.
+		if !decodeLine(bytes.TrimSuffix(bytes.TrimSuffix(raw, []byte("\n")), []byte("\r")), key, &l) {
 			damaged++
 			continue
 		}

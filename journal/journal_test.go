@@ -352,3 +352,19 @@ func TestAppendFlushesBeforeItReturns(t *testing.T) {
 	}
 	t.Logf("%d flushes for 64 appends at once", n)
 }
+
+// A journal whose lines end in CRLF (it passed through an editor or a
+// copy on Windows) loses no record.
+func TestCRLFLines(t *testing.T) {
+	dir := t.TempDir()
+	crlf := `{"o":"x.0","k":"audit","d":1}` + "\r\n" + `{"o":"x.1","k":"audit","d":2}` + "\r\n"
+	os.WriteFile(filepath.Join(dir, "journal-x.wal"), []byte(crlf), 0o600)
+	j, err := Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	if n := len(j.Pending("audit")); n != 2 {
+		t.Errorf("taken over from a CRLF file: %d, want 2", n)
+	}
+}
