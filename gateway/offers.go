@@ -80,12 +80,14 @@ func newOfferTable(offers []upstream.Offer) (*offerTable, []error) {
 		}
 	}
 	for _, o := range offers {
-		if len(o.Skills) > 0 {
-			// A skills server's skill:// files are served as its skills
-			// (their digests checked), not as resources of its own.
-			o.Resources = slices.DeleteFunc(slices.Clone(o.Resources), func(r *mcp.Resource) bool { return r != nil && strings.HasPrefix(r.URI, "skill://") })
+		if o.OffersSkills || len(o.Skills) > 0 {
+			// A skills server's skill:// files, and every file under a
+			// skill it listed, are served as its skills (their digests
+			// checked) or not at all: a skill left out (a wrong digest,
+			// held for a person) is not read as a resource instead.
+			o.Resources = slices.DeleteFunc(slices.Clone(o.Resources), func(r *mcp.Resource) bool { return r != nil && skillFile(r.URI, o.SkillRoots) })
 			o.Templates = slices.DeleteFunc(slices.Clone(o.Templates), func(t *mcp.ResourceTemplate) bool {
-				return t != nil && strings.HasPrefix(t.URITemplate, "skill://")
+				return t != nil && skillFile(t.URITemplate, o.SkillRoots)
 			})
 		}
 		for _, p := range o.Prompts {
@@ -412,4 +414,18 @@ func passOn(err error) error {
 		return &jsonrpc.Error{Code: rpc.Code, Message: cut(err.Error(), maxErrorText)}
 	}
 	return err
+}
+
+// skillFile reports whether a resource URI (or template) of a skills
+// server is a skill's: skill://, or under the root of a skill it listed.
+func skillFile(uri string, roots []string) bool {
+	if strings.HasPrefix(strings.ToLower(uri), "skill://") {
+		return true
+	}
+	for _, r := range roots {
+		if uri == r || strings.HasPrefix(uri, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -41,6 +41,13 @@ type Offer struct {
 	// SkillDirectories: the server reads its skills' folders
 	// (resources/directory/read, the skills extension's directoryRead).
 	SkillDirectories bool `json:"skillDirectories,omitempty"`
+	// OffersSkills: the server declares the skills extension. Its
+	// skill:// resources, and every file under the root of a skill it
+	// listed (SkillRoots, served or left out), are served as skills or
+	// not at all: a skill left out (a wrong digest, held for a person)
+	// is not read as a resource either.
+	OffersSkills bool     `json:"offersSkills,omitempty"`
+	SkillRoots   []string `json:"skillRoots,omitempty"`
 }
 
 func (o *Offer) empty() bool {
@@ -71,7 +78,8 @@ func (c *conn) listOffer(ctx context.Context) (Offer, error) {
 	}
 	if offersSkills(caps) {
 		var err error
-		if o.Skills, err = c.listSkills(ctx); err != nil {
+		o.OffersSkills = true
+		if o.Skills, o.SkillRoots, err = c.listSkills(ctx); err != nil {
 			errs = append(errs, err)
 		}
 		o.SkillDirectories = readsSkillDirectories(caps)

@@ -184,8 +184,12 @@ func readsSkillDirectories(caps *mcp.ServerCapabilities) bool {
 // listSkills pages through the server's skills/list. Entries the
 // extension calls invalid, or that toolshelf cannot pin, are left out and
 // reported in err; the rest are kept.
-func (c *conn) listSkills(ctx context.Context) ([]Skill, error) {
+//
+// roots are the roots of every entry listed that names a URI, kept or
+// left out: no file under one is served but as a skill's.
+func (c *conn) listSkills(ctx context.Context) ([]Skill, []string, error) {
 	var out []Skill
+	var roots []string
 	var errs []error
 	seen := map[string]bool{}
 	cursor := ""
@@ -197,18 +201,24 @@ func (c *conn) listSkills(ctx context.Context) ([]Skill, error) {
 		raw, err := c.request(ctx, "skills/list", params)
 		if err != nil {
 			if rpc := (*jsonrpc.Error)(nil); errors.As(err, &rpc) && rpc.Code == jsonrpc.CodeMethodNotFound {
-				return out, errors.Join(errs...)
+				return out, roots, errors.Join(errs...)
 			}
-			return out, errors.Join(append(errs, fmt.Errorf("skills/list: %w", err))...)
+			return out, roots, errors.Join(append(errs, fmt.Errorf("skills/list: %w", err))...)
 		}
 		var page struct {
 			Skills     []json.RawMessage `json:"skills"`
 			NextCursor string            `json:"nextCursor"`
 		}
 		if err := json.Unmarshal(raw, &page); err != nil {
-			return out, errors.Join(append(errs, fmt.Errorf("skills/list: not a list of skills: %v", err))...)
+			return out, roots, errors.Join(append(errs, fmt.Errorf("skills/list: not a list of skills: %v", err))...)
 		}
 		for _, e := range page.Skills {
+			var named struct {
+				URI string `json:"uri"`
+			}
+			if json.Unmarshal(e, &named) == nil && named.URI != "" && len(roots) < maxOffered {
+				roots = append(roots, strings.TrimSuffix(named.URI, "/SKILL.md"))
+			}
 			var s Skill
 			if err := json.Unmarshal(e, &s); err != nil {
 				errs = append(errs, fmt.Errorf("skills/list: an entry that is not a skill: %v", err))
@@ -223,7 +233,7 @@ func (c *conn) listSkills(ctx context.Context) ([]Skill, error) {
 			}
 			seen[s.URI] = true
 			if len(out) == maxOffered {
-				return out, errors.Join(append(errs, fmt.Errorf("skills/list: more than %d skills; the rest are left out", maxOffered))...)
+				return out, roots, errors.Join(append(errs, fmt.Errorf("skills/list: more than %d skills; the rest are left out", maxOffered))...)
 			}
 			out = append(out, s)
 		}
@@ -239,7 +249,7 @@ func (c *conn) listSkills(ctx context.Context) ([]Skill, error) {
 		}
 	}
 	out = slices.DeleteFunc(out, func(s Skill) bool { return s.body == "" && s.read })
-	return out, errors.Join(errs...)
+	return out, roots, errors.Join(errs...)
 }
 
 // maxSkillsRead bounds the SKILL.md files read when a server lists its

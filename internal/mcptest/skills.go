@@ -19,7 +19,11 @@ import (
 // one file and serve another) or change. Real skills servers are tested
 // end to end with testdata/servers/skills-server.mjs.
 type SkillsServer struct {
-	mu      sync.Mutex
+	// ListFiles lists every file it serves in resources/list too (and
+	// a template of its skill:// URIs), as a server that offers its
+	// skills' files as plain resources does.
+	ListFiles bool
+	mu        sync.Mutex
 	entries []map[string]any
 	files   map[string]string
 }
@@ -113,9 +117,19 @@ func (s *SkillsServer) answer(req *jsonrpc.Request) (any, *jsonrpc.Error) {
 	case "tools/list":
 		return map[string]any{"tools": []any{}}, nil
 	case "resources/list":
-		return map[string]any{"resources": []any{}}, nil
+		list := []any{}
+		if s.ListFiles {
+			for _, uri := range sortedKeys(s.files) {
+				list = append(list, map[string]any{"uri": uri, "name": uri})
+			}
+		}
+		return map[string]any{"resources": list}, nil
 	case "resources/templates/list":
-		return map[string]any{"resourceTemplates": []any{}}, nil
+		list := []any{}
+		if s.ListFiles {
+			list = append(list, map[string]any{"uriTemplate": "skill://{path}", "name": "skill files"})
+		}
+		return map[string]any{"resourceTemplates": list}, nil
 	case "skills/list":
 		return map[string]any{"skills": s.entries}, nil
 	case "resources/read":
