@@ -24,8 +24,8 @@ type SkillsServer struct {
 	// skills' files as plain resources does.
 	ListFiles bool
 	mu        sync.Mutex
-	entries []map[string]any
-	files   map[string]string
+	entries   []map[string]any
+	files     map[string]string
 }
 
 // Digest is a file's digest as the extension writes it.
