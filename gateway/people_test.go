@@ -631,6 +631,15 @@ func TestPerPersonSignIn(t *testing.T) {
 	if got := mine(bobToken); got != "[]\n" {
 		t.Errorf("bob's sign-ins after signing out: %q", got)
 	}
+	// Signing out ends use at once: bob's open connection to the server
+	// carries no more calls as him; his next call asks him to sign in.
+	// Alice's goes on as hers.
+	if res := call(t, bob, toolCall, whoami); !res.IsError || text(res) == "bob" || !strings.Contains(text(res), signin.BeginPath) {
+		t.Errorf("bob's call after signing out: %q", text(res))
+	}
+	if got := text(call(t, alice, toolCall, whoami)); got != "alice" {
+		t.Errorf("alice's call after bob signed out: %q", got)
+	}
 
 	recs, err := tokens.List()
 	if err != nil {

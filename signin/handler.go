@@ -79,7 +79,7 @@ type storedHandler struct {
 func (h *storedHandler) load() (oauth2.TokenSource, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	changes := h.store.back.changes()
+	changes := h.store.Changes()
 	if h.ts != nil && changes == h.changes {
 		return h.ts, nil
 	}

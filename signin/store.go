@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/oauth2"
@@ -65,7 +66,16 @@ func (r *Record) token() *oauth2.Token {
 type Store struct {
 	where string
 	back  backend
+	// local counts this process's own sign-ins and sign-outs, which a
+	// token file's backend does not (see Changes).
+	local atomic.Uint64
 }
+
+// Changes counts the changes to the sign-ins, this process's and (in a
+// shared store) every replica's: what holds a sign-in (a handler's token,
+// a person's open connection) reads it again when the count moved, and a
+// sign-out ends its use at once.
+func (s *Store) Changes() uint64 { return s.back.changes() + s.local.Load() }
 
 // backend is where a Store's sign-ins are.
 type backend interface {
@@ -267,6 +277,7 @@ func (s *Store) Put(r *Record) error {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	_, err := s.back.update(ctx, r.key(), func(*Record) (*Record, error) { return r, nil })
+	s.local.Add(1)
 	return err
 }
 
@@ -283,7 +294,11 @@ func (s *Store) Delete(server string) (bool, error) {
 func (s *Store) DeletePerson(server, subject string) (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
-	return s.back.remove(ctx, server, subject, subject == "*")
+	n, err := s.back.remove(ctx, server, subject, subject == "*")
+	if n > 0 || err != nil {
+		s.local.Add(1)
+	}
+	return n, err
 }
 
 // List returns every sign-in that can be read, sorted by server.

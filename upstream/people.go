@@ -43,6 +43,10 @@ type personConn struct {
 	c     *conn
 	err   error
 	used  time.Time
+	// signins is the sign-ins' change count (signin.Store.Changes) when
+	// the person's sign-in was last seen: a moved count is looked at
+	// again before the connection carries another call.
+	signins uint64
 	// person is the latest person (their latest token) who used the
 	// connection: an exchange is made with it.
 	person atomic.Pointer[identity.Person]
@@ -87,12 +91,19 @@ func (s *server) personConn(ctx context.Context) (*conn, error) {
 	}
 	dial := pc == nil
 	if dial {
-		pc = &personConn{ready: make(chan struct{})}
+		pc = &personConn{ready: make(chan struct{}), signins: s.signins()}
 		s.people.m[p.Subject] = pc
 	}
 	pc.used = now
 	pc.person.Store(p)
 	s.people.mu.Unlock()
+	if !dial && s.signedOut(pc, p.Subject) {
+		// Signed out since the connection was opened (here or on
+		// another replica): it carries no more calls, and the next
+		// dial asks the person to sign in.
+		s.dropPerson(p.Subject)
+		return s.personConn(ctx)
+	}
 
 	if dial {
 		pc.c, pc.err = s.dialPerson(ctx, pc, p)
@@ -112,6 +123,36 @@ func (s *server) personConn(ctx context.Context) (*conn, error) {
 		return nil, s.signInFirst(ctx, p, pc.err)
 	}
 	return pc.c, nil
+}
+
+// signins is the sign-ins' change count, 0 where the server keeps none
+// of people.
+func (s *server) signins() uint64 {
+	if s.cfg.Signin != config.SigninPerPerson || s.pool.opts.Tokens == nil {
+		return 0
+	}
+	return s.pool.opts.Tokens.Changes()
+}
+
+// signedOut reports whether the person's sign-in of the server is gone
+// since pc was last checked. A store that cannot say is taken as gone:
+// the call then asks the store again from a new dial, which says why.
+func (s *server) signedOut(pc *personConn, subject string) bool {
+	now := s.signins()
+	s.people.mu.Lock()
+	seen := pc.signins
+	s.people.mu.Unlock()
+	if now == seen {
+		return false
+	}
+	rec, err := s.pool.opts.Tokens.GetKey(signin.Key{Server: s.cfg.Name, Resource: s.cfg.URL, Subject: subject})
+	if err != nil || rec == nil {
+		return true
+	}
+	s.people.mu.Lock()
+	pc.signins = now
+	s.people.mu.Unlock()
+	return false
 }
 
 // sweepLocked closes the connections unused for personIdle, and the
