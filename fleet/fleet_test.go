@@ -315,8 +315,14 @@ func TestForwardedRequestReplayed(t *testing.T) {
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
 	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/mcp/a", strings.NewReader(body))
 	req.Header.Set("Mcp-Session-Id", session)
-	b.m.sign(req, []byte(body), "")
+	b.m.sign(req, []byte(body), "", a.m.ID())
 	captured := map[string]string{forwardedHeader: req.Header.Get(forwardedHeader), signatureHeader: req.Header.Get(signatureHeader)}
+
+	// Signed for a: replayed to another replica (or to a after a restart,
+	// when it has a new id), it does not hold, nonce or not.
+	if code, got := post(t, b.srv.URL+"/mcp/a", session, captured); code != http.StatusForbidden || !strings.Contains(got, "without a valid signature") {
+		t.Errorf("a's request replayed to b: %d %s", code, got)
+	}
 
 	if code, got := post(t, a.srv.URL+"/mcp/a", session, captured); code != http.StatusOK || !strings.Contains(got, "a/mcp/a") {
 		t.Fatalf("the forwarded request: %d %s", code, got)
@@ -367,7 +373,7 @@ func TestVouchedChecksOnce(t *testing.T) {
 	_, a, b := twoReplicas(t)
 	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
 	req, _ := http.NewRequest(http.MethodPost, a.srv.URL+"/mcp/a", strings.NewReader(body))
-	b.m.sign(req, []byte(body), "")
+	b.m.sign(req, []byte(body), "", a.m.ID())
 	copied := req.Header.Clone()
 	if _, ok, err := a.m.Vouched(req); !ok || err != nil {
 		t.Fatalf("the forwarded request: %v %v", ok, err)
@@ -438,6 +444,33 @@ func TestTasksSealed(t *testing.T) {
 			if got, err := r.GetTask(ctx, "t1"); !errors.Is(err, ErrTaskForged) || got != nil {
 				t.Errorf("%s: read %q, %v", tc.name, got, err)
 			}
+		}
+	}
+
+	// An earlier record of the same task put back (a finished task made
+	// "working" again, its result gone) is refused by the replicas that
+	// saw the later one.
+	working := []byte(`{"taskId":"t3","status":"working","owner":"/mcp caller:alice"}`)
+	if err := ta.PutTask(ctx, "t3", working, exp); err != nil {
+		t.Fatal(err)
+	}
+	var earlier []byte
+	if err := sql.QueryRow(ctx, "SELECT record FROM tasks WHERE id = 't3'").Scan(&earlier); err != nil {
+		t.Fatal(err)
+	}
+	done := []byte(`{"taskId":"t3","status":"completed","owner":"/mcp caller:alice","result":{"content":[]}}`)
+	if err := ta.PutTask(ctx, "t3", done, exp); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := tb.GetTask(ctx, "t3"); err != nil || string(got) != string(done) {
+		t.Fatalf("the finished task: %s %v", got, err)
+	}
+	if _, err := sql.Exec(ctx, "UPDATE tasks SET record = $1 WHERE id = 't3'", earlier); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*SealedTasks{ta, tb} {
+		if got, err := r.GetTask(ctx, "t3"); !errors.Is(err, ErrTaskForged) || got != nil {
+			t.Errorf("an earlier record put back: read %q, %v", got, err)
 		}
 	}
 }

@@ -121,7 +121,7 @@ func (m *Member) serveNew(w http.ResponseWriter, r *http.Request, body []byte, f
 	if state := msg.Params.RequestState; msg.Method == "tools/call" && state != "" && !forwarded {
 		if id, _, ok := strings.Cut(state, "."); ok && id != m.id {
 			if rep, ok, err := m.replicaByID(r.Context(), id); err == nil && ok {
-				if m.forward(w, r, body, rep.address) == nil {
+				if m.forward(w, r, body, rep) == nil {
 					return
 				}
 			}
@@ -250,7 +250,7 @@ func (m *Member) elsewhere(w http.ResponseWriter, r *http.Request, body []byte, 
 			return
 		}
 		if holder.alive {
-			err := m.forward(w, r, body, holder.address)
+			err := m.forward(w, r, body, holder)
 			if err == nil {
 				return
 			}
@@ -337,12 +337,13 @@ func (m *Member) waitGone(ctx context.Context, session, id string) bool {
 // connected to, so it never saw the request.
 var errUnreached = errors.New("the replica could not be reached")
 
-// forward sends a request to the replica at address and streams its
-// answer back. When it fails before any answer, nothing is written.
-func (m *Member) forward(w http.ResponseWriter, r *http.Request, body []byte, address string) error {
-	target, err := url.Parse(address)
+// forward sends a request to the replica to and streams its answer
+// back, signed for that replica alone. When it fails before any answer,
+// nothing is written.
+func (m *Member) forward(w http.ResponseWriter, r *http.Request, body []byte, to replica) error {
+	target, err := url.Parse(to.address)
 	if err != nil || target.Host == "" {
-		return fmt.Errorf("%w: address %q", errUnreached, address)
+		return fmt.Errorf("%w: address %q", errUnreached, to.address)
 	}
 	principal, err := m.sealedPrincipal(r.Context())
 	if err != nil {
@@ -352,7 +353,7 @@ func (m *Member) forward(w http.ResponseWriter, r *http.Request, body []byte, ad
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
-			m.sign(pr.Out, body, principal)
+			m.sign(pr.Out, body, principal, to.id)
 		},
 		Transport:     m.relay,
 		FlushInterval: -1, // event streams as they come
@@ -383,7 +384,7 @@ func (m *Member) SendTo(w http.ResponseWriter, r *http.Request, body []byte, id 
 	if !ok {
 		return fmt.Errorf("%w: replica %s is not serving", errUnreached, id)
 	}
-	return m.forward(w, r, body, rep.address)
+	return m.forward(w, r, body, rep)
 }
 
 // restore starts a session here like the one a client started on a

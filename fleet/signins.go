@@ -44,7 +44,7 @@ func (m *Member) FlowHandler(next http.Handler) http.Handler {
 			http.Error(w, "toolshelf: the replica this sign-in waited in is gone: sign in again from your agent", http.StatusGone)
 			return
 		}
-		if err := m.forward(w, r, nil, holder.address); err != nil {
+		if err := m.forward(w, r, nil, holder); err != nil {
 			m.logger.Warn("fleet: a sign-in's replica does not answer", "replica", owner, "error", err)
 			http.Error(w, "toolshelf: the replica this sign-in waits in does not answer: sign in again from your agent", http.StatusBadGateway)
 		}

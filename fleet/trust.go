@@ -103,10 +103,13 @@ const (
 	principalHeader = "Toolshelf-Principal"
 )
 
-// forwardSig signs what a forwarded request is: who sent it, when, its
-// nonce, method, path and query, session, body and principal.
-func (k *keys) forwardSig(from string, at int64, nonce string, r *http.Request, body []byte, principal string) string {
-	return k.mac("forward", from, strconv.FormatInt(at, 10), nonce, r.Method, r.URL.RequestURI(), r.Header.Get(sessionHeader), sha256Hex(body), principal)
+// forwardSig signs what a forwarded request is: who sent it, to whom
+// (the receiving replica's id, new at each start: a request captured and
+// replayed to another replica, or to its own after a restart, does not
+// hold), when, its nonce, method, path and query, session, body and
+// principal.
+func (k *keys) forwardSig(from, to string, at int64, nonce string, r *http.Request, body []byte, principal string) string {
+	return k.mac("forward", from, to, strconv.FormatInt(at, 10), nonce, r.Method, r.URL.RequestURI(), r.Header.Get(sessionHeader), sha256Hex(body), principal)
 }
 
 // forwardValid is how long a forwarded request's signature holds.
@@ -179,7 +182,7 @@ func (m *Member) sealedPrincipal(ctx context.Context) (string, error) {
 // sign marks r, which this replica sends on, as the fleet's: the
 // client's Authorization is removed, and the sealed principal goes in its
 // place.
-func (m *Member) sign(r *http.Request, body []byte, principal string) {
+func (m *Member) sign(r *http.Request, body []byte, principal, to string) {
 	at := time.Now().Unix()
 	r.Header.Del("Authorization")
 	r.Header.Del(principalHeader)
@@ -190,7 +193,7 @@ func (m *Member) sign(r *http.Request, body []byte, principal string) {
 	nonce := make([]byte, 16)
 	rand.Read(nonce)
 	n := hex.EncodeToString(nonce)
-	r.Header.Set(signatureHeader, fmt.Sprintf("t=%d,n=%s,sig=%s", at, n, m.keys.forwardSig(m.id, at, n, r, body, principal)))
+	r.Header.Set(signatureHeader, fmt.Sprintf("t=%d,n=%s,sig=%s", at, n, m.keys.forwardSig(m.id, to, at, n, r, body, principal)))
 }
 
 // ErrForged is a request that says another replica sent it on, and whose
@@ -239,7 +242,7 @@ func (m *Member) Vouched(r *http.Request) (p *identity.Person, ok bool, err erro
 	now := time.Now()
 	age := now.Sub(time.Unix(at, 0))
 	if at == 0 || len(nonce) != 32 || age > forwardValid || age < -skew ||
-		!hmac.Equal([]byte(sig), []byte(m.keys.forwardSig(from, at, nonce, r, body, principal))) {
+		!hmac.Equal([]byte(sig), []byte(m.keys.forwardSig(from, m.id, at, nonce, r, body, principal))) {
 		return nil, false, ErrForged
 	}
 	// Held until the signature no longer would (with the clocks' skew).
