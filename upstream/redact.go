@@ -203,6 +203,112 @@ func (r *Redactor) cutResult(res *mcp.CallToolResult) {
 	}
 	r.cutAll(texts)
 	res.StructuredContent = r.cutJSON(res.StructuredContent)
+	r.cutRest(res)
+}
+
+// cutRest cuts the secrets from every other string of a result a client
+// reads, known field or not: its _meta, each block's _meta and
+// annotations, a resource link's URI, name, title and description, an
+// embedded resource's URI and type (see cutFields).
+func (r *Redactor) cutRest(res *mcp.CallToolResult) {
+	ok := cutFields(r, res, func(res *mcp.CallToolResult) *mcp.CallToolResult {
+		rest := &mcp.CallToolResult{Meta: res.Meta, IsError: res.IsError}
+		for _, c := range res.Content {
+			rest.Content = append(rest.Content, withoutBody(c))
+		}
+		return rest
+	}, func(cut, orig *mcp.CallToolResult) bool {
+		if len(cut.Content) != len(orig.Content) {
+			return false
+		}
+		for i, c := range cut.Content {
+			cut.Content[i] = withBody(c, orig.Content[i])
+		}
+		orig.Meta, orig.Content = cut.Meta, cut.Content
+		return true
+	})
+	if !ok {
+		*res = *secretResult()
+	}
+}
+
+// cutFields cuts the secrets from every string of v's JSON, at any depth,
+// but the bodies (texts, data) cut already: blank makes a copy without
+// them, which is cut, and put puts the cut fields back into v with its
+// bodies; ok is false when the cut copy no longer reads (v must then not
+// be sent as it is).
+func cutFields[T any](r *Redactor, v *T, blank func(*T) *T, put func(cut, v *T) bool) (ok bool) {
+	b, err := json.Marshal(blank(v))
+	if err != nil {
+		return false
+	}
+	cut := r.CutRaw(b)
+	if string(cut) == string(b) {
+		return true
+	}
+	var out T
+	if json.Unmarshal(cut, &out) != nil {
+		return false
+	}
+	return put(&out, v)
+}
+
+// secretResult is what a client gets instead of a result that held a
+// secret where it could not be cut out.
+func secretResult() *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: Redacted + " (the result held a secret where it could not be cut out)"}}}
+}
+
+// withoutBody is a copy of a content block without its text or data,
+// which cutResult cut already.
+func withoutBody(c mcp.Content) mcp.Content {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		cp := *c
+		cp.Text = ""
+		return &cp
+	case *mcp.ImageContent:
+		cp := *c
+		cp.Data = nil
+		return &cp
+	case *mcp.AudioContent:
+		cp := *c
+		cp.Data = nil
+		return &cp
+	case *mcp.EmbeddedResource:
+		cp := *c
+		if c.Resource != nil {
+			rc := *c.Resource
+			rc.Text, rc.Blob = "", nil
+			cp.Resource = &rc
+		}
+		return &cp
+	}
+	return c
+}
+
+// withBody puts back into a cut copy the text or data of the block it was
+// made from.
+func withBody(cut, from mcp.Content) mcp.Content {
+	switch c := cut.(type) {
+	case *mcp.TextContent:
+		if f, ok := from.(*mcp.TextContent); ok {
+			c.Text = f.Text
+		}
+	case *mcp.ImageContent:
+		if f, ok := from.(*mcp.ImageContent); ok {
+			c.Data = f.Data
+		}
+	case *mcp.AudioContent:
+		if f, ok := from.(*mcp.AudioContent); ok {
+			c.Data = f.Data
+		}
+	case *mcp.EmbeddedResource:
+		if f, ok := from.(*mcp.EmbeddedResource); ok && c.Resource != nil && f.Resource != nil {
+			c.Resource.Text, c.Resource.Blob = f.Resource.Text, f.Resource.Blob
+		}
+	}
+	return cut
 }
 
 // holdsBytes reports whether binary data (an image, a blob) holds a
@@ -236,6 +342,10 @@ func (r *Redactor) CutPrompt(res *mcp.GetPromptResult) {
 		}
 	}
 	r.cutAll(texts)
+	// Every other string (a prompt is small: read whole again).
+	if !r.CutParams(res) {
+		*res = mcp.GetPromptResult{Description: Redacted + " (the prompt held a secret where it could not be cut out)"}
+	}
 }
 
 // CutResource removes the redactor's secrets from a resource's contents,
@@ -254,6 +364,32 @@ func (r *Redactor) CutResource(res *mcp.ReadResourceResult) {
 		}
 	}
 	r.cutAll(texts)
+	ok := cutFields(r, res, func(res *mcp.ReadResourceResult) *mcp.ReadResourceResult {
+		rest := &mcp.ReadResourceResult{Meta: res.Meta}
+		for _, c := range res.Contents {
+			if c != nil {
+				cp := *c
+				cp.Text, cp.Blob = "", nil
+				c = &cp
+			}
+			rest.Contents = append(rest.Contents, c)
+		}
+		return rest
+	}, func(cut, res *mcp.ReadResourceResult) bool {
+		if len(cut.Contents) != len(res.Contents) {
+			return false
+		}
+		for i, c := range cut.Contents {
+			if c != nil && res.Contents[i] != nil {
+				c.Text, c.Blob = res.Contents[i].Text, res.Contents[i].Blob
+			}
+		}
+		res.Meta, res.Contents = cut.Meta, cut.Contents
+		return true
+	})
+	if !ok {
+		*res = mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "redacted:", Text: Redacted + " (the resource held a secret where it could not be cut out)"}}}
+	}
 }
 
 // cutAll cuts the texts in place, as one.

@@ -6,11 +6,13 @@ import (
 	"compress/zlib"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"html"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolshelf/toolshelf/internal/confusable"
@@ -82,15 +84,29 @@ func base32Char(c byte) bool {
 // is decoded, however many (the work is linear in s); undecided is a
 // compressed run past the bounds on inflating, which could not be read.
 func views(s string, visit func(v string) (found bool)) (undecided bool) {
+	return viewsOf(s, true, visit)
+}
+
+// viewsOf is views; deeper: a view that undoes an escaping (percent,
+// HTML, backslash escapes) is read for its own views too, once (hex
+// written with separators inside a URL, tag characters percent-encoded).
+func viewsOf(s string, deeper bool, visit func(v string) (found bool)) (undecided bool) {
 	done := false
 	add := func(v string) {
 		if !done && v != "" && v != s {
 			done = visit(v)
 		}
 	}
+	// unescaped adds a view that undid an escaping, and its views.
+	unescaped := func(v string) {
+		add(v)
+		if deeper && !done && v != s {
+			undecided = viewsOf(v, false, func(w string) bool { done = visit(w); return done }) || undecided
+		}
+	}
 	inflatedTotal := 0
 	if strings.Contains(s, "%") {
-		add(percentRun.ReplaceAllStringFunc(s, func(run string) string {
+		unescaped(percentRun.ReplaceAllStringFunc(s, func(run string) string {
 			b := make([]byte, 0, len(run)/3)
 			for i := 0; i+3 <= len(run); i += 3 {
 				n, _ := strconv.ParseUint(run[i+1:i+3], 16, 8)
@@ -100,10 +116,10 @@ func views(s string, visit func(v string) (found bool)) (undecided bool) {
 		}))
 	}
 	if strings.Contains(s, "&") {
-		add(html.UnescapeString(s))
+		unescaped(html.UnescapeString(s))
 	}
 	if strings.Contains(s, `\`) {
-		add(escapeRun.ReplaceAllStringFunc(s, func(e string) string {
+		unescaped(escapeRun.ReplaceAllStringFunc(s, func(e string) string {
 			switch e[1] {
 			case 'u':
 				n, _ := strconv.ParseUint(e[2:], 16, 32)
@@ -117,7 +133,27 @@ func views(s string, visit func(v string) (found bool)) (undecided bool) {
 		}))
 	}
 	// rot13 is matched as a form of each secret (forms), not as a view.
+	if !isASCII(s) {
+		// Invisible characters a reader does not see and a model
+		// still reads: Unicode tags (each ASCII letter + U+E0000,
+		// "ASCII smuggling") read as the letters they stand for, and
+		// zero-width and other format characters dropped.
+		add(visible(s))
+	}
 	add(confusable.Fold(s))
+	// Hex written with separators (de:ad:be:ef, 0xde, 0xad, \xde\xad)
+	// read as one run of hex, and as the bytes it spells.
+	runs(s, 2*minEncoded, hexSepChar, func(run string) {
+		if done {
+			return
+		}
+		if h := hexDigits(run); h != "" {
+			add(h)
+			if b, err := hex.DecodeString(h[:len(h)&^1]); err == nil {
+				add(printable(b))
+			}
+		}
+	})
 	// Lists of codes are looked for only in runs of digits and
 	// separators long enough to hold six (a byte loop first: the
 	// expression over a whole answer is slow).
@@ -176,6 +212,63 @@ func views(s string, visit func(v string) (found bool)) (undecided bool) {
 		}
 	})
 	return undecided && !done
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// visible is s as a model reads it, with what a person does not see
+// made plain: Unicode tag characters (U+E0020–U+E007E) as the ASCII
+// they shadow, and format characters (zero-width spaces and joiners,
+// the soft hyphen, bidirectional marks, variation selectors) dropped.
+func visible(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r >= 0xE0020 && r <= 0xE007E:
+			b.WriteByte(byte(r - 0xE0000))
+		case r >= 0xE0000 && r <= 0xE007F, r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF, unicode.Is(unicode.Cf, r):
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func hexSepChar(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '-' || c == ' ' || c == ',' || c == 'x' || c == 'X' || c == '\\' || c == '.' || c == '_'
+}
+
+// hexDigits is a run of hex written with separators or prefixes as one
+// lower-case run of digits, "" when it is not one (hex without a
+// separator is matched as a form of each secret).
+func hexDigits(run string) string {
+	var b strings.Builder
+	seps := 0
+	for i := 0; i < len(run); i++ {
+		c := run[i]
+		switch {
+		case (c == '0' || c == '\\') && i+1 < len(run) && (run[i+1] == 'x' || run[i+1] == 'X'):
+			i++
+			seps++
+		case c >= '0' && c <= '9' || c >= 'a' && c <= 'f':
+			b.WriteByte(c)
+		case c >= 'A' && c <= 'F':
+			b.WriteByte(c + 'a' - 'A')
+		default: // a separator, or an x of no prefix
+			seps++
+		}
+	}
+	if seps == 0 || b.Len() < 2*minEncoded {
+		return ""
+	}
+	return b.String()
 }
 
 // inflated is b decompressed (gzip or zlib), within limit bytes; "" when

@@ -6,8 +6,10 @@ import (
 	"compress/gzip"
 	"encoding/base32"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -181,6 +183,38 @@ func TestSecretViewsFailClosed(t *testing.T) {
 	if got := r.CutText(many.String()); got == many.String() {
 		t.Error("a secret in the 1001st encoded run was passed")
 	}
+	// Nine runs that each inflate within one run's bound, but together
+	// past the text's: what is past the bound is never read, so the text
+	// is cut (however ordinary it looks).
+	var bombs strings.Builder
+	for range 9 {
+		bombs.WriteString(gz(strings.Repeat("b", maxInflated-64)) + " ")
+	}
+	if got := r.CutText(bombs.String()); got == bombs.String() {
+		t.Error("runs past the total bound on inflating were passed unread")
+	}
+	// Escapes of every kind in one run: \x, \u and octal.
+	var mixed strings.Builder
+	for i, c := range []byte(secret) {
+		switch i % 3 {
+		case 0:
+			fmt.Fprintf(&mixed, `\x%02x`, c)
+		case 1:
+			fmt.Fprintf(&mixed, `\u%04x`, c)
+		default:
+			fmt.Fprintf(&mixed, `\%03o`, c)
+		}
+	}
+	if got := r.CutText(mixed.String()); got == mixed.String() {
+		t.Error("a secret in mixed escapes was passed")
+	}
+	// base32 that starts at each place of a quantum.
+	for k := range 8 {
+		text := strings.Repeat("A", k) + base32.StdEncoding.EncodeToString([]byte(secret))
+		if got := r.CutText(text); got == text {
+			t.Errorf("base32 shifted by %d: passed", k)
+		}
+	}
 	small := "payload: " + gz(strings.Repeat("an ordinary log line\n", 100))
 	if got := r.CutText(small); got != small {
 		t.Errorf("an ordinary compressed run was cut")
@@ -195,4 +229,172 @@ func gz(s string) string {
 	w.Write([]byte(s))
 	w.Close()
 	return base64.StdEncoding.EncodeToString(b.Bytes())
+}
+
+// tagged is s in Unicode tag characters: invisible to a person, read by
+// a model ("ASCII smuggling").
+func tagged(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		b.WriteRune(rune(c) + 0xE0000)
+	}
+	return b.String()
+}
+
+// The second wall reads every string a client reads: a secret in any
+// channel (a result's _meta, a block's annotations and _meta, a resource
+// link's URI and name, structured content, a log notification, a
+// resource's metadata, a prompt) and any form (plain, invisible tag
+// characters, zero-width characters between its letters, hex with
+// separators) does not reach the client.
+func TestSecretInEveryFieldAndForm(t *testing.T) {
+	const secret = "other-server-key-5a6b7c8d9e0f"
+	r := NewRedactor(secret)
+	hexWith := func(sep string) string {
+		var parts []string
+		for _, c := range []byte(secret) {
+			parts = append(parts, fmt.Sprintf("%02x", c))
+		}
+		return strings.Join(parts, sep)
+	}
+	forms := map[string]string{
+		"plain":                  secret,
+		"tag characters":         "see " + tagged(secret),
+		"zero-width joins":       strings.Join(strings.Split(secret, ""), "\u200b"),
+		"soft hyphens":           strings.Join(strings.Split(secret, ""), "\u00ad"),
+		"hex with colons":        hexWith(":"),
+		"hex with spaces":        hexWith(" "),
+		"hex as 0x, 0x":          "0x" + hexWith(", 0x"),
+		`hex as \x escapes`:      `\x` + hexWith(`\x`),
+		"upper hex with dashes":  strings.ToUpper(hexWith("-")),
+		`\x escapes in JSON`:     `{"v": "` + strings.ReplaceAll(`\x`+hexWith(`\x`), `\`, `\\`) + `"}`,
+		"base32 at an odd place": "QQ" + base32.StdEncoding.EncodeToString([]byte(secret)),
+	}
+	channels := map[string]func(v string) any{
+		"result _meta": func(v string) any {
+			return &mcp.CallToolResult{Meta: mcp.Meta{"trace": v}, Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}
+		},
+		"a block's annotations": func(v string) any {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok", Annotations: &mcp.Annotations{LastModified: v}}}}
+		},
+		"a block's _meta": func(v string) any {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok", Meta: mcp.Meta{"k": []any{map[string]any{"deep": v}}}}}}
+		},
+		"a resource link's uri": func(v string) any {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "https://x.test/" + url.PathEscape(v), Name: "n"}}}
+		},
+		"a resource link's name": func(v string) any {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "https://x.test/a", Name: v, Description: "d"}}}
+		},
+		"an embedded resource's uri": func(v string) any {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "file:///" + v, Text: "t"}}}}
+		},
+		"text": func(v string) any {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "x " + v}}}
+		},
+		"structured content": func(v string) any {
+			return &mcp.CallToolResult{StructuredContent: map[string]any{"a": []any{map[string]any{"b": v}}}}
+		},
+		"a log notification": func(v string) any {
+			return &mcp.LoggingMessageParams{Level: "info", Data: map[string]any{"m": v}}
+		},
+		"a resource's _meta": func(v string) any {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "file:///r", Text: "t", Meta: mcp.Meta{"k": v}}}}
+		},
+		"a prompt's message": func(v string) any {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.ResourceLink{URI: "https://x.test/p", Name: v}}}}
+		},
+	}
+	for cname, channel := range channels {
+		for fname, form := range forms {
+			msg := channel(form)
+			switch m := msg.(type) {
+			case *mcp.CallToolResult:
+				r.cutResult(m)
+			case *mcp.ReadResourceResult:
+				r.CutResource(m)
+			case *mcp.GetPromptResult:
+				r.CutPrompt(m)
+			default:
+				if !r.CutParams(m) {
+					continue // not sent
+				}
+			}
+			// The oracle is not the wall's own reading: the form as
+			// planted (or as its channel writes it) must be gone.
+			b, _ := json.Marshal(msg)
+			quoted, _ := json.Marshal(form)
+			for _, planted := range []string{secret, form, url.PathEscape(form), string(quoted[1 : len(quoted)-1])} {
+				if strings.Contains(string(b), planted) {
+					t.Errorf("%s, %s: reaches the client: %.300s", cname, fname, b)
+					break
+				}
+			}
+		}
+	}
+	// What is not a secret passes, in those channels too.
+	res := &mcp.CallToolResult{Meta: mcp.Meta{"trace": "abc-123"}, Content: []mcp.Content{&mcp.ResourceLink{URI: "https://x.test/a", Name: "report.pdf"}, &mcp.TextContent{Text: "café 👍🏽 de:ad:be:ef"}}}
+	before, _ := json.Marshal(res)
+	r.cutResult(res)
+	if after, _ := json.Marshal(res); string(after) != string(before) {
+		t.Errorf("an ordinary result was changed:\n%s\n%s", before, after)
+	}
+}
+
+// A secret placed at any path of a generated JSON message (a key or a
+// value, at any depth, in any of the forms the wall reads) does not
+// reach the client through CutRaw, which the task results and every
+// notification pass.
+func TestSecretAtAnyPath(t *testing.T) {
+	const secret = "other-server-key-5a6b7c8d9e0f"
+	r := NewRedactor(secret)
+	rnd := rand.New(rand.NewPCG(3, 4))
+	forms := []string{secret, tagged(secret), base64.StdEncoding.EncodeToString([]byte(secret)), strings.ToUpper(hex.EncodeToString([]byte(secret)))}
+	var gen func(depth int, plant *bool) any
+	gen = func(depth int, plant *bool) any {
+		leaf := func() any {
+			if !*plant && rnd.IntN(4) == 0 {
+				*plant = true
+				return "v " + forms[rnd.IntN(len(forms))]
+			}
+			return fmt.Sprint("word", rnd.IntN(100))
+		}
+		if depth > 3 || rnd.IntN(3) == 0 {
+			return leaf()
+		}
+		if rnd.IntN(2) == 0 {
+			var a []any
+			for range rnd.IntN(4) + 1 {
+				a = append(a, gen(depth+1, plant))
+			}
+			return a
+		}
+		m := map[string]any{}
+		for i := range rnd.IntN(4) + 1 {
+			k := fmt.Sprint("k", i)
+			if !*plant && rnd.IntN(6) == 0 {
+				*plant = true
+				k = forms[rnd.IntN(len(forms))]
+			}
+			m[k] = gen(depth+1, plant)
+		}
+		return m
+	}
+	planted := 0
+	for range 500 {
+		plant := false
+		v := gen(0, &plant)
+		if !plant {
+			continue
+		}
+		planted++
+		b, _ := json.Marshal(map[string]any{"result": v})
+		out := r.CutRaw(b)
+		if r.holdsEncoded(string(out)) || strings.Contains(string(out), secret) || strings.Contains(string(out), hex.EncodeToString([]byte(secret))) {
+			t.Fatalf("the secret passed:\n%s\n%s", b, out)
+		}
+	}
+	if planted < 100 {
+		t.Fatalf("only %d messages held the secret", planted)
+	}
 }
