@@ -84,24 +84,19 @@ func base32Char(c byte) bool {
 // is decoded, however many (the work is linear in s); undecided is a
 // compressed run past the bounds on inflating, which could not be read.
 func views(s string, visit func(v string) (found bool)) (undecided bool) {
-	return viewsOf(s, true, visit)
-}
-
-// viewsOf is views; deeper: a view that undoes an escaping (percent,
-// HTML, backslash escapes) is read for its own views too, once (hex
-// written with separators inside a URL, tag characters percent-encoded).
-func viewsOf(s string, deeper bool, visit func(v string) (found bool)) (undecided bool) {
 	done := false
 	add := func(v string) {
 		if !done && v != "" && v != s {
 			done = visit(v)
 		}
 	}
-	// unescaped adds a view that undid an escaping, and its views.
+	// unescaped adds a view that undid an escaping (percent, HTML,
+	// backslash escapes), and the views of it that a byte loop finds:
+	// hex with separators inside a URL, tag characters percent-encoded.
 	unescaped := func(v string) {
 		add(v)
-		if deeper && !done && v != s {
-			undecided = viewsOf(v, false, func(w string) bool { done = visit(w); return done }) || undecided
+		if !done && v != s {
+			plainViews(v, add)
 		}
 	}
 	inflatedTotal := 0
@@ -133,27 +128,8 @@ func viewsOf(s string, deeper bool, visit func(v string) (found bool)) (undecide
 		}))
 	}
 	// rot13 is matched as a form of each secret (forms), not as a view.
-	if !isASCII(s) {
-		// Invisible characters a reader does not see and a model
-		// still reads: Unicode tags (each ASCII letter + U+E0000,
-		// "ASCII smuggling") read as the letters they stand for, and
-		// zero-width and other format characters dropped.
-		add(visible(s))
-	}
+	plainViews(s, add)
 	add(confusable.Fold(s))
-	// Hex written with separators (de:ad:be:ef, 0xde, 0xad, \xde\xad)
-	// read as one run of hex, and as the bytes it spells.
-	runs(s, 2*minEncoded, hexSepChar, func(run string) {
-		if done {
-			return
-		}
-		if h := hexDigits(run); h != "" {
-			add(h)
-			if b, err := hex.DecodeString(h[:len(h)&^1]); err == nil {
-				add(printable(b))
-			}
-		}
-	})
 	// Lists of codes are looked for only in runs of digits and
 	// separators long enough to hold six (a byte loop first: the
 	// expression over a whole answer is slow).
@@ -212,6 +188,26 @@ func viewsOf(s string, deeper bool, visit func(v string) (found bool)) (undecide
 		}
 	})
 	return undecided && !done
+}
+
+// plainViews adds the views of s that a byte loop finds: invisible
+// characters a person does not see and a model still reads (Unicode tags,
+// each ASCII letter + U+E0000, "ASCII smuggling", read as the letters
+// they stand for; zero-width and other format characters dropped), and
+// hex written with separators (de:ad:be:ef, 0xde, 0xad, \xde\xad) read
+// as one run of hex and as the bytes it spells.
+func plainViews(s string, add func(v string)) {
+	if !isASCII(s) {
+		add(visible(s))
+	}
+	runs(s, 2*minEncoded, hexSepChar, func(run string) {
+		if h := hexDigits(run); h != "" {
+			add(h)
+			if b, err := hex.DecodeString(h[:len(h)&^1]); err == nil {
+				add(printable(b))
+			}
+		}
+	})
 }
 
 func isASCII(s string) bool {
