@@ -145,6 +145,11 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+	// The package first, on a bound of its own: the start's timeout
+	// counts from the installed program (install.go).
+	if err := s.install(ctx); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	dctx, cancel := context.WithTimeout(ctx, s.cfg.StartTimeout())
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/registry"
 	"github.com/toolshelf/toolshelf/rules"
 )
@@ -304,11 +306,32 @@ func installServer(ctx context.Context, e *env, c *registry.Client, path, name, 
 		return "", err
 	}
 	// The file must still be a configuration toolshelf reads.
-	if _, err := loadConfig(e, path); err != nil {
+	cfg, err := loadConfig(e, path)
+	if err != nil {
 		return "", fmt.Errorf("the configuration written to %s does not read back: %w", path, err)
 	}
-	return fmt.Sprintf("added %s to %s: %s@%s, running %s\nits tools are held until approved: toolshelf tools diff %s, then toolshelf tools approve %s",
-		local, path, entry.Server.Name, entry.Server.Version, p.Chose, local, local), nil
+	said := fmt.Sprintf("added %s to %s: %s@%s, running %s\nits tools are held until approved: toolshelf tools diff %s, then toolshelf tools approve %s",
+		local, path, entry.Server.Name, entry.Server.Version, p.Chose, local, local)
+	// Installed now, so that the next list or serve starts a ready
+	// server; one that fails is installed again at its first start.
+	if err := installNow(ctx, e, cfg, path, local); err != nil {
+		said += "\nits package is not installed yet (" + err.Error() + "): its first start installs it"
+	}
+	return said, nil
+}
+
+// installNow installs a configured server's package (a contained npx
+// server's), saying its progress on stderr.
+func installNow(ctx context.Context, e *env, cfg *config.Config, path, name string) error {
+	for _, sc := range cfg.Servers {
+		if sc.Name != name {
+			continue
+		}
+		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		pool := newPool(e, []config.ServerConfig{sc}, connectOptions{logger: logger, secrets: cfg.Secrets(), hide: []string{path, pin.Beside(path)}})
+		return pool.Install(ctx, name)
+	}
+	return nil
 }
 
 // readConfigDoc reads a configuration file as its top-level keys and its
