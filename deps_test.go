@@ -56,7 +56,7 @@ var mayImport = map[string][]string{
 	"internal/hookenv":      {},
 	"registry/registrytest": {"registry"},
 	"e2e":                   {}, // tests only
-	"cmd/toolshelf": {"anthropic", "catalog", "config", "console", "embedding", "fleet", "sandbox", "store", "evaluate", "gateway", "internal/builtin",
+	"cmd/toolshelf": {"anthropic", "catalog", "config", "console", "embedding", "fleet", "sandbox", "store", "evaluate", "gateway", "internal/builtin", "internal/hostpath",
 		"audit", "identity", "internal/fuzzy", "journal", "pin", "policy", "proxy", "learn", "registry", "rules", "search", "shelf", "signin", "telemetry", "upstream"},
 	"examples/agent":     {"anthropic", "catalog", "config", "messages", "policy", "rules", "upstream", "learn", "sandbox"},
 	"scripts/scale":      {"catalog", "internal/bigcatalog", "internal/builtin", "search"},

@@ -613,3 +613,44 @@ func TestContainedAsOrdinaryUser(t *testing.T) {
 		t.Errorf("the server's capabilities:\n%s", status)
 	}
 }
+
+// Claude Desktop's commonest line, a filesystem server naming the folder
+// it serves, through toolshelf import: the folder is granted (and import
+// says so), the server runs contained, and a real client writes a file
+// in it.
+func TestImportedFolderIsGranted(t *testing.T) {
+	needBwrap(t)
+	testenv.RequireNPM(t, "testdata/servers")
+	servers, _ := filepath.Abs("../testdata/servers")
+	projects := testenv.WritableDir(t)
+	desktop := filepath.Join(t.TempDir(), "claude_desktop_config.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"filesystem": map[string]any{
+		"command": "node", "args": []string{filepath.Join(servers, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"), projects},
+	}}})
+	os.WriteFile(desktop, b, 0o644)
+	cmd := exec.Command(toolshelf, "import", "claude-desktop", "--from", desktop)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(stderr.String(), "granted "+projects) {
+		t.Fatalf("import: %v\n%s\n%s", err, out, stderr.String())
+	}
+	var conf map[string]map[string]map[string]any
+	json.Unmarshal(out, &conf)
+	conf["mcpServers"]["filesystem"]["timeout"] = testenv.Timeout(30 * time.Second).String()
+	b, _ = json.Marshal(conf)
+	path := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(path, b, 0o644)
+	url := testenv.RunHTTPScript(t, gatewayScript(t, path, "--http", "127.0.0.1:0"))
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	cs := connectMCP(t, ctx, url)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__filesystem__write_file",
+		"arguments": map[string]any{"path": filepath.Join(projects, "notes.md"), "content": "written through toolshelf"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("write_file: %v %+v", err, res)
+	}
+	if got, _ := os.ReadFile(filepath.Join(projects, "notes.md")); string(got) != "written through toolshelf" {
+		t.Errorf("the folder holds %q", got)
+	}
+}

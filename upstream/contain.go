@@ -658,6 +658,7 @@ func (p *sandboxPlan) hints(cfg *serverConfig, asNobody bool) []string {
 		}
 	}
 	given := slices.Concat(p.read, p.write)
+	out = append(out, p.argHints(cfg, given)...)
 	for _, k := range sortedKeys(cfg.Env) {
 		v := cfg.Env[k]
 		if !filepath.IsAbs(v) || strings.ContainsAny(v, ":\n") {
@@ -674,6 +675,46 @@ func (p *sandboxPlan) hints(cfg *serverConfig, asNobody bool) []string {
 		out = append(out, fmt.Sprintf("server %s: its env %s names %s, which the contained server does not see (what it writes there is lost when it stops): add %q to its \"paths\": {\"write\"}", cfg.Name, k, v, dir))
 	}
 	return out
+}
+
+// argHints say which paths the server's arguments name that it is not
+// granted: Claude Desktop's "npx -y …/server-filesystem /home/me/projects"
+// starts, contained, with no such folder, and the server's own error
+// ("None of the specified directories are accessible") says nothing of
+// why. Each says the exact "paths" line that grants it.
+func (p *sandboxPlan) argHints(cfg *serverConfig, given []string) []string {
+	var out []string
+	home := envValue(cfg.environ, "HOME")
+	for _, a := range cfg.Args {
+		if rest, ok := strings.CutPrefix(a, "~/"); ok && home != "" {
+			a = filepath.Join(home, rest)
+		}
+		if !filepath.IsAbs(a) || strings.ContainsAny(a, ":\n") || under(a, systemDirs) || slices.Contains(systemDirs, a) {
+			continue
+		}
+		a = clean(a)
+		dir := a
+		if !isDir(a) && (exists(a) || filepath.Ext(a) != "") {
+			dir = filepath.Dir(a)
+		}
+		if slices.Contains(given, dir) || under(dir, given) || slices.Contains(given, a) || dir == p.cwd && !p.cwdEmpty {
+			continue
+		}
+		out = append(out, fmt.Sprintf("server %s: its argument %s names a path the contained server is not granted, so it will not find it: add \"paths\": {\"write\": [%q]} (or \"read\") to its configuration", cfg.Name, a, dir))
+	}
+	return out
+}
+
+// GrantHints are what a person should know of each contained server's
+// grants before it runs (see hints): a write grant the server cannot
+// write, a path its arguments or environment name that it is not given.
+// list, doctor and serve say the same.
+func (cfg *serverConfig) grantHints() []string {
+	if c := cfg.containment(); !c.Contained || c.Engine != "" || cfg.TransportName() != "stdio" || cfg.Dial != nil {
+		return nil
+	}
+	sb := findSandbox()
+	return planSandbox(cfg, cfg.environ, cfg.hide).hints(cfg, sb.asNobody)
 }
 
 // writableByNobody reports whether nobody may write a folder.

@@ -84,6 +84,10 @@ type Status struct {
 	// Uncontained says why a stdio server does not.
 	Contained   bool   `json:"contained,omitempty"`
 	Uncontained string `json:"uncontained,omitempty"`
+	// Hints are what a person should know of a contained server's grants
+	// before it runs: a write grant it cannot write, a path its
+	// arguments or environment name that it is not given.
+	Hints []string `json:"hints,omitempty"`
 	// RetryAt is when a failed or lost server is tried again; zero when
 	// no try is waiting (see Pool.Retry).
 	RetryAt time.Time `json:"retryAt,omitzero"`
@@ -269,6 +273,9 @@ func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 			relistOffer: make(chan struct{}, 1),
 			ready:       make(chan struct{}),
 			state:       StateConnecting,
+		}
+		if !cfg.Disabled {
+			s.hints = cfg.grantHints()
 		}
 		if cfg.Disabled {
 			s.state = StateDisabled

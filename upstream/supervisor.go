@@ -18,6 +18,7 @@ import (
 // server is one upstream server and its supervisor's state.
 type server struct {
 	cfg     serverConfig
+	hints   []string // cfg.grantHints(), said before it runs
 	pool    *Pool
 	logger  *slog.Logger // redacts what it logs
 	redact  *Redactor
@@ -61,7 +62,7 @@ func (s *server) status() Status {
 		Tools: len(s.entries) - quarantined, Quarantined: quarantined, Source: s.source, ProtocolVersion: s.info.ProtocolVersion,
 		Restarts: s.restarts, ConnectTime: s.connectTime, RetryAt: s.retryAt,
 	}
-	st.Contained, st.Uncontained = c.Contained, c.Why
+	st.Contained, st.Uncontained, st.Hints = c.Contained, c.Why, s.hints
 	if st.Error == "" {
 		st.Error = conflict
 	}

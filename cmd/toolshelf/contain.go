@@ -21,3 +21,19 @@ func writeUncontained(w io.Writer, statuses []upstream.Status) {
 		fmt.Fprintf(w, "  %s: %s\n", strings.Join(g.Servers, ", "), g.Why)
 	}
 }
+
+// writeGrantHints says, for each contained server, what it will not find
+// or cannot write of what it is given (as serve says at its start).
+func writeGrantHints(w io.Writer, statuses []upstream.Status) {
+	var hints []string
+	for _, s := range statuses {
+		hints = append(hints, s.Hints...)
+	}
+	if len(hints) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nGrants (what a contained server will not find, or cannot write):")
+	for _, h := range hints {
+		fmt.Fprintf(w, "  %s\n", h)
+	}
+}

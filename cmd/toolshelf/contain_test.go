@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -153,5 +155,28 @@ func TestPortGrantLeadsNotToTheGateway(t *testing.T) {
 	r := runCLI(t, "serve", "--config", cfg, "--http", "127.0.0.1:"+strconv.Itoa(port))
 	if r.code == 0 || !strings.Contains(r.stderr, "port "+strconv.Itoa(port)+" is granted to ported") {
 		t.Errorf("serving on a granted port: code %d\n%s", r.code, r.stderr)
+	}
+}
+
+// list and doctor say what serve says before a contained server runs: a
+// folder its arguments name that it is not granted, with the exact
+// "paths" line.
+func TestGrantHintsSaid(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("needs bubblewrap: only a contained server is told")
+	}
+	cmd, env := mcptest.Command("serve", []string{"echo"})
+	folder := t.TempDir()
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"fs": map[string]any{"command": cmd, "args": []string{folder}, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()},
+	}})
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfg, b, 0o644)
+	want := fmt.Sprintf(`its argument %s names a path the contained server is not granted, so it will not find it: add "paths": {"write": [%q]}`, folder, folder)
+	for _, c := range []string{"list", "doctor"} {
+		r := runCLI(t, c, "--config", cfg)
+		if !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "No warnings") {
+			t.Errorf("%s: code %d\n%s%s", c, r.code, r.stdout, r.stderr)
+		}
 	}
 }

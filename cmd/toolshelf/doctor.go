@@ -300,6 +300,9 @@ func runDoctor(ctx context.Context, e *env, o doctorOptions) error {
 		}
 	}
 	for _, s := range list.Servers {
+		for _, h := range s.Hints {
+			rep.Warnings = append(rep.Warnings, catalog.Finding{Kind: "grant", Server: s.Name, Message: h, High: true})
+		}
 		ds := doctorServer{Name: s.Name, State: string(s.State), Error: s.Error, Tools: s.Tools, Chars: s.Chars, Tokens: s.Tokens,
 			Contained: s.Contained, Uncontained: s.Uncontained}
 		if o, ok := offers[s.Name]; ok {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/internal/hostpath"
 )
 
 var importCommand = &command{
@@ -92,6 +93,9 @@ func runImport(e *env, client, from string) error {
 		}
 		if t, _ := conv["type"].(string); t == "streamable-http" || t == "streamableHttp" {
 			conv["type"] = "http"
+		}
+		if grants := argGrants(e, name, conv); len(grants) > 0 {
+			conv["paths"] = map[string]any{"write": grants}
 		}
 		out[name] = conv
 	}
@@ -246,4 +250,44 @@ func rewriteVars(v any, cwd string) any {
 		}
 	}
 	return v
+}
+
+// argGrants are the existing folders a client's stdio server names in its
+// arguments (npx -y …/server-filesystem /home/me/projects): the client ran
+// it uncontained, with the folder; contained, it gets only what it is
+// granted, so import grants each one, and says so on stderr. A folder no
+// server is granted (the home, a system folder, a hidden folder of the
+// home) is not, and said.
+func argGrants(e *env, name string, conv map[string]any) []string {
+	if _, ok := conv["command"].(string); !ok {
+		return nil
+	}
+	args, _ := conv["args"].([]any)
+	home := e.getenv("HOME")
+	pol := hostpath.Policy{Home: home, Own: config.OwnFolders(e.getenv)}
+	var grants []string
+	for _, a := range args {
+		arg, ok := a.(string)
+		if !ok {
+			continue
+		}
+		p := hostpath.Expand(arg, home)
+		if !filepath.IsAbs(p) {
+			continue
+		}
+		st, err := os.Stat(p)
+		if err != nil || !st.IsDir() {
+			continue // not a folder of this machine (a program, a file)
+		}
+		dir := p
+		if why := pol.Risk(hostpath.Resolve(dir, "/"), true); why != "" {
+			fmt.Fprintf(e.stderr, "toolshelf import: %s: not granted %s, named in its arguments: it %s; grant a folder of its own in \"paths\"\n", name, dir, why)
+			continue
+		}
+		if !slices.Contains(grants, dir) {
+			grants = append(grants, dir)
+			fmt.Fprintf(e.stderr, "toolshelf import: %s: granted %s (named in its arguments) for writing, as the client ran it\n", name, dir)
+		}
+	}
+	return grants
 }

@@ -202,6 +202,7 @@ func (r *listReport) write(w io.Writer) {
 		statuses[i] = s.Status
 	}
 	writeUncontained(w, statuses)
+	writeGrantHints(w, statuses)
 	for _, s := range r.Servers {
 		fmt.Fprintf(w, "\n%s (%s", s.Name, s.State)
 		if s.Source != "" && s.Source != upstream.SourceLive {
