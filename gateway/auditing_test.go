@@ -137,6 +137,12 @@ func TestCallsRefusedWithoutJournal(t *testing.T) {
 	if res := call(t, cs, toolSearch, map[string]any{"query": "pay invoice"}); res.IsError {
 		t.Errorf("a search while the journal is full: %s", text(res))
 	}
+	// A program is refused too, before any of its calls runs.
+	code, _ := gatewayFor(t, &Options{Code: codeRunner(t), Ready: func() error { mu.Lock(); defer mu.Unlock(); return ready }}, inMemory("pay", srv))
+	res = call(t, connect(t, code, nil), "run_code", map[string]any{"code": `return await tools.pay.pay({})`})
+	if !res.IsError || !strings.Contains(text(res), "no space left on device") {
+		t.Errorf("a program while the journal is full: %s", text(res))
+	}
 	mu.Lock()
 	ready, synced = nil, errors.New("journal: input/output error")
 	mu.Unlock()

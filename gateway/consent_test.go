@@ -36,6 +36,8 @@ func TestConsentRefusesWhatItCannotRead(t *testing.T) {
 			return k
 		}(), http.StatusBadRequest, "not started in this browser"},
 		{"a good cookie, no sign-in waiting", ConfirmPath + "?state=s1&code=c", cookie(c.cookies, "s1"), http.StatusNotFound, "unknown, used or expired"},
+		{"an expired cookie", ConfirmPath + "?state=s1&code=c", &http.Cookie{Name: cookieName("toolshelf_check_", "s1"),
+			Value: c.cookies.Seal("check", checking{State: "s1", Expires: time.Now().Add(-time.Second).Unix()})}, http.StatusBadRequest, "took too long"},
 		{"a link of no sign-in", signin.BeginPath + "?state=nothing", nil, http.StatusNotFound, "unknown, used or expired"},
 	} {
 		r := httptest.NewRequest(http.MethodGet, tc.path, nil)

@@ -115,7 +115,9 @@ func (s *Server) groups(ctx context.Context) []*group {
 		sk := &skills[i]
 		g := &group{Name: groupNameOf(sk.Name), Title: sk.Name, Description: sk.Description, skill: sk}
 		for _, t := range s.skillUses(snap, sk) {
-			if e, ok := snap.Catalog.Find(t); ok {
+			// As a configured group: only tools a server listed, never
+			// the known-but-unverified names of a server's autoApprove.
+			if e, ok := snap.Catalog.Find(t); ok && !e.Unverified {
 				g.tools = append(g.tools, e)
 			}
 		}
