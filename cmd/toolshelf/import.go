@@ -36,7 +36,10 @@ Variables are rewritten to toolshelf's ${VAR} form: ${env:VAR} becomes
 ${VAR}, VS Code's ${input:id} becomes ${ID} (set it in the environment), and
 ${workspaceFolder} becomes the current folder. Keys toolshelf does not use
 are dropped and named on stderr, and so is the entry that runs toolshelf
-itself (a gateway that would start itself).
+itself (a gateway that would start itself). The folders a server names in
+its arguments are granted for writing ("paths"), since the client ran it
+with them, and said on stderr; one no server is granted (the home, a
+system folder, a hidden folder of the home) is not.
 
 Save the output as toolshelf/servers.json in your configuration folder, or
 pass it with --config.`,
