@@ -63,7 +63,10 @@ func skipWithout(t testing.TB, err error) {
 	if err == nil {
 		return
 	}
-	msg := "PostgreSQL cannot be started for the tests (apt-get install postgresql): " + err.Error()
+	msg := "PostgreSQL cannot be started for the tests: " + err.Error()
+	if pgBin("initdb") == "" {
+		msg = "PostgreSQL is not installed (apt-get install postgresql): " + err.Error()
+	}
 	if os.Getenv("CI") != "" {
 		t.Fatal(msg)
 	}
