@@ -172,3 +172,38 @@ func TestGroups(t *testing.T) {
 		t.Errorf("a forbidden tool was called by its name: %v", res)
 	}
 }
+
+// A group holds only tools a server listed: a configured group, or a
+// skill's, that names a tool known only by a server's autoApprove (the
+// server did not answer tools/list) does not hold it.
+func TestGroupsHoldOnlyListedTools(t *testing.T) {
+	cmd, env := mcptest.Command("exit", nil)
+	approved := config.ServerConfig{Name: "approved", Command: cmd, Env: env, NoContain: true, AutoApprove: []string{"send_message"}, Timeout: testenv.Timeout(5 * time.Second)}
+	skills := &mcptest.SkillsServer{}
+	md := "---\nname: notify\ndescription: Tell the team\nallowed-tools: mcp__approved__send_message\n---\nSend it.\n"
+	skills.Add("notify", map[string]any{"name": "notify", "description": "Tell the team", "allowed-tools": "mcp__approved__send_message"}, map[string]string{"SKILL.md": md})
+	pool := upstream.NewPool([]config.ServerConfig{approved, {Name: "shop", Dial: skills.Dial}}, &upstream.Options{RestartDelay: time.Hour})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	if err := pool.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := pool.Catalog().Lookup("mcp__approved__send_message"); !ok || !e.Unverified {
+		t.Fatalf("the autoApprove name is not in the catalog as unverified: %+v", e)
+	}
+	g := newGateway(t, pool.Scope(nil), &Options{Groups: []config.GroupConfig{{Name: "messaging", Description: "Messages", Tools: []string{"mcp__approved__*"}}}})
+	seen := 0
+	for _, grp := range g.groups(ctx) {
+		if grp.Name != "messaging" && grp.Name != "notify" {
+			continue
+		}
+		seen++
+		for _, e := range grp.tools {
+			t.Errorf("group %s holds %s, a tool no server listed", grp.Name, e.Name)
+		}
+	}
+	if seen != 2 {
+		t.Errorf("saw %d of the two groups", seen)
+	}
+}
