@@ -68,6 +68,21 @@ func npxPackage(command string, args []string) string {
 	return ""
 }
 
+// fromRegistry reports whether an npx package spec names a package of a
+// registry (name, name@version, @scope/name@version), not a file, a
+// folder, a URL or an alias, which npx reads where they are.
+func fromRegistry(spec string) bool {
+	if spec == "" || strings.ContainsAny(spec, ":\\") || strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "~") ||
+		strings.HasSuffix(spec, ".tgz") || strings.HasSuffix(spec, ".tar.gz") {
+		return false
+	}
+	name := packageName(spec)
+	if scoped, ok := strings.CutPrefix(name, "@"); ok {
+		return strings.Count(scoped, "/") == 1 && !strings.HasPrefix(scoped, "/") && !strings.HasSuffix(scoped, "/")
+	}
+	return !strings.Contains(name, "/")
+}
+
 // packageName is a package spec without its version: @scope/name@1.2.3
 // is @scope/name.
 func packageName(spec string) string {
@@ -86,8 +101,8 @@ func (s *server) needsInstall() (spec string, ok bool) {
 		return "", false
 	}
 	spec = npxPackage(s.cfg.Command, s.cfg.Args)
-	if spec == "" {
-		return "", false
+	if !fromRegistry(spec) {
+		return "", false // a tarball, a folder, a git URL: npx reads it where it is
 	}
 	cache := npmCache(s.cfg.cacheDir)
 	mark, err := os.ReadFile(filepath.Join(cache, installedMark))

@@ -34,6 +34,12 @@ func TestNPXPackage(t *testing.T) {
 			t.Errorf("%s %v: %q, want %q", tc.command, tc.args, got, tc.want)
 		}
 	}
+	for spec, want := range map[string]bool{"pkg": true, "pkg@1.2.3": true, "@scope/pkg@1": true, "/tmp/x/pkg-1.0.0.tgz": false,
+		"./local": false, "github:user/repo": false, "git+https://x/y.git": false, "https://x/y.tgz": false, "npm:pkg@1": false, "user/repo": false, "@scope": false} {
+		if got := fromRegistry(spec); got != want {
+			t.Errorf("fromRegistry(%s) = %v", spec, got)
+		}
+	}
 	for spec, name := range map[string]string{"@scope/name@1.2.3": "@scope/name", "name@1.0": "name", "name": "name", "@scope/name": "@scope/name"} {
 		if got := packageName(spec); got != name {
 			t.Errorf("packageName(%s) = %s", spec, got)
