@@ -156,7 +156,7 @@ func TestRulesChangeReachesEveryReplica(t *testing.T) {
 		os.WriteFile(rulesFile+".new", []byte(text), 0o644)
 		os.Rename(rulesFile+".new", rulesFile)
 	}
-	write("// nothing forbidden yet\n")
+	write("// no rules\n") // nothing forbidden yet, said as rules files say it
 	cfg := serverConfig(t, dir, "tracker", "create_ticket", map[string]any{"policies": []string{rulesFile}})
 	lb, _, _ := startFleet(t, "", cfg, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))

@@ -148,10 +148,15 @@ func TestTraceThroughGateway(t *testing.T) {
 	if err := os.WriteFile(cfg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A server granted a port of the host's loopback could call /mcp:
+	// it needs a token.
+	token := "trace-test-token-0123456789abcdef"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte(token+"\n"), 0o600)
 	script := testenv.ServeScript(t, toolshelf, map[string]string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL,
 		"OTEL_BSP_SCHEDULE_DELAY":     "50", // ms: spans leave soon after they end
-	}, cfg, "--http", "127.0.0.1:0")
+	}, cfg, "--http", "127.0.0.1:0", "--auth-token-file", tokenFile)
 	url := runHTTPScript(t, script)
 
 	// Both eras: a client with a session, and one of 2026-07-28, whose
@@ -164,17 +169,17 @@ func TestTraceThroughGateway(t *testing.T) {
 		if name == "" {
 			name = "newest"
 		}
-		t.Run(name, func(t *testing.T) { traceOneClient(t, recv, url, era.version, era.trace) })
+		t.Run(name, func(t *testing.T) { traceOneClient(t, recv, url, token, era.version, era.trace) })
 	}
 }
 
 // traceOneClient runs a client of version ("" for the newest) through a
 // traced gateway at url and checks the spans recv got, in the trace
 // traceHex.
-func traceOneClient(t *testing.T, recv *otlpReceiver, url, version, traceHex string) {
+func traceOneClient(t *testing.T, recv *otlpReceiver, url, token, version, traceHex string) {
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "traced-client", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "traced-client", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		t.Fatal(err)
 	}
