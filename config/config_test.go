@@ -363,6 +363,16 @@ func TestGrantsRefusedAtLoad(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.paths, err, tc.err)
 		}
 	}
+	// toolshelf's own configuration folder is in ~/.config: a folder of
+	// it is the person's, though under a hidden folder of the home.
+	own := filepath.Join(home, ".config", "toolshelf")
+	os.MkdirAll(filepath.Join(own, "data"), 0o755)
+	if _, err := ParseConfig([]byte(`{"mcpServers": {"s": {"command": "srv", "paths": {"write": ["data"]}}}}`), filepath.Join(own, "servers.json"), getenv); err != nil {
+		t.Errorf("a folder of the configuration's own folder: %v", err)
+	}
+	if _, err := ParseConfig([]byte(`{"mcpServers": {"s": {"command": "srv", "paths": {"read": ["~/.config/gh"]}}}}`), filepath.Join(own, "servers.json"), getenv); err == nil {
+		t.Error("a hidden folder of the home beside the configuration's was granted")
+	}
 	cfgs, err := ParseConfig([]byte(`{"mcpServers": {"s": {"command": "srv", "paths": {"write": ["~/work"]}}}}`), filepath.Join(dir, "servers.json"), getenv)
 	if err != nil || cfgs[0].WritePaths[0] != home+"/work" {
 		t.Errorf("~ not expanded: %v %v", cfgs, err)

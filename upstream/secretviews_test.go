@@ -398,3 +398,16 @@ func TestSecretAtAnyPath(t *testing.T) {
 		t.Fatalf("only %d messages held the secret", planted)
 	}
 }
+
+// A result whose cut fields no longer read as a result (here the secret
+// is a content block's type) is not sent as it is: it is replaced by one
+// saying it held a secret.
+func TestUnreadableCutRefused(t *testing.T) {
+	r := NewRedactor("resource_link")
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.ResourceLink{URI: "https://x.test/a", Name: "a"}, &mcp.TextContent{Text: "ok"}}}
+	r.cutResult(res)
+	b, _ := json.Marshal(res)
+	if !res.IsError || strings.Contains(string(b), "resource_link") || !strings.Contains(string(b), "could not be cut out") {
+		t.Errorf("an unreadable cut result: %s", b)
+	}
+}
