@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/audit"
+	"github.com/toolshelf/toolshelf/journal"
+	"github.com/toolshelf/toolshelf/store"
 )
 
 // With AuditArgs, a record keeps the arguments' values, without the
@@ -155,3 +157,39 @@ func TestCallsRefusedWithoutJournal(t *testing.T) {
 	}
 	mu.Unlock()
 }
+
+// A call whose record the journal did not take is not acknowledged: the
+// server ran it, and its answer is withheld with an error saying so.
+func TestCallNotAcknowledgedWithoutRecord(t *testing.T) {
+	j, err := journal.Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j.Close() // a journal that takes nothing: every Add fails
+	log := audit.OpenShared(discardStore{}, &audit.Options{Journal: j})
+	srv := mcp.NewServer(&mcp.Implementation{Name: "pay", Version: "1"}, nil)
+	ran := make(chan struct{}, 1)
+	srv.AddTool(&mcp.Tool{Name: "pay", Description: "Pay an invoice", InputSchema: map[string]any{"type": "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ran <- struct{}{}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "paid"}}}, nil
+	})
+	g, _ := gatewayFor(t, &Options{Audit: log}, inMemory("pay", srv))
+	res := call(t, connect(t, g, nil), toolCall, map[string]any{"name": "mcp__pay__pay", "arguments": map[string]any{}})
+	if !res.IsError || !strings.Contains(text(res), "the call ran") || strings.Contains(text(res), "paid") {
+		t.Errorf("a call whose record the journal refused: %s", text(res))
+	}
+	select {
+	case <-ran:
+	default:
+		t.Error("the server did not run the call")
+	}
+}
+
+// discardStore is a shared audit store that takes every batch.
+type discardStore struct{}
+
+func (discardStore) AddRecords(context.Context, []store.AuditRow) error { return nil }
+func (discardStore) Records(context.Context, time.Time) ([]json.RawMessage, error) {
+	return nil, nil
+}
+func (discardStore) Where() string { return "discard" }

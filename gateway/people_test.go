@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
@@ -432,7 +433,8 @@ func TestPerPersonSignIn(t *testing.T) {
 		"alice": {Email: "alice@example.com", Groups: []string{"sre"}}, "bob": {Email: "bob@example.com", Groups: []string{"sre"}},
 	}, Redirects: []string{srv.URL + ConfirmPath}})
 	upstreamSrv := oauthtest.New(t, whoServer())
-	tokens := signin.Open(filepath.Join(t.TempDir(), "tokens.json"))
+	tokensFile := filepath.Join(t.TempDir(), "tokens.json")
+	tokens := signin.Open(tokensFile)
 	ctx := context.Background()
 	// The gateway's own sign-in lists the tools; people's calls carry theirs.
 	if _, err := signin.Login(ctx, tokens, "who", upstreamSrv.URL, &signin.LoginOptions{Open: func(_ context.Context, u string) error { return oauthtest.Browse(u) }}); err != nil {
@@ -651,6 +653,19 @@ func TestPerPersonSignIn(t *testing.T) {
 	}
 	if got := strings.Join(subjects, ","); got != ",alice" {
 		t.Errorf("sign-ins kept for %q, want the gateway's own and alice's (bob signed out)", got)
+	}
+
+	// A store that cannot say whether alice is still signed in (its file
+	// damaged after a change) is taken as her signing out: her open
+	// connection carries no more calls.
+	if err := tokens.Put(&signin.Record{Server: "elsewhere", Resource: "https://elsewhere.test", Subject: "alice", AccessToken: "other-token"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tokensFile, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if res := call(t, alice, toolCall, whoami); !res.IsError || text(res) == "alice" {
+		t.Errorf("alice's call when the store cannot be read: %q", text(res))
 	}
 }
 

@@ -34,6 +34,9 @@ type Redactor struct {
 	skeletons []string
 	// literalSet and skeletonSet find them in one pass each.
 	literalSet, skeletonSet patterns
+	// shortest is the length of the shortest of them: a decoded view
+	// shorter cannot hold one, and is not made.
+	shortest int
 }
 
 // NewRedactor returns a redactor of the given secrets (and the shapes
@@ -50,7 +53,7 @@ func NewRedactor(secrets ...string) *Redactor {
 	for _, s := range r.secrets {
 		r.literal = append(r.literal, s)
 		r.literal = append(r.literal, forms(s)...)
-		if sk, _ := skeleton(s); len(sk) >= minSkeleton {
+		if sk := skeleton(s); len(sk) >= minSkeleton {
 			rev := slices.Clone(sk)
 			slices.Reverse(rev)
 			r.skeletons = append(r.skeletons, string(sk), string(rev))
@@ -62,6 +65,12 @@ func NewRedactor(secrets ...string) *Redactor {
 	slices.SortFunc(r.skeletons, byLength)
 	r.skeletons = slices.Compact(r.skeletons)
 	r.literalSet, r.skeletonSet = newPatterns(r.literal), newPatterns(r.skeletons)
+	if n := len(r.literal); n > 0 {
+		r.shortest = len(r.literal[n-1])
+	}
+	if n := len(r.skeletons); n > 0 {
+		r.shortest = min(r.shortest, len(r.skeletons[n-1]))
+	}
 	return r
 }
 

@@ -54,23 +54,33 @@ func forms(secret string) []string {
 	return out
 }
 
-// skeleton is a text's letters and digits, lowercased, with the index in
-// the text of each.
-func skeleton(s string) (sk []byte, at []int) {
-	sk, at = make([]byte, 0, len(s)), make([]int, 0, len(s))
+// skeleton is a text's letters and digits, lower-cased.
+func skeleton[T text](s T) []byte {
+	return appendSkeleton(make([]byte, 0, len(s)), s)
+}
+
+// appendSkeleton appends the letters and digits of s, lower-cased, to dst.
+func appendSkeleton[T text](dst []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
+		switch c := s[i]; {
 		case c >= 'A' && c <= 'Z':
-			c += 'a' - 'A'
+			dst = append(dst, c+'a'-'A')
 		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		default:
-			continue
+			dst = append(dst, c)
 		}
-		sk = append(sk, c)
-		at = append(at, i)
 	}
-	return sk, at
+	return dst
+}
+
+// skeletonAt is the index in s of each byte of its skeleton.
+func skeletonAt(s string) []int {
+	at := make([]int, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if c := s[i] | 0x20; c >= 'a' && c <= 'z' || s[i] >= '0' && s[i] <= '9' {
+			at = append(at, i)
+		}
+	}
+	return at
 }
 
 // cutTexts replaces every form of the redactor's secrets in texts, read
@@ -95,10 +105,18 @@ func (r *Redactor) cutTexts(texts []string) []string {
 func (r *Redactor) cutLiteral(texts []string) []string {
 	joined := strings.Join(texts, "")
 	var spans [][2]int
-	r.literalSet.find(joined, func(start, end int) { spans = append(spans, [2]int{start, end}) })
+	findIn(r.literalSet, joined, func(start, end int) { spans = append(spans, [2]int{start, end}) })
 	if len(r.skeletons) > 0 {
-		sk, at := skeleton(joined)
-		r.skeletonSet.find(string(sk), func(start, end int) { spans = append(spans, [2]int{at[start], at[end-1] + 1}) })
+		// Where a match lies in the text is worked out only for a text
+		// that holds one.
+		var hits [][2]int
+		findIn(r.skeletonSet, skeleton(joined), func(start, end int) { hits = append(hits, [2]int{start, end}) })
+		if len(hits) > 0 {
+			at := skeletonAt(joined)
+			for _, h := range hits {
+				spans = append(spans, [2]int{at[h[0]], at[h[1]-1] + 1})
+			}
+		}
 	}
 	if len(spans) == 0 {
 		return texts
@@ -155,12 +173,12 @@ func newPatterns(list []string) patterns {
 	return p
 }
 
-func key4(s string) uint32 {
+func key4[T text](s T) uint32 {
 	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
 }
 
-// find calls found with the start and end of every match in text.
-func (p patterns) find(text string, found func(start, end int)) {
+// findIn calls found with the start and end of every match of p in text.
+func findIn[T text](p patterns, text T, found func(start, end int)) {
 	if len(p.by4) == 0 {
 		return
 	}
@@ -170,7 +188,7 @@ func (p patterns) find(text string, found func(start, end int)) {
 			continue
 		}
 		for _, s := range p.by4[key4(text[i:])] {
-			if strings.HasPrefix(text[i:], s) {
+			if len(text)-i >= len(s) && string(text[i:i+len(s)]) == s {
 				found(i, i+len(s))
 			}
 		}

@@ -6,11 +6,10 @@ import (
 	"compress/zlib"
 	"encoding/base32"
 	"encoding/base64"
-	"encoding/hex"
 	"html"
 	"io"
 	"regexp"
-	"strconv"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -42,175 +41,386 @@ const (
 	maxInflatedTotal = 8 << 20
 )
 
-var (
-	percentRun = regexp.MustCompile(`(?:%[0-9A-Fa-f]{2})+`)
-	escapeRun  = regexp.MustCompile(`\\(?:u[0-9A-Fa-f]{4}|x[0-9A-Fa-f]{2}|[0-7]{3})`)
-	codeRun    = regexp.MustCompile(`\b\d{2,3}(?:\s*[,; ]\s*\d{2,3}){5,}\b`)
+// codeList is a list of character codes: six or more numbers of two or
+// three digits with separators.
+var codeList = regexp.MustCompile(`\b\d{2,3}(?:\s*[,; ]\s*\d{2,3}){5,}\b`)
+
+// text is what the views read: an answer's text, or a view of it.
+type text interface{ string | []byte }
+
+// The kinds of run one pass over a text finds, each byte classed once.
+const (
+	hexRun    uint8 = 1 << iota // hex digits with separators or prefixes
+	codesRun                    // digits and separators (a list of codes)
+	base32Run                   // base32's alphabet
+	base64Run                   // base64's alphabets, standard and URL
 )
 
-// runs calls f with each run of at least min bytes that in accepts: a
-// byte loop, where a regular expression over a megabyte costs tens of
-// milliseconds.
-func runs(s string, min int, in func(c byte) bool, f func(run string)) {
-	start := -1
+var byteClass = func() (t [256]uint8) {
+	for c := range 256 {
+		b := byte(c)
+		if b >= '0' && b <= '9' || b >= 'a' && b <= 'f' || b >= 'A' && b <= 'F' || strings.IndexByte(":- ,xX\\._", b) >= 0 {
+			t[c] |= hexRun
+		}
+		if b >= '0' && b <= '9' || strings.IndexByte(",; \t\n", b) >= 0 {
+			t[c] |= codesRun
+		}
+		letter := b >= 'A' && b <= 'Z' || b >= 'a' && b <= 'z'
+		if letter || b >= '2' && b <= '7' {
+			t[c] |= base32Run
+		}
+		if letter || b >= '0' && b <= '9' || strings.IndexByte("+/_-", b) >= 0 {
+			t[c] |= base64Run
+		}
+	}
+	return t
+}()
+
+// runsOf calls f with the start and end of each maximal run of each kind
+// in want, in one pass over s.
+func runsOf[T text](s T, want uint8, f func(kind uint8, start, end int)) {
+	var start [4]int
+	prev := uint8(0)
 	for i := 0; i <= len(s); i++ {
-		if i < len(s) && in(s[i]) {
-			if start < 0 {
-				start = i
-			}
+		c := uint8(0)
+		if i < len(s) {
+			c = byteClass[s[i]] & want
+		}
+		if c == prev {
 			continue
 		}
-		if start >= 0 && i-start >= min {
-			f(s[start:i])
-		}
-		start = -1
-	}
-}
-
-func codeChar(c byte) bool {
-	return c >= '0' && c <= '9' || c == ',' || c == ';' || c == ' ' || c == '\t' || c == '\n'
-}
-
-func base64Char(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' || c == '='
-}
-
-func base32Char(c byte) bool {
-	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '2' && c <= '7' || c == '='
-}
-
-// views calls visit with each decoded form of s worth searching for
-// secrets (each differs from s) until visit says it found one. Every run
-// is decoded, however many (the work is linear in s); undecided is a
-// compressed run past the bounds on inflating, which could not be read.
-func views(s string, visit func(v string) (found bool)) (undecided bool) {
-	done := false
-	add := func(v string) {
-		if !done && v != "" && v != s {
-			done = visit(v)
-		}
-	}
-	// unescaped adds a view that undid an escaping (percent, HTML,
-	// backslash escapes), and the views of it that a byte loop finds:
-	// hex with separators inside a URL, tag characters percent-encoded.
-	unescaped := func(v string) {
-		add(v)
-		if !done && v != s {
-			plainViews(v, add)
-		}
-	}
-	inflatedTotal := 0
-	if strings.Contains(s, "%") {
-		unescaped(percentRun.ReplaceAllStringFunc(s, func(run string) string {
-			b := make([]byte, 0, len(run)/3)
-			for i := 0; i+3 <= len(run); i += 3 {
-				n, _ := strconv.ParseUint(run[i+1:i+3], 16, 8)
-				b = append(b, byte(n))
+		for k := range start {
+			bit := uint8(1) << k
+			switch {
+			case c&bit != 0 && prev&bit == 0:
+				start[k] = i
+			case c&bit == 0 && prev&bit != 0:
+				f(bit, start[k], i)
 			}
-			return string(b)
-		}))
+		}
+		prev = c
 	}
-	if strings.Contains(s, "&") {
-		unescaped(html.UnescapeString(s))
+}
+
+// A viewer calls visit with each decoded view of a text worth searching
+// for secrets, until visit says it found one. A run is decoded only when
+// what it decodes to is long enough to hold a needle (shortest), into
+// buffers the viewer reuses: a text costs an allocation for each
+// whole-text view it needs (percent, HTML and backslash escapes,
+// invisible or look-alike characters), not one for each run.
+type viewer struct {
+	shortest int
+	visit    func(v []byte) (found bool)
+
+	done      bool // visit found a secret
+	undecided bool // a compressed run past the bounds could not be read
+	inflated  int  // bytes inflated of all the text's runs
+	run, dec  []byte
+}
+
+func (w *viewer) add(v []byte) {
+	if !w.done && len(v) >= w.shortest {
+		w.done = w.visit(v)
 	}
-	if strings.Contains(s, `\`) {
-		unescaped(escapeRun.ReplaceAllStringFunc(s, func(e string) string {
-			switch e[1] {
-			case 'u':
-				n, _ := strconv.ParseUint(e[2:], 16, 32)
-				return string(rune(n))
-			case 'x':
-				n, _ := strconv.ParseUint(e[2:], 16, 8)
-				return string(rune(n))
-			}
-			n, _ := strconv.ParseUint(e[1:], 8, 8)
-			return string(rune(n))
-		}))
+}
+
+// views reads s: the whole-text views of its escapings, then every run
+// of s in one pass. Every run is decoded that can hold a secret, however
+// many (the work is linear in s).
+func (w *viewer) views(s string) {
+	if strings.IndexByte(s, '%') >= 0 {
+		w.unescaped(s, percentDecoded(s))
+	}
+	if strings.IndexByte(s, '&') >= 0 {
+		w.unescaped(s, []byte(html.UnescapeString(s)))
+	}
+	if strings.IndexByte(s, '\\') >= 0 {
+		w.unescaped(s, backslashDecoded(s))
 	}
 	// rot13 is matched as a form of each secret (forms), not as a view.
-	plainViews(s, add)
-	add(confusable.Fold(s))
-	// Lists of codes are looked for only in runs of digits and
-	// separators long enough to hold six (a byte loop first: the
-	// expression over a whole answer is slow).
-	var codes []string
-	runs(s, 17, codeChar, func(run string) { codes = append(codes, codeRun.FindAllString(run, -1)...) })
-	for _, run := range codes {
-		var b strings.Builder
-		for _, f := range strings.FieldsFunc(run, func(r rune) bool { return r == ',' || r == ';' || r == ' ' || r == '\t' || r == '\n' }) {
-			if n, err := strconv.Atoi(f); err == nil && n >= 32 && n < 127 {
-				b.WriteByte(byte(n))
-			}
+	if !isASCII(s) {
+		if v := visible(s); string(v) != s {
+			w.add(v)
 		}
-		add(b.String())
+		if f := confusable.Fold(s); f != s {
+			w.add([]byte(f))
+		}
 	}
-	runs(s, 16, base32Char, func(run string) {
-		run = strings.TrimRight(run, "=")
-		if done || len(run) < 16 || strings.ToUpper(run) != run && strings.ToLower(run) != run {
-			return // base32 is of one case
+	runsOf(s, hexRun|codesRun|base32Run|base64Run, func(kind uint8, start, end int) {
+		if w.done || end-start < 12 {
+			return // no kind of run this short is read
 		}
-		run = strings.ToUpper(run)
-		// A secret may begin at any of a quantum's eight characters.
-		for k := 0; k < 8 && k < len(run); k++ {
-			part := run[k:]
-			// The longest prefix that ends a quantum or a valid part of one.
-			for n := len(part) % 8; n == 1 || n == 3 || n == 6; n = len(part) % 8 {
-				part = part[:len(part)-1]
-			}
-			if b, err := base32.StdEncoding.WithPadding(base32.NoPadding).DecodeString(part); err == nil {
-				add(printable(b))
-			}
+		switch kind {
+		case hexRun:
+			readHex(w, s[start:end])
+		case codesRun:
+			readCodes(w, s[start:end])
+		case base32Run:
+			readBase32(w, s[start:end])
+		case base64Run:
+			readBase64(w, s[start:end])
 		}
 	})
-	runs(s, 12, base64Char, func(run string) {
-		if done {
+}
+
+// unescaped adds v, a view of s that undid an escaping, and the views of
+// it a byte loop finds: hex with separators inside a URL, tag characters
+// percent-encoded.
+func (w *viewer) unescaped(s string, v []byte) {
+	if w.done || string(v) == s {
+		return
+	}
+	w.add(v)
+	if !isASCII(v) {
+		w.add(visible(v))
+	}
+	runsOf(v, hexRun, func(_ uint8, start, end int) {
+		if !w.done && end-start >= 2*minEncoded {
+			readHex(w, v[start:end])
+		}
+	})
+}
+
+// percentDecoded is s with every %XX decoded; other percent signs stay.
+func percentDecoded(s string) []byte {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]) {
+			b = append(b, unhex(s[i+1])<<4|unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b = append(b, s[i])
+	}
+	return b
+}
+
+// backslashDecoded is s with its \uXXXX, \xXX and octal \ooo escapes
+// decoded, each as the character it names.
+func backslashDecoded(s string) []byte {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			n, size := -1, 0
+			switch rest := s[i+1:]; {
+			case rest[0] == 'u' && len(rest) >= 5 && allHex(rest[1:5]):
+				n, size = hexValue(rest[1:5]), 5
+			case rest[0] == 'x' && len(rest) >= 3 && allHex(rest[1:3]):
+				n, size = hexValue(rest[1:3]), 3
+			case len(rest) >= 3 && isOctal(rest[0]) && isOctal(rest[1]) && isOctal(rest[2]):
+				if v := int(rest[0]-'0')<<6 | int(rest[1]-'0')<<3 | int(rest[2]-'0'); v < 256 {
+					n, size = v, 3
+				}
+			}
+			if n >= 0 {
+				b = utf8.AppendRune(b, rune(n))
+				i += size
+				continue
+			}
+		}
+		b = append(b, s[i])
+	}
+	return b
+}
+
+func isHex(c byte) bool   { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }
+
+func unhex(c byte) byte {
+	switch {
+	case c >= 'a':
+		return c - 'a' + 10
+	case c >= 'A':
+		return c - 'A' + 10
+	}
+	return c - '0'
+}
+
+func allHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isHex(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func hexValue(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		n = n<<4 | int(unhex(s[i]))
+	}
+	return n
+}
+
+// readHex reads a run of hex written with separators or prefixes
+// (de:ad:be:ef, 0xde, 0xad, \xde\xad) as one lower-case run of digits, and
+// as the bytes it spells. Hex without a separator is matched as a form of
+// each secret.
+func readHex[T text](w *viewer, run T) {
+	w.run = w.run[:0]
+	seps := 0
+	for i := 0; i < len(run); i++ {
+		c := run[i]
+		switch {
+		case (c == '0' || c == '\\') && i+1 < len(run) && (run[i+1] == 'x' || run[i+1] == 'X'):
+			i++
+			seps++
+		case c >= '0' && c <= '9' || c >= 'a' && c <= 'f':
+			w.run = append(w.run, c)
+		case c >= 'A' && c <= 'F':
+			w.run = append(w.run, c+'a'-'A')
+		default: // a separator, or an x of no prefix
+			seps++
+		}
+	}
+	if seps == 0 || len(w.run) < 2*minEncoded || len(w.run) < w.shortest {
+		return
+	}
+	w.add(w.run)
+	// The bytes it spells, from each of the two places a pair can start
+	// (a word of hex letters before it shifts the pairs), printable or
+	// not: a secret is found among bytes that are not text.
+	for k := 0; k < 2 && !w.done; k++ {
+		digits := w.run[k:]
+		n := len(digits) / 2
+		if n < w.shortest {
 			return
 		}
-		run = strings.TrimRight(run, "=")
-		for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-			for k := 0; k < 4 && k < len(run); k++ {
-				part := run[k:]
-				if len(part)%4 == 1 {
-					part = part[:len(part)-1]
-				}
-				b, err := enc.DecodeString(part)
-				if err != nil {
-					continue
-				}
-				if k == 0 {
-					text, whole := inflated(b, max(0, min(maxInflated, maxInflatedTotal-inflatedTotal)))
-					inflatedTotal += len(text)
-					undecided = undecided || !whole
-					add(text)
-				}
-				add(printable(b))
-			}
+		w.dec = slices.Grow(w.dec[:0], n)[:n]
+		for i := range n {
+			w.dec[i] = unhex(digits[2*i])<<4 | unhex(digits[2*i+1])
 		}
-	})
-	return undecided && !done
-}
-
-// plainViews adds the views of s that a byte loop finds: invisible
-// characters a person does not see and a model still reads (Unicode tags,
-// each ASCII letter + U+E0000, "ASCII smuggling", read as the letters
-// they stand for; zero-width and other format characters dropped), and
-// hex written with separators (de:ad:be:ef, 0xde, 0xad, \xde\xad) read
-// as one run of hex and as the bytes it spells.
-func plainViews(s string, add func(v string)) {
-	if !isASCII(s) {
-		add(visible(s))
+		w.add(w.dec)
 	}
-	runs(s, 2*minEncoded, hexSepChar, func(run string) {
-		if h := hexDigits(run); h != "" {
-			add(h)
-			if b, err := hex.DecodeString(h[:len(h)&^1]); err == nil {
-				add(printable(b))
-			}
-		}
-	})
 }
 
-func isASCII(s string) bool {
+// readCodes reads a run of digits and separators as the characters its
+// numbers name, where it holds a list of at least six and enough of them
+// to spell a needle.
+func readCodes[T text](w *viewer, run T) {
+	if len(run) < max(17, 3*w.shortest-1) {
+		return
+	}
+	w.run = append(w.run[:0], run...)
+	for _, at := range codeList.FindAllIndex(w.run, -1) {
+		w.dec = w.dec[:0]
+		n, digits := 0, 0
+		for _, c := range w.run[at[0]:at[1]] {
+			if c >= '0' && c <= '9' {
+				n, digits = n*10+int(c-'0'), digits+1
+				continue
+			}
+			if digits > 0 && n >= 32 && n < 127 {
+				w.dec = append(w.dec, byte(n))
+			}
+			n, digits = 0, 0
+		}
+		if digits > 0 && n >= 32 && n < 127 {
+			w.dec = append(w.dec, byte(n))
+		}
+		w.add(w.dec)
+	}
+}
+
+var base32NoPad = base32.StdEncoding.WithPadding(base32.NoPadding)
+
+// readBase32 decodes a run of one case at each of a quantum's eight places a
+// secret may begin at.
+func readBase32[T text](w *viewer, run T) {
+	if len(run) < max(16, (8*w.shortest+4)/5) {
+		return
+	}
+	upper, lower := false, false
+	w.run = w.run[:0]
+	for i := 0; i < len(run); i++ {
+		c := run[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+			lower = true
+			c -= 'a' - 'A'
+		case c >= 'A' && c <= 'Z':
+			upper = true
+		}
+		w.run = append(w.run, c)
+	}
+	if upper && lower {
+		return // base32 is of one case
+	}
+	for k := 0; k < 8 && !w.done; k++ {
+		part := w.run[k:]
+		// The longest prefix that ends a quantum or a valid part of one.
+		for n := len(part) % 8; n == 1 || n == 3 || n == 6; n = len(part) % 8 {
+			part = part[:len(part)-1]
+		}
+		if len(part)*5/8 < w.shortest {
+			break
+		}
+		w.dec = slices.Grow(w.dec[:0], base32NoPad.DecodedLen(len(part)))[:base32NoPad.DecodedLen(len(part))]
+		if n, err := base32NoPad.Decode(w.dec, part); err == nil {
+			w.add(printable(w.dec[:n]))
+		}
+	}
+}
+
+// readBase64 decodes a run at each of a quantum's four places a secret may
+// begin at, in the one alphabet its characters allow; a run that starts
+// as gzip or zlib data is inflated (within the bounds), however short.
+func readBase64[T text](w *viewer, run T) {
+	if len(run) < 12 {
+		return
+	}
+	std, url := false, false
+	for i := 0; i < len(run); i++ {
+		switch run[i] {
+		case '+', '/':
+			std = true
+		case '-', '_':
+			url = true
+		}
+	}
+	enc := base64.RawStdEncoding
+	switch {
+	case std && url:
+		return // neither alphabet reads it
+	case url:
+		enc = base64.RawURLEncoding
+	}
+	w.run = append(w.run[:0], run...)
+	var head [3]byte
+	if _, err := enc.Decode(head[:], w.run[:4]); err == nil && compressed(head[:]) {
+		part := w.run
+		if len(part)%4 == 1 {
+			part = part[:len(part)-1]
+		}
+		if b, err := enc.DecodeString(string(part)); err == nil {
+			text, whole := inflated(b, max(0, min(maxInflated, maxInflatedTotal-w.inflated)))
+			w.inflated += len(text)
+			w.undecided = w.undecided || !whole
+			w.add([]byte(text))
+		}
+	}
+	for k := 0; k < 4 && !w.done; k++ {
+		part := w.run[k:]
+		if len(part)%4 == 1 {
+			part = part[:len(part)-1]
+		}
+		if len(part)*3/4 < w.shortest {
+			break
+		}
+		w.dec = slices.Grow(w.dec[:0], enc.DecodedLen(len(part)))[:enc.DecodedLen(len(part))]
+		if n, err := enc.Decode(w.dec, part); err == nil {
+			w.add(printable(w.dec[:n]))
+		}
+	}
+}
+
+func compressed(b []byte) bool {
+	return len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b ||
+		len(b) > 2 && b[0] == 0x78 && (b[1] == 0x01 || b[1] == 0x5e || b[1] == 0x9c || b[1] == 0xda)
+}
+
+func isASCII[T text](s T) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
@@ -223,48 +433,20 @@ func isASCII(s string) bool {
 // made plain: Unicode tag characters (U+E0020–U+E007E) as the ASCII
 // they shadow, and format characters (zero-width spaces and joiners,
 // the soft hyphen, bidirectional marks, variation selectors) dropped.
-func visible(s string) string {
-	var b strings.Builder
-	for _, r := range s {
+func visible[T text](s T) []byte {
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
+		i += size
 		switch {
 		case r >= 0xE0020 && r <= 0xE007E:
-			b.WriteByte(byte(r - 0xE0000))
+			b = append(b, byte(r-0xE0000))
 		case r >= 0xE0000 && r <= 0xE007F, r >= 0xFE00 && r <= 0xFE0F, r >= 0xE0100 && r <= 0xE01EF, unicode.Is(unicode.Cf, r):
 		default:
-			b.WriteRune(r)
+			b = utf8.AppendRune(b, r)
 		}
 	}
-	return b.String()
-}
-
-func hexSepChar(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == ':' || c == '-' || c == ' ' || c == ',' || c == 'x' || c == 'X' || c == '\\' || c == '.' || c == '_'
-}
-
-// hexDigits is a run of hex written with separators or prefixes as one
-// lower-case run of digits, "" when it is not one (hex without a
-// separator is matched as a form of each secret).
-func hexDigits(run string) string {
-	var b strings.Builder
-	seps := 0
-	for i := 0; i < len(run); i++ {
-		c := run[i]
-		switch {
-		case (c == '0' || c == '\\') && i+1 < len(run) && (run[i+1] == 'x' || run[i+1] == 'X'):
-			i++
-			seps++
-		case c >= '0' && c <= '9' || c >= 'a' && c <= 'f':
-			b.WriteByte(c)
-		case c >= 'A' && c <= 'F':
-			b.WriteByte(c + 'a' - 'A')
-		default: // a separator, or an x of no prefix
-			seps++
-		}
-	}
-	if seps == 0 || b.Len() < 2*minEncoded {
-		return ""
-	}
-	return b.String()
+	return b
 }
 
 // inflated is b decompressed (gzip or zlib), within limit bytes; "" when
@@ -273,12 +455,12 @@ func inflated(b []byte, limit int) (text string, whole bool) {
 	var r io.Reader
 	var err error
 	switch {
-	case len(b) > 2 && b[0] == 0x1f && b[1] == 0x8b:
-		r, err = gzip.NewReader(bytes.NewReader(b))
-	case len(b) > 2 && b[0] == 0x78 && (b[1] == 0x01 || b[1] == 0x5e || b[1] == 0x9c || b[1] == 0xda):
-		r, err = zlib.NewReader(bytes.NewReader(b))
-	default:
+	case !compressed(b):
 		return "", true
+	case b[0] == 0x1f:
+		r, err = gzip.NewReader(bytes.NewReader(b))
+	default:
+		r, err = zlib.NewReader(bytes.NewReader(b))
 	}
 	if err != nil {
 		return "", true // not compressed after all: read as base64 alone
@@ -290,10 +472,10 @@ func inflated(b []byte, limit int) (text string, whole bool) {
 	return string(out), true
 }
 
-// printable is b as text when most of it is (a secret is), else "".
-func printable(b []byte) string {
+// printable is b when most of it is text (a secret is), else nil.
+func printable(b []byte) []byte {
 	if len(b) < minEncoded || !utf8.Valid(b) {
-		return ""
+		return nil
 	}
 	n := 0
 	for _, c := range b {
@@ -302,24 +484,9 @@ func printable(b []byte) string {
 		}
 	}
 	if n*10 < len(b)*9 {
-		return ""
+		return nil
 	}
-	return string(b)
-}
-
-// skeletonOf is skeleton without the positions.
-func skeletonOf(s string) string {
-	sk := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'A' && c <= 'Z':
-			sk = append(sk, c+'a'-'A')
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-			sk = append(sk, c)
-		}
-	}
-	return string(sk)
+	return b
 }
 
 func rot13(s string) string {
@@ -342,13 +509,18 @@ func (r *Redactor) holdsEncoded(s string) bool {
 	if r == nil || len(r.secrets) == 0 {
 		return false
 	}
-	found := false
-	undecided := views(s, func(v string) bool {
-		r.literalSet.find(v, func(int, int) { found = true })
-		if !found && len(r.skeletons) > 0 && len(v) >= minSkeleton {
-			r.skeletonSet.find(skeletonOf(v), func(int, int) { found = true })
+	var sk []byte
+	hit := false
+	found := func(int, int) { hit = true }
+	w := viewer{shortest: r.shortest}
+	w.visit = func(v []byte) bool {
+		findIn(r.literalSet, v, found)
+		if !hit && len(r.skeletons) > 0 && len(v) >= minSkeleton {
+			sk = appendSkeleton(sk[:0], v)
+			findIn(r.skeletonSet, sk, found)
 		}
-		return found
-	})
-	return found || undecided
+		return hit
+	}
+	w.views(s)
+	return w.done || w.undecided
 }

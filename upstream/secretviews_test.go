@@ -411,3 +411,45 @@ func TestUnreadableCutRefused(t *testing.T) {
 		t.Errorf("an unreadable cut result: %s", b)
 	}
 }
+
+// A run is decoded only when it can hold a needle; one that decodes to
+// exactly the shortest needle is read, in every kind of run and at every
+// place a quantum can start.
+func TestShortestNeedleRead(t *testing.T) {
+	// Shorter than minSkeleton, so the secret itself is the shortest
+	// needle; its rot13 has codes of two digits, so a list of them is as
+	// short as a list can be.
+	const secret = "K3Y-8ZQ-W1X"
+	r := NewRedactor(secret)
+	if r.shortest != len(secret) {
+		t.Fatalf("shortest needle %d, want %d", r.shortest, len(secret))
+	}
+	// rot13 of the secret is a literal form, so each run below holds a
+	// needle only once it is decoded.
+	inner := []byte(rot13(secret))
+	var hexSep, codes []string
+	for _, c := range inner {
+		hexSep = append(hexSep, fmt.Sprintf("%02x", c))
+		codes = append(codes, fmt.Sprint(c))
+	}
+	cases := map[string]string{
+		"hex with colons":     strings.Join(hexSep, ":"),
+		"character codes":     strings.Join(codes, ","),
+		"hex after a letter":  "e " + strings.Join(hexSep, ":"),
+		"base32, lower case":  strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(inner)),
+		"base64, URL":         base64.RawURLEncoding.EncodeToString(inner),
+		"base64 with padding": base64.StdEncoding.EncodeToString(inner),
+	}
+	for k := 1; k < 4; k++ {
+		cases[fmt.Sprintf("base64 after %d characters", k)] = strings.Repeat("Q", k) + base64.RawStdEncoding.EncodeToString(inner)
+	}
+	for k := 1; k < 8; k++ {
+		cases[fmt.Sprintf("base32 after %d characters", k)] = strings.Repeat("Q", k) + base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(inner)
+	}
+	for name, run := range cases {
+		text := "(" + run + ")"
+		if got := r.CutText(text); got == text {
+			t.Errorf("%s: %q passed", name, run)
+		}
+	}
+}
