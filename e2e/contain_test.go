@@ -600,6 +600,21 @@ func TestContainedAsOrdinaryUser(t *testing.T) {
 		if out := call(t, ctx, cs, "read", map[string]any{"path": "/proc/net/dev"}); !strings.Contains(out, "tap0") {
 			t.Errorf("no network of its own:\n%.300s", out)
 		}
+		// Nor the host at its other addresses, where a service listens
+		// on every interface.
+		everywhere := testenv.TCPServerOn(t, "0.0.0.0:0", func(c net.Conn) {
+			c.Write([]byte("a service on every interface answers\n"))
+			c.Close()
+		})
+		port := everywhere[strings.LastIndex(everywhere, ":")+1:]
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+				if out := call(t, ctx, cs, "connect", map[string]any{"address": n.IP.String() + ":" + port, "line": "hi"}); !strings.HasPrefix(out, "refused:") {
+					t.Errorf("the host at %s: got through: %.200s", n.IP, out)
+				}
+			}
+		}
 	}
 	// Its granted port of the host's loopback, and no other.
 	if out := call(t, ctx, cs, "connect", map[string]any{"address": h.granted, "line": "hi"}); !strings.Contains(out, "the granted port answers") {

@@ -178,6 +178,25 @@ func TestContainedWithoutNetwork(t *testing.T) {
 			t.Errorf("%s: a contained server reached the host's loopback through 10.0.2.2: %s", server, got)
 		}
 	}
+	// The host's own addresses other than the loopback's (a LAN
+	// address, a container bridge's) answer as little, whatever listens
+	// there on every interface.
+	if ownNet {
+		any := testenv.TCPServerOn(t, "0.0.0.0:0", func(c net.Conn) {
+			c.Write([]byte("a service on every interface answers\n"))
+			c.Close()
+		})
+		port := any[strings.LastIndex(any, ":")+1:]
+		addrs, err := hostAddresses()
+		if err != nil || len(addrs) == 0 {
+			t.Fatalf("no address of the host's but the loopback's to try: %v %v", addrs, err)
+		}
+		for _, a := range addrs {
+			if got := hostile("on", "connect", `{"address":"`+a+`:`+port+`","line":"hello"}`); !strings.HasPrefix(got, "refused") {
+				t.Errorf("a contained server reached the host at %s: %s", a, got)
+			}
+		}
+	}
 	// /proc/net/dev lists the interfaces of the server's network
 	// namespace: the way out (tap0) with network, loopback alone without.
 	if got := hostile("on", "read", `{"path":"/proc/net/dev"}`); ownNet && !strings.Contains(got, "tap0") {

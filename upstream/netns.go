@@ -17,7 +17,8 @@ import (
 // Podman uses) connects outward, in user mode, with no route to the
 // host's loopback (--disable-host-loopback): a hostile server cannot
 // call the gateway's /mcp on 127.0.0.1, a PostgreSQL that trusts local
-// connections, or any other local service. "network": false gives it no
+// connections, or any other local service; nor at the host's other
+// addresses (netfence.go). "network": false gives it no
 // network at all. Where slirp4netns is not installed, contained servers
 // share the host's network, and toolshelf says so at start.
 
@@ -95,10 +96,11 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 	defer readyR.Close()
 	args := []string{"--configure", "--mtu=65520", "--disable-host-loopback", "--ready-fd=3"}
 	extra := []*os.File{readyW}
+	var owner *os.File
 	if joinUser {
 		// The user namespace that owns the network namespace, given to
 		// slirp4netns as its fd 4.
-		owner, err := netOwner(pid)
+		owner, err = netOwner(pid)
 		if err != nil {
 			readyW.Close()
 			return err
@@ -130,6 +132,9 @@ func (n *netns) attach(slirp string, joinUser bool) error {
 		}
 	case <-time.After(netnsTimeout):
 		return fmt.Errorf("slirp4netns did not connect the sandbox within %v", netnsTimeout)
+	}
+	if err := fenceHost(pid, owner); err != nil {
+		return err
 	}
 	if _, err := n.block.Write([]byte{1}); err != nil {
 		return fmt.Errorf("the sandbox did not wait for its network: %w", err)

@@ -25,7 +25,15 @@ func LineServer(t testing.TB, answer func(got string) string) string {
 // returns the address.
 func TCPServer(t testing.TB, serve func(net.Conn)) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	return TCPServerOn(t, "127.0.0.1:0", serve)
+}
+
+// TCPServerOn is TCPServer listening at addr: "0.0.0.0:0" for a service
+// on every interface of the host, as a test of what reaches the host by
+// an address other than its loopback's needs.
+func TCPServerOn(t testing.TB, addr string, serve func(net.Conn)) string {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

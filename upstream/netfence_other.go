@@ -1,0 +1,8 @@
+//go:build !linux
+
+package upstream
+
+import "errors"
+
+// prohibitRoutes: network namespaces are Linux's.
+func prohibitRoutes([]string) error { return errors.New("routes in a sandbox's network need Linux") }
