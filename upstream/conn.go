@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/launcher"
 	"github.com/toolshelf/toolshelf/signin"
 )
 
@@ -34,7 +35,7 @@ type conn struct {
 	version atomic.Pointer[string]
 	session *mcp.ClientSession
 	cancel  context.CancelFunc // ends the connection's lifetime context
-	proc    *process           // nil unless the server is a process toolshelf started
+	proc    *launcher.Process  // nil unless the server is a process toolshelf started
 	info    catalog.Server
 	caps    *mcp.ServerCapabilities
 	// name is the server's; relay, for a server over HTTP on a
@@ -186,7 +187,7 @@ func (c *conn) dead() bool {
 		return false
 	}
 	select {
-	case <-c.proc.done:
+	case <-c.proc.Done():
 		return true
 	default:
 		return false
@@ -208,7 +209,7 @@ func (c *conn) close() {
 	}
 	c.cancel()
 	if c.proc != nil {
-		c.proc.stop(stopGrace)
+		c.proc.Stop(stopGrace)
 	}
 }
 
@@ -218,7 +219,7 @@ func (c *conn) output() []byte {
 	if c.proc == nil {
 		return nil
 	}
-	return append(c.proc.output.Bytes(), c.proc.stderr.Bytes()...)
+	return c.proc.Output()
 }
 
 // lifetimeTransport connects with the connection's lifetime context
@@ -263,11 +264,11 @@ func (c *conn) explain(err error) error {
 	// A process whose stdout just closed is usually exiting; give it a
 	// moment so that the error can say how it ended.
 	select {
-	case <-c.proc.done:
-		return fmt.Errorf("%w (server %s)", err, c.proc.exitReason())
+	case <-c.proc.Done():
+		return fmt.Errorf("%w (server %s)", err, c.proc.ExitReason())
 	case <-time.After(100 * time.Millisecond):
 	}
-	if tail := c.proc.stderr.Said(512); tail != "" {
+	if tail := c.proc.StderrSaid(512); tail != "" {
 		return fmt.Errorf("%w (stderr: %s)", err, tail)
 	}
 	return err

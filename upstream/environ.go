@@ -6,33 +6,11 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/launcher"
 )
-
-// basicEnv are the variables a stdio server gets from toolshelf's
-// environment without asking: what a process needs to run (the
-// TypeScript SDK's stdio transport passes the same core set), the locale,
-// and where temporary and per-user files go. None of them is where
-// credentials live.
-var basicEnv = []string{
-	// POSIX
-	"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "TZ",
-	"LANG", "LANGUAGE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
-	"XDG_STATE_HOME", "XDG_RUNTIME_DIR",
-	// Windows
-	"APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT",
-	"PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT",
-	"TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
-}
 
 // ownPrefix marks toolshelf's own settings, which no server gets.
 const ownPrefix = "TOOLSHELF_"
-
-// isBasic reports whether a variable is one every server gets.
-func isBasic(name string) bool {
-	// Windows spells variables in any case.
-	up := strings.ToUpper(name)
-	return slices.Contains(basicEnv, up) || strings.HasPrefix(up, "LC_")
-}
 
 // withheld is what no server may inherit unless the value is its own: the
 // variables and values of toolshelf's secrets and of every server's
@@ -109,7 +87,7 @@ func ownerName(owners []string, server string) string {
 // what w withholds from it; then the server's own "env". Variables it
 // named and did not get are logged by name.
 func serverEnv(cfg *config.ServerConfig, environ []string, w *withheld, logger *slog.Logger) []string {
-	env := make([]string, 0, len(basicEnv)+len(cfg.InheritEnv)+len(cfg.Env))
+	env := make([]string, 0, 32+len(cfg.InheritEnv)+len(cfg.Env))
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" {
@@ -118,7 +96,7 @@ func serverEnv(cfg *config.ServerConfig, environ []string, w *withheld, logger *
 		if _, own := cfg.Env[name]; own {
 			continue // the server's own value follows
 		}
-		if isBasic(name) {
+		if launcher.IsBasic(name) {
 			// Passed whatever other servers expand: ${TMPDIR} in one
 			// server's configuration must not take it from the rest.
 			env = append(env, kv)

@@ -13,39 +13,9 @@ import (
 
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/launcher"
 	"github.com/toolshelf/toolshelf/registry/registrytest"
 )
-
-func TestNPXPackage(t *testing.T) {
-	for _, tc := range []struct {
-		command string
-		args    []string
-		want    string
-	}{
-		{"npx", []string{"-y", "@modelcontextprotocol/server-memory@2026.1.26"}, "@modelcontextprotocol/server-memory@2026.1.26"},
-		{"/usr/bin/npx", []string{"--yes", "pkg@1.0.0", "/data"}, "pkg@1.0.0"},
-		{"npx", []string{"-y", "--package", "pkg@2", "--", "pkg-bin"}, "pkg@2"},
-		{"npx", []string{"--package=pkg@3", "bin"}, "pkg@3"},
-		{"npx", []string{"-y", "--", "pkg@4"}, "pkg@4"},
-		{"node", []string{"server.js"}, ""},
-		{"npx", []string{"-y"}, ""},
-	} {
-		if got := npxPackage(tc.command, tc.args); got != tc.want {
-			t.Errorf("%s %v: %q, want %q", tc.command, tc.args, got, tc.want)
-		}
-	}
-	for spec, want := range map[string]bool{"pkg": true, "pkg@1.2.3": true, "@scope/pkg@1": true, "/tmp/x/pkg-1.0.0.tgz": false,
-		"./local": false, "github:user/repo": false, "git+https://x/y.git": false, "https://x/y.tgz": false, "npm:pkg@1": false, "user/repo": false, "@scope": false} {
-		if got := fromRegistry(spec); got != want {
-			t.Errorf("fromRegistry(%s) = %v", spec, got)
-		}
-	}
-	for spec, name := range map[string]string{"@scope/name@1.2.3": "@scope/name", "name@1.0": "name", "name": "name", "@scope/name": "@scope/name"} {
-		if got := packageName(spec); got != name {
-			t.Errorf("packageName(%s) = %s", spec, got)
-		}
-	}
-}
 
 // A contained npx server's package is installed before its first start,
 // in its sandbox, from the registry it names (here one on this machine's
@@ -73,7 +43,10 @@ func TestInstallBeforeFirstStart(t *testing.T) {
 	port, _ := strconv.Atoi(reg.URL[strings.LastIndex(reg.URL, ":")+1:])
 	sc := config.ServerConfig{Name: "memory", Command: "npx", Args: []string{"-y", pkg + "@" + version},
 		Env: map[string]string{"npm_config_registry": reg.URL + "/npm"}, HostPorts: []int{port}, Timeout: testenv.Timeout(10 * time.Second)}
-	cache := npmCache(serverCacheDir("memory"))
+	// The server's npm cache, and the mark of a complete install in it
+	// (launcher/install.go).
+	cache := filepath.Join(launcher.CacheDir("memory"), ".npm")
+	const installedMark = ".toolshelf-installed"
 	nothingLeft := func(when string) {
 		t.Helper()
 		if _, err := os.Stat(filepath.Join(cache, installedMark)); err == nil {
@@ -119,7 +92,7 @@ func TestInstallBeforeFirstStart(t *testing.T) {
 	for _, d := range dirs {
 		os.RemoveAll(d)
 	}
-	if _, needs := p.byName["memory"].needsInstall(); !needs {
+	if _, needs := p.byName["memory"].cfg.NeedsInstall(); !needs {
 		t.Error("a cache without its package is taken as installed")
 	}
 }
@@ -143,12 +116,3 @@ func (h *onMessage) Handle(_ context.Context, r slog.Record) error {
 
 func (h *onMessage) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *onMessage) WithGroup(string) slog.Handler      { return h }
-
-// Two servers whose names clean to the same text (a.b and a_b) have
-// caches of their own: one cannot change what the other runs.
-func TestServerCachesApart(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	if a, b := serverCacheDir("a.b"), serverCacheDir("a_b"); a == b || a == "" {
-		t.Errorf("one cache for two servers: %s", a)
-	}
-}

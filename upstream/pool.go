@@ -35,6 +35,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/launcher"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/rules"
 	"github.com/toolshelf/toolshelf/signin"
@@ -244,14 +245,14 @@ func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 		all = append(all, configs[i].SecretValues()...)
 	}
 	p.redact = NewRedactor(all...)
-	hide := slices.Concat(p.opts.Hide, p.opts.Secrets.Files, ownPlaces())
+	hide := slices.Concat(p.opts.Hide, p.opts.Secrets.Files, launcher.OwnPlaces())
 	for _, sc := range configs {
-		cfg := serverConfig{ServerConfig: sc}
+		cfg := serverConfig{Plan: launcher.Plan{ServerConfig: sc}}
 		if cfg.TransportName() == "stdio" {
-			cfg.environ = serverEnv(&cfg.ServerConfig, environ, kept, p.logger.With("server", cfg.Name))
-			cfg.hide, cfg.cacheDir = hide, serverCacheDir(cfg.Name)
+			cfg.Environ = serverEnv(&cfg.ServerConfig, environ, kept, p.logger.With("server", cfg.Name))
+			cfg.Hide, cfg.CacheDir = hide, launcher.CacheDir(cfg.Name)
 			if p.opts.NoContain {
-				cfg.uncontained = "the program running toolshelf turned containment off (upstream.Options.NoContain)"
+				cfg.Uncontained = "the program running toolshelf turned containment off (upstream.Options.NoContain)"
 			}
 		}
 		switch {
@@ -275,7 +276,7 @@ func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 			state:       StateConnecting,
 		}
 		if !cfg.Disabled {
-			s.hints = cfg.grantHints()
+			s.hints = cfg.GrantHints()
 		}
 		if cfg.Disabled {
 			s.state = StateDisabled

@@ -22,6 +22,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/launcher"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -583,7 +584,7 @@ func TestPoolDetachedGrandchild(t *testing.T) {
 	if b, err := os.ReadFile(grandchildPID); err == nil {
 		grandchild, _ := strconv.Atoi(string(b))
 		t.Cleanup(func() { syscall.Kill(grandchild, syscall.SIGKILL) })
-		if noPIDNamespaces.Load() {
+		if launcher.NoPIDNamespaces() {
 			return // a daemon outlives its server here, as the log says
 		}
 		eventually(t, "the grandchild to end with its server", func() bool { return gone(grandchild) })
@@ -612,7 +613,7 @@ func TestStoppedServerLeavesNoDaemon(t *testing.T) {
 	eventually(t, "the server to be ready", func() bool { return statusOf(p, "autoupdater").State == StateReady })
 	daemon := readPID(t, daemonPID)
 	t.Cleanup(func() { syscall.Kill(daemon, syscall.SIGKILL) })
-	if noPIDNamespaces.Load() {
+	if launcher.NoPIDNamespaces() {
 		t.Skip("this system refuses PID namespaces")
 	}
 	if gone(daemon) {

@@ -18,7 +18,7 @@ import (
 // server is one upstream server and its supervisor's state.
 type server struct {
 	cfg     serverConfig
-	hints   []string // cfg.grantHints(), said before it runs
+	hints   []string // cfg.GrantHints(), said before it runs
 	pool    *Pool
 	logger  *slog.Logger // redacts what it logs
 	redact  *Redactor
@@ -54,7 +54,7 @@ type server struct {
 func (s *server) status() Status {
 	conflict := s.pool.conflict(s.cfg.Name)
 	quarantined := s.pool.quarantinedCount(s.cfg.Name)
-	c := s.cfg.containment()
+	c := s.cfg.Containment()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{
@@ -241,7 +241,7 @@ func stderrNote(c *conn) string {
 	if c == nil || c.proc == nil {
 		return ""
 	}
-	if tail := c.proc.stderr.Said(512); tail != "" {
+	if tail := c.proc.StderrSaid(512); tail != "" {
 		return "; stderr: " + tail
 	}
 	return ""

@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/launcher"
 )
 
 // Tasks of servers that run them (the io.modelcontextprotocol/tasks
@@ -231,18 +232,18 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 	defer resp.Body.Close()
 	// A completed task's answer carries its result: as large as a
 	// message of the server's may be.
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxFrame+1))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, launcher.MaxFrame+1))
 	if err != nil {
 		return nil, fmt.Errorf("server %s: %s: %v", server, method, err)
 	}
-	if len(raw) > maxFrame {
-		return nil, fmt.Errorf("server %s: %s: the answer is larger than %d bytes", server, method, maxFrame)
+	if len(raw) > launcher.MaxFrame {
+		return nil, fmt.Errorf("server %s: %s: the answer is larger than %d bytes", server, method, launcher.MaxFrame)
 	}
 	var msg struct {
 		Result json.RawMessage `json:"result"`
 		Error  *TaskError      `json:"error"`
 	}
-	if err := json.Unmarshal(Answer(raw, resp.Header.Get("Content-Type"), maxFrame), &msg); err != nil {
+	if err := json.Unmarshal(Answer(raw, resp.Header.Get("Content-Type"), launcher.MaxFrame), &msg); err != nil {
 		return nil, fmt.Errorf("server %s: %s: HTTP %d, not a JSON-RPC answer", server, method, resp.StatusCode)
 	}
 	if msg.Error != nil {

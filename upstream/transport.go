@@ -6,6 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/launcher"
 )
 
 // dialers make the go-sdk transport of each of the configuration's
@@ -14,12 +15,12 @@ import (
 // (TestEveryTransportDials).
 var dialers = map[string]func(ctx context.Context, cfg *serverConfig, c *conn, logger *slog.Logger) (mcp.Transport, error){
 	"stdio": func(_ context.Context, cfg *serverConfig, c *conn, logger *slog.Logger) (mcp.Transport, error) {
-		p, err := startProcess(cfg, logger)
+		p, err := launcher.Start(&cfg.Plan, logger)
 		if err != nil {
 			return nil, err
 		}
 		c.proc = p
-		return &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: maxFrame}, nil
+		return &mcp.IOTransport{Reader: p.Stdout(), Writer: p.Stdin(), MaxLineLength: launcher.MaxFrame}, nil
 	},
 	"http": func(_ context.Context, cfg *serverConfig, c *conn, _ *slog.Logger) (mcp.Transport, error) {
 		if cfg.Signin != config.SigninPerPerson && cfg.Signin != config.SigninExchange {

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package upstream
+package launcher
 
 import (
 	"errors"
@@ -27,3 +27,9 @@ func ownerOf(os.FileInfo) int { return -1 }
 
 // netOwner: network namespaces are Linux's.
 func netOwner(int) (*os.File, error) { return nil, errors.New("network namespaces need Linux") }
+
+// CannotContain: containment is Linux's.
+func CannotContain() string { return findSandbox().why }
+
+// OwnNetworks: network namespaces are Linux's.
+func OwnNetworks() bool { return false }

@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"os"
@@ -57,7 +57,7 @@ func TestContainerEngines(t *testing.T) {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
 		case err == nil && tc.name != "uncontained by choice":
-			if c := (&serverConfig{ServerConfig: cfgs[0]}).containment(); !c.Contained || c.Engine == "" {
+			if c := (&Plan{ServerConfig: cfgs[0]}).Containment(); !c.Contained || c.Engine == "" {
 				t.Errorf("%s: %+v", tc.name, c)
 			}
 		}
@@ -76,8 +76,8 @@ func TestEngineCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := &serverConfig{ServerConfig: cfgs[0]}
-	env := serverEnv(&cfg.ServerConfig, nil, newWithheld(config.Secrets{}, nil), nil)
+	cfg := &Plan{ServerConfig: cfgs[0]}
+	env := basicEnviron(nil, cfg.Env)
 	run, err := engineCommand(cfg, env)
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +108,7 @@ func TestEngineCommand(t *testing.T) {
 	}
 
 	cfg.Env["GITHUB_TOKEN"] = "two\nlines"
-	env = serverEnv(&cfg.ServerConfig, nil, newWithheld(config.Secrets{}, nil), nil)
+	env = basicEnviron(nil, cfg.Env)
 	if _, err := engineCommand(cfg, env); err == nil || !strings.Contains(err.Error(), "line break") {
 		t.Errorf("a value with a line break: %v", err)
 	}

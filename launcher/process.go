@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"bufio"
@@ -14,16 +14,14 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/toolshelf/toolshelf/config"
 )
 
-// maxFrame bounds one line of a server's stdout. The largest real tools/list
+// MaxFrame bounds one line of a server's stdout. The largest real tools/list
 // page seen (Azure, 235 tools) is under 1 MB.
-const maxFrame = 64 << 20
+const MaxFrame = 64 << 20
 
-// process is a running stdio server.
-type process struct {
+// Process is a running stdio server.
+type Process struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	stdout io.ReadCloser // the JSON-RPC lines of the server's stdout
@@ -36,15 +34,35 @@ type process struct {
 	contained bool
 }
 
-// startProcess starts a stdio server. Its stdout is split: JSON-RPC lines
-// go to p.stdout, anything else (banners, logs that belong on stderr) to
-// p.output and the log, so that one stray line does not break the session.
-func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
-	env := cfg.environ
+// Stdin is the server's standard input; Stdout the JSON-RPC lines of its
+// standard output.
+func (p *Process) Stdin() io.WriteCloser { return p.stdin }
+func (p *Process) Stdout() io.ReadCloser { return p.stdout }
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Output is what the server printed outside JSON-RPC: stray stdout lines,
+// then the end of its stderr.
+func (p *Process) Output() []byte { return append(p.output.Bytes(), p.stderr.Bytes()...) }
+
+// StderrSaid is the end of what the server said on stderr, at most n
+// bytes of its last lines, "" when it said nothing.
+func (p *Process) StderrSaid(n int) string { return p.stderr.Said(n) }
+
+// Start starts a stdio server as its plan says. Its stdout is split:
+// JSON-RPC lines go to Stdout, anything else (banners, logs that belong
+// on stderr) to Output and the log, so that one stray line does not
+// break the session.
+func Start(cfg *Plan, logger *slog.Logger) (*Process, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	env := cfg.Environ
 	if env == nil {
 		// Not from a pool: the minimal environment still, never
 		// toolshelf's whole one (a nil Env would pass that).
-		env = serverEnv(&cfg.ServerConfig, os.Environ(), newWithheld(config.Secrets{}, nil), logger)
+		env = basicEnviron(os.Environ(), cfg.Env)
 	}
 	if cfg.Cwd != "" {
 		// Else exec says the command does not exist, blaming the wrong
@@ -82,7 +100,7 @@ func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
 				return nil, fmt.Errorf("the server's network: %w", err)
 			}
 		}
-	case cfg.containment().Engine != "":
+	case cfg.Containment().Engine != "":
 		run, err := engineCommand(cfg, env)
 		if err != nil {
 			return nil, err
@@ -92,7 +110,7 @@ func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
 	}
 	cmd.Dir = cfg.Cwd
 	setProcessGroup(cmd, jailed)
-	p := &process{
+	p := &Process{
 		contained: jailed,
 		cmd:       cmd,
 		stderr:    newTailBuffer(16 << 10),
@@ -122,7 +140,7 @@ func startProcess(cfg *serverConfig, logger *slog.Logger) (*process, error) {
 			if logger != nil {
 				logger.Warn("the system refuses PID namespaces; a daemon a server detaches may outlive it", "error", err)
 			}
-			return startProcess(cfg, logger)
+			return Start(cfg, logger)
 		}
 		return nil, startError(cfg.Command, err)
 	}
@@ -228,8 +246,8 @@ func readLine(br *bufio.Reader, buf []byte) ([]byte, error) {
 	for {
 		chunk, err := br.ReadSlice('\n')
 		buf = append(buf, chunk...)
-		if len(buf) > maxFrame {
-			return nil, fmt.Errorf("a line on stdout is longer than %d bytes", maxFrame)
+		if len(buf) > MaxFrame {
+			return nil, fmt.Errorf("a line on stdout is longer than %d bytes", MaxFrame)
 		}
 		if err != bufio.ErrBufferFull {
 			return buf, err
@@ -243,10 +261,10 @@ func isJSONRPC(line []byte) bool {
 	return len(t) > 0 && (t[0] == '{' || t[0] == '[') && bytes.Contains(t, []byte(`"jsonrpc"`))
 }
 
-// stop ends the process: it closes stdin, which well-behaved servers take
+// Stop ends the process: it closes stdin, which well-behaved servers take
 // as the signal to exit, then after grace sends SIGTERM to the process
 // group, and SIGKILL a little later. It returns when the process has exited.
-func (p *process) stop(grace time.Duration) {
+func (p *Process) Stop(grace time.Duration) {
 	p.stdin.Close()
 	p.stdout.Close()
 	select {
@@ -264,8 +282,8 @@ func (p *process) stop(grace time.Duration) {
 	<-p.done
 }
 
-// exitReason describes how the process ended, with the end of its stderr.
-func (p *process) exitReason() string {
+// ExitReason describes how the process ended, with the end of its stderr.
+func (p *Process) ExitReason() string {
 	reason := "exited"
 	if p.err != nil {
 		reason = p.err.Error()

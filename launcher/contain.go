@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"crypto/sha256"
@@ -122,20 +122,20 @@ type sandboxPlan struct {
 // planSandbox decides what a contained server sees. environ is the
 // server's own environment (for PATH and HOME); hide are toolshelf's own
 // files.
-func planSandbox(cfg *serverConfig, environ []string, hide []string) *sandboxPlan {
+func planSandbox(cfg *Plan, environ []string, hide []string) *sandboxPlan {
 	p := &sandboxPlan{home: clean(envValue(environ, "HOME")), cwd: clean(cfg.Cwd), noNetwork: cfg.NoNetwork, ports: cfg.HostPorts}
 	if p.home == "/" || under(p.home, systemDirs) {
 		p.home = ""
 	}
 	p.runtime(cfg, envValue(environ, "PATH"))
 	p.program(cfg)
-	if p.home != "" && cfg.cacheDir != "" {
+	if p.home != "" && cfg.CacheDir != "" {
 		// A package runner's cache of the server's own, where the runner
 		// looks for it (~/.npm for npx): one server cannot change what
 		// another runs, and npx started by root (running as nobody)
 		// writes a cache it owns.
 		for _, rel := range packageCaches[filepath.Base(cfg.Command)] {
-			p.caches = append(p.caches, [2]string{filepath.Join(cfg.cacheDir, strings.ReplaceAll(rel, "/", "_")), filepath.Join(p.home, rel)})
+			p.caches = append(p.caches, [2]string{filepath.Join(cfg.CacheDir, strings.ReplaceAll(rel, "/", "_")), filepath.Join(p.home, rel)})
 		}
 	}
 	p.grants(cfg)
@@ -155,7 +155,7 @@ func (p *sandboxPlan) outside(dir string) bool {
 
 // runtime gives the command as found on the server's PATH, and the
 // interpreter its first line names (#!/usr/bin/env node), read-only.
-func (p *sandboxPlan) runtime(cfg *serverConfig, path string) {
+func (p *sandboxPlan) runtime(cfg *Plan, path string) {
 	for _, prog := range []string{cfg.Command, interpreter(lookPath(cfg.Command, path, p.cwd))} {
 		if prog == "" {
 			continue
@@ -181,7 +181,7 @@ func (p *sandboxPlan) runtime(cfg *serverConfig, path string) {
 // (node's script, python's) brings the package it is part of; in a
 // folder given by default (the configuration's), only the file and its
 // modules.
-func (p *sandboxPlan) program(cfg *serverConfig) {
+func (p *sandboxPlan) program(cfg *Plan) {
 	for _, a := range cfg.Args {
 		file := anchor(a, p.cwd)
 		pkg := packageOf(file, p.home)
@@ -201,7 +201,7 @@ func (p *sandboxPlan) program(cfg *serverConfig) {
 // grants gives the cwd (unless it is the home folder or above it, or the
 // configuration's folder by default) and the paths the configuration
 // grants; a granted path that does not exist is noted.
-func (p *sandboxPlan) grants(cfg *serverConfig) {
+func (p *sandboxPlan) grants(cfg *Plan) {
 	if p.cwd != "" {
 		switch {
 		case p.cwd == "/" || p.cwd == p.home || strings.HasPrefix(p.home, p.cwd+"/"):
@@ -507,7 +507,7 @@ func isDir(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir
 
 // ownPlaces are toolshelf's folders, which no server sees: its
 // configuration, cache and state, wherever the user's system puts them.
-func ownPlaces() []string {
+func OwnPlaces() []string {
 	var out []string
 	if d, err := os.UserConfigDir(); err == nil {
 		out = append(out, filepath.Join(d, "toolshelf"))
@@ -528,14 +528,14 @@ func ownPlaces() []string {
 }
 
 // containment says how the server runs, or would run once started.
-func (c *serverConfig) containment() Containment {
+func (c *Plan) Containment() Containment {
 	switch {
 	case c.TransportName() != "stdio" || c.Dial != nil:
 		return Containment{}
 	case c.NoContain:
 		return Containment{Why: `"contain": false in its configuration`}
-	case c.uncontained != "":
-		return Containment{Why: c.uncontained}
+	case c.Uncontained != "":
+		return Containment{Why: c.Uncontained}
 	case config.EngineOf(&c.ServerConfig) != "":
 		return Containment{Contained: true, Engine: config.EngineOf(&c.ServerConfig)} // its flags were checked (checkEngine)
 	}
@@ -548,8 +548,8 @@ func (c *serverConfig) containment() Containment {
 // sandboxed returns the command that starts a contained server: bwrap
 // with the server's plan and command, and the plan; plan is nil when it
 // runs uncontained. Granted paths that do not exist are logged.
-func sandboxed(cfg *serverConfig, environ []string, logger *slog.Logger) (name string, args []string, plan *sandboxPlan, err error) {
-	if c := cfg.containment(); !c.Contained || c.Engine != "" {
+func sandboxed(cfg *Plan, environ []string, logger *slog.Logger) (name string, args []string, plan *sandboxPlan, err error) {
+	if c := cfg.Containment(); !c.Contained || c.Engine != "" {
 		return "", nil, nil, nil
 	}
 	// Found here, as exec would, so that a missing command is said as
@@ -561,7 +561,7 @@ func sandboxed(cfg *serverConfig, environ []string, logger *slog.Logger) (name s
 	}
 	sb := findSandbox()
 	madeGrants(cfg, sb.asNobody, logger)
-	plan = planSandbox(cfg, environ, cfg.hide)
+	plan = planSandbox(cfg, environ, cfg.Hide)
 	plan.asNobody, plan.setpriv = sb.asNobody, sb.setpriv
 	if logger != nil {
 		for _, hint := range plan.hints(cfg, sb.asNobody) {
@@ -626,7 +626,7 @@ func (p *sandboxPlan) close() {
 // there yet: owned by nobody when the server runs as nobody (toolshelf is
 // root), so that it can write them. A folder that exists is left as it is
 // (see hints).
-func madeGrants(cfg *serverConfig, asNobody bool, logger *slog.Logger) {
+func madeGrants(cfg *Plan, asNobody bool, logger *slog.Logger) {
 	for _, w := range cfg.WritePaths {
 		w = anchor(w, cfg.Cwd)
 		if w == "" || exists(w) {
@@ -648,7 +648,7 @@ func madeGrants(cfg *serverConfig, asNobody bool, logger *slog.Logger) {
 // on it: a write grant the server (as nobody) cannot write, and a path
 // the server's environment names that it is not given (its /tmp and home
 // are its own: a file written there is lost when it stops).
-func (p *sandboxPlan) hints(cfg *serverConfig, asNobody bool) []string {
+func (p *sandboxPlan) hints(cfg *Plan, asNobody bool) []string {
 	var out []string
 	if asNobody {
 		for _, w := range p.write {
@@ -682,9 +682,9 @@ func (p *sandboxPlan) hints(cfg *serverConfig, asNobody bool) []string {
 // starts, contained, with no such folder, and the server's own error
 // ("None of the specified directories are accessible") says nothing of
 // why. Each says the exact "paths" line that grants it.
-func (p *sandboxPlan) argHints(cfg *serverConfig, given []string) []string {
+func (p *sandboxPlan) argHints(cfg *Plan, given []string) []string {
 	var out []string
-	home := envValue(cfg.environ, "HOME")
+	home := envValue(cfg.Environ, "HOME")
 	for _, a := range cfg.Args {
 		if rest, ok := strings.CutPrefix(a, "~/"); ok && home != "" {
 			a = filepath.Join(home, rest)
@@ -709,12 +709,12 @@ func (p *sandboxPlan) argHints(cfg *serverConfig, given []string) []string {
 // grants before it runs (see hints): a write grant the server cannot
 // write, a path its arguments or environment name that it is not given.
 // list, doctor and serve say the same.
-func (cfg *serverConfig) grantHints() []string {
-	if c := cfg.containment(); !c.Contained || c.Engine != "" || cfg.TransportName() != "stdio" || cfg.Dial != nil {
+func (cfg *Plan) GrantHints() []string {
+	if c := cfg.Containment(); !c.Contained || c.Engine != "" || cfg.TransportName() != "stdio" || cfg.Dial != nil {
 		return nil
 	}
 	sb := findSandbox()
-	return planSandbox(cfg, cfg.environ, cfg.hide).hints(cfg, sb.asNobody)
+	return planSandbox(cfg, cfg.Environ, cfg.Hide).hints(cfg, sb.asNobody)
 }
 
 // writableByNobody reports whether nobody may write a folder.
@@ -739,7 +739,7 @@ func makeCache(dir string, asNobody bool) error {
 // serverCacheDir is the folder of a server's own package caches: under
 // toolshelf's cache folder (which no server sees), by a name safe as a
 // path that no two servers share; "" without a cache folder.
-func serverCacheDir(server string) string {
+func CacheDir(server string) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return ""
@@ -778,93 +778,4 @@ func findCommand(cmd, path, cwd string) (string, error) {
 func envValue(environ []string, name string) string {
 	v, _ := lookupEnv(environ, name)
 	return v
-}
-
-// UncontainedGroup is the stdio servers that run uncontained for one
-// reason.
-type UncontainedGroup struct {
-	Why     string
-	Servers []string
-}
-
-// Uncontained groups the servers of statuses that run uncontained by
-// why, the reasons in order: what the start-up log, list, doctor and the
-// console say once for each reason.
-func Uncontained(statuses []Status) []UncontainedGroup {
-	var out []UncontainedGroup
-	for _, st := range statuses {
-		if st.Uncontained == "" || st.State == StateDisabled {
-			continue
-		}
-		i := slices.IndexFunc(out, func(g UncontainedGroup) bool { return g.Why == st.Uncontained })
-		if i < 0 {
-			out = append(out, UncontainedGroup{Why: st.Uncontained})
-			i = len(out) - 1
-		}
-		out[i].Servers = append(out[i].Servers, st.Name)
-	}
-	slices.SortFunc(out, func(a, b UncontainedGroup) int { return strings.Compare(a.Why, b.Why) })
-	return out
-}
-
-// logContainment says once, at start, which stdio servers run
-// uncontained and why, a line for each reason.
-func (p *Pool) logContainment() {
-	for _, g := range Uncontained(p.Status()) {
-		p.logger.Warn("stdio servers run uncontained: they can read everything toolshelf's user can, its token files and configuration too", "servers", strings.Join(g.Servers, ","), "why", g.Why)
-	}
-	var host []string
-	for _, s := range p.servers {
-		if c := s.cfg.containment(); s.cfg.HostNetwork && c.Contained && c.Engine == "" {
-			host = append(host, s.cfg.Name)
-		}
-	}
-	if len(host) > 0 {
-		p.logger.Warn("contained servers share the host's network, its loopback too (\"network\": \"host\"): they can reach the gateway and any local service", "servers", strings.Join(host, ","))
-	}
-	if sb := findSandbox(); sb.why == "" && sb.slirp == "" {
-		var shared []string
-		for _, s := range p.servers {
-			if c := s.cfg.containment(); c.Contained && c.Engine == "" && !s.cfg.NoNetwork && !s.cfg.HostNetwork && len(s.cfg.HostPorts) == 0 {
-				shared = append(shared, s.cfg.Name)
-			}
-		}
-		if len(shared) > 0 {
-			p.logger.Warn("contained servers share the host's network, its loopback too (the gateway, local databases): install slirp4netns (Debian: apt install slirp4netns) to give each a network of its own, or set \"network\": false", "servers", strings.Join(shared, ","))
-		}
-	}
-}
-
-// ReachHost names the stdio servers that can reach a port of the host's
-// loopback, and so could call a gateway that listens there: those that
-// run uncontained, those with "network": "host", contained ones where
-// slirp4netns is not installed to give them a network of their own, and
-// those granted "hostPorts" (whatever the ports: a gateway's port may be
-// chosen after the grant was written). (A server contained by its engine
-// had its flags checked: no host network.) Disabled servers are not
-// named.
-func (p *Pool) ReachHost() []string {
-	var out []string
-	for _, s := range p.servers {
-		c := s.cfg.containment()
-		switch {
-		case s.cfg.Disabled || s.cfg.TransportName() != "stdio" || s.cfg.Dial != nil:
-		case !c.Contained, c.Engine == "" && s.cfg.HostNetwork, c.Engine == "" && len(s.cfg.HostPorts) > 0,
-			c.Engine == "" && !s.cfg.NoNetwork && findSandbox().slirp == "":
-			out = append(out, s.cfg.Name)
-		}
-	}
-	return out
-}
-
-// GrantedPort names the servers granted a port of the host's loopback
-// ("hostPorts"): a gateway refuses to listen on one.
-func (p *Pool) GrantedPort(port int) []string {
-	var out []string
-	for _, s := range p.servers {
-		if !s.cfg.Disabled && slices.Contains(s.cfg.HostPorts, port) {
-			out = append(out, s.cfg.Name)
-		}
-	}
-	return out
 }

@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ type engineRun struct {
 // would take from its own environment, written to a file of toolshelf's
 // that only the CLI reads (--env-file), so that they reach the container
 // and nothing on the host.
-func engineCommand(cfg *serverConfig, env []string) (*engineRun, error) {
+func engineCommand(cfg *Plan, env []string) (*engineRun, error) {
 	engine := config.EngineOf(&cfg.ServerConfig)
 	args := cfg.Args[1:]
 	flags, _, err := config.EngineFlags(engine, args)

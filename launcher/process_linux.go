@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"errors"
@@ -51,3 +51,7 @@ func namespaceRefused(a *syscall.SysProcAttr, err error) bool {
 	}
 	return false
 }
+
+// NoPIDNamespaces reports whether the system refused a server its PID
+// namespace (servers then run in their process group alone).
+func NoPIDNamespaces() bool { return noPIDNamespaces.Load() }

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package upstream
+package launcher
 
 import "errors"
 

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package upstream
+package launcher
 
 import (
 	"os/exec"
@@ -19,3 +19,6 @@ func signalGroup(cmd *exec.Cmd, kill bool) {
 
 // namespaceRefused is false: there are no namespaces to refuse here.
 func namespaceRefused(*syscall.SysProcAttr, error) bool { return false }
+
+// NoPIDNamespaces: PID namespaces are Linux's.
+func NoPIDNamespaces() bool { return true }

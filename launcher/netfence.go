@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"fmt"
@@ -36,10 +36,10 @@ func init() {
 	}
 }
 
-// hostAddresses is every IPv4 address of the host's interfaces but the
+// HostAddresses is every IPv4 address of the host's interfaces but the
 // loopback's (the sandbox has a loopback of its own, and slirp4netns
 // already keeps the host's from it).
-func hostAddresses() ([]string, error) {
+func HostAddresses() ([]string, error) {
 	addrs, err := net.InterfaceAddrs()
 	if err != nil {
 		return nil, fmt.Errorf("the host's addresses: %w", err)
@@ -62,7 +62,7 @@ func hostAddresses() ([]string, error) {
 // is root and needs none to enter it). What cannot be fenced stops the
 // start: the server does not run with the host in reach.
 func fenceHost(pid int, owner *os.File) error {
-	addrs, err := hostAddresses()
+	addrs, err := HostAddresses()
 	if err != nil || len(addrs) == 0 {
 		return err
 	}

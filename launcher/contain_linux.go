@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"bytes"
@@ -97,3 +97,11 @@ func netOwner(pid int) (*os.File, error) {
 	}
 	return os.NewFile(fd, "userns"), nil
 }
+
+// CannotContain says why stdio servers cannot be contained here; "" when
+// they can.
+func CannotContain() string { return findSandbox().why }
+
+// OwnNetworks reports whether a contained server gets a network of its
+// own here (slirp4netns is installed); else it shares the host's.
+func OwnNetworks() bool { sb := findSandbox(); return sb.why == "" && sb.slirp != "" }

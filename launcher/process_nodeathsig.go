@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package upstream
+package launcher
 
 import "syscall"
 
@@ -14,3 +14,6 @@ func setParentDeathSignal(*syscall.SysProcAttr) {}
 func setPIDNamespace(*syscall.SysProcAttr) {}
 
 func namespaceRefused(*syscall.SysProcAttr, error) bool { return false }
+
+// NoPIDNamespaces: PID namespaces are Linux's.
+func NoPIDNamespaces() bool { return true }

@@ -1,4 +1,4 @@
-package upstream
+package launcher
 
 import (
 	"slices"
@@ -40,7 +40,7 @@ func engineEnv(environ []string) []string {
 		if !ok || name == "" {
 			continue
 		}
-		if isBasic(name) || slices.ContainsFunc(engineVars, func(p string) bool { return strings.HasPrefix(name, p) }) {
+		if IsBasic(name) || slices.ContainsFunc(engineVars, func(p string) bool { return strings.HasPrefix(name, p) }) {
 			env = append(env, kv)
 		}
 	}
@@ -73,3 +73,43 @@ func sandboxSetenv(env []string) (setenv []byte, loader []string) {
 // envProgram is the program that sets the loader's variables for the
 // server's command alone, inside the sandbox.
 const envProgram = "/usr/bin/env"
+
+// basicEnv are the variables a stdio server gets from toolshelf's
+// environment without asking: what a process needs to run (the
+// TypeScript SDK's stdio transport passes the same core set), the locale,
+// and where temporary and per-user files go. None of them is where
+// credentials live.
+var basicEnv = []string{
+	// POSIX
+	"HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "TMPDIR", "TZ",
+	"LANG", "LANGUAGE", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+	"XDG_STATE_HOME", "XDG_RUNTIME_DIR",
+	// Windows
+	"APPDATA", "COMSPEC", "HOMEDRIVE", "HOMEPATH", "LOCALAPPDATA", "PATHEXT",
+	"PROCESSOR_ARCHITECTURE", "PROGRAMFILES", "SYSTEMDRIVE", "SYSTEMROOT",
+	"TEMP", "TMP", "USERNAME", "USERPROFILE", "WINDIR",
+}
+
+// IsBasic reports whether a variable is one every server gets.
+func IsBasic(name string) bool {
+	// Windows spells variables in any case.
+	up := strings.ToUpper(name)
+	return slices.Contains(basicEnv, up) || strings.HasPrefix(up, "LC_")
+}
+
+// basicEnviron is the environment of a server started without a pool's
+// plan of it: the basic variables of environ, then its own.
+func basicEnviron(environ []string, own map[string]string) []string {
+	var env []string
+	for _, kv := range environ {
+		if name, _, ok := strings.Cut(kv, "="); ok && IsBasic(name) {
+			if _, mine := own[name]; !mine {
+				env = append(env, kv)
+			}
+		}
+	}
+	for _, k := range sortedKeys(own) {
+		env = append(env, k+"="+own[k])
+	}
+	return env
+}
