@@ -19,7 +19,7 @@ import (
 
 const clientsDir = "../testdata/clients"
 
-func requireClients(t *testing.T) {
+func requireClients(t testing.TB) {
 	t.Helper()
 	testenv.RequireNPM(t, "testdata/clients", "testdata/servers")
 }
@@ -66,7 +66,7 @@ func startHTTPGateway(t *testing.T, flags ...string) string {
 func runHTTPScript(t *testing.T, script string) string { return testenv.RunHTTPScript(t, script) }
 
 // node runs a Node program from testdata/clients and returns its output.
-func node(t *testing.T, node string, args ...string) (string, error) {
+func node(t testing.TB, node string, args ...string) (string, error) {
 	return testenv.Node(t, clientsDir, node, args...)
 }
 

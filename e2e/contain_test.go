@@ -434,7 +434,7 @@ func TestContainedRealServersWriteOnlyWhereGranted(t *testing.T) {
 	}
 }
 
-func needBwrap(t *testing.T) {
+func needBwrap(t testing.TB) {
 	t.Helper()
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("needs bubblewrap (apt install bubblewrap); CI installs it")

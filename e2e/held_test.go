@@ -109,7 +109,7 @@ func TestContainedServerSeesNoHeldFile(t *testing.T) {
 }
 
 // getWith is the body of a GET with a bearer token.
-func getWith(t *testing.T, url, token string) string {
+func getWith(t testing.TB, url, token string) string {
 	t.Helper()
 	req, _ := http.NewRequest("GET", url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -141,3 +142,76 @@ func TestAddFromRegistry(t *testing.T) {
 // older is the version of server-memory the registry's entries and
 // testdata/registry/npm hold beside the pinned one.
 const older = "2026.1.26"
+
+// BenchmarkAddToFirstCall measures what a person waits from `toolshelf
+// add` of a registry's server, from a cold cache, to its first tool call
+// answered: add (the package installed in the server's sandbox from a
+// local npm registry, its share reported apart), then serve until the
+// first call returns. The tools are approved between the two, as a person
+// would (not timed). docs/benchmarks.md has the figures.
+func BenchmarkAddToFirstCall(b *testing.B) {
+	requireClients(b)
+	needBwrap(b)
+	if _, err := exec.LookPath("slirp4netns"); err != nil {
+		b.Skip("needs slirp4netns")
+	}
+	out, err := exec.Command("npm", "config", "get", "cache").Output()
+	if err != nil {
+		b.Fatalf("npm config get cache: %v", err)
+	}
+	reg := registrytest.Serve(b, "../testdata/registry/servers.json")
+	reg.ServeNPM(b, strings.TrimSpace(string(out)), "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
+	took := regexp.MustCompile(`installed the server's package.* took=(\S+)`)
+	for _, c := range []struct{ server, entry, tool, args string }{
+		{"server-memory", "io.github.modelcontextprotocol/server-memory@2026.8.31", "read_graph", "{}"},
+		{"server-filesystem", "io.github.modelcontextprotocol/server-filesystem@2026.8.31", "list_allowed_directories", "{}"},
+	} {
+		b.Run(c.server, func(b *testing.B) {
+			var add, install, first time.Duration
+			for i := 0; i < b.N; i++ {
+				dir := b.TempDir()
+				projects := filepath.Join(dir, "projects")
+				os.Mkdir(projects, 0o777)
+				cfg := filepath.Join(dir, "servers.json")
+				env := append(os.Environ(), "HOME="+dir, "XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+				run := func(stdin string, args ...string) string {
+					cmd := exec.Command(toolshelf, args...)
+					cmd.Env, cmd.Stdin = env, strings.NewReader(stdin)
+					out, err := cmd.CombinedOutput()
+					if err != nil {
+						b.Fatalf("toolshelf %s: %v\n%s", args[0], err, out)
+					}
+					return string(out)
+				}
+				start := time.Now()
+				said := run(projects+"\n", "add", c.entry, "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg)
+				add += time.Since(start)
+				m := took.FindStringSubmatch(said)
+				if m == nil {
+					b.Fatalf("add did not install:\n%s", said)
+				}
+				d, _ := time.ParseDuration(m[1])
+				install += d
+				run("", "tools", "approve", c.server, "--config", cfg)
+				token := "bench-token-0123456789abcdef"
+				os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600)
+				start = time.Now()
+				serve := exec.Command(toolshelf, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--auth-token-file", filepath.Join(dir, "token"))
+				serve.Env = env
+				url := testenv.Listening(b, serve, "the gateway", testenv.URLLine)
+				testenv.Eventually(b, 4*time.Minute, "the first call answered", func() bool {
+					_, err := node(b, "node", "registry-client.mjs", url, token, "mcp__"+c.server+"__"+c.tool, c.args)
+					return err == nil
+				})
+				first += time.Since(start)
+				serve.Process.Signal(os.Interrupt)
+				serve.Wait()
+			}
+			n := float64(b.N)
+			b.ReportMetric(add.Seconds()/n, "add-s")
+			b.ReportMetric(install.Seconds()/n, "install-s")
+			b.ReportMetric(first.Seconds()/n, "serve-to-call-s")
+			b.ReportMetric((add+first).Seconds()/n, "total-s")
+		})
+	}
+}
