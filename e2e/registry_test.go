@@ -162,9 +162,11 @@ func BenchmarkAddToFirstCall(b *testing.B) {
 	reg := registrytest.Serve(b, "../testdata/registry/servers.json")
 	reg.ServeNPM(b, strings.TrimSpace(string(out)), "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
 	took := regexp.MustCompile(`installed the server's package.* took=(\S+)`)
-	for _, c := range []struct{ server, entry, tool, args string }{
-		{"server-memory", "io.github.modelcontextprotocol/server-memory@2026.8.31", "read_graph", "{}"},
-		{"server-filesystem", "io.github.modelcontextprotocol/server-filesystem@2026.8.31", "list_allowed_directories", "{}"},
+	// answer is what the person types at add's prompts ("" takes the
+	// defaults; "projects" is a folder of the test's).
+	for _, c := range []struct{ server, entry, answer, tool string }{
+		{"server-memory", "io.github.modelcontextprotocol/server-memory@2026.8.31", "", "read_graph"},
+		{"server-filesystem", "io.github.modelcontextprotocol/server-filesystem@2026.8.31", "projects", "list_allowed_directories"},
 	} {
 		b.Run(c.server, func(b *testing.B) {
 			var add, install, first time.Duration
@@ -184,7 +186,11 @@ func BenchmarkAddToFirstCall(b *testing.B) {
 					return string(out)
 				}
 				start := time.Now()
-				said := run(projects+"\n", "add", c.entry, "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg)
+				answer := c.answer
+				if answer == "projects" {
+					answer = projects
+				}
+				said := run(answer+"\n", "add", c.entry, "--registry", reg.URL, "--npm-registry", reg.URL+"/npm", "--yes", "--config", cfg)
 				add += time.Since(start)
 				m := took.FindStringSubmatch(said)
 				if m == nil {
@@ -200,7 +206,7 @@ func BenchmarkAddToFirstCall(b *testing.B) {
 				serve.Env = env
 				url := testenv.Listening(b, serve, "the gateway", testenv.URLLine)
 				testenv.Eventually(b, 4*time.Minute, "the first call answered", func() bool {
-					_, err := node(b, "node", "registry-client.mjs", url, token, "mcp__"+c.server+"__"+c.tool, c.args)
+					_, err := node(b, "node", "registry-client.mjs", url, token, "mcp__"+c.server+"__"+c.tool, "{}")
 					return err == nil
 				})
 				first += time.Since(start)

@@ -90,7 +90,11 @@ func (pol *Policy) Risk(p string, write bool) string {
 	if contains(sharedFolders, p) {
 		return "is a folder every user shares"
 	}
+	home := cleanDir(pol.Home)
 	for _, d := range systemFolders {
+		if d == home {
+			continue // root's home, /root: judged as a home below
+		}
 		if p == d {
 			return "is a folder of the system"
 		}
@@ -98,7 +102,6 @@ func (pol *Policy) Risk(p string, write bool) string {
 			return "is in a folder of the system (" + d + ")"
 		}
 	}
-	home := cleanDir(pol.Home)
 	switch {
 	case home != "" && p == home:
 		return "is the home folder"
