@@ -79,6 +79,8 @@ func (s *Server) codeCall(ctx context.Context, ss *mcp.ServerSession, server, to
 		if _, err := s.up.ResolveTool(server, tool); errors.Is(err, upstream.ErrQuarantined) || errors.Is(err, upstream.ErrForbidden) {
 			s.logger.Warn("a program's call refused", "tool", cut(sandbox.Accessor(server, tool), echoLimit), "error", err)
 			return nil, err
+		} else if errors.Is(err, upstream.ErrServerDown) {
+			return nil, err
 		}
 		return nil, fmt.Errorf("there is no tool %s: search_tools finds the tools you can call", cut(sandbox.Accessor(server, tool), echoLimit))
 	}

@@ -198,8 +198,23 @@ type served struct {
 	*shelf.Snapshot
 	direct bool // list every tool directly (all mode, or auto below the threshold)
 	// servers says what each server's tools do (policy.Summaries), for
-	// search_tools' description and the instructions.
-	servers string
+	// search_tools' description and the instructions; notConnected names
+	// the servers whose tools are unknown now (see notConnected).
+	servers, notConnected string
+}
+
+// described is what search_tools' description and the instructions say
+// of the servers: those whose tools it finds, then those it cannot see
+// now.
+func (sn *served) described() string {
+	var parts []string
+	if sn.servers != "" {
+		parts = append(parts, serversHeading+"\n"+sn.servers)
+	}
+	if sn.notConnected != "" {
+		parts = append(parts, notConnectedHeading+"\n"+sn.notConnected)
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // exposure tracks which tools an mcp.Server currently lists.
@@ -438,15 +453,15 @@ func (s *Server) describeServers(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		snap := s.state.Load()
-		if snap == nil || snap.servers == "" || snap.direct {
+		if snap == nil || snap.described() == "" || snap.direct {
 			return res, err
 		}
 		// MCP 2026-07-28 clients discover instead of initializing.
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
-			r.Instructions += "\n\n" + serversHeading + "\n" + snap.servers
+			r.Instructions += "\n\n" + snap.described()
 		case *mcp.DiscoverResult:
-			r.Instructions += "\n\n" + serversHeading + "\n" + snap.servers
+			r.Instructions += "\n\n" + snap.described()
 		}
 		return res, err
 	}
@@ -483,14 +498,39 @@ func (s *Server) Update(c *catalog.Catalog) {
 		return
 	}
 	if old := s.state.Load(); old != nil && old.Catalog.Version() == c.Version() {
+		// The tools are as they were; a server may have failed, started
+		// or asked for a sign-in, which search_tools' description says.
+		if line := s.notConnected(); line != old.notConnected {
+			snap := *old
+			snap.notConnected = line
+			s.publish(&snap)
+		}
 		return
 	}
 	s.serve(s.shelf.Update(c))
 }
 
+// notConnectedHeading introduces the servers whose tools are unknown now.
+const notConnectedHeading = "Not connected now, so search_tools cannot see their tools:"
+
+// notConnected names the scope's servers whose tools are unknown now,
+// each with its state and why, a line each.
+func (s *Server) notConnected() string {
+	var lines []string
+	for _, u := range s.up.Unavailable() {
+		lines = append(lines, "- "+u.String())
+	}
+	return strings.Join(lines, "\n")
+}
+
 // serve makes a shelf's snapshot the one every session is served.
 func (s *Server) serve(sn *shelf.Snapshot) {
-	snap := &served{Snapshot: sn, servers: strings.Join(policy.Summaries(sn.Catalog), "\n")}
+	snap := &served{Snapshot: sn, servers: strings.Join(policy.Summaries(sn.Catalog), "\n"), notConnected: s.notConnected()}
+	s.publish(snap)
+}
+
+// publish makes snap the state every session is served.
+func (s *Server) publish(snap *served) {
 	switch s.opts.Settings.Mode {
 	case policy.ModeStandard:
 		snap.direct = true
@@ -567,10 +607,11 @@ func (s *Server) sync(x *exposure, snap *served) {
 		}
 	}
 	if !snap.direct {
-		if d, ok := x.listed[toolSearch]; !ok || d != snap.servers {
-			// The description names the servers: a new one changes it,
-			// and the SDK tells the session (tools/list_changed).
-			s.addMetaTools(x, snap.servers)
+		if d, ok := x.listed[toolSearch]; !ok || d != snap.described() {
+			// The description names the servers: a new one, or one that
+			// failed, changes it, and the SDK tells the session
+			// (tools/list_changed).
+			s.addMetaTools(x, snap.described())
 		}
 	} else if _, ok := x.listed[toolSearch]; ok {
 		x.server.RemoveTools(toolSearch, toolCall, toolCode, toolPropose)

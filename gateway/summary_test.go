@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/builtin"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
@@ -118,5 +119,57 @@ func TestSummariesBudget(t *testing.T) {
 	last := lines[len(lines)-1]
 	if total > policy.SummaryTotalTokens || !strings.HasPrefix(last, "and ") || !strings.Contains(last, " more: ") {
 		t.Errorf("%d tokens, last line %q", total, last)
+	}
+}
+
+// A client knows what is missing: with a server that failed (a real
+// process that exits at once, saying why), search_tools' description
+// lists it apart from the connected ones, a search that finds nothing
+// among the connected servers' tools says that the failed server was not
+// searched and why, and a call of one of its tools says the server is
+// down, not that there is no such tool.
+func TestClientToldWhatIsNotConnected(t *testing.T) {
+	failing := config.ServerConfig{Name: "memory", Command: "/bin/sh", NoContain: true,
+		Args: []string{"-c", "echo 'cannot open the knowledge graph file: permission denied' >&2; exit 3"}}
+	notes := memServer(t, "notes", []json.RawMessage{rawTool("append_note", "Append a line to the notes file", nil)})
+	pool := upstream.NewPool([]config.ServerConfig{failing, notes}, &upstream.Options{RestartDelay: time.Hour})
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*config.DefaultTimeout))
+	defer cancel()
+	pool.Wait(ctx)
+	g := newGateway(t, pool.Scope(nil), nil)
+	cs := connect(t, g, nil)
+
+	testenv.Eventually(t, time.Minute, "search_tools' description to name the failed server", func() bool {
+		return strings.Contains(searchDescription(t, cs), notConnectedHeading+"\n- memory (failed: ")
+	})
+	desc := searchDescription(t, cs)
+	if !strings.Contains(desc, "permission denied") || !strings.Contains(desc, serversHeading+"\nnotes") {
+		t.Errorf("search_tools' description:\n%s", desc)
+	}
+
+	res := call(t, cs, toolSearch, map[string]any{"query": "remember a fact about a person in the knowledge graph"})
+	var got searchResult
+	if err := json.Unmarshal([]byte(text(res)), &got); err != nil {
+		t.Fatalf("search: %v\n%s", err, text(res))
+	}
+	if len(got.NotConnected) != 1 || got.NotConnected[0].Server != "memory" || got.NotConnected[0].State != "failed" || !strings.Contains(got.NotConnected[0].Why, "permission denied") {
+		t.Errorf("not_connected: %+v", got.NotConnected)
+	}
+	if len(got.Matches) > 0 && !got.Weak {
+		t.Fatalf("a confident match among the notes server's tools: %s", text(res))
+	}
+	if !strings.Contains(got.Note, "memory (failed: ") || !strings.Contains(got.Note, "permission denied") || strings.Contains(got.Note, "Try other words") {
+		t.Errorf("the note of a search that found nothing: %q", got.Note)
+	}
+
+	res = call(t, cs, toolCall, map[string]any{"name": "mcp__memory__create_entities", "arguments": map[string]any{}})
+	if !res.IsError || !strings.Contains(text(res), "server memory, which is not connected now") || strings.Contains(text(res), "there is no tool") {
+		t.Errorf("a call of the failed server's tool: %s", text(res))
+	}
+	// A name of no server is still unknown.
+	res = call(t, cs, toolCall, map[string]any{"name": "mcp__nowhere__create_entities", "arguments": map[string]any{}})
+	if !res.IsError || !strings.Contains(text(res), "there is no tool") {
+		t.Errorf("a call of no server's tool: %s", text(res))
 	}
 }

@@ -83,11 +83,12 @@ func MetaDefinitions() []json.RawMessage {
 	return defs
 }
 
-// addMetaTools lists the meta tools, search_tools describing the servers.
+// addMetaTools lists the meta tools, search_tools describing the servers
+// (served.described).
 func (s *Server) addMetaTools(x *exposure, servers string) {
 	search := *metaTools[0]
 	if servers != "" {
-		search.Description += "\n\n" + serversHeading + "\n" + servers
+		search.Description += "\n\n" + servers
 	}
 	x.server.AddTool(&search, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return s.audited(ctx, req, "search", toolSearch, func(ctx context.Context) *mcp.CallToolResult {
@@ -124,6 +125,9 @@ type searchResult struct {
 	ToolsSearched int           `json:"tools_searched"`
 	// PendingServers are still connecting: their tools may match later.
 	PendingServers []string `json:"pending_servers,omitempty"`
+	// NotConnected are the servers whose tools were not searched, as they
+	// are starting, failed or wait for a sign-in (upstream.Unavailable).
+	NotConnected []upstream.Unavailable `json:"not_connected,omitempty"`
 	// Activated names the tools added to this session's tool list.
 	Activated []string `json:"activated,omitempty"`
 	// Weak reports that no tool fits the query well: the matches are only
@@ -150,7 +154,10 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		return toolError("search_tools: %v", err)
 	}
 	res := searchResult{Query: cut(in.Query, echoLimit), Matches: []shelf.Match{}, ToolsSearched: found.Searched,
-		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note}
+		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note, NotConnected: s.up.Unavailable()}
+	if len(res.NotConnected) > 0 && !found.Select && (len(found.Hits) == 0 || found.Weak) {
+		res.Note = notConnectedNote(res.NotConnected, len(found.Hits) == 0, found.Note)
+	}
 	form := s.opts.Results
 	if found.Select || s.opts.Code != nil {
 		// select: asks for whole definitions; a program needs the
@@ -300,6 +307,8 @@ func (s *Server) unknownTool(ctx context.Context, snap *served, name string) *mc
 		s.logger.Warn("call refused", "tool", cut(name, echoLimit), "error", err)
 		noteRefusal(ctx, err)
 		return toolError("call_tool: %v", err)
+	} else if errors.Is(err, upstream.ErrServerDown) {
+		return toolError("call_tool: %v. Call it again once the server is up; search_tools says which servers are not.", err)
 	}
 	for _, h := range s.up.Quarantined() {
 		if h.Tool == name && !strings.HasPrefix(name, catalog.Prefix) {
@@ -477,4 +486,20 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSpace(buf.Bytes()), nil
+}
+
+// notConnectedNote is a search's note when servers whose tools it could
+// not see may hold what was asked for: a model that reads only "no match"
+// rewords its search again and again.
+func notConnectedNote(down []upstream.Unavailable, none bool, note string) string {
+	names := make([]string, len(down))
+	for i, u := range down {
+		names[i] = u.String()
+	}
+	said := "Not searched, as their servers are not connected now: " + strings.Join(names, "; ") +
+		". The tool asked for may be one of theirs: a starting server's tools come shortly; for a failed one, tell the person instead of searching again."
+	if none {
+		return "No match among the connected servers' tools. " + said
+	}
+	return note + " " + said
 }

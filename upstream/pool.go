@@ -409,6 +409,9 @@ func (p *Pool) Pending() []string {
 // Errors returned by Call, for callers that word them for a model.
 var (
 	ErrUnknownTool = errors.New("unknown tool")
+	// ErrServerDown is a call of a tool whose server is starting, failed
+	// or waits for a sign-in, and has none of its tools listed.
+	ErrServerDown = errors.New("server not connected")
 	ErrUnverified  = errors.New("tool has not been listed by its server")
 )
 

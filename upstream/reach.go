@@ -77,6 +77,19 @@ func (sc *Scope) resolve(name string, find func(*catalog.Catalog) (*catalog.Entr
 			}
 		}
 	}
+	// A tool of a server that is down is not unknown: the model is told
+	// the server's state, not to search again.
+	server, _, ok := catalog.SplitName(name) // mcp__server__tool
+	if !ok {
+		server, _, ok = strings.Cut(name, ".") // a program's tools.server.tool
+	}
+	if ok {
+		for _, u := range sc.Unavailable() {
+			if u.Server == server {
+				return nil, fmt.Errorf("%w: %s is a tool of server %s, which is not connected now: %s", ErrServerDown, truncate(name, 200), server, u)
+			}
+		}
+	}
 	if sc.profile != nil {
 		return nil, fmt.Errorf("%w %q in profile %s", ErrUnknownTool, name, sc.profile.Name)
 	}

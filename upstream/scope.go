@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,6 +107,63 @@ func (sc *Scope) Changed() <-chan struct{} { return sc.pool.Changed() }
 // Pending returns the profile's servers still connecting.
 func (sc *Scope) Pending() []string {
 	return slices.DeleteFunc(sc.pool.Pending(), func(s string) bool { return !sc.HasServer(s) })
+}
+
+// Unavailable is a server of a scope whose tools a search cannot see
+// now: starting, failed, or waiting for a sign-in, with none of its tools
+// in the catalog. A client is told of it, so that a model does not take
+// "no match" for "no such tool" and reword its search again and again.
+type Unavailable struct {
+	Server string `json:"server"`
+	// State is "starting", "failed" or "needs sign-in".
+	State string `json:"state"`
+	// Why is the first line of its error (secrets cut), when it has one.
+	Why string `json:"why,omitempty"`
+}
+
+// String is u as a model reads it: "memory (failed: …)".
+func (u Unavailable) String() string {
+	if u.Why == "" {
+		return u.Server + " (" + u.State + ")"
+	}
+	return u.Server + " (" + u.State + ": " + u.Why + ")"
+}
+
+// Unavailable returns the profile's servers whose tools are unknown now
+// (see the type), in name order.
+func (sc *Scope) Unavailable() []Unavailable {
+	var out []Unavailable
+	for _, st := range sc.Status() {
+		if st.Tools > 0 || st.Quarantined > 0 {
+			continue
+		}
+		u := Unavailable{Server: st.Name}
+		switch st.State {
+		case StateConnecting, StateRestarting:
+			u.State = "starting"
+		case StateFailed:
+			u.State = "failed"
+		case StateNeedsAuth:
+			u.State = "needs sign-in"
+		default:
+			continue
+		}
+		u.Why = truncate(whyDown(st.Error), 160)
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b Unavailable) int { return strings.Compare(a.Server, b.Server) })
+	return out
+}
+
+// whyDown is the part of a server's error a model can act on: what the
+// server said on stderr when it said something (secrets cut, as in every
+// Status), else the error's first line.
+func whyDown(err string) string {
+	if i := strings.LastIndex(err, "stderr: "); i >= 0 {
+		err = strings.TrimRight(err[i+len("stderr: "):], ")")
+	}
+	line, _, _ := strings.Cut(err, "\n")
+	return strings.TrimSpace(line)
 }
 
 // Status returns the state of the profile's servers.

@@ -25,9 +25,15 @@ import (
 var doctorCommand = &command{
 	name:    "doctor",
 	summary: "explain what the tools cost and whether they are deferred",
-	usage:   "[--config FILE [--profile NAME] [--store URL] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json] | --live URL [--json] | --findability [--dataset DIR] [--json]",
+	usage:   "[--config FILE [--profile NAME] [--store URL] | --catalog FILE] [--model M] [--context-window N] [--count-tokens] [--json] | --live URL [--json] | --findability [--dataset DIR] [--json] | [--config FILE] [--json] NAME",
 	help: `
-Reports, for the configured servers (or a catalog file, or the built-in
+doctor NAME starts the configured server NAME alone, as serve would
+(contained, its package installed first), and says how it went: ready
+with its tools, or failed with its error and what it printed on stderr
+(secrets cut), whether it runs contained, and what its grants leave out.
+It exits 1 when the server does not start.
+
+Otherwise it reports, for the configured servers (or a catalog file, or the built-in
 catalog): each server's state, tools, characters and estimated tokens and
 its largest tools; the tool search decision for the model, with its reason
 and threshold, as Claude Code would make it from ENABLE_TOOL_SEARCH,
@@ -99,8 +105,11 @@ is given before and after, and per tool.`,
 		findability := fs.Bool("findability", false, "report the tools that will be hard to find, with suggestions (see above)")
 		dataset := fs.String("dataset", "", "with --findability, the labelled dataset `DIR` to report on and measure gains with")
 		return func(ctx context.Context, e *env, args []string) error {
-			if len(args) > 0 {
-				return usagef("unexpected arguments: %v", args)
+			switch {
+			case len(args) == 1:
+				return runDoctorServer(ctx, e, o, args[0])
+			case len(args) > 1:
+				return usagef("unexpected arguments: %v (doctor NAME examines one server)", args[1:])
 			}
 			if *dataset != "" && !*findability {
 				return usagef("--dataset goes with --findability")
@@ -460,4 +469,72 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// runDoctorServer starts the configured server name alone (the others
+// disabled, so that their secrets are still kept from it) and reports its
+// state: the console's next step for a failed server.
+func runDoctorServer(ctx context.Context, e *env, o doctorOptions, name string) error {
+	if o.catalog != "" || configPath(e, o.config) == "" {
+		return usagef("doctor %s examines a configured server: give --config FILE", name)
+	}
+	src, err := openSource(e, "", o.config, connectOptions{useCache: false, storeURL: *o.store, only: name})
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(src.config.Servers, func(sc config.ServerConfig) bool { return sc.Name == name }) {
+		names := make([]string, 0, len(src.config.Servers))
+		for _, sc := range src.config.Servers {
+			names = append(names, sc.Name)
+		}
+		return usagef("no server %q in %s (its servers: %s)", name, src.name, strings.Join(names, ", "))
+	}
+	p, err := startUntil(ctx, e, src.pool, nil)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	var st upstream.Status
+	for _, s := range p.Status() {
+		if s.Name == name {
+			st = s
+		}
+	}
+	if o.json {
+		if err := writeJSON(e.stdout, st); err != nil {
+			return err
+		}
+	} else {
+		writeServerDoctor(e.stdout, st)
+	}
+	if st.State != upstream.StateReady {
+		return exitStatus(exitFailure) // said above
+	}
+	return nil
+}
+
+// writeServerDoctor says how one server's start went.
+func writeServerDoctor(w io.Writer, st upstream.Status) {
+	how := "uncontained"
+	switch {
+	case st.Contained:
+		how = "contained"
+	case st.Uncontained != "":
+		how = "uncontained: " + st.Uncontained
+	case st.Transport != "stdio":
+		how = st.Transport
+	}
+	fmt.Fprintf(w, "server %s: %s (%s)\n", st.Name, st.State, how)
+	if st.State == upstream.StateReady {
+		fmt.Fprintf(w, "  tools: %d, connected in %v\n", st.Tools, st.ConnectTime.Round(time.Millisecond))
+	}
+	if st.Error != "" {
+		fmt.Fprintf(w, "  error: %s\n", st.Error)
+	}
+	for _, h := range st.Hints {
+		fmt.Fprintf(w, "  hint: %s\n", h)
+	}
+	if st.State == upstream.StateNeedsAuth {
+		fmt.Fprintf(w, "  next: toolshelf auth login %s\n", st.Name)
+	}
 }

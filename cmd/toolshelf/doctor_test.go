@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
@@ -238,5 +239,41 @@ func TestDoctorFindability(t *testing.T) {
 	}
 	if r := runCLI(t, "doctor", "--dataset", dir); r.code != 2 || !strings.Contains(r.stderr, "--dataset goes with --findability") {
 		t.Errorf("--dataset alone: %d %s", r.code, r.stderr)
+	}
+}
+
+// doctor NAME starts one configured server alone and says how it went:
+// the console's next step for a failed server. A server that fails shows
+// its error with what it printed on stderr and exits 1; a real server
+// that starts shows its tools; a name of no server is a usage error
+// naming the servers there are. The others are not started.
+func TestDoctorOneServer(t *testing.T) {
+	t.Parallel() // waits on processes of its own
+	testenv.RequireNPM(t, "testdata/servers")
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	cfg := filepath.Join(dir, "servers.json")
+	memory := filepath.Join(testenv.Root(t), "testdata", "servers", "node_modules", "@modelcontextprotocol", "server-memory", "dist", "index.js")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"broken": map[string]any{"command": "/bin/sh", "args": []string{"-c", "echo 'cannot open the graph file: permission denied' >&2; exit 3"}, "contain": false},
+		"memory": map[string]any{"command": "node", "args": []string{memory}, "timeout": testenv.Timeout(30 * time.Second).String()},
+		"other":  map[string]any{"command": "/bin/sh", "args": []string{"-c", "touch " + started + "; sleep 60"}, "contain": false},
+	}})
+	os.WriteFile(cfg, b, 0o600)
+
+	r := runCLI(t, "doctor", "--config", cfg, "broken")
+	if r.code != 1 || !strings.Contains(r.stdout, "server broken: failed (uncontained") || !strings.Contains(r.stdout, "stderr: cannot open the graph file: permission denied") {
+		t.Errorf("doctor broken: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "doctor", "--config", cfg, "memory")
+	if r.code != 0 || !strings.Contains(r.stdout, "server memory: ready") || !strings.Contains(r.stdout, "tools: 9") {
+		t.Errorf("doctor memory: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, "doctor", "--config", cfg, "nowhere")
+	if r.code != 2 || !strings.Contains(r.stderr, `no server "nowhere"`) || !strings.Contains(r.stderr, "broken, memory, other") {
+		t.Errorf("doctor nowhere: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Error("doctor NAME started another server")
 	}
 }

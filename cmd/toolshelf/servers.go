@@ -137,8 +137,11 @@ func openStoreOf(e *env, url, configFlag string) (*store.DB, error) {
 // connectOptions shape how a command connects to servers.
 type connectOptions struct {
 	useCache bool // seed from and write to the disk cache
-	logger   *slog.Logger
-	pins     *pin.Lock // hold back tools whose definitions are not pinned
+	// only, when set, is the one server started: the others are
+	// disabled (doctor NAME), their secrets still kept from it.
+	only   string
+	logger *slog.Logger
+	pins   *pin.Lock // hold back tools whose definitions are not pinned
 	// secrets are toolshelf's own (the profiles' tokens, serve's
 	// --auth-token), kept from the servers.
 	secrets config.Secrets
@@ -255,7 +258,14 @@ func openSource(e *env, catalogFile, configFlag string, o connectOptions) (*tool
 		}
 		o.flows = signin.NewFlows(o.tokens, nil)
 	}
-	return &toolSource{pool: newPool(e, cfg.Servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens, policies: o.policies,
+	servers := cfg.Servers
+	if o.only != "" {
+		servers = slices.Clone(servers)
+		for i := range servers {
+			servers[i].Disabled = servers[i].Disabled || servers[i].Name != o.only
+		}
+	}
+	return &toolSource{pool: newPool(e, servers, o), name: path, config: cfg, pins: pins, db: db, tokens: o.tokens, policies: o.policies,
 		identity: o.identity, flows: o.flows}, nil
 }
 
