@@ -412,7 +412,7 @@ var (
 	// ErrServerDown is a call of a tool whose server is starting, failed
 	// or waits for a sign-in, and has none of its tools listed.
 	ErrServerDown = errors.New("server not connected")
-	ErrUnverified  = errors.New("tool has not been listed by its server")
+	ErrUnverified = errors.New("tool has not been listed by its server")
 )
 
 // call calls a resolved tool with the given JSON arguments (an object,
