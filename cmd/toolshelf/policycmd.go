@@ -74,11 +74,11 @@ tool and its annotations.
 			if err != nil {
 				return badInput(fmt.Errorf("--tool: %v", err))
 			}
-			if src.config != nil && len(src.config.Policies) > 0 {
-				if set, err := rules.Load(src.config.Policies...); err == nil {
-					for _, w := range set.Warnings {
-						fmt.Fprintln(e.stderr, "toolshelf: warning:", w)
-					}
+			if src.policies != nil {
+				// The warnings of the rules the check below reads, not
+				// of the files read again.
+				for _, w := range src.policies.Current().Warnings {
+					fmt.Fprintln(e.stderr, "toolshelf: warning:", w)
 				}
 			}
 			v := src.scope.Check(ctx, &upstream.Call{Tool: entry, Args: json.RawMessage(*args), Client: *client, Via: *via})

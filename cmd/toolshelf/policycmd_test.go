@@ -60,6 +60,11 @@ func TestPolicyCheck(t *testing.T) {
 			t.Errorf("%v: code %d\n%s%s\nwant %d and %q", c.args, r.code, r.stdout, r.stderr, c.code, c.out)
 		}
 	}
+	// The rules' warnings are said beside the verdict: the README's rule
+	// compares a raw argument with a path.
+	if r := runCLI(t, "policy", "check", "--config", cfg, "--profile", "ci", "--tool", "mcp__files__write", "--args", `{"text": "/srv/ci/out"}`); !strings.Contains(r.stderr, "toolshelf: warning:") || !strings.Contains(r.stderr, "context.clean") {
+		t.Errorf("policy check said no warning of the rules:\n%s", r.stderr)
+	}
 	if r := runCLI(t, "policy", "check", "--config", cfg, "--tool", "mcp__files__nope"); r.code != 2 || !strings.Contains(r.stderr, "unknown tool") {
 		t.Errorf("an unknown tool: %d %s", r.code, r.stderr)
 	}

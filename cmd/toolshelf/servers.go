@@ -396,6 +396,9 @@ type catalogSource struct {
 	config  *config.Config  // nil without a configuration file
 	profile *config.Profile // set by narrow
 	pins    *pin.Lock       // nil without a configuration file
+	// policies are the rules the pool judges calls by (nil without any):
+	// what policy check reports on is what the pool read.
+	policies *rules.Live
 }
 
 // unreviewed warns of the tools trusted on first use after their
@@ -474,5 +477,5 @@ func openCatalogUntil(ctx context.Context, e *env, catalogFile, configFlag, stor
 		return nil, err
 	}
 	scope := p.Scope(nil)
-	return &catalogSource{cat: scope.Catalog(), scope: scope, up: src.pool, pool: p, status: scope.Status(), name: src.name, config: src.config, pins: src.pins}, nil
+	return &catalogSource{cat: scope.Catalog(), scope: scope, up: src.pool, pool: p, status: scope.Status(), name: src.name, config: src.config, pins: src.pins, policies: src.policies}, nil
 }
