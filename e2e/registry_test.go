@@ -34,12 +34,8 @@ func TestAddFromRegistry(t *testing.T) {
 	if _, err := exec.LookPath("npx"); err != nil {
 		t.Skip("needs npx")
 	}
-	out, err := exec.Command("npm", "config", "get", "cache").Output()
-	if err != nil {
-		t.Fatalf("npm config get cache: %v", err)
-	}
 	reg := registrytest.Serve(t, "../testdata/registry/servers.json")
-	reg.ServeNPM(t, strings.TrimSpace(string(out)), "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
+	reg.ServeNPM(t, "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
 	for _, v := range []string{older, "2026.8.31"} {
 		if !reg.Cached("@modelcontextprotocol/server-memory", v) {
 			t.Skipf("this machine's npm cache lacks server-memory %s's tarball: run npm ci in testdata/servers and testdata/registry/npm (scripts/test.sh does)", v)
@@ -101,6 +97,7 @@ func TestAddFromRegistry(t *testing.T) {
 		t.Fatalf("tools approve: %v\n%s", err, out)
 	}
 	var got string
+	var err error
 	testenv.Eventually(t, time.Minute, "the approved tool to be called", func() bool {
 		got, err = call("read_graph")
 		return err == nil
@@ -155,12 +152,8 @@ func BenchmarkAddToFirstCall(b *testing.B) {
 	if _, err := exec.LookPath("slirp4netns"); err != nil {
 		b.Skip("needs slirp4netns")
 	}
-	out, err := exec.Command("npm", "config", "get", "cache").Output()
-	if err != nil {
-		b.Fatalf("npm config get cache: %v", err)
-	}
 	reg := registrytest.Serve(b, "../testdata/registry/servers.json")
-	reg.ServeNPM(b, strings.TrimSpace(string(out)), "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
+	reg.ServeNPM(b, "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
 	took := regexp.MustCompile(`installed the server's package.* took=(\S+)`)
 	// answer is what the person types at add's prompts ("" takes the
 	// defaults; "projects" is a folder of the test's).

@@ -29,12 +29,8 @@ func TestInstallBeforeFirstStart(t *testing.T) {
 	if _, err := exec.LookPath("npx"); err != nil {
 		t.Skip("needs npx")
 	}
-	out, err := exec.Command("npm", "config", "get", "cache").Output()
-	if err != nil {
-		t.Fatalf("npm config get cache: %v", err)
-	}
 	reg := registrytest.Serve(t, "../testdata/registry/servers.json")
-	reg.ServeNPM(t, strings.TrimSpace(string(out)), "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
+	reg.ServeNPM(t, "../testdata/servers/package-lock.json", "../testdata/registry/npm/package-lock.json")
 	const pkg, version = "@modelcontextprotocol/server-memory", "2026.1.26"
 	if !reg.Cached(pkg, version) {
 		t.Skip("this machine's npm cache lacks server-memory's tarball: run npm ci in testdata/registry/npm (scripts/test.sh does)")

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -193,13 +194,18 @@ func (r *Registry) list(w http.ResponseWriter, q url.Values) {
 // ServeNPM serves, under /npm, the npm registry's side of every package
 // the package-lock.json files hold: each one's metadata (its versions,
 // their dependencies, and a tarball here with the lock's integrity), and
-// the tarballs themselves from an npm cache (npm config get cache) that
-// an npm ci of those locks filled. A package a lock holds under an alias
+// the tarballs themselves from this machine's npm cache (npm config get
+// cache), which an npm ci of those locks filled. A package a lock holds under an alias
 // ("old": "npm:pkg@1.0.0") is served under its own name: an older
 // version beside the pinned one. npx run with npm_config_registry=URL/npm
 // then installs offline from this machine what the locks pinned.
-func (r *Registry) ServeNPM(t testing.TB, npmCache string, lockFiles ...string) {
+func (r *Registry) ServeNPM(t testing.TB, lockFiles ...string) {
 	t.Helper()
+	out, err := exec.Command("npm", "config", "get", "cache").Output()
+	if err != nil {
+		t.Fatalf("npm config get cache: %v", err)
+	}
+	npmCache := strings.TrimSpace(string(out))
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.packuments, r.tarballs = map[string]map[string]any{}, filepath.Join(npmCache, "_cacache", "content-v2", "sha512")
