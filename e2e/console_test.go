@@ -242,3 +242,51 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("an unknown page: %q", h)
 	}
 }
+
+// A new run of serve does not sign everyone out of the console: the key
+// its sign-in cookies are signed with is kept in the state folder (0600),
+// beside the admin token, as the token is.
+func TestConsoleSignInOutlivesARestart(t *testing.T) {
+	dir := t.TempDir()
+	cmd, env := mcptest.Command("serve", []string{"echo"})
+	cfg := filepath.Join(dir, "servers.json")
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"echo": map[string]any{"command": cmd, "env": env, "contain": false}}})
+	os.WriteFile(cfg, b, 0o644)
+	state := filepath.Join(dir, "state")
+	serve := func(line *regexp.Regexp) (found string, stop func()) {
+		c := exec.Command(toolshelf, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--console")
+		c.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+		found = testenv.Listening(t, c, "the gateway", line)
+		return found, func() { c.Process.Signal(os.Interrupt); c.Wait() }
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	signIn, stop := serve(regexp.MustCompile(`^\s+(http://\S+/console/login\?token=[0-9a-f]{64})$`))
+	resp, err := noRedirect.Get(signIn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	var cookie *http.Cookie
+	for _, c := range resp.Cookies() {
+		cookie = c
+	}
+	if cookie == nil {
+		t.Fatalf("signing in set no cookie: %s", resp.Status)
+	}
+	stop()
+	if st, err := os.Stat(filepath.Join(state, "toolshelf", "console-key")); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the console's key is not kept for its owner alone: %v %v", st, err)
+	}
+	mcp, stop := serve(testenv.URLLine)
+	defer stop()
+	req, _ := http.NewRequest(http.MethodGet, strings.TrimSuffix(mcp, "/mcp")+"/console/", nil)
+	req.AddCookie(cookie)
+	resp, err = noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("the console after a restart, with the earlier sign-in: %s", resp.Status)
+	}
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +46,11 @@ func httpTokenPath(e *env) string {
 // keptToken is the admin token an earlier run kept at path, "" when there
 // is none; a file that is there but cannot be read, or holds no token, is
 // an error naming it.
-func keptToken(path string) (string, error) {
+func keptToken(path string) (string, error) { return keptSecret(path, "the kept admin token") }
+
+// keptSecret is a secret of at least 32 characters an earlier run kept at
+// path (what names it in errors), "" when there is none.
+func keptSecret(path, what string) (string, error) {
 	if path == "" {
 		return "", nil
 	}
@@ -55,21 +61,46 @@ func keptToken(path string) (string, error) {
 		return "", nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("the kept admin token %s: %v (remove it to make a new one)", path, err)
+		return "", fmt.Errorf("%s %s: %v (remove it to make a new one)", what, path, err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", fmt.Errorf("the kept admin token %s is not a regular file (remove it to make a new one)", path)
+		return "", fmt.Errorf("%s %s is not a regular file (remove it to make a new one)", what, path)
 	}
 	b, err := io.ReadAll(io.LimitReader(f, maxKeptToken+1))
 	if err != nil || len(b) > maxKeptToken {
-		return "", fmt.Errorf("the kept admin token %s cannot be read or is longer than %d bytes (remove it to make a new one)", path, maxKeptToken)
+		return "", fmt.Errorf("%s %s cannot be read or is longer than %d bytes (remove it to make a new one)", what, path, maxKeptToken)
 	}
 	v := strings.TrimSpace(string(b))
 	if len(v) < 32 {
-		return "", fmt.Errorf("the kept admin token %s is shorter than 32 characters (remove it to make a new one)", path)
+		return "", fmt.Errorf("%s %s is shorter than 32 characters (remove it to make a new one)", what, path)
 	}
 	return v, nil
+}
+
+// consoleKeyName is the file in toolshelf's state folder, beside the
+// kept admin token, that keeps the key the console signs its sign-in
+// cookies with: a new run of serve does not sign everyone out.
+const consoleKeyName = "console-key"
+
+// consoleKey is the console's signing key kept beside the admin token at
+// tokenPath (made at the first run), nil when there is no state folder.
+func consoleKey(tokenPath string) ([]byte, error) {
+	if tokenPath == "" {
+		return nil, nil
+	}
+	path := filepath.Join(filepath.Dir(tokenPath), consoleKeyName)
+	key, err := keptSecret(path, "the console's kept key")
+	if err != nil || key != "" {
+		return []byte(key), err
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	key = hex.EncodeToString(b)
+	if err := keepToken(path, key); err != nil {
+		return nil, fmt.Errorf("keeping the console's key in %s: %w", path, err)
+	}
+	return []byte(key), nil
 }
 
 // keepToken writes token to a new file at path, readable by its owner

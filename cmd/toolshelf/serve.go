@@ -536,6 +536,10 @@ func (o *serveOptions) newConsole(e *env, host *gateway.Host, src *toolSource, l
 	if o.fleet != nil {
 		// A sign-in holds on every replica, and guesses count for all.
 		co.Key, co.Attempts = o.fleet.Key("console"), o.fleet
+	} else if key, err := consoleKey(httpTokenPath(e)); err != nil {
+		logger.Warn("the console's signing key is not kept: its sign-ins end when serve stops", "error", err)
+	} else {
+		co.Key = key
 	}
 	if src.config != nil && src.config.Identity != nil && len(src.config.Identity.ConsoleAct) > 0 {
 		id := src.config.Identity
