@@ -155,8 +155,13 @@ func stateClass(s upstream.State) string {
 // nextStep says, for a server that is not ready, what toolshelf does next
 // and what a person can do about it.
 func nextStep(st upstream.Status, now time.Time) (next, hint string, canRetry bool) {
-	if !st.RetryAt.IsZero() {
+	switch {
+	case !st.RetryAt.IsZero():
 		next, canRetry = "tried again "+untilText(st.RetryAt.Sub(now)), true
+	case st.State == upstream.StateRestarting || st.State == upstream.StateConnecting:
+		// A try under way: a slow server spends most of its time here,
+		// and would otherwise show no next step at all.
+		next = "being tried now"
 	}
 	switch st.State {
 	case upstream.StateNeedsAuth:

@@ -89,3 +89,26 @@ func TestFailedServerAndEmptyPages(t *testing.T) {
 		t.Errorf("the activity page without an audit log does not say how to have one:\n%s", body)
 	}
 }
+
+// Every server that is not ready has a next step: a try waiting (with
+// Retry), or one under way; and a hint that names a command there is.
+func TestNextStep(t *testing.T) {
+	now := time.Now()
+	timedOut := `connection closed: calling "initialize": did not answer within its "timeout" (10s)`
+	for _, c := range []struct {
+		st         upstream.Status
+		next, hint string
+		retry      bool
+	}{
+		{upstream.Status{Name: "slow", State: upstream.StateFailed, Error: timedOut, RetryAt: now.Add(40 * time.Second)}, "tried again in 40 s", `longer "timeout"`, true},
+		{upstream.Status{Name: "slow", State: upstream.StateRestarting, Error: timedOut}, "being tried now", `longer "timeout"`, false},
+		{upstream.Status{Name: "down", State: upstream.StateRestarting, Error: "exit status 1"}, "being tried now", "toolshelf doctor down", false},
+		{upstream.Status{Name: "bad", State: upstream.StateFailed, Error: "${TOKEN} is not set"}, "", "its configuration is at fault", false},
+		{upstream.Status{Name: "remote", State: upstream.StateNeedsAuth}, "", "toolshelf auth login remote", false},
+	} {
+		next, hint, retry := nextStep(c.st, now)
+		if next != c.next || !strings.Contains(hint, c.hint) || retry != c.retry {
+			t.Errorf("%s %s: %q %q %v, want %q %q %v", c.st.Name, c.st.State, next, hint, retry, c.next, c.hint, c.retry)
+		}
+	}
+}
