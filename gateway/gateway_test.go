@@ -315,7 +315,7 @@ func TestPendingServers(t *testing.T) {
 	res := call(t, cs, toolSearch, map[string]any{"query": "anything"})
 	var sr searchResult
 	json.Unmarshal([]byte(text(res)), &sr)
-	if !slices.Equal(sr.PendingServers, []string{"slowpoke"}) || !strings.Contains(sr.Note, "still connecting") {
+	if !slices.Equal(sr.PendingServers, []string{"slowpoke"}) || !strings.Contains(sr.Note, "slowpoke (starting)") || len(sr.NotConnected) != 1 {
 		t.Errorf("search result: %s", text(res))
 	}
 }

@@ -202,7 +202,7 @@ func (s *server) rereadApps(ctx context.Context, c *conn, tools []json.RawMessag
 	defer cancel()
 	apps, err := c.readApps(ctx, tools, resources)
 	if err != nil {
-		s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redact.Redact(err.Error()))
+		s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redactor().Redact(err.Error()))
 	}
 	s.offers.mu.Lock()
 	s.offers.offer.Apps = apps

@@ -309,7 +309,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 			}
 			defer done()
 			p := *req.Params
-			if !s.redact.CutParams(&p) {
+			if !s.redactor().CutParams(&p) {
 				return nil, errWithheld("sampling/createMessage")
 			}
 			defer s.pool.progressBack(req.Session, &p)()
@@ -329,7 +329,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 			}
 			defer done()
 			p := *req.Params
-			if !s.redact.CutParams(&p) {
+			if !s.redactor().CutParams(&p) {
 				return nil, errWithheld("elicitation/create")
 			}
 			defer s.pool.progressBack(req.Session, &p)()
@@ -352,7 +352,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 				return // a request that has ended, or a token of no request
 			}
 			p := *req.Params
-			if !s.redact.CutParams(&p) {
+			if !s.redactor().CutParams(&p) {
 				return // what held a secret and cannot be cut is not passed on
 			}
 			p.ProgressToken = f.token
@@ -361,7 +361,7 @@ func (s *server) clientOptions() *mcp.ClientOptions {
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
 			defer s.flights.logDone()
 			p := *req.Params
-			if !s.redact.CutParams(&p) {
+			if !s.redactor().CutParams(&p) {
 				return
 			}
 			if f, n := s.flights.only(); n == 1 {

@@ -41,7 +41,7 @@ func (p *Pool) logContainment() {
 		p.logger.Warn("stdio servers run uncontained: they can read everything toolshelf's user can, its token files and configuration too", "servers", strings.Join(g.Servers, ","), "why", g.Why)
 	}
 	var host []string
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		if c := s.cfg.Containment(); s.cfg.HostNetwork && c.Contained && c.Engine == "" {
 			host = append(host, s.cfg.Name)
 		}
@@ -51,7 +51,7 @@ func (p *Pool) logContainment() {
 	}
 	if launcher.CannotContain() == "" && !launcher.OwnNetworks() {
 		var shared []string
-		for _, s := range p.servers {
+		for _, s := range p.list() {
 			if c := s.cfg.Containment(); c.Contained && c.Engine == "" && !s.cfg.NoNetwork && !s.cfg.HostNetwork && len(s.cfg.HostPorts) == 0 {
 				shared = append(shared, s.cfg.Name)
 			}
@@ -72,7 +72,7 @@ func (p *Pool) logContainment() {
 // named.
 func (p *Pool) ReachHost() []string {
 	var out []string
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		c := s.cfg.Containment()
 		switch {
 		case s.cfg.Disabled || s.cfg.TransportName() != "stdio" || s.cfg.Dial != nil:
@@ -88,7 +88,7 @@ func (p *Pool) ReachHost() []string {
 // ("hostPorts"): a gateway refuses to listen on one.
 func (p *Pool) GrantedPort(port int) []string {
 	var out []string
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		if !s.cfg.Disabled && slices.Contains(s.cfg.HostPorts, port) {
 			out = append(out, s.cfg.Name)
 		}

@@ -70,7 +70,7 @@ func TestPoolHostileServers(t *testing.T) {
 		_, err := p.Scope(nil).Call(ctx, "mcp__flood__listings", nil)
 		return err == nil
 	})
-	if s := p.byName["flood"]; s != nil {
+	if s := p.server("flood"); s != nil {
 		s.mu.Lock()
 		c := s.conn
 		s.mu.Unlock()

@@ -12,8 +12,8 @@ import (
 // that the next list or serve starts a ready server. It takes a slot of
 // the servers starting at once.
 func (p *Pool) Install(ctx context.Context, name string) error {
-	s, ok := p.byName[name]
-	if !ok {
+	s := p.server(name)
+	if s == nil {
 		return fmt.Errorf("no server %q", name)
 	}
 	select {
@@ -28,5 +28,5 @@ func (p *Pool) Install(ctx context.Context, name string) error {
 // install installs the server's package when it needs it (see
 // launcher.Install).
 func (s *server) install(ctx context.Context) error {
-	return launcher.Install(ctx, &s.cfg.Plan, s.redact.Redact, s.logger)
+	return launcher.Install(ctx, &s.cfg.Plan, s.redactor().Redact, s.logger)
 }

@@ -88,7 +88,7 @@ func TestInstallBeforeFirstStart(t *testing.T) {
 	for _, d := range dirs {
 		os.RemoveAll(d)
 	}
-	if _, needs := p.byName["memory"].cfg.NeedsInstall(); !needs {
+	if _, needs := p.server("memory").cfg.NeedsInstall(); !needs {
 		t.Error("a cache without its package is taken as installed")
 	}
 }

@@ -120,7 +120,7 @@ type offerState struct {
 // server name; servers that offer nothing are left out.
 func (p *Pool) Offers() []Offer {
 	var out []Offer
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		s.offers.mu.Lock()
 		o := s.offers.offer
 		s.offers.mu.Unlock()
@@ -154,7 +154,7 @@ func (p *Pool) Session(ctx context.Context, server string, f func(context.Contex
 		if ctx.Err() == nil {
 			err = c.explain(err)
 		}
-		return &redactedError{s.redact.Redact(err.Error()), err}
+		return &redactedError{s.redactor().Redact(err.Error()), err}
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ func (p *Pool) Session(ctx context.Context, server string, f func(context.Contex
 // ready returns a server and its connection, waiting for a server that is
 // starting, up to its timeout.
 func (p *Pool) ready(ctx context.Context, server string) (*server, *conn, error) {
-	s := p.byName[server]
+	s := p.server(server)
 	if s == nil {
 		return nil, nil, p.noServer(server)
 	}
@@ -175,7 +175,7 @@ func (p *Pool) ready(ctx context.Context, server string) (*server, *conn, error)
 // once, however many scopes (profiles' gateways) subscribe, and again
 // whenever it reconnects, until the last one unsubscribes.
 func (p *Pool) Subscribe(ctx context.Context, server, uri string) error {
-	s := p.byName[server]
+	s := p.server(server)
 	if s == nil {
 		return p.noServer(server)
 	}
@@ -201,7 +201,7 @@ func (p *Pool) Subscribe(ctx context.Context, server, uri string) error {
 // Unsubscribe ends a subscription made with Subscribe; the server is told
 // when the last subscriber leaves.
 func (p *Pool) Unsubscribe(ctx context.Context, server, uri string) error {
-	s := p.byName[server]
+	s := p.server(server)
 	if s == nil {
 		return p.noServer(server)
 	}
@@ -233,7 +233,7 @@ func (s *server) release(uri string) bool {
 // log to send their log messages at level and above, now and whenever
 // one connects. A failure is logged.
 func (p *Pool) setLogLevel(ctx context.Context, level mcp.LoggingLevel, keep func(string) bool) {
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		if keep != nil && !keep(s.cfg.Name) {
 			continue
 		}
@@ -246,7 +246,7 @@ func (p *Pool) setLogLevel(ctx context.Context, level mcp.LoggingLevel, keep fun
 		s.mu.Unlock()
 		if logs && c != nil && !c.dead() {
 			if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-				s.logger.Warn("logging/setLevel failed", "error", s.redact.Redact(err.Error()))
+				s.logger.Warn("logging/setLevel failed", "error", s.redactor().Redact(err.Error()))
 			}
 		}
 	}
@@ -267,12 +267,12 @@ func (s *server) restore(ctx context.Context, c *conn) {
 	s.offers.mu.Unlock()
 	if level != "" && c.caps != nil && c.caps.Logging != nil {
 		if err := c.session.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
-			s.logger.Warn("logging/setLevel failed", "error", s.redact.Redact(err.Error()))
+			s.logger.Warn("logging/setLevel failed", "error", s.redactor().Redact(err.Error()))
 		}
 	}
 	for _, u := range subs {
 		if err := c.session.Subscribe(ctx, &mcp.SubscribeParams{URI: u}); err != nil {
-			s.logger.Warn("could not subscribe again after reconnecting", "uri", u, "error", s.redact.Redact(err.Error()))
+			s.logger.Warn("could not subscribe again after reconnecting", "uri", u, "error", s.redactor().Redact(err.Error()))
 		}
 	}
 }

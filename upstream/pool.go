@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"sync"
@@ -157,12 +158,18 @@ type Options struct {
 // Pool is a set of upstream servers and the catalog of their tools.
 // Its methods are safe for concurrent use.
 type Pool struct {
-	opts    Options
-	logger  *slog.Logger
-	tel     *telemetry.Telemetry
-	ops     *clientOps
-	servers []*server // sorted by name
-	byName  map[string]*server
+	opts   Options
+	logger *slog.Logger
+	tel    *telemetry.Telemetry
+	ops    *clientOps
+	// set is the servers, replaced whole when the configuration changes
+	// (Reconfigure): a reader takes the set of the moment.
+	set atomic.Pointer[serverSet]
+	// reconfMu serialises Reconfigure; run is Run's context and wg its
+	// servers' goroutines, for the servers a change adds.
+	reconfMu sync.Mutex
+	run      context.Context
+	wg       sync.WaitGroup
 
 	snap     atomic.Pointer[catalog.Catalog]
 	changed  atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
@@ -197,15 +204,44 @@ type Pool struct {
 	// pubMu.
 	defs, nextDefs map[string]pin.Definition
 	// redact cuts every secret (Options.Secrets, every server's) from
-	// what servers send back, what is logged and errors.
-	redact *Redactor
+	// what servers send back, what is logged and errors; replaced when
+	// the configuration changes.
+	redact atomic.Pointer[Redactor]
 }
+
+// serverSet is a pool's servers at one time.
+type serverSet struct {
+	list   []*server // sorted by name
+	byName map[string]*server
+}
+
+// list is the pool's servers now, sorted by name.
+func (p *Pool) list() []*server {
+	if set := p.set.Load(); set != nil {
+		return set.list
+	}
+	return nil
+}
+
+// server is the pool's server name now, nil when there is none.
+func (p *Pool) server(name string) *server {
+	if set := p.set.Load(); set != nil {
+		return set.byName[name]
+	}
+	return nil
+}
+
+// redactor cuts every secret the pool holds now.
+func (p *Pool) redactor() *Redactor { return p.redact.Load() }
+
+// redactor is the pool's (see Pool.redactor).
+func (s *server) redactor() *Redactor { return s.pool.redactor() }
 
 // NewPool returns a pool of the given servers; nothing is started until
 // [Pool.Run]. Cached tool lists are loaded at once, so the pool's first
 // catalog already holds the tools of every server seen before.
 func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
-	p := &Pool{byName: make(map[string]*server), nextDefs: make(map[string]pin.Definition)}
+	p := &Pool{nextDefs: make(map[string]pin.Definition)}
 	if opts != nil {
 		p.opts = *opts
 	}
@@ -236,6 +272,21 @@ func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 	}
 	ch := make(chan struct{})
 	p.changed.Store(&ch)
+	set := &serverSet{byName: make(map[string]*server)}
+	for _, cfg := range p.plans(configs) {
+		s := p.newServer(cfg)
+		set.list = append(set.list, s)
+		set.byName[cfg.Name] = s
+	}
+	p.set.Store(set)
+	p.publish()
+	return p
+}
+
+// plans makes each configured server's plan: its environment (without
+// what the others' secrets withhold), toolshelf's files to cover, its own
+// cache, its sign-in; and the redactor of every secret there is now.
+func (p *Pool) plans(configs []config.ServerConfig) []serverConfig {
 	environ := os.Environ()
 	kept := newWithheld(p.opts.Secrets, configs)
 	// One redactor of every secret: a server's answer may carry another
@@ -244,8 +295,9 @@ func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 	for i := range configs {
 		all = append(all, configs[i].SecretValues()...)
 	}
-	p.redact = NewRedactor(all...)
+	p.redact.Store(NewRedactor(all...))
 	hide := slices.Concat(p.opts.Hide, p.opts.Secrets.Files, launcher.OwnPlaces())
+	out := make([]serverConfig, 0, len(configs))
 	for _, sc := range configs {
 		cfg := serverConfig{Plan: launcher.Plan{ServerConfig: sc}}
 		if cfg.TransportName() == "stdio" {
@@ -262,39 +314,40 @@ func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 		case p.opts.Tokens != nil:
 			cfg.oauth = p.opts.Tokens.Handler(cfg.Name, cfg.URL, nil)
 		}
-		red := p.redact
-		s := &server{
-			cfg:         cfg,
-			pool:        p,
-			redact:      red,
-			logger:      slog.New(&redactingHandler{p.logger.Handler(), red}).With("server", cfg.Name),
-			relist:      make(chan struct{}, 1),
-			retryNow:    make(chan struct{}, 1),
-			settled:     make(chan struct{}),
-			relistOffer: make(chan struct{}, 1),
-			ready:       make(chan struct{}),
-			state:       StateConnecting,
-		}
-		if !cfg.Disabled {
-			s.hints = cfg.GrantHints()
-		}
-		if cfg.Disabled {
-			s.state = StateDisabled
-			close(s.settled)
-		} else if f, ok := loadCache(p.opts.CacheDir, &cfg); ok {
-			s.setTools(f.Server, f.Tools, SourceCache)
-			if f.Offer != nil {
-				s.offers.offer = *f.Offer
-			}
-		}
-		s.client = mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: p.opts.Version}, s.clientOptions())
-		s.client.AddReceivingMiddleware(s.rootsMiddleware)
-		s.client.AddSendingMiddleware(s.traceRequests)
-		p.servers = append(p.servers, s)
-		p.byName[cfg.Name] = s
+		out = append(out, cfg)
 	}
-	p.publish()
-	return p
+	return out
+}
+
+// newServer makes a server of the pool from its plan; nothing starts.
+func (p *Pool) newServer(cfg serverConfig) *server {
+	s := &server{
+		cfg:         cfg,
+		pool:        p,
+		logger:      slog.New(&redactingHandler{p.logger.Handler(), p.redactor}).With("server", cfg.Name),
+		relist:      make(chan struct{}, 1),
+		retryNow:    make(chan struct{}, 1),
+		settled:     make(chan struct{}),
+		relistOffer: make(chan struct{}, 1),
+		ready:       make(chan struct{}),
+		state:       StateConnecting,
+	}
+	if !cfg.Disabled {
+		s.hints = cfg.GrantHints()
+	}
+	if cfg.Disabled {
+		s.state = StateDisabled
+		close(s.settled)
+	} else if f, ok := loadCache(p.opts.CacheDir, &cfg); ok {
+		s.setTools(f.Server, f.Tools, SourceCache)
+		if f.Offer != nil {
+			s.offers.offer = *f.Offer
+		}
+	}
+	s.client = mcp.NewClient(&mcp.Implementation{Name: ClientName, Version: p.opts.Version}, s.clientOptions())
+	s.client.AddReceivingMiddleware(s.rootsMiddleware)
+	s.client.AddSendingMiddleware(s.traceRequests)
+	return s
 }
 
 // Run connects to every enabled server in parallel and keeps them
@@ -319,19 +372,116 @@ func (p *Pool) Run(ctx context.Context) error {
 		// A change can hide or show tools: publish the catalog again.
 		wg.Go(func() { p.opts.Policies.Watch(ctx, p.logger.With("component", "rules"), p.publish) })
 	}
-	for _, s := range p.servers {
-		if !s.cfg.Disabled {
-			wg.Go(func() { s.run(ctx) })
-		}
+	p.reconfMu.Lock()
+	p.run = ctx
+	for _, s := range p.list() {
+		p.start(s)
 	}
+	p.reconfMu.Unlock()
+	<-ctx.Done()
+	// Under reconfMu: a Reconfigure under way ends first, and none
+	// after starts a server (see start).
+	p.reconfMu.Lock()
+	p.wg.Wait()
+	p.reconfMu.Unlock()
 	wg.Wait()
 	return nil
+}
+
+// start runs a server's supervisor until the pool's run ends or the
+// server is stopped (Reconfigure); reconfMu is held.
+func (p *Pool) start(s *server) {
+	s.stopped = make(chan struct{})
+	if s.cfg.Disabled || p.run.Err() != nil {
+		close(s.stopped)
+		return
+	}
+	ctx, stop := context.WithCancel(p.run)
+	s.stop = stop
+	p.wg.Go(func() {
+		defer close(s.stopped)
+		defer stop()
+		s.run(ctx)
+	})
+}
+
+// Changes says what a Reconfigure did, by server name.
+type Changes struct {
+	Added, Removed, Restarted []string
+}
+
+// Empty reports whether nothing changed.
+func (c Changes) Empty() bool { return len(c.Added)+len(c.Removed)+len(c.Restarted) == 0 }
+
+// Reconfigure makes the pool's servers those of configs while it runs:
+// a server added is started (its package installed first, as at any first
+// start), one removed is stopped and its tools leave the catalog, one
+// whose plan changed (command, arguments, environment, grants, network,
+// headers, sign-in, trust) is stopped and started again with the new
+// one; the others serve on, their connections untouched. The redactor
+// takes the new secrets at once. The catalog is published again, so every
+// session's lists follow. Before Run, the servers are only replaced.
+func (p *Pool) Reconfigure(configs []config.ServerConfig) Changes {
+	p.reconfMu.Lock()
+	defer p.reconfMu.Unlock()
+	old := p.set.Load()
+	next := &serverSet{byName: make(map[string]*server)}
+	var ch Changes
+	var stopping []*server
+	for _, cfg := range p.plans(configs) {
+		s := old.byName[cfg.Name]
+		switch {
+		case s == nil:
+			ch.Added = append(ch.Added, cfg.Name)
+			s = nil
+		case samePlan(&s.cfg, &cfg):
+			// Kept as it runs.
+		default:
+			ch.Restarted = append(ch.Restarted, cfg.Name)
+			stopping = append(stopping, s)
+			s = nil
+		}
+		if s == nil {
+			s = p.newServer(cfg)
+			if p.run != nil {
+				defer p.start(s) // once the old one has stopped
+			}
+		}
+		next.list = append(next.list, s)
+		next.byName[cfg.Name] = s
+	}
+	for _, s := range old.list {
+		if next.byName[s.cfg.Name] == nil {
+			ch.Removed = append(ch.Removed, s.cfg.Name)
+			stopping = append(stopping, s)
+		}
+	}
+	p.set.Store(next)
+	for _, s := range stopping {
+		if s.stop != nil {
+			s.stop()
+			<-s.stopped
+		}
+	}
+	p.publish()
+	return ch
+}
+
+// samePlan reports whether a server's plan is unchanged: what it runs
+// with, and how it signs in.
+func samePlan(a, b *serverConfig) bool {
+	x, y := a.Plan, b.Plan
+	if (x.Dial == nil) != (y.Dial == nil) || (a.oauth == nil) != (b.oauth == nil) {
+		return false
+	}
+	x.Dial, y.Dial = nil, nil // a function is equal to nothing, itself included
+	return reflect.DeepEqual(x, y)
 }
 
 // Wait blocks until every server has either connected or failed once, or
 // ctx is done.
 func (p *Pool) Wait(ctx context.Context) error {
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		select {
 		case <-s.settled:
 		case <-ctx.Done():
@@ -350,8 +500,8 @@ func (p *Pool) Changed() <-chan struct{} { return *p.changed.Load() }
 
 // Status returns the state of every server, sorted by name.
 func (p *Pool) Status() []Status {
-	out := make([]Status, 0, len(p.servers))
-	for _, s := range p.servers {
+	out := make([]Status, 0, len(p.list()))
+	for _, s := range p.list() {
 		out = append(out, s.status())
 	}
 	return out
@@ -361,7 +511,7 @@ func (p *Pool) Status() []Status {
 // rather than when its backoff ends. It is an error for a server that is
 // not waiting to be tried, or whose configuration is at fault.
 func (p *Pool) Retry(name string) error {
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		if s.cfg.Name != name {
 			continue
 		}
@@ -385,18 +535,18 @@ func (p *Pool) Retry(name string) error {
 
 // Redact removes every server's secrets (expanded variables, headers,
 // client secrets, credentials in URLs) from s.
-func (p *Pool) Redact(s string) string { return p.redact.Redact(s) }
+func (p *Pool) Redact(s string) string { return p.redactor().Redact(s) }
 
 // Secrets is the redactor of every secret the pool holds, for what
 // reaches a client by other ways than Call: prompts, resources, a
 // program's output.
-func (p *Pool) Secrets() *Redactor { return p.redact }
+func (p *Pool) Secrets() *Redactor { return p.redactor() }
 
 // Pending returns the names of the servers still connecting or
 // reconnecting: their tools may yet appear.
 func (p *Pool) Pending() []string {
 	var names []string
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		s.mu.Lock()
 		if s.state == StateConnecting || s.state == StateRestarting {
 			names = append(names, s.cfg.Name)
@@ -425,7 +575,7 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 		return nil, p.noServers()
 	}
 	name := e.Name
-	s := p.byName[e.Server]
+	s := p.server(e.Server)
 	if s == nil {
 		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 	}
@@ -447,7 +597,7 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 	res, err := c.call(ctx, e.Tool, args, token, level)
 	if tc := taskCaptureOf(ctx); tc != nil {
 		tc.mu.Lock()
-		tc.redact = p.redact // a task handle's message may quote a secret, as a result may
+		tc.redact = p.redactor() // a task handle's message may quote a secret, as a result may
 		tc.mu.Unlock()
 	}
 	if token != "" {
@@ -463,9 +613,9 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 			// expired past refreshing): the next call dials anew.
 			s.dropPerson(who.Subject)
 		}
-		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redact.Redact(err.Error())), err}
+		return nil, &redactedError{fmt.Sprintf("server %s: %s", e.Server, s.redactor().Redact(err.Error())), err}
 	}
-	p.redact.cutResult(res)
+	p.redactor().cutResult(res)
 	return res, nil
 }
 
@@ -491,7 +641,7 @@ func (p *Pool) publish() {
 	quarantined := make(map[string][]Quarantined)
 	apps := make(map[string]map[string]*mcp.ReadResourceResult)
 	skills := make(map[string][]Skill)
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		s.offers.mu.Lock()
 		trusted, heldApps := p.judgeApps(s, s.offers.offer.Apps)
 		trustedSkills, heldSkills := p.judgeSkills(s, s.offers.offer.Skills)

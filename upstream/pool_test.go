@@ -450,7 +450,7 @@ func TestPoolCloseLeavesNothing(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, s := range p.servers[:3] {
+	for _, s := range p.list()[:3] {
 		select {
 		case <-s.settled:
 		case <-ctx.Done():

@@ -121,11 +121,11 @@ func redactURL(match string) string {
 // and error attributes redacted.
 type redactingHandler struct {
 	slog.Handler
-	r *Redactor
+	r func() *Redactor // the pool's current redactor (see Pool.Reconfigure)
 }
 
 func (h *redactingHandler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.Redact(rec.Message), rec.PC)
+	out := slog.NewRecord(rec.Time, rec.Level, h.r().Redact(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -137,10 +137,10 @@ func (h *redactingHandler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.r.Redact(v.String()))
+		return slog.String(a.Key, h.r().Redact(v.String()))
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.r.Redact(err.Error()))
+			return slog.String(a.Key, h.r().Redact(err.Error()))
 		}
 	case slog.KindGroup:
 		attrs := v.Group()

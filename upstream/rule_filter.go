@@ -12,7 +12,7 @@ var ErrFiltered = fmt.Errorf("%w: left out by its server's tool filter", ErrUnkn
 // serverFilter lets a call through only to a tool its server's own
 // configuration keeps ("tools": {"allow", "deny"}).
 func serverFilter(_ context.Context, sc *Scope, c *Call) error {
-	s := sc.pool.byName[c.Tool.Server]
+	s := sc.pool.server(c.Tool.Server)
 	if s != nil && !s.cfg.Keeps(c.Tool.Tool) {
 		return fmt.Errorf("%w %q", ErrFiltered, c.Tool.Name)
 	}

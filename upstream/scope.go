@@ -276,7 +276,7 @@ func (p *Pool) noServer(name string) error {
 // connecting (DefaultTimeout for a pool without servers).
 func (p *Pool) StartTimeout() time.Duration {
 	var longest time.Duration
-	for _, s := range p.servers {
+	for _, s := range p.list() {
 		longest = max(longest, s.cfg.StartTimeout())
 	}
 	if longest == 0 {

@@ -498,7 +498,7 @@ func (sc *Scope) HasSkills() bool {
 // ReadsSkillDirectories reports whether a server of the scope with
 // trusted skills reads their folders (resources/directory/read).
 func (sc *Scope) ReadsSkillDirectories() bool {
-	for _, s := range sc.pool.servers {
+	for _, s := range sc.pool.list() {
 		if !sc.HasServer(s.cfg.Name) {
 			continue
 		}

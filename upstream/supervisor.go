@@ -17,12 +17,15 @@ import (
 
 // server is one upstream server and its supervisor's state.
 type server struct {
-	cfg     serverConfig
-	hints   []string // cfg.GrantHints(), said before it runs
-	pool    *Pool
-	logger  *slog.Logger // redacts what it logs
-	redact  *Redactor
-	relist  chan struct{} // list_changed received; buffered 1
+	cfg    serverConfig
+	hints  []string // cfg.GrantHints(), said before it runs
+	pool   *Pool
+	logger *slog.Logger  // redacts what it logs
+	relist chan struct{} // list_changed received; buffered 1
+	// stop ends the supervisor started for it (Pool.start), and stopped
+	// is closed once it has returned, its process stopped.
+	stop    context.CancelFunc
+	stopped chan struct{}
 	settled chan struct{} // closed when the first attempt has ended
 	// relistOffer: prompts or resources list_changed received; buffered 1
 	relistOffer chan struct{}
@@ -164,10 +167,10 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	if err == nil {
 		var oerr error
 		if offer, oerr = c.listOffer(dctx); oerr != nil {
-			s.logger.Warn("listing prompts or resources failed; serving what was listed", "error", s.redact.Redact(oerr.Error()))
+			s.logger.Warn("listing prompts or resources failed; serving what was listed", "error", s.redactor().Redact(oerr.Error()))
 		}
 		if offer.Apps, oerr = c.readApps(dctx, tools, offer.Resources); oerr != nil {
-			s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redact.Redact(oerr.Error()))
+			s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redactor().Redact(oerr.Error()))
 		}
 	}
 	if err != nil {
@@ -277,7 +280,7 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			o, err := c.listOffer(lctx)
 			cancel()
 			if err != nil {
-				s.logger.Warn("listing prompts or resources after list_changed failed; keeping the previous lists", "error", s.redact.Redact(err.Error()))
+				s.logger.Warn("listing prompts or resources after list_changed failed; keeping the previous lists", "error", s.redactor().Redact(err.Error()))
 				continue
 			}
 			s.mu.Lock()
@@ -287,7 +290,7 @@ func (s *server) serve(ctx context.Context, c *conn) error {
 			o.Apps, err = c.readApps(lctx, tools, o.Resources)
 			cancel()
 			if err != nil {
-				s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redact.Redact(err.Error()))
+				s.logger.Warn("reading the server's apps failed; those are not served", "error", s.redactor().Redact(err.Error()))
 			}
 			s.acceptOffer(o)
 		}
@@ -303,7 +306,7 @@ func (s *server) setTools(info catalog.Server, raws []json.RawMessage, source st
 	held := map[string]bool{}
 	cloned := false
 	for i, raw := range raws {
-		if cut := s.redact.CutRaw(raw); string(cut) != string(raw) {
+		if cut := s.redactor().CutRaw(raw); string(cut) != string(raw) {
 			if !cloned {
 				raws, cloned = slices.Clone(raws), true // the caller's are the server's answer
 			}
@@ -345,7 +348,7 @@ func (s *server) fail(err error, output []byte, retry bool) {
 	}
 	s.logger.Warn("server failed", "error", err, "retrying", retry)
 	s.mu.Lock()
-	s.state, s.err = state, s.redact.Redact(err.Error())
+	s.state, s.err = state, s.redactor().Redact(err.Error())
 	have := len(s.entries) > 0 && (s.source == SourceLive || s.source == SourceCache)
 	s.mu.Unlock()
 	if !have {
@@ -364,7 +367,7 @@ func (s *server) fail(err error, output []byte, retry bool) {
 func (s *server) lost(err error) {
 	s.logger.Warn("connection lost; restarting", "error", err)
 	s.mu.Lock()
-	s.state, s.err, s.conn = StateRestarting, s.redact.Redact(err.Error()), nil
+	s.state, s.err, s.conn = StateRestarting, s.redactor().Redact(err.Error()), nil
 	s.ready = make(chan struct{})
 	s.mu.Unlock()
 	s.markStale()

@@ -227,7 +227,7 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 	}
 	resp, err := c.relay.Do(req)
 	if err != nil {
-		return nil, &redactedError{fmt.Sprintf("server %s: %s: %s", server, method, s.redact.Redact(err.Error())), err}
+		return nil, &redactedError{fmt.Sprintf("server %s: %s: %s", server, method, s.redactor().Redact(err.Error())), err}
 	}
 	defer resp.Body.Close()
 	// A completed task's answer carries its result: as large as a
@@ -247,11 +247,11 @@ func (sc *Scope) TaskRequest(ctx context.Context, server, method, taskID string,
 		return nil, fmt.Errorf("server %s: %s: HTTP %d, not a JSON-RPC answer", server, method, resp.StatusCode)
 	}
 	if msg.Error != nil {
-		msg.Error.Message = s.redact.Redact(msg.Error.Message)
+		msg.Error.Message = s.redactor().Redact(msg.Error.Message)
 		return nil, msg.Error
 	}
 	if msg.Result == nil {
 		return nil, errors.New("server " + server + ": " + method + ": an answer without a result")
 	}
-	return s.redact.CutRaw(msg.Result), nil
+	return s.redactor().CutRaw(msg.Result), nil
 }

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
@@ -261,6 +262,7 @@ servers have started) makes it collect earlier when large requests arrive.`,
 		fs.BoolVar(&o.noLearn, "no-learn", false, "do not learn from use (see toolshelf learned)")
 		fs.BoolVar(&o.traceQueries, "trace-queries", false, "put each search's query text on its trace span (off: its length only)")
 		fs.BoolVar(&o.console, "console", false, "with --http, serve the web console at /console (for the admin token)")
+		fs.BoolVar(&o.noWatch, "no-watch", false, "do not follow changes of the configuration file while serving (its servers start, stop and restart as it changes)")
 		fs.StringVar(&o.store, "store", "", "keep what replicas share in the PostgreSQL store at `URL` (postgres://...; default $"+envStore+" or the configuration's \"store\")")
 		fs.StringVar(&o.advertise, "advertise", "", "with --store and --http, the `URL` other replicas reach this one at (such as http://10.1.2.3:8080)")
 		fs.StringVar(&o.journal, "journal", "", "with a shared store, the `DIR` of this replica's journal, where audit records and learned pairs wait, fsynced, for the store (default toolshelf/journal in the state folder); on a volume that outlives the replica")
@@ -345,7 +347,7 @@ type serveOptions struct {
 	taskAfter                                    time.Duration
 	code                                         bool
 	proposeServers                               bool
-	traceQueries, console                        bool
+	traceQueries, console, noWatch               bool
 
 	// tokenPath is where a made admin token is kept when /mcp needs it
 	// (see closeLoopback); tokenKept is that file once it holds the
@@ -389,6 +391,13 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	}
 	if cons := o.newConsole(e, host, src, hopts.Server.Learn, logger); cons != nil {
 		host.Mount(console.Prefix, cons.Handler())
+	}
+	if path := configPath(e, o.config); path != "" && src.config != nil && !o.noWatch {
+		if applied, err := os.ReadFile(path); err == nil {
+			wctx, stop := context.WithCancel(ctx)
+			defer stop()
+			go watchConfig(wctx, e, path, applied, src.pool, logger)
+		}
 	}
 	return serveHost(ctx, e, host, o, logger)
 }
