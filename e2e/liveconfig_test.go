@@ -3,12 +3,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,73 +20,99 @@ import (
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
 
-// serve follows its configuration file: a server added to it is started
-// and its tools reach the client's list (with list_changed), one removed
-// leaves it, a half-written save changes nothing and is said at WARN,
-// and the client's session, and the other servers, serve on throughout.
-func TestServeFollowsItsConfiguration(t *testing.T) {
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "servers.json")
-	server := func(tool string) map[string]any {
-		cmd, env := mcptest.Command("serve", []string{tool})
-		return map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(10 * time.Second).String()}
-	}
-	// save writes the file as an editor does: a new file renamed over the
-	// old one.
-	save := func(servers map[string]any) {
-		t.Helper()
-		b, _ := json.Marshal(map[string]any{"mcpServers": servers})
-		tmp := cfg + ".tmp"
-		if err := os.WriteFile(tmp, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, cfg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	save(map[string]any{"a": server("alpha")})
+// liveGateway runs serve --mode all over the configuration file cfg
+// (servers written by save, as an editor saves), and connects a client
+// whose list_changed notifications come on changed.
+type liveGateway struct {
+	cfg     string
+	stderr  *testenv.Buffer
+	cs      *mcp.ClientSession
+	changed chan struct{}
+}
 
+// fixtureServer is a fixture server with one tool, uncontained.
+func fixtureServer(tool string) map[string]any {
+	cmd, env := mcptest.Command("serve", []string{tool})
+	return map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(10 * time.Second).String()}
+}
+
+// save writes the servers as an editor does: a new file renamed over the
+// old one.
+func (g *liveGateway) save(t testing.TB, servers map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
+	tmp := g.cfg + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, g.cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tools lists the client's tools.
+func (g *liveGateway) tools(t testing.TB, ctx context.Context) []string {
+	t.Helper()
+	res, err := g.cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func startLiveGateway(t testing.TB, ctx context.Context, servers map[string]any) *liveGateway {
+	dir := t.TempDir()
+	g := &liveGateway{cfg: filepath.Join(dir, "servers.json"), stderr: &testenv.Buffer{}, changed: make(chan struct{}, 1024)}
+	g.save(t, servers)
 	// The servers run uncontained, so /mcp on loopback needs the token.
 	const token = "live-config-token-0123456789abcdef"
 	os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600)
-	stderr := &testenv.Buffer{}
-	cmd := exec.Command(toolshelf, "serve", "--config", cfg, "--http", "127.0.0.1:0", "--mode", "all", "--auth-token-file", filepath.Join(dir, "token"))
+	cmd := exec.Command(toolshelf, "serve", "--config", g.cfg, "--http", "127.0.0.1:0", "--mode", "all", "--auth-token-file", filepath.Join(dir, "token"))
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
-	cmd.Stderr = stderr
+	cmd.Stderr = g.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
 	var url string
 	testenv.Eventually(t, time.Minute, "serve to listen", func() bool {
-		if m := testenv.URLLine.FindStringSubmatch(stderr.String()); m != nil {
+		if m := testenv.URLLine.FindStringSubmatch(g.stderr.String()); m != nil {
 			url = m[1]
 		}
 		return url != ""
 	})
-
-	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(3*time.Minute))
-	defer cancel()
-	changed := make(chan struct{}, 64)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "live", Version: "1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case g.changed <- struct{}{}:
+			default:
+			}
+		},
 	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
-	tools := func() []string {
-		t.Helper()
-		res, err := cs.ListTools(ctx, nil)
-		if err != nil {
-			t.Fatalf("tools/list: %v", err)
-		}
-		var names []string
-		for _, tool := range res.Tools {
-			names = append(names, tool.Name)
-		}
-		return names
-	}
+	t.Cleanup(func() { cs.Close() })
+	g.cs = cs
+	return g
+}
+
+// serve follows its configuration file: a server added to it is started
+// and its tools reach the client's list (with list_changed), one removed
+// leaves it, a half-written save changes nothing and is said at WARN,
+// and the client's session, and the other servers, serve on throughout.
+func TestServeFollowsItsConfiguration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(3*time.Minute))
+	defer cancel()
+	server := fixtureServer
+	g := startLiveGateway(t, ctx, map[string]any{"a": server("alpha")})
+	stderr, cfg, changed, cs := g.stderr, g.cfg, g.changed, g.cs
+	save := func(servers map[string]any) { g.save(t, servers) }
+	tools := func() []string { return g.tools(t, ctx) }
 	has := func(name string) func() bool {
 		return func() bool {
 			return slices.ContainsFunc(tools(), func(n string) bool { return strings.HasSuffix(n, name) })
@@ -143,4 +172,62 @@ func TestServeFollowsItsConfiguration(t *testing.T) {
 	if !strings.Contains(stderr.String(), "removed=a") {
 		t.Errorf("the log does not say what changed:\n%s", stderr.String())
 	}
+}
+
+// BenchmarkConfigEditToList measures, on a running gateway, the time from
+// a saved edit that adds a server to its tool in a client's list (the
+// client told by list_changed, then listing), while another client-side
+// loop calls a server the edit leaves alone: its refused calls are
+// counted (there must be none). Each iteration adds a server and the
+// next removes it again. docs/benchmarks.md has the figures.
+func BenchmarkConfigEditToList(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	steady := map[string]any{"steady": fixtureServer("steady_tool")}
+	g := startLiveGateway(b, ctx, steady)
+	testenv.Eventually(b, time.Minute, "the steady server's tool", func() bool {
+		return slices.ContainsFunc(g.tools(b, ctx), func(n string) bool { return strings.HasSuffix(n, "steady_tool") })
+	})
+	var refused, calls atomic.Int64
+	callsDone := make(chan struct{})
+	go func() {
+		defer close(callsDone)
+		for ctx.Err() == nil {
+			res, err := g.cs.CallTool(ctx, &mcp.CallToolParams{Name: "mcp__steady__steady_tool", Arguments: map[string]any{}})
+			if ctx.Err() != nil {
+				return
+			}
+			calls.Add(1)
+			if err != nil || res.IsError {
+				refused.Add(1)
+			}
+		}
+	}()
+	var took []time.Duration
+	for i := 0; i < b.N; i++ {
+		name := fmt.Sprintf("added%d", i)
+		servers := maps.Clone(steady)
+		servers[name] = fixtureServer(name + "_tool")
+		for len(g.changed) > 0 {
+			<-g.changed
+		}
+		start := time.Now()
+		g.save(b, servers)
+		for !slices.ContainsFunc(g.tools(b, ctx), func(n string) bool { return strings.HasSuffix(n, name+"_tool") }) {
+			select {
+			case <-g.changed:
+			case <-time.After(testenv.Timeout(time.Minute)):
+				b.Fatalf("%s's tool never reached the list", name)
+			}
+		}
+		took = append(took, time.Since(start))
+		g.save(b, steady) // and away again, not timed
+	}
+	cancel()
+	<-callsDone
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Milliseconds()), "p50-ms")
+	b.ReportMetric(float64(took[len(took)*9/10].Milliseconds()), "p90-ms")
+	b.ReportMetric(float64(calls.Load()), "other-calls")
+	b.ReportMetric(float64(refused.Load()), "refused")
 }
