@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -388,11 +389,5 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+// sortedKeys is m's keys in order.
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
