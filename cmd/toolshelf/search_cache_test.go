@@ -23,8 +23,14 @@ func TestSearchFromCache(t *testing.T) {
 	cfg := filepath.Join(dir, "servers.json")
 	write := func(mode string) {
 		cmd, env := mcptest.Command(mode, []string{"create_issue", "list_issues"})
+		// A hanging server only ever times out: its timeout is short, so
+		// that the commands below that wait for it do not wait long.
+		timeout := testenv.Timeout(5 * time.Second)
+		if mode == "hang" {
+			timeout = testenv.Timeout(time.Second)
+		}
 		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-			"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String()},
+			"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": timeout.String()},
 		}})
 		os.WriteFile(cfg, b, 0o644)
 	}
