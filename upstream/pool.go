@@ -425,27 +425,27 @@ func (p *Pool) Reconfigure(configs []config.ServerConfig) Changes {
 	p.reconfMu.Lock()
 	defer p.reconfMu.Unlock()
 	old := p.set.Load()
+	if old == nil {
+		old = &serverSet{} // a pool of a fixed catalog gets servers
+	}
 	next := &serverSet{byName: make(map[string]*server)}
 	var ch Changes
-	var stopping []*server
+	var stopping, starting []*server
 	for _, cfg := range p.plans(configs) {
 		s := old.byName[cfg.Name]
 		switch {
-		case s == nil:
-			ch.Added = append(ch.Added, cfg.Name)
-			s = nil
-		case samePlan(&s.cfg, &cfg):
+		case s != nil && samePlan(&s.cfg, &cfg):
 			// Kept as it runs.
-		default:
+		case s != nil:
 			ch.Restarted = append(ch.Restarted, cfg.Name)
 			stopping = append(stopping, s)
 			s = nil
+		default:
+			ch.Added = append(ch.Added, cfg.Name)
 		}
 		if s == nil {
 			s = p.newServer(cfg)
-			if p.run != nil {
-				defer p.start(s) // once the old one has stopped
-			}
+			starting = append(starting, s)
 		}
 		next.list = append(next.list, s)
 		next.byName[cfg.Name] = s
@@ -464,6 +464,13 @@ func (p *Pool) Reconfigure(configs []config.ServerConfig) Changes {
 		}
 	}
 	p.publish()
+	if p.run != nil {
+		// Once the old ones have stopped: a restarted server's process
+		// and cache are not shared with its predecessor's.
+		for _, s := range starting {
+			p.start(s)
+		}
+	}
 	return ch
 }
 
