@@ -134,3 +134,21 @@ func TestSandboxHints(t *testing.T) {
 		t.Errorf("a hint about what is fine:\n%s", hints)
 	}
 }
+
+// The fence of the host's addresses refuses what it cannot do: without
+// nsenter it stops the start (the server does not run with the host in
+// reach), and an address that is not IPv4 is refused before any route is
+// asked for.
+func TestFenceRefusesWhatItCannotDo(t *testing.T) {
+	if err := prohibitRoutes([]string{"::1"}); err == nil || !strings.Contains(err.Error(), "not an IPv4 address") {
+		t.Errorf("an IPv6 address: %v", err)
+	}
+	addrs, err := HostAddresses()
+	if err != nil || len(addrs) == 0 {
+		t.Skipf("the host has no address but the loopback's to fence: %v", err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	if err := fenceHost(os.Getpid(), nil); err == nil || !strings.Contains(err.Error(), "nsenter") {
+		t.Errorf("without nsenter: %v", err)
+	}
+}
