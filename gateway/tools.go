@@ -16,6 +16,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/fuzzy"
 	"github.com/toolshelf/toolshelf/sandbox"
+	"github.com/toolshelf/toolshelf/search"
 	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/upstream"
 )
@@ -156,7 +157,11 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 	res := searchResult{Query: cut(in.Query, echoLimit), Matches: []shelf.Match{}, ToolsSearched: found.Searched,
 		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note, NotConnected: s.up.Unavailable()}
 	if len(res.NotConnected) > 0 && !found.Select && (len(found.Hits) == 0 || found.Weak) {
-		res.Note = notConnectedNote(res.NotConnected, len(found.Hits) == 0, found.Note)
+		names := make([]string, len(res.NotConnected))
+		for i, u := range res.NotConnected {
+			names[i] = u.String()
+		}
+		res.Note = search.NotConnectedNote(names, len(found.Hits) == 0, found.Note)
 	}
 	form := s.opts.Results
 	if found.Select || s.opts.Code != nil {
@@ -486,20 +491,4 @@ func marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSpace(buf.Bytes()), nil
-}
-
-// notConnectedNote is a search's note when servers whose tools it could
-// not see may hold what was asked for: a model that reads only "no match"
-// rewords its search again and again.
-func notConnectedNote(down []upstream.Unavailable, none bool, note string) string {
-	names := make([]string, len(down))
-	for i, u := range down {
-		names[i] = u.String()
-	}
-	said := "Not searched, as their servers are not connected now: " + strings.Join(names, "; ") +
-		". The tool asked for may be one of theirs: a starting server's tools come shortly; for a failed one, tell the person instead of searching again."
-	if none {
-		return "No match among the connected servers' tools. " + said
-	}
-	return note + " " + said
 }

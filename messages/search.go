@@ -68,6 +68,12 @@ type SearchState struct {
 	Discovered map[string]bool
 	// Pending names MCP servers still connecting.
 	Pending []string
+	// NotConnected are the MCP servers whose tools are unknown now, each
+	// as a model reads it: "memory (failed: npm could not install it)"
+	// (upstream.Pool.Unavailable's String). A search that finds nothing
+	// fitting names them, so that the model tells the person rather than
+	// rewording its search.
+	NotConnected []string
 	// Skills are the skills a search finds beside the tools (entries
 	// made with catalog.SkillEntry: a server's skills, as the gateway
 	// serves them), or nil.
@@ -101,6 +107,8 @@ type noMatches struct {
 	Closest []string `json:"closest,omitempty"`
 	Total   int      `json:"total_deferred_tools"`
 	Pending []string `json:"pending_mcp_servers,omitempty"`
+	// NotConnected is SearchState.NotConnected.
+	NotConnected []string `json:"not_connected_mcp_servers,omitempty"`
 	// Note is the search front end's, word for word the gateway's.
 	Note       string `json:"note,omitempty"`
 	Suggestion string `json:"suggestion,omitempty"`
@@ -150,7 +158,10 @@ func (s *Searcher) Handle(ctx context.Context, toolUseID string, input json.RawM
 		return selectResult(toolUseID, found)
 	}
 	if len(found.Hits) == 0 || found.Weak {
-		nm := noMatches{Matches: []string{}, Total: st.Deferred.Len(), Pending: found.Pending, Note: found.Note}
+		nm := noMatches{Matches: []string{}, Total: st.Deferred.Len(), Pending: found.Pending, Note: found.Note, NotConnected: st.NotConnected}
+		if len(st.NotConnected) > 0 {
+			nm.Note = search.NotConnectedNote(st.NotConnected, len(found.Hits) == 0, found.Note)
+		}
 		for _, h := range found.Hits {
 			nm.Closest = append(nm.Closest, h.Entry.Name)
 		}

@@ -84,6 +84,14 @@ func TestSearcher(t *testing.T) {
 	if !strings.Contains(text, `"pending_mcp_servers":["jira"]`) {
 		t.Errorf("no pending servers in %s", text)
 	}
+	// Nothing found with a server down: it is named with why, and the
+	// model is told not to reword.
+	st.Pending, st.NotConnected = nil, []string{"jira (failed: npm could not install it)"}
+	_, text, _ = result(s.Handle(context.Background(), "t", json.RawMessage(`{"query":"jira ticket"}`), st))
+	if !strings.Contains(text, `"not_connected_mcp_servers":["jira (failed: npm could not install it)"]`) ||
+		!strings.Contains(text, "tell the person instead of searching again") {
+		t.Errorf("no server down in %s", text)
+	}
 	if def := s.Tool(); def.Name != DefaultSearchTool || !json.Valid(def.InputSchema) {
 		t.Errorf("tool definition: %+v", def)
 	}

@@ -71,6 +71,19 @@ const (
 	NoteCut     = "The query was cut to its first 2,000 bytes."
 )
 
+// NotConnectedNote is a search's note when servers whose tools it could
+// not see (down, each as "name (failed: why)") may hold what was asked
+// for: a model that reads only "no match" rewords its search again and
+// again. none says the search found nothing; note is its own note.
+func NotConnectedNote(down []string, none bool, note string) string {
+	said := "Not searched, as their servers are not connected now: " + strings.Join(down, "; ") +
+		". The tool asked for may be one of theirs: a starting server's tools come shortly; for a failed one, tell the person instead of searching again."
+	if none {
+		return "No match among the connected servers' tools. " + said
+	}
+	return note + " " + said
+}
+
 // Errors a face words for the model.
 var (
 	// ErrLimit is returned for a limit below zero.

@@ -131,9 +131,15 @@ func (u Unavailable) String() string {
 
 // Unavailable returns the profile's servers whose tools are unknown now
 // (see the type), in name order.
-func (sc *Scope) Unavailable() []Unavailable {
+func (sc *Scope) Unavailable() []Unavailable { return unavailable(sc.Status()) }
+
+// Unavailable returns every server whose tools are unknown now (see the
+// type), in name order: for a face without profiles, the library's.
+func (p *Pool) Unavailable() []Unavailable { return unavailable(p.Status()) }
+
+func unavailable(status []Status) []Unavailable {
 	var out []Unavailable
-	for _, st := range sc.Status() {
+	for _, st := range status {
 		if st.Tools > 0 || st.Quarantined > 0 {
 			continue
 		}

@@ -328,7 +328,7 @@ func (a *agent) useTools(ctx context.Context, reply messages.Message, st turnSta
 		id, name, input := b.String("id"), b.String("name"), b.Raw("input")
 		if name == a.searcher.Tool().Name {
 			out.Content = append(out.Content, a.searcher.Handle(ctx, id, input, messages.SearchState{
-				Deferred: st.pool, All: st.cat, Discovered: discovered, Pending: a.pool.Pending(),
+				Deferred: st.pool, All: st.cat, Discovered: discovered, Pending: a.pool.Pending(), NotConnected: a.notConnected(),
 			}))
 			continue
 		}
@@ -459,4 +459,14 @@ func text(m messages.Message) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// notConnected names the servers whose tools a search cannot see, with
+// why, for the search tool's answer.
+func (a *agent) notConnected() []string {
+	var out []string
+	for _, u := range a.pool.Unavailable() {
+		out = append(out, u.String())
+	}
+	return out
 }
