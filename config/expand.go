@@ -1,11 +1,14 @@
 package config
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -58,14 +61,7 @@ func (x *expander) readFile(name, where string) string {
 		x.fail(fmt.Errorf("${file:} names no file (used in %s)", where))
 		return ""
 	}
-	if rest, ok := strings.CutPrefix(name, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			name = filepath.Join(home, rest)
-		}
-	}
-	if !filepath.IsAbs(name) && x.dir != "" {
-		name = filepath.Join(x.dir, name)
-	}
+	name = secretFilePath(name, x.dir)
 	v, err := ReadSecretFile(name)
 	if err != nil {
 		var pe *os.PathError
@@ -80,6 +76,67 @@ func (x *expander) readFile(name, where string) string {
 		x.values = append(x.values, v)
 	}
 	return v
+}
+
+// secretFilePath is where ${file:name} reads, in a configuration in dir.
+func secretFilePath(name, dir string) string {
+	if rest, ok := strings.CutPrefix(name, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			name = filepath.Join(home, rest)
+		}
+	}
+	if !filepath.IsAbs(name) && dir != "" {
+		name = filepath.Join(dir, name)
+	}
+	return name
+}
+
+// FileRefs returns the files every ${file:PATH} of a configuration's
+// strings names (its data, read from file), whether or not they can be
+// read: what a program that follows the configuration also follows. Data
+// that is not JSON names none.
+func FileRefs(data []byte, file string) []string {
+	var doc any
+	if json.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	dir, err := filepath.Abs(filepath.Dir(file)) // as Parse anchors them
+	if err != nil {
+		return nil
+	}
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case string:
+			for rest := v; ; {
+				i := strings.Index(rest, "${file:")
+				if i < 0 {
+					return
+				}
+				rest = rest[i+len("${file:"):]
+				end := strings.IndexByte(rest, '}')
+				if end < 0 {
+					return
+				}
+				if name := rest[:end]; name != "" {
+					out = append(out, secretFilePath(name, dir))
+				}
+				rest = rest[end:]
+			}
+		case []any:
+			for _, e := range v {
+				walk(e)
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				walk(k)
+				walk(v[k])
+			}
+		}
+	}
+	walk(doc)
+	return out
 }
 
 func (x *expander) fail(err error) {

@@ -474,7 +474,9 @@ func isLoopbackHost(h string) bool {
 // a server's state and error can name hosts, users and what a broken
 // server printed.
 type health struct {
-	Status string `json:"status"` // ok, or degraded when a server is not ready
+	// Status is ok, or degraded when a server is not ready or the
+	// configuration's last change was refused.
+	Status string `json:"status"`
 	Tools  int    `json:"tools"`
 	Mode   string `json:"mode,omitempty"`
 	Ready  int    `json:"serversReady"`
@@ -482,6 +484,9 @@ type health struct {
 	// Quarantined counts the tools the lock file keeps out.
 	Quarantined int               `json:"quarantined,omitempty"`
 	Servers     []upstream.Status `json:"servers,omitempty"`
+	// ConfigError is why the configuration's last change was not applied
+	// (with its file and line): what is served is the file as it was.
+	ConfigError string `json:"configError,omitempty"`
 }
 
 func (s *Server) healthz(token string) http.Handler {
@@ -499,8 +504,12 @@ func (s *Server) healthz(token string) http.Handler {
 				h.Status = "degraded"
 			}
 		}
+		problem := s.up.ConfigProblem()
+		if problem != "" {
+			h.Status = "degraded"
+		}
 		if authorized(r) {
-			h.Mode, h.Servers = s.Mode(), servers
+			h.Mode, h.Servers, h.ConfigError = s.Mode(), servers, problem
 			for _, st := range servers {
 				h.Quarantined += st.Quarantined
 			}

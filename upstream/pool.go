@@ -165,6 +165,9 @@ type Pool struct {
 	// set is the servers, replaced whole when the configuration changes
 	// (Reconfigure): a reader takes the set of the moment.
 	set atomic.Pointer[serverSet]
+	// refused is why the configuration's last change was not applied
+	// (ConfigRefused), "" while what is served is the file's.
+	refused atomic.Pointer[string]
 	// reconfMu serialises Reconfigure; run is Run's context and wg its
 	// servers' goroutines, for the servers a change adds.
 	reconfMu sync.Mutex
@@ -472,6 +475,28 @@ func (p *Pool) Reconfigure(configs []config.ServerConfig) Changes {
 		}
 	}
 	return ch
+}
+
+// ConfigRefused records that the configuration's last change did not load
+// (err; nil once one loads), for /healthz and the console: the servers
+// serve on as they were. Its secrets are cut, as in every status.
+func (p *Pool) ConfigRefused(err error) {
+	why := ""
+	if err != nil {
+		why = p.redactor().Redact(err.Error())
+	}
+	if old := p.refused.Swap(&why); old == nil || *old != why {
+		p.publish()
+	}
+}
+
+// ConfigProblem is why the configuration's last change was not applied,
+// or "" (see ConfigRefused).
+func (p *Pool) ConfigProblem() string {
+	if why := p.refused.Load(); why != nil {
+		return *why
+	}
+	return ""
 }
 
 // samePlan reports whether a server's plan is unchanged: what it runs

@@ -177,6 +177,9 @@ func (sc *Scope) Status() []Status {
 	return slices.DeleteFunc(sc.pool.Status(), func(s Status) bool { return !sc.HasServer(s.Name) })
 }
 
+// ConfigProblem is the pool's (see Pool.ConfigRefused).
+func (sc *Scope) ConfigProblem() string { return sc.pool.ConfigProblem() }
+
 // Held returns the profile's servers' tools that the lock file keeps out.
 func (sc *Scope) Quarantined() []Quarantined {
 	return slices.DeleteFunc(sc.pool.Quarantined(), func(h Quarantined) bool { return !sc.HasServer(h.Server) })

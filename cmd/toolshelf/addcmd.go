@@ -233,6 +233,7 @@ func runAdd(ctx context.Context, e *env, arg string, regs []string, ch addChoice
 		return err
 	}
 	fmt.Fprintln(e.stdout, said)
+	fmt.Fprintln(e.stdout, tookChange(ctx, e, path))
 	return nil
 }
 
@@ -371,11 +372,11 @@ func writeConfigDoc(path string, doc, servers map[string]json.RawMessage) error 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".toolshelf-add"
-	if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
-		return err
+	mode := os.FileMode(0o644)
+	if fi, err := os.Stat(path); err == nil {
+		mode = fi.Mode().Perm() // a file kept private stays so
 	}
-	return os.Rename(tmp, path)
+	return writeAtomic(path, append(out, '\n'), mode)
 }
 
 // allowInstall asks the configuration's rules about the install: a

@@ -312,6 +312,7 @@ func runUpdate(ctx context.Context, e *env, cfg *config.Config, path string, nam
 		if _, err := loadConfig(e, path); err != nil {
 			return fmt.Errorf("the configuration written to %s does not read back: %w", path, err)
 		}
+		fmt.Fprintln(e.stdout, tookChange(ctx, e, path))
 	} else if len(errs) == 0 {
 		fmt.Fprintln(e.stdout, "every server added from a registry runs its latest version")
 	}

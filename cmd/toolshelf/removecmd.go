@@ -40,6 +40,7 @@ user's configuration folder.`,
 				return err
 			}
 			fmt.Fprintln(e.stdout, said)
+			fmt.Fprintln(e.stdout, tookChange(ctx, e, path))
 			return nil
 		}
 	},

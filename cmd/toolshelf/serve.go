@@ -95,7 +95,8 @@ help add') that run here without a person's inputs, and that the rules let
 be installed (Action::"install"), are shown to the person through their
 client (elicitation), with their version, status and what would run, and
 the one they choose is added to the configuration as toolshelf add adds
-it: held until its tools are approved, and started at the next serve.
+it: started at once while serve follows its configuration, its tools held
+until approved.
 Nothing is installed without their yes, or for a client that cannot ask.
 
 --activate adds the tools search_tools finds to that session's tool list and
@@ -392,11 +393,25 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 	if cons := o.newConsole(e, host, src, hopts.Server.Learn, logger); cons != nil {
 		host.Mount(console.Prefix, cons.Handler())
 	}
-	if path := configPath(e, o.config); path != "" && src.config != nil && !o.noWatch {
-		if applied, err := os.ReadFile(path); err == nil {
-			wctx, stop := context.WithCancel(ctx)
-			defer stop()
-			go watchConfig(wctx, e, path, applied, src.pool, logger)
+	if path := configPath(e, o.config); path != "" && src.config != nil {
+		if data, err := os.ReadFile(path); err == nil {
+			notes := newNoteKeeper(e, path, !o.noWatch)
+			defer notes.remove()
+			f := &configFollower{path: path, logger: logger.With("component", "config"),
+				parse: func(b []byte) (*config.Config, error) { return parseConfig(e, path, b) },
+				apply: func(cfg *config.Config) { applyConfig(host, cfg, logger) },
+				report: func(st followed) {
+					src.pool.ConfigRefused(st.Err)
+					notes.keep(st, src.pool.ConfigProblem())
+				},
+			}
+			if o.noWatch {
+				notes.keep(followed{Applied: configPrint(data, config.FileRefs(data, path))}, "")
+			} else {
+				wctx, stop := context.WithCancel(ctx)
+				defer stop()
+				go f.run(wctx)
+			}
 		}
 	}
 	return serveHost(ctx, e, host, o, logger)

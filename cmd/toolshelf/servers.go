@@ -67,7 +67,16 @@ func optionalConfig(e *env, flag string) (*config.Config, string, error) {
 // loadConfig reads a whole configuration file; its problems are usage
 // errors.
 func loadConfig(e *env, path string) (*config.Config, error) {
-	cfg, err := config.Load(path, e.getenv)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("config: %v", err)
+	}
+	return parseConfig(e, path, data)
+}
+
+// parseConfig parses a configuration file's data, as loadConfig.
+func parseConfig(e *env, path string, data []byte) (*config.Config, error) {
+	cfg, err := config.Parse(data, path, e.getenv)
 	if err != nil {
 		var ce *catalog.FileError
 		if errors.As(err, &ce) {

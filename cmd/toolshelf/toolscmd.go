@@ -259,6 +259,11 @@ func runTools(ctx context.Context, e *env, configFlag, storeURL, verb, server, t
 	}
 	past := map[string]string{"approve": "approved", "deny": "denied"}[verb]
 	fmt.Fprintf(e.stdout, "%s %d in %s: %s\n", past, len(held), pins.Path(), strings.Join(names, ", "))
+	for _, n := range runningServes(e, path) {
+		// The pool reads the pins again every pinReload (upstream).
+		fmt.Fprintf(e.stdout, "the gateway running as pid %d reads the pins again within seconds: the tools %s are %s then\n",
+			n.PID, past, map[string]string{"approve": "served", "deny": "kept out"}[verb])
+	}
 	return nil
 }
 

@@ -1,16 +1,19 @@
 package main
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/toolshelf/toolshelf/upstream"
+	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/gateway"
 )
 
 // configPoll is how often serve looks at its configuration file. A change
@@ -18,46 +21,124 @@ import (
 // (written in pieces, or a new file renamed over the old) has settled.
 const configPoll = 300 * time.Millisecond
 
-// watchConfig follows the configuration file at path while serve runs:
-// a change that loads is applied to the pool's servers (started,
-// stopped, restarted: upstream.Pool.Reconfigure) while the others serve
-// on; one that does not load changes nothing and is said at WARN with
-// what is wrong and where. applied are the bytes serve started with.
-func watchConfig(ctx context.Context, e *env, path string, applied []byte, pool *upstream.Pool, logger *slog.Logger) {
-	logger = logger.With("component", "config", "file", path)
-	tick := time.NewTicker(configPoll)
+// configFollower follows serve's configuration file, and the secret files
+// it names (${file:PATH}), while serve runs: a change that loads is
+// applied, one that does not changes nothing and is said at WARN with
+// what is wrong and where, and reported (the pool's ConfigRefused, the
+// state folder's note for add and remove).
+type configFollower struct {
+	path  string
+	parse func(data []byte) (*config.Config, error)
+	// apply makes what serve serves the configuration's.
+	apply func(*config.Config)
+	// report, when set, hears of every change handled: the fingerprint
+	// applied, or the one refused and why.
+	report func(followed)
+	logger *slog.Logger
+	poll   time.Duration
+}
+
+// followed is what a follower did with the configuration it read last.
+type followed struct {
+	// Applied is the fingerprint of the configuration served (see
+	// configPrint); Refused that of a change that did not load, and Err
+	// why, while the file holds it.
+	Applied, Refused string
+	Err              error
+}
+
+// run follows the file until ctx is done. Its first look applies the file
+// as it is then (nothing changes when it is what serve started with): a
+// secret file it names may have changed since serve read it.
+func (f *configFollower) run(ctx context.Context) {
+	poll := f.poll
+	if poll == 0 {
+		poll = configPoll
+	}
+	var st followed
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	var seen []byte // read at the last look, not applied yet
+	seen := "" // the fingerprint of the last look, not handled yet
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
 		}
-		b, err := os.ReadFile(path)
+		b, err := os.ReadFile(f.path)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // between an editor's removal and its rename
 		}
-		if err != nil || bytes.Equal(b, applied) {
-			seen = nil
-			continue
-		}
-		if !bytes.Equal(b, seen) {
-			seen = b // changed since the last look: not settled yet
-			continue
-		}
-		applied, seen = b, nil
-		cfg, err := loadConfig(e, path)
 		if err != nil {
-			logger.Warn("the configuration's change does not load; serving it as it was", "error", err)
 			continue
 		}
-		ch := pool.Reconfigure(cfg.Servers)
-		if ch.Empty() {
-			logger.Info("the configuration changed; its servers did not (profiles, identity and settings follow a restart of serve)")
+		// Read before the parse: a secret file that changes while it
+		// is parsed is seen changed at the next look.
+		fp := configPrint(b, config.FileRefs(b, f.path))
+		if fp == st.Applied {
+			seen = ""
+			if st.Refused != "" {
+				// Put back as it is served: nothing is refused now.
+				st = followed{Applied: fp}
+				f.said(st)
+			}
 			continue
 		}
-		logger.Info("the configuration changed: servers follow it",
-			"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","), "restarted", strings.Join(ch.Restarted, ","))
+		// A change is read once it has settled. One refused is read again
+		// at every look: a file it names may have come since.
+		if fp != st.Refused && fp != seen {
+			seen = fp
+			continue
+		}
+		seen = ""
+		next, err := f.parse(b)
+		if err != nil {
+			if fp != st.Refused || err.Error() != st.Err.Error() {
+				f.logger.Warn("the configuration's change does not load; serving it as it was", "file", f.path, "error", err)
+			}
+			st.Refused, st.Err = fp, err
+			f.said(st)
+			continue
+		}
+		f.apply(next)
+		st = followed{Applied: fp}
+		f.said(st)
 	}
+}
+
+func (f *configFollower) said(st followed) {
+	if f.report != nil {
+		f.report(st)
+	}
+}
+
+// configPrint is the fingerprint of a configuration: its bytes and those
+// of the secret files it names (config.FileRefs), so that a new token in
+// a file restarts the servers given it.
+func configPrint(data []byte, files []string) string {
+	h := sha256.New()
+	h.Write([]byte(strconv.Itoa(len(data)) + ":"))
+	h.Write(data)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			b = []byte("\x00unreadable")
+		}
+		h.Write([]byte("\x00" + name + "\x00" + strconv.Itoa(len(b)) + ":"))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// applyConfig makes what serve serves a configuration's: its servers
+// started, stopped and restarted (upstream.Pool.Reconfigure) while the
+// others serve on.
+func applyConfig(host *gateway.Host, cfg *config.Config, logger *slog.Logger) {
+	logger = logger.With("component", "config")
+	ch := host.Pool().Reconfigure(cfg.Servers)
+	if ch.Empty() {
+		return
+	}
+	logger.Info("the configuration changed: servers follow it",
+		"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","), "restarted", strings.Join(ch.Restarted, ","))
 }
