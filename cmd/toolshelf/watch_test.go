@@ -28,8 +28,8 @@ type followerUnderTest struct {
 	mu   sync.Mutex
 	last followed
 	// heard gets a value at every report.
-	heard   chan struct{}
-	cfg     *config.Config // the configuration applied last
+	heard chan struct{}
+	cfg   *config.Config // the configuration applied last
 }
 
 func startFollower(t *testing.T, path string) *followerUnderTest {
