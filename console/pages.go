@@ -69,6 +69,9 @@ type overview struct {
 	All, Deferrable, Loaded int
 	Quarantined, Starting   int
 	Most                    int // the largest server's tokens: a full bar
+	// ConfigProblem is why the configuration's last change was not
+	// applied (upstream.Pool.ConfigRefused), with its file and line.
+	ConfigProblem string
 }
 
 func (c *Console) overview(ctx context.Context) overview {
@@ -89,7 +92,8 @@ func (c *Console) overview(ctx context.Context) overview {
 	for _, o := range g.Scope().Offers() {
 		offers[o.Server] = o
 	}
-	o := overview{Mode: g.Mode(), Tools: snap.Catalog.Len(), All: view.All.Tokens, Deferrable: view.Deferrable.Tokens, Loaded: view.Loaded.Tokens}
+	o := overview{Mode: g.Mode(), Tools: snap.Catalog.Len(), All: view.All.Tokens, Deferrable: view.Deferrable.Tokens, Loaded: view.Loaded.Tokens,
+		ConfigProblem: c.opts.Host.Pool().ConfigProblem()}
 	most := 1
 	var notes map[string]string
 	if c.opts.RegistryNotes != nil {

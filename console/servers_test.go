@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -79,6 +80,19 @@ func TestFailedServerAndEmptyPages(t *testing.T) {
 	req.Header.Set(auth[0], auth[1])
 	if resp, err := noRedirect.Do(req); err != nil || resp.StatusCode != http.StatusConflict {
 		t.Errorf("retrying an unknown server: %v %v", resp.StatusCode, err)
+	}
+
+	// The configuration changes while the console is open: a change that
+	// does not load is said with its place; a server added is shown.
+	pool.ConfigRefused(errors.New("servers.json:3: invalid JSON"))
+	if _, body := get(t, http.DefaultClient, srv.URL+"/console/servers.part", auth...); !strings.Contains(body, "was not applied") || !strings.Contains(body, "servers.json:3: invalid JSON") {
+		t.Errorf("a refused change is not on the servers page:\n%s", body)
+	}
+	pool.Reconfigure([]config.ServerConfig{{Name: "down", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)},
+		{Name: "added", Command: "false", NoContain: true, Timeout: testenv.Timeout(5 * time.Second)}})
+	pool.ConfigRefused(nil)
+	if _, body := get(t, http.DefaultClient, srv.URL+"/console/servers.part", auth...); !strings.Contains(body, `data-server="added"`) || strings.Contains(body, "was not applied") {
+		t.Errorf("the server added is not on the servers page, or the refusal stays:\n%s", body)
 	}
 
 	status, body := get(t, http.DefaultClient, srv.URL+"/console/servers", auth...)
