@@ -202,14 +202,31 @@ func (c *conn) wait() error {
 	return c.session.Wait()
 }
 
-// close ends the session and stops the process, if any.
+// close ends the session and stops the process, if any. The SDK's Close
+// waits for the calls under way: one that never ends would hold it (and
+// the pool's Reconfigure, and its shutdown) forever, so after stopGrace
+// the connection is cancelled and the process stopped, which ends them.
 func (c *conn) close() {
+	closed := make(chan struct{})
 	if c.session != nil {
-		_ = c.session.Close()
+		go func() { _ = c.session.Close(); close(closed) }()
+	} else {
+		close(closed)
+	}
+	grace := time.NewTimer(stopGrace)
+	defer grace.Stop()
+	select {
+	case <-closed:
+	case <-grace.C:
 	}
 	c.cancel()
 	if c.proc != nil {
 		c.proc.Stop(stopGrace)
+	}
+	grace.Reset(stopGrace)
+	select {
+	case <-closed:
+	case <-grace.C: // a remote server's call that the cancel did not end: left to its own deadline
 	}
 }
 

@@ -114,6 +114,10 @@ type Options struct {
 	// with every failure up to MaxRestartDelay. Defaults: 1s and 1m.
 	RestartDelay    time.Duration
 	MaxRestartDelay time.Duration
+	// CallDrain bounds how long a server that Reconfigure stops or
+	// restarts is left to answer the calls under way (default 30s): a
+	// call still running after it ends with the server.
+	CallDrain time.Duration
 	// Tokens holds the sign-ins of remote servers that ask for OAuth
 	// (toolshelf auth login). Nil sends no token: such a server fails
 	// with its 401.
@@ -253,6 +257,9 @@ func NewPool(configs []config.ServerConfig, opts *Options) *Pool {
 	}
 	if p.opts.MaxRestartDelay <= 0 {
 		p.opts.MaxRestartDelay = time.Minute
+	}
+	if p.opts.CallDrain <= 0 {
+		p.opts.CallDrain = 30 * time.Second
 	}
 	if p.opts.Version == "" {
 		p.opts.Version = "dev"
@@ -421,7 +428,8 @@ func (c Changes) Empty() bool { return len(c.Added)+len(c.Removed)+len(c.Restart
 // start), one removed is stopped and its tools leave the catalog, one
 // whose plan changed (command, arguments, environment, grants, network,
 // headers, sign-in, trust) is stopped and started again with the new
-// one; the others serve on, their connections untouched. The redactor
+// one; the others serve on, their connections untouched. A server
+// stopped answers the calls under way first (up to Options.CallDrain). The redactor
 // takes the new secrets at once. The catalog is published again, so every
 // session's lists follow. Before Run, the servers are only replaced.
 func (p *Pool) Reconfigure(configs []config.ServerConfig) Changes {
@@ -460,13 +468,16 @@ func (p *Pool) Reconfigure(configs []config.ServerConfig) Changes {
 		}
 	}
 	p.set.Store(next)
+	// The tools of a server removed leave every list at once; the calls
+	// it is answering are answered before it stops.
+	p.publish()
+	drainCalls(stopping, p.opts.CallDrain)
 	for _, s := range stopping {
 		if s.stop != nil {
 			s.stop()
 			<-s.stopped
 		}
 	}
-	p.publish()
 	if p.run != nil {
 		// Once the old ones have stopped: a restarted server's process
 		// and cache are not shared with its predecessor's.
@@ -621,6 +632,8 @@ func (p *Pool) call(ctx context.Context, e *catalog.Entry, args json.RawMessage)
 	if err != nil {
 		return nil, err
 	}
+	s.calls.begin()
+	defer s.calls.end()
 	token, end := s.flights.start(ctx)
 	defer end()
 	s.offers.mu.Lock()

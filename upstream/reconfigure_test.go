@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 )
@@ -69,5 +70,88 @@ func TestReconfigure(t *testing.T) {
 	}
 	if again := p.Reconfigure([]config.ServerConfig{keep, changed, added}); !again.Empty() {
 		t.Errorf("the same configuration again changed %+v", again)
+	}
+}
+
+// A server that a change removes or restarts answers the calls it is
+// answering before it stops: the call in flight gets its result, not
+// an error.
+func TestReconfigureAnswersCallsUnderWay(t *testing.T) {
+	slow := fake("slow", "serve", []string{"slow"})
+	p := NewPool([]config.ServerConfig{slow}, nil)
+	stop := run(t, p)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	p.Wait(ctx)
+	s := p.server("slow")
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := p.Scope(nil).Call(ctx, "mcp__slow__slow", json.RawMessage(`{"ms": 2000}`))
+		done <- answer{res, err}
+	}()
+	testenv.Eventually(t, time.Minute, "the call to be under way", func() bool {
+		select {
+		case <-s.calls.quiet():
+			return false
+		default:
+			return true
+		}
+	})
+	if ch := p.Reconfigure(nil); !slices.Equal(ch.Removed, []string{"slow"}) {
+		t.Fatalf("changes: %+v", ch)
+	}
+	t0 := time.Now()
+	// Had the server been stopped first, the call would have failed.
+	select {
+	case a := <-done:
+		t.Logf("answer after %v: %v %+v", time.Since(t0), a.err, a.res)
+		if a.err != nil || a.res.IsError {
+			t.Fatalf("the call under way when its server was removed: %v %+v", a.err, a.res)
+		}
+	case <-ctx.Done():
+		t.Fatal("timed out: the call under way was not answered")
+	}
+	if _, err := p.Scope(nil).Call(ctx, "mcp__slow__slow", json.RawMessage(`{"ms": 1}`)); err == nil {
+		t.Error("a call of the removed server's tool was made")
+	}
+}
+
+// A call that outlasts Options.CallDrain ends with its server: the
+// change is applied, and the call is told, rather than the change (and
+// every later one) waiting on it for ever.
+func TestReconfigureEndsACallThatOutlastsTheDrain(t *testing.T) {
+	p := NewPool([]config.ServerConfig{fake("w", "serve", []string{"wait"})}, &Options{CallDrain: 100 * time.Millisecond})
+	stop := run(t, p)
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	p.Wait(ctx)
+	s := p.server("w")
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.Scope(nil).Call(context.WithoutCancel(ctx), "mcp__w__wait", json.RawMessage(`{}`))
+		done <- err
+	}()
+	testenv.Eventually(t, time.Minute, "the call to be under way", func() bool {
+		select {
+		case <-s.calls.quiet():
+			return false
+		default:
+			return true
+		}
+	})
+	p.Reconfigure(nil)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("a call whose server was stopped under it succeeded")
+		}
+	case <-ctx.Done():
+		t.Fatal("timed out: the call was not ended with its server")
 	}
 }

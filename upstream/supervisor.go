@@ -31,6 +31,7 @@ type server struct {
 	relistOffer chan struct{}
 	client      *mcp.Client // with the handlers that route to clients
 	flights     flights     // requests in flight, with their clients
+	calls       callCount   // calls under way, for a stop to wait on
 	offers      offerState
 	people      people // connections of people (Signin)
 
