@@ -25,6 +25,8 @@ import (
 // whose list_changed notifications come on changed.
 type liveGateway struct {
 	cfg     string
+	url     string   // the gateway's /mcp
+	env     []string // serve's environment (its state folder)
 	stderr  *testenv.Buffer
 	cs      *mcp.ClientSession
 	changed chan struct{}
@@ -64,15 +66,18 @@ func (g *liveGateway) tools(t testing.TB, ctx context.Context) []string {
 	return names
 }
 
+// liveToken opens the live gateway's /mcp and its /healthz details: its
+// servers run uncontained, so /mcp on loopback needs a token.
+const liveToken = "live-config-token-0123456789abcdef"
+
 func startLiveGateway(t testing.TB, ctx context.Context, servers map[string]any) *liveGateway {
 	dir := t.TempDir()
 	g := &liveGateway{cfg: filepath.Join(dir, "servers.json"), stderr: &testenv.Buffer{}, changed: make(chan struct{}, 1024)}
 	g.save(t, servers)
-	// The servers run uncontained, so /mcp on loopback needs the token.
-	const token = "live-config-token-0123456789abcdef"
-	os.WriteFile(filepath.Join(dir, "token"), []byte(token+"\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "token"), []byte(liveToken+"\n"), 0o600)
 	cmd := exec.Command(toolshelf, "serve", "--config", g.cfg, "--http", "127.0.0.1:0", "--mode", "all", "--auth-token-file", filepath.Join(dir, "token"))
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
+	g.env = cmd.Env
 	cmd.Stderr = g.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -85,6 +90,7 @@ func startLiveGateway(t testing.TB, ctx context.Context, servers map[string]any)
 		}
 		return url != ""
 	})
+	g.url = url
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "live", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -92,7 +98,7 @@ func startLiveGateway(t testing.TB, ctx context.Context, servers map[string]any)
 			default:
 			}
 		},
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{liveToken}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,6 +160,21 @@ func TestServeFollowsItsConfiguration(t *testing.T) {
 	if !has("alpha")() || !has("beta")() {
 		t.Fatalf("a change that does not load changed the tools: %v", tools())
 	}
+	// /healthz says it, with the file and line, to the admin.
+	req, _ := http.NewRequestWithContext(ctx, "GET", strings.TrimSuffix(g.url, "/mcp")+"/healthz", nil)
+	resp, err := (&http.Client{Transport: bearer{liveToken}}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health struct {
+		Status      string `json:"status"`
+		ConfigError string `json:"configError"`
+	}
+	json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if health.Status != "degraded" || !strings.Contains(health.ConfigError, "servers.json:1") {
+		t.Errorf("/healthz while the file does not load: %+v", health)
+	}
 
 	// A server whose environment changed is started again with it.
 	changedB := server("beta")
@@ -166,7 +187,13 @@ func TestServeFollowsItsConfiguration(t *testing.T) {
 	callOK("beta")
 	callOK("alpha")
 
-	save(map[string]any{"b": changedB})
+	// toolshelf remove, beside the running gateway, says it took it.
+	rm := exec.CommandContext(ctx, toolshelf, "remove", "--config", cfg, "a")
+	rm.Env = g.env
+	out, err := rm.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "took the change") {
+		t.Fatalf("toolshelf remove beside a running gateway: %v\n%s", err, out)
+	}
 	testenv.Eventually(t, time.Minute, "the removed server's tool to leave", func() bool { return !has("alpha")() })
 	callOK("beta")
 	if !strings.Contains(stderr.String(), "removed=a") {

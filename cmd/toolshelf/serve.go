@@ -399,7 +399,7 @@ func runServe(ctx context.Context, e *env, o serveOptions) error {
 			defer notes.remove()
 			f := &configFollower{path: path, logger: logger.With("component", "config"),
 				parse: func(b []byte) (*config.Config, error) { return parseConfig(e, path, b) },
-				apply: func(cfg *config.Config) { applyConfig(host, cfg, logger) },
+				apply: func(cfg *config.Config) []string { return applyConfig(host, src.config, cfg, logger) },
 				report: func(st followed) {
 					src.pool.ConfigRefused(st.Err)
 					notes.keep(st, src.pool.ConfigProblem())

@@ -33,6 +33,8 @@ type serveNote struct {
 	Applied string `json:"applied,omitempty"`
 	Refused string `json:"refused,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Unapplied names the parts changed that wait for a restart.
+	Unapplied []string `json:"unapplied,omitempty"`
 }
 
 // takeWait bounds how long a command waits for a running gateway to take
@@ -88,7 +90,7 @@ func (k *noteKeeper) keep(st followed, why string) {
 	if k.path == "" {
 		return
 	}
-	k.note.Applied, k.note.Refused, k.note.Error = st.Applied, st.Refused, why
+	k.note.Applied, k.note.Refused, k.note.Error, k.note.Unapplied = st.Applied, st.Refused, why, st.Unapplied
 	b, _ := json.Marshal(k.note)
 	if err := os.MkdirAll(filepath.Dir(k.path), 0o700); err != nil {
 		return
@@ -179,6 +181,8 @@ func tookChange(ctx context.Context, e *env, file string) string {
 		switch {
 		case !n.Follows:
 			said = append(said, fmt.Sprintf("the gateway running as pid %d does not follow its configuration (serve --no-watch): restart it to take the change", n.PID))
+		case n.Applied == want && n.Refused == "" && len(n.Unapplied) > 0:
+			said = append(said, fmt.Sprintf("the gateway running as pid %d took the change of its servers; its %s change when it restarts", n.PID, strings.Join(n.Unapplied, ", ")))
 		case n.Applied == want && n.Refused == "":
 			said = append(said, fmt.Sprintf("the gateway running as pid %d took the change", n.PID))
 		case n.Refused == want:

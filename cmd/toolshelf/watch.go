@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -29,8 +30,9 @@ const configPoll = 300 * time.Millisecond
 type configFollower struct {
 	path  string
 	parse func(data []byte) (*config.Config, error)
-	// apply makes what serve serves the configuration's.
-	apply func(*config.Config)
+	// apply makes what serve serves the configuration's; it returns the
+	// parts that changed and are read only at start (unapplied).
+	apply func(*config.Config) []string
 	// report, when set, hears of every change handled: the fingerprint
 	// applied, or the one refused and why.
 	report func(followed)
@@ -45,6 +47,9 @@ type followed struct {
 	// why, while the file holds it.
 	Applied, Refused string
 	Err              error
+	// Unapplied names the parts of the configuration served that
+	// changed and wait for a restart of serve (see unapplied).
+	Unapplied []string
 }
 
 // run follows the file until ctx is done. Its first look applies the file
@@ -79,7 +84,7 @@ func (f *configFollower) run(ctx context.Context) {
 			seen = ""
 			if st.Refused != "" {
 				// Put back as it is served: nothing is refused now.
-				st = followed{Applied: fp}
+				st.Refused, st.Err = "", nil
 				f.said(st)
 			}
 			continue
@@ -100,8 +105,7 @@ func (f *configFollower) run(ctx context.Context) {
 			f.said(st)
 			continue
 		}
-		f.apply(next)
-		st = followed{Applied: fp}
+		st = followed{Applied: fp, Unapplied: f.apply(next)}
 		f.said(st)
 	}
 }
@@ -132,13 +136,45 @@ func configPrint(data []byte, files []string) string {
 
 // applyConfig makes what serve serves a configuration's: its servers
 // started, stopped and restarted (upstream.Pool.Reconfigure) while the
-// others serve on.
-func applyConfig(host *gateway.Host, cfg *config.Config, logger *slog.Logger) {
+// others serve on. It returns the parts of the configuration that
+// changed since started (serve's) and are read only at start.
+func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.Logger) []string {
 	logger = logger.With("component", "config")
 	ch := host.Pool().Reconfigure(cfg.Servers)
-	if ch.Empty() {
-		return
+	if !ch.Empty() {
+		logger.Info("the configuration changed: servers follow it",
+			"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","), "restarted", strings.Join(ch.Restarted, ","))
 	}
-	logger.Info("the configuration changed: servers follow it",
-		"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","), "restarted", strings.Join(ch.Restarted, ","))
+	parts := unapplied(started, cfg)
+	if len(parts) > 0 {
+		logger.Warn("the configuration changed parts that serve reads at start: they take effect when it restarts", "parts", strings.Join(parts, ", "))
+	}
+	return parts
+}
+
+// unapplied names the parts of the configuration, other than its
+// servers, that differ between what serve started with and now. They are
+// read once, by the parts of serve built at start (the gateways and their
+// tokens, the identity provider, the lock file's trust, the store), and
+// are not changed under sessions that were opened by them.
+func unapplied(started, now *config.Config) []string {
+	var parts []string
+	for _, p := range []struct {
+		name     string
+		was, now any
+	}{
+		{"profiles", started.Profiles, now.Profiles},
+		{"groups", started.Groups, now.Groups},
+		{"search", started.Search, now.Search},
+		{"identity", started.Identity, now.Identity},
+		{"trust", started.Trust, now.Trust},
+		{"store", started.Store, now.Store},
+		{"learn", started.NoLearn, now.NoLearn},
+		{"policies", started.Policies, now.Policies},
+	} {
+		if !reflect.DeepEqual(p.was, p.now) {
+			parts = append(parts, p.name)
+		}
+	}
+	return parts
 }

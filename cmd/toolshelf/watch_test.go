@@ -50,11 +50,12 @@ func startFollower(t *testing.T, path string) *followerUnderTest {
 	wg.Go(func() { ft.pool.Run(ctx) })
 	f := &configFollower{path: path, poll: time.Millisecond, logger: slog.New(slog.DiscardHandler),
 		parse: func(b []byte) (*config.Config, error) { return parseConfig(e, path, b) },
-		apply: func(cfg *config.Config) {
+		apply: func(cfg *config.Config) []string {
 			ft.pool.Reconfigure(cfg.Servers)
 			ft.mu.Lock()
 			ft.cfg = cfg
 			ft.mu.Unlock()
+			return nil
 		},
 		report: func(st followed) {
 			ft.pool.ConfigRefused(st.Err)
@@ -257,5 +258,28 @@ func TestFollowerFollowsSecretFiles(t *testing.T) {
 	os.WriteFile(tok, []byte("three\n"), 0o600)
 	if st := ft.settle(t, tok); st.Applied == "" || token() != "three" {
 		t.Fatalf("the secret file back: %+v, applied %q", st, token())
+	}
+}
+
+// unapplied names the parts serve reads at start that a change changed,
+// and nothing for the same configuration read again.
+func TestUnapplied(t *testing.T) {
+	e := &env{getenv: func(string) string { return "" }}
+	base := `{"mcpServers": {"a": {"command": "true"}}, "profiles": {"p": {"servers": ["a"], "tools": {"allow": ["a__*"]}}},
+		"groups": {"g": {"description": "d", "tools": ["a__x"]}}, "search": {"results": "compact"},
+		"identity": {"issuer": "https://idp.example", "audience": "toolshelf"}}`
+	parse := func(s string) *config.Config {
+		cfg, err := parseConfig(e, filepath.Join(t.TempDir(), "servers.json"), []byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+	if got := unapplied(parse(base), parse(base)); len(got) != 0 {
+		t.Errorf("the same configuration read twice: %v", got)
+	}
+	changed := strings.NewReplacer(`"a__*"`, `"a__y"`, `"compact"`, `"full"`, `"command": "true"`, `"command": "false"`).Replace(base)
+	if got := unapplied(parse(base), parse(changed)); !slices.Equal(got, []string{"profiles", "search"}) {
+		t.Errorf("profiles and search changed, and a server: %v", got)
 	}
 }
