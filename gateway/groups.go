@@ -79,8 +79,9 @@ func (s *Server) groups(ctx context.Context) []*group {
 		taken[g.Name] = true
 		out = append(out, g)
 	}
-	for i := range s.opts.Groups {
-		cfg := &s.opts.Groups[i]
+	sets := s.settings.Load().Groups
+	for i := range sets {
+		cfg := &sets[i]
 		g := &group{Name: cfg.Name, Description: cfg.Description}
 		for e := range snap.Catalog.All() {
 			if !e.Unverified && cfg.HasTool(e.Name) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -69,6 +71,9 @@ type Host struct {
 	// announce carries the address of a fleet's replica to runFleet.
 	announce chan string
 	mounts   []mount
+	// applyMu serialises Apply; profiles are the ones it applied last.
+	applyMu  sync.Mutex
+	profiles []config.Profile
 }
 
 // NewHost returns a host of pool's tools. The error is a profile that
@@ -78,6 +83,7 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	if opts != nil {
 		h.opts = *opts
 	}
+	h.profiles = h.opts.Profiles
 	h.logger = h.opts.Logger
 	if h.logger == nil {
 		h.logger = slog.New(slog.DiscardHandler)
@@ -137,6 +143,49 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	}
 	return h, nil
 }
+
+// Apply makes the host serve a new version of the configuration's
+// profiles and settings while it runs, as far as can be done in place:
+// every gateway's settings, and the tools of each profile (its servers,
+// tool filter, tools kept loaded), each session listing again where what
+// it sees changed. It returns what it left for a restart: profiles added
+// or removed, or who opens one (its tokens, its people's claims): the
+// HTTP surface was built from them and the sessions open were opened by
+// them, and a token taken away must end those (a restart does).
+func (h *Host) Apply(profiles []config.Profile, st Settings) (unapplied []string) {
+	h.applyMu.Lock()
+	defer h.applyMu.Unlock()
+	for _, g := range h.servers() {
+		g.Apply(st)
+	}
+	if !sameAccess(h.profiles, profiles) {
+		return []string{"profiles (which there are, or who opens them)"}
+	}
+	for i := range profiles {
+		if g := h.Gateway(profiles[i].Name); g != nil {
+			g.Scope().SetProfile(&profiles[i])
+		}
+	}
+	h.profiles = profiles
+	return nil
+}
+
+// sameAccess reports whether two versions of the profiles are the same
+// profiles, opened by the same tokens and people.
+func sameAccess(a, b []config.Profile) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		j := slices.IndexFunc(b, func(p config.Profile) bool { return p.Name == a[i].Name })
+		if j < 0 || !reflect.DeepEqual(sortedCopy(a[i].Tokens), sortedCopy(b[j].Tokens)) || !reflect.DeepEqual(a[i].Claims, b[j].Claims) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
 
 // Main returns the gateway served at /mcp and over stdio.
 func (h *Host) Main() *Server { return h.main }

@@ -129,6 +129,7 @@ type Options struct {
 	Proposer Proposer
 	// Groups are the configuration's sets of tools and skills, served as
 	// groups (groups.go) beside one per server and one per skill.
+	// Server.Apply changes them, and Results, while the gateway runs.
 	Groups []config.GroupConfig
 	// Results is what each match of a ranked search carries: compact
 	// (name, server, purpose, signature; the default) or the whole
@@ -169,6 +170,9 @@ type Server struct {
 
 	up        *upstream.Scope
 	opts      Options
+	// settings are the options Apply changes in place: read them here,
+	// not in opts.
+	settings atomic.Pointer[Settings]
 	logger    *slog.Logger
 	sdkLogger *slog.Logger
 	tel       *telemetry.Telemetry
@@ -271,6 +275,7 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	}
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
+	s.Apply(Settings{Results: s.opts.Results, Groups: s.opts.Groups})
 	s.logger = s.opts.Logger
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -303,6 +308,16 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	s.updateOffers(up.Offers())
 	return s, nil
 }
+
+// Settings are the options a change of the configuration changes while
+// the gateway serves, sessions going on (see Options).
+type Settings struct {
+	Results shelf.Form
+	Groups  []config.GroupConfig
+}
+
+// Apply makes the gateway's settings st from the next request on.
+func (s *Server) Apply(st Settings) { s.settings.Store(&st) }
 
 // Profile returns the name of the profile the gateway serves.
 func (s *Server) Profile() string { return s.up.Profile() }

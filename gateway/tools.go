@@ -163,7 +163,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		}
 		res.Note = search.NotConnectedNote(names, len(found.Hits) == 0, found.Note)
 	}
-	form := s.opts.Results
+	form := s.settings.Load().Results
 	if found.Select || s.opts.Code != nil {
 		// select: asks for whole definitions; a program needs the
 		// declaration, which is its signature.

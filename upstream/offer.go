@@ -294,14 +294,14 @@ func (p *Pool) notice(n Notice) {
 	if n.Log != nil {
 		profiles := 0
 		for _, sc := range p.scopes {
-			if sc.profile != nil && sc.HasServer(n.Server) {
+			if sc.profile.Load() != nil && sc.HasServer(n.Server) {
 				profiles++
 			}
 		}
 		shared = profiles > 1
 	}
 	for _, sc := range p.scopes {
-		if !sc.HasServer(n.Server) || shared && sc.profile != nil {
+		if !sc.HasServer(n.Server) || shared && sc.profile.Load() != nil {
 			continue
 		}
 		select {

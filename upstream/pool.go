@@ -730,14 +730,18 @@ func (p *Pool) publish() {
 	if old := p.snap.Load(); old != nil && old.Version() == c.Version() {
 		// The tools are as they were, but a server's state or error,
 		// or its offers, changed: the console shows them.
-		next := make(chan struct{})
-		close(*p.changed.Swap(&next))
+		p.touch()
 		return
 	}
 	p.snap.Store(c)
 	if p.published != nil {
 		p.published(c)
 	}
+	p.touch()
+}
+
+// touch tells Changed's waiters that something changed.
+func (p *Pool) touch() {
 	next := make(chan struct{})
 	close(*p.changed.Swap(&next))
 }

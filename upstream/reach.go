@@ -63,6 +63,7 @@ func (sc *Scope) resolve(name string, find func(*catalog.Catalog) (*catalog.Entr
 	if e, ok := find(sc.Catalog()); ok {
 		return e, nil
 	}
+	profile := sc.profile.Load()
 	for _, h := range sc.Quarantined() {
 		if held(h) {
 			return nil, fmt.Errorf("%w: %s", ErrQuarantined, h.Message())
@@ -71,7 +72,7 @@ func (sc *Scope) resolve(name string, find func(*catalog.Catalog) (*catalog.Entr
 	// A tool the rules forbid whatever the call is not in the scope's
 	// catalog; named exactly, it is refused by the rule, not unknown.
 	if live := sc.pool.opts.Policies; live != nil {
-		if e, ok := find(sc.pool.Catalog()); ok && (sc.profile == nil || sc.profile.Keeps(e)) {
+		if e, ok := find(sc.pool.Catalog()); ok && (profile == nil || profile.Keeps(e)) {
 			if d := live.Current().Static(requestOf(context.Background(), sc, &Call{Tool: e})); d.Effect == rules.Forbid {
 				return nil, refused("forbidden", d, fmt.Errorf("%w %s%s", ErrForbidden, strings.Join(d.Rules, ", "), messageOf(d)))
 			}
@@ -90,8 +91,8 @@ func (sc *Scope) resolve(name string, find func(*catalog.Catalog) (*catalog.Entr
 			}
 		}
 	}
-	if sc.profile != nil {
-		return nil, fmt.Errorf("%w %q in profile %s", ErrUnknownTool, name, sc.profile.Name)
+	if profile != nil {
+		return nil, fmt.Errorf("%w %q in profile %s", ErrUnknownTool, name, profile.Name)
 	}
 	return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
 }

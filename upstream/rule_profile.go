@@ -9,11 +9,12 @@ import (
 // its servers, and its allow and deny patterns. A tool found in another
 // catalog than the scope's (a snapshot a caller kept) is checked here.
 func inProfile(_ context.Context, sc *Scope, c *Call) error {
-	if sc.profile == nil {
+	profile := sc.profile.Load()
+	if profile == nil {
 		return nil
 	}
-	if !sc.profile.HasServer(c.Tool.Server) || !sc.profile.Keeps(c.Tool) {
-		return fmt.Errorf("%w %q in profile %s", ErrUnknownTool, c.Tool.Name, sc.profile.Name)
+	if !profile.HasServer(c.Tool.Server) || !profile.Keeps(c.Tool) {
+		return fmt.Errorf("%w %q in profile %s", ErrUnknownTool, c.Tool.Name, profile.Name)
 	}
 	return nil
 }

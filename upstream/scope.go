@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,8 +29,10 @@ import (
 // made once for all of them (the pool counts), and its notices go to
 // every scope that shows the server.
 type Scope struct {
-	pool    *Pool
-	profile *config.Profile // nil: every tool
+	pool *Pool
+	// profile is the scope's profile (nil: every tool), replaced whole
+	// by SetProfile.
+	profile atomic.Pointer[config.Profile]
 	notices chan Notice
 
 	mu        sync.Mutex
@@ -41,7 +44,8 @@ type Scope struct {
 // before Run, or at least before the notices that matter: a scope gets
 // the notices sent after it was made.
 func (p *Pool) Scope(profile *config.Profile) *Scope {
-	sc := &Scope{pool: p, profile: profile, notices: make(chan Notice, 256)}
+	sc := &Scope{pool: p, notices: make(chan Notice, 256)}
+	sc.profile.Store(profile)
 	p.scopesMu.Lock()
 	p.scopes = append(p.scopes, sc)
 	p.scopesMu.Unlock()
@@ -50,15 +54,31 @@ func (p *Pool) Scope(profile *config.Profile) *Scope {
 
 // Profile returns the name of the scope's profile.
 func (sc *Scope) Profile() string {
-	if sc.profile == nil {
-		return config.DefaultProfile
+	if p := sc.profile.Load(); p != nil {
+		return p.Name
 	}
-	return sc.profile.Name
+	return config.DefaultProfile
+}
+
+// SetProfile makes the scope's tools a new version of its profile (the
+// same name: a change of the configuration), at once: its catalog is
+// narrowed anew, and every gateway of the pool hears of the change
+// (Changed) and lists again. A scope of every tool stays so.
+func (sc *Scope) SetProfile(p *config.Profile) {
+	if sc.profile.Load() == nil || p == nil {
+		return
+	}
+	sc.mu.Lock()
+	sc.profile.Store(p)
+	sc.base = nil // narrowed again at the next Catalog
+	sc.mu.Unlock()
+	sc.pool.touch()
 }
 
 // HasServer reports whether the scope's profile may use a server.
 func (sc *Scope) HasServer(name string) bool {
-	return sc.profile == nil || sc.profile.HasServer(name)
+	p := sc.profile.Load()
+	return p == nil || p.HasServer(name)
 }
 
 // Catalog returns the profile's part of the pool's current catalog:
@@ -72,15 +92,15 @@ func (sc *Scope) Catalog() *catalog.Catalog {
 	if live := sc.pool.opts.Policies; live != nil {
 		set = live.Current()
 	}
-	if sc.profile == nil && set == nil {
+	if sc.profile.Load() == nil && set == nil {
 		return base
 	}
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if base != sc.base || set != sc.set {
 		cat := base
-		if sc.profile != nil {
-			cat = sc.profile.Narrow(cat)
+		if p := sc.profile.Load(); p != nil {
+			cat = p.Narrow(cat)
 		}
 		if set != nil {
 			cat = cat.Map(func(e catalog.Entry) (catalog.Entry, bool) {

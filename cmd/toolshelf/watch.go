@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/shelf"
 )
 
 // configPoll is how often serve looks at its configuration file. A change
@@ -136,8 +137,9 @@ func configPrint(data []byte, files []string) string {
 
 // applyConfig makes what serve serves a configuration's: its servers
 // started, stopped and restarted (upstream.Pool.Reconfigure) while the
-// others serve on. It returns the parts of the configuration that
-// changed since started (serve's) and are read only at start.
+// others serve on, its profiles' tools and the gateways' settings changed
+// in place (gateway.Host.Apply). It returns the parts of the
+// configuration that changed since serve started and wait for a restart.
 func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.Logger) []string {
 	logger = logger.With("component", "config")
 	ch := host.Pool().Reconfigure(cfg.Servers)
@@ -145,7 +147,8 @@ func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.L
 		logger.Info("the configuration changed: servers follow it",
 			"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","), "restarted", strings.Join(ch.Restarted, ","))
 	}
-	parts := unapplied(started, cfg)
+	parts := host.Apply(cfg.Profiles, gateway.Settings{Results: shelf.Form(cfg.Search.Results), Groups: cfg.Groups})
+	parts = append(parts, unapplied(started, cfg)...)
 	if len(parts) > 0 {
 		logger.Warn("the configuration changed parts that serve reads at start: they take effect when it restarts", "parts", strings.Join(parts, ", "))
 	}
@@ -153,19 +156,17 @@ func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.L
 }
 
 // unapplied names the parts of the configuration, other than its
-// servers, that differ between what serve started with and now. They are
-// read once, by the parts of serve built at start (the gateways and their
-// tokens, the identity provider, the lock file's trust, the store), and
-// are not changed under sessions that were opened by them.
+// servers, profiles, groups and search results, that differ between what
+// serve started with and now. They are read once, by the parts of serve
+// built at start (the identity provider, the lock file's trust, the store,
+// learning, the rules' files, the search index's budget).
 func unapplied(started, now *config.Config) []string {
 	var parts []string
 	for _, p := range []struct {
 		name     string
 		was, now any
 	}{
-		{"profiles", started.Profiles, now.Profiles},
-		{"groups", started.Groups, now.Groups},
-		{"search", started.Search, now.Search},
+		{"search budget", started.Search.Budget, now.Search.Budget},
 		{"identity", started.Identity, now.Identity},
 		{"trust", started.Trust, now.Trust},
 		{"store", started.Store, now.Store},

@@ -278,8 +278,11 @@ func TestUnapplied(t *testing.T) {
 	if got := unapplied(parse(base), parse(base)); len(got) != 0 {
 		t.Errorf("the same configuration read twice: %v", got)
 	}
-	changed := strings.NewReplacer(`"a__*"`, `"a__y"`, `"compact"`, `"full"`, `"command": "true"`, `"command": "false"`).Replace(base)
-	if got := unapplied(parse(base), parse(changed)); !slices.Equal(got, []string{"profiles", "search"}) {
-		t.Errorf("profiles and search changed, and a server: %v", got)
+	// What is applied in place (profiles' tools, groups, results) and
+	// servers are not named; what is read at start is.
+	changed := strings.NewReplacer(`"a__*"`, `"a__y"`, `"compact"`, `"full"`, `"command": "true"`, `"command": "false"`,
+		`"description": "d"`, `"description": "e"`, `"audience": "toolshelf"`, `"audience": "other"`).Replace(base)
+	if got := unapplied(parse(base), parse(changed)); !slices.Equal(got, []string{"identity"}) {
+		t.Errorf("identity changed, and parts applied in place: %v", got)
 	}
 }
