@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -72,8 +73,30 @@ const liveToken = "live-config-token-0123456789abcdef"
 
 func startLiveGateway(t testing.TB, ctx context.Context, servers map[string]any) *liveGateway {
 	dir := t.TempDir()
-	g := &liveGateway{cfg: filepath.Join(dir, "servers.json"), stderr: &testenv.Buffer{}, changed: make(chan struct{}, 1024)}
+	g := &liveGateway{cfg: filepath.Join(dir, "servers.json")}
 	g.save(t, servers)
+	g.start(t)
+	g.connect(t, ctx)
+	return g
+}
+
+// startLiveGatewayFrom runs serve over a copy of the configuration file
+// src, without a client of its own.
+func startLiveGatewayFrom(t testing.TB, src string) *liveGateway {
+	g := &liveGateway{cfg: filepath.Join(t.TempDir(), "servers.json")}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(g.cfg, b, 0o644)
+	g.start(t)
+	return g
+}
+
+// start runs serve over g.cfg and waits for its address.
+func (g *liveGateway) start(t testing.TB) {
+	dir := filepath.Dir(g.cfg)
+	g.stderr, g.changed = &testenv.Buffer{}, make(chan struct{}, 1024)
 	os.WriteFile(filepath.Join(dir, "token"), []byte(liveToken+"\n"), 0o600)
 	cmd := exec.Command(toolshelf, "serve", "--config", g.cfg, "--http", "127.0.0.1:0", "--mode", "all", "--auth-token-file", filepath.Join(dir, "token"))
 	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"))
@@ -91,6 +114,11 @@ func startLiveGateway(t testing.TB, ctx context.Context, servers map[string]any)
 		return url != ""
 	})
 	g.url = url
+}
+
+// connect connects the gateway's go-sdk client, whose list_changed
+// notifications come on g.changed.
+func (g *liveGateway) connect(t testing.TB, ctx context.Context) {
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "live", Version: "1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			select {
@@ -98,13 +126,12 @@ func startLiveGateway(t testing.TB, ctx context.Context, servers map[string]any)
 			default:
 			}
 		},
-	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: bearer{liveToken}}}, nil)
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: g.url, HTTPClient: &http.Client{Transport: bearer{liveToken}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cs.Close() })
 	g.cs = cs
-	return g
 }
 
 // serve follows its configuration file: a server added to it is started
@@ -257,4 +284,54 @@ func BenchmarkConfigEditToList(b *testing.B) {
 	b.ReportMetric(float64(took[len(took)*9/10].Milliseconds()), "p90-ms")
 	b.ReportMetric(float64(calls.Load()), "other-calls")
 	b.ReportMetric(float64(refused.Load()), "refused")
+}
+
+// A TypeScript SDK client holds one session while the gateway's file is
+// edited under it, with real npm servers (server-memory and
+// server-filesystem, contained): a server added, one's environment
+// changed, a save that does not load, a server removed. Its tool list
+// follows with list_changed, the servers an edit leaves alone answer
+// between the edits, and the session lives throughout
+// (testdata/clients/live-client.mjs says each check).
+func TestTypeScriptClientAcrossEdits(t *testing.T) {
+	requireClients(t)
+	servers, _ := filepath.Abs("../testdata/servers")
+	dir := t.TempDir()
+	memDir, root := filepath.Join(dir, "memory"), filepath.Join(dir, "project")
+	os.MkdirAll(memDir, 0o755)
+	os.MkdirAll(root, 0o755)
+	os.Chmod(memDir, 0o777) // a contained server run by root runs as nobody
+	timeout := testenv.Timeout(2 * time.Minute).String()
+	memory := func(file string) map[string]any {
+		return map[string]any{"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-memory/dist/index.js"}, "cwd": servers,
+			"env": map[string]string{"MEMORY_FILE_PATH": filepath.Join(memDir, file)}, "paths": map[string]any{"write": []string{memDir}}, "timeout": timeout}
+	}
+	filesystem := map[string]any{"command": "node", "args": []string{"node_modules/@modelcontextprotocol/server-filesystem/dist/index.js", root}, "cwd": servers,
+		"paths": map[string]any{"read": []string{root}}, "timeout": timeout}
+	version := func(name string, servers map[string]any) string {
+		p := filepath.Join(dir, name)
+		b, _ := json.Marshal(map[string]any{"mcpServers": servers})
+		if servers == nil {
+			b = []byte(`{"mcpServers": {"memory": {"command": `)
+		}
+		os.WriteFile(p, b, 0o644)
+		return p
+	}
+	withMemory := version("a.json", map[string]any{"memory": memory("one.json")})
+	g := startLiveGatewayFrom(t, withMemory)
+	out, err := node(t, "node", "live-client.mjs", g.url, liveToken, g.cfg, strconv.Itoa(int(testenv.Timeout(2*time.Minute).Milliseconds())),
+		withMemory,
+		version("b.json", map[string]any{"memory": memory("one.json"), "filesystem": filesystem}),
+		version("c.json", map[string]any{"memory": memory("two.json"), "filesystem": filesystem}),
+		version("d.json", nil),
+		version("e.json", map[string]any{"memory": memory("two.json")}))
+	if err != nil {
+		t.Fatalf("the TypeScript client across edits: %v\n%s\ngateway:\n%s", err, out, lastLines(g.stderr.String(), 40))
+	}
+	t.Logf("TypeScript client: %s", strings.TrimSpace(out))
+	for _, want := range []string{"added=filesystem", "restarted=memory", "does not load; serving it as it was", "removed=filesystem"} {
+		if !strings.Contains(g.stderr.String(), want) {
+			t.Errorf("the gateway's log does not say %q", want)
+		}
+	}
 }
