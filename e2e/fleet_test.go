@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -348,4 +349,53 @@ func connectMCP(t *testing.T, ctx context.Context, url string) *mcp.ClientSessio
 	}
 	t.Cleanup(func() { cs.Close() })
 	return cs
+}
+
+// Two replicas on PostgreSQL, each following its own configuration file,
+// each pick up a change of it while they serve: a server added to one
+// replica's file is called through that replica's session, and not
+// through the other's, until the other's file says so too.
+func TestReplicasFollowTheirFiles(t *testing.T) {
+	t.Parallel()
+	url := testenv.Postgres(t)
+	env := fleetEnv(t, url)
+	var cfgs, replicas []string
+	for range 2 {
+		cfg := serverConfig(t, t.TempDir(), "tracker", "create_ticket", nil)
+		cfgs = append(cfgs, cfg)
+		replicas = append(replicas, runHTTPScript(t, testenv.ServeScript(t, toolshelf, env, cfg, "--http", "127.0.0.1:0")))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	var sessions []*mcp.ClientSession
+	for _, u := range replicas {
+		sessions = append(sessions, connectMCP(t, ctx, u))
+	}
+	addNotes := func(cfg string) {
+		t.Helper()
+		b, _ := os.ReadFile(cfg)
+		var doc map[string]map[string]map[string]any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		notes := maps.Clone(doc["mcpServers"]["tracker"])
+		notes["env"] = map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "add_note"}
+		doc["mcpServers"]["notes"] = notes
+		b, _ = json.Marshal(doc)
+		os.WriteFile(cfg+".new", b, 0o644)
+		if err := os.Rename(cfg+".new", cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	callNote := func(cs *mcp.ClientSession) bool {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__notes__add_note", "arguments": map[string]any{}}})
+		return err == nil && !res.IsError
+	}
+	for i := range 2 {
+		addNotes(cfgs[i])
+		testenv.Eventually(t, time.Minute, fmt.Sprintf("replica %d to serve the server added to its file", i), func() bool { return callNote(sessions[i]) })
+		if i == 0 && callNote(sessions[1]) {
+			t.Error("replica 1 serves a server only replica 0's file names")
+		}
+	}
 }
