@@ -235,6 +235,28 @@ func TestConsoleInBrowser(t *testing.T) {
 		t.Errorf("the failed server's hint: %q", hint)
 	}
 	shot("servers-failed")
+	// Retry now tries it at once (it fails again: the page says it was
+	// asked), and the hint's command exists and says what it printed.
+	do("Retry now", chromedp.Click(chromedp.CSS(`tr[data-server="flaky"] .next button`)), chromedp.WaitVisible(chromedp.CSS(`.done`)))
+	if done := pageText(`.done`); !strings.Contains(done, "retrying flaky") {
+		t.Errorf("after Retry now: %q", done)
+	}
+	doctor := exec.Command(toolshelf, "doctor", "--config", cfg, "flaky")
+	doctor.Env = append(os.Environ(), env...)
+	if out, _ := doctor.CombinedOutput(); !strings.Contains(string(out), "the backend is gone") {
+		t.Errorf("the hint's toolshelf doctor flaky does not say what the server printed:\n%s", out)
+	}
+	// A server added to the file appears on the open page, without a
+	// reload or a new sign-in.
+	var doc map[string]map[string]any
+	b, _ := os.ReadFile(cfg)
+	json.Unmarshal(b, &doc)
+	doc["mcpServers"]["notes"] = map[string]any{"command": exe, "timeout": timeout, "network": false,
+		"env": map[string]string{mcptest.ModeEnv: "serve", mcptest.ToolsEnv: "add_note"}}
+	b, _ = json.Marshal(doc)
+	os.WriteFile(cfg+".new", b, 0o644)
+	os.Rename(cfg+".new", cfg)
+	do("the server added to the file", chromedp.WaitVisible(chromedp.CSS(`tr[data-server="notes"].ok`)))
 	do("the activity page", chromedp.Navigate(base+"/activity"), chromedp.WaitVisible(chromedp.CSS(`table.activity`)))
 	shot("activity")
 	do("a page the console does not have", chromedp.Navigate(base+"/servers"), chromedp.WaitVisible(chromedp.CSS(`nav`)))
