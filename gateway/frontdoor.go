@@ -31,7 +31,15 @@ import (
 // frontDoor is the handler of one gateway's MCP path: its checks,
 // outermost first, in front of its transports.
 func (s *Server) frontDoor(opts *HTTPOptions, relay func(http.Handler) http.Handler, large chan struct{}) http.Handler {
-	return checkOrigin(opts.authorize(s.Profile(), relay(screenRequests(large, s.serveExtensions(s.mcpHandler(opts))))))
+	return checkOrigin(opts.authorize(s.Profile(), s.behindDoor(opts, relay, large)))
+}
+
+// behindDoor is what the front door lets a request through to: the
+// fleet's relay, the screen of large messages, the extensions and the
+// transport, which holds the sessions (a Host keeps it while the door
+// changes with the profiles).
+func (s *Server) behindDoor(opts *HTTPOptions, relay func(http.Handler) http.Handler, large chan struct{}) http.Handler {
+	return relay(screenRequests(large, s.serveExtensions(s.mcpHandler(opts))))
 }
 
 // envelope is what the front door reads of a JSON-RPC request.

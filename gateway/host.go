@@ -5,10 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/telemetry"
@@ -65,13 +65,30 @@ type Host struct {
 	pool   *upstream.Pool
 	opts   HostOptions
 	logger *slog.Logger
-	main   *Server   // at /mcp and over stdio
-	others []*Server // at /mcp/<profile>
-	tokens map[string]string
+	main   *Server // at /mcp and over stdio
+	// so are the options every gateway is made with, a profile's added
+	// by Apply too.
+	so Options
+	// routes are the MCP paths at the version of the profiles served
+	// (hostroutes.go); behind holds, by gateway, what its door lets
+	// requests through to (its sessions live there), and open the
+	// requests under way, for a change of who opens a path to end the
+	// ones it no longer lets in. large bounds large messages on every
+	// path.
+	routes atomic.Pointer[hostRoutes]
+	behind map[*Server]http.Handler
+	open   openRequests
+	large  chan struct{}
+	// run is Run's context and ran its gateways' goroutines, for the
+	// gateways of profiles Apply adds; stops ends each one's Run.
+	run   context.Context
+	ran   sync.WaitGroup
+	stops map[*Server]context.CancelFunc
 	// announce carries the address of a fleet's replica to runFleet.
 	announce chan string
 	mounts   []mount
-	// applyMu serialises Apply; profiles are the ones it applied last.
+	// applyMu serialises Apply and guards behind, run and stops;
+	// profiles are the ones applied last.
 	applyMu  sync.Mutex
 	profiles []config.Profile
 }
@@ -79,7 +96,8 @@ type Host struct {
 // NewHost returns a host of pool's tools. The error is a profile that
 // Only names and the profiles lack, or an unknown engine.
 func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
-	h := &Host{pool: pool, tokens: map[string]string{}, announce: make(chan string, 1)}
+	h := &Host{pool: pool, announce: make(chan string, 1), behind: map[*Server]http.Handler{},
+		stops: map[*Server]context.CancelFunc{}, large: make(chan struct{}, maxLargeMessages)}
 	if opts != nil {
 		h.opts = *opts
 	}
@@ -113,11 +131,10 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 	// What a client lists depends on who it is when the host serves
 	// profiles or people: no cache may keep it for another.
 	so.PrivateLists = so.PrivateLists || len(h.opts.Profiles) > 0 || h.opts.People != nil
+	h.so = so
+	var others []*Server
 	for i := range h.opts.Profiles {
 		p := &h.opts.Profiles[i]
-		for _, t := range p.Tokens {
-			h.tokens[t] = p.Name
-		}
 		if h.opts.Only != "" && p.Name != h.opts.Only {
 			continue
 		}
@@ -128,7 +145,7 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 		if h.opts.Only != "" {
 			h.main = g
 		} else {
-			h.others = append(h.others, g)
+			others = append(others, g)
 		}
 	}
 	if h.opts.Only != "" && h.main == nil {
@@ -141,51 +158,67 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 		}
 		h.main = g
 	}
+	h.routes.Store(h.makeRoutes(others, h.opts.Profiles))
 	return h, nil
 }
 
 // Apply makes the host serve a new version of the configuration's
-// profiles and settings while it runs, as far as can be done in place:
-// every gateway's settings, and the tools of each profile (its servers,
-// tool filter, tools kept loaded), each session listing again where what
-// it sees changed. It returns what it left for a restart: profiles added
-// or removed, or who opens one (its tokens, its people's claims): the
-// HTTP surface was built from them and the sessions open were opened by
-// them, and a token taken away must end those (a restart does).
+// profiles and settings while it runs: every gateway's settings; each
+// profile's tools (its servers, tool filter, tools kept loaded), each
+// session listing again where what it sees changed; a profile added
+// served at its path, one removed gone from it; who opens each (its
+// tokens, its people's claims) from the next request, and every request
+// under way (a session's stream) that the new version would not let in
+// ended. It returns what it left for a restart: serve --profile's
+// profile gone.
 func (h *Host) Apply(profiles []config.Profile, st Settings) (unapplied []string) {
 	h.applyMu.Lock()
 	defer h.applyMu.Unlock()
 	for _, g := range h.servers() {
 		g.Apply(st)
 	}
-	if !sameAccess(h.profiles, profiles) {
-		return []string{"profiles (which there are, or who opens them)"}
+	find := func(name string) *config.Profile {
+		if i := slices.IndexFunc(profiles, func(p config.Profile) bool { return p.Name == name }); i >= 0 {
+			return &profiles[i]
+		}
+		return nil
 	}
-	for i := range profiles {
-		if g := h.Gateway(profiles[i].Name); g != nil {
-			g.Scope().SetProfile(&profiles[i])
+	var others []*Server
+	if h.opts.Only != "" {
+		p := find(h.opts.Only)
+		if p == nil {
+			return []string{"profiles (serve --profile " + h.opts.Only + "'s is gone)"}
+		}
+		h.main.Scope().SetProfile(p)
+	} else {
+		was := h.routes.Load().others
+		for i := range profiles {
+			p := &profiles[i]
+			if j := slices.IndexFunc(was, func(g *Server) bool { return g.Profile() == p.Name }); j >= 0 {
+				was[j].Scope().SetProfile(p)
+				others = append(others, was[j])
+				continue
+			}
+			g, err := New(h.pool.Scope(p), &h.so)
+			if err != nil {
+				h.logger.Error("profile "+p.Name+" cannot be served", "error", err)
+				continue
+			}
+			h.startGateway(g)
+			others = append(others, g)
+		}
+		for _, g := range was {
+			if find(g.Profile()) == nil {
+				h.stopGateway(g)
+			}
 		}
 	}
+	rt := h.makeRoutes(others, profiles)
+	h.routes.Store(rt)
+	h.open.recheck(rt)
 	h.profiles = profiles
 	return nil
 }
-
-// sameAccess reports whether two versions of the profiles are the same
-// profiles, opened by the same tokens and people.
-func sameAccess(a, b []config.Profile) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		j := slices.IndexFunc(b, func(p config.Profile) bool { return p.Name == a[i].Name })
-		if j < 0 || !reflect.DeepEqual(sortedCopy(a[i].Tokens), sortedCopy(b[j].Tokens)) || !reflect.DeepEqual(a[i].Claims, b[j].Claims) {
-			return false
-		}
-	}
-	return true
-}
-
-func sortedCopy(s []string) []string { return slices.Sorted(slices.Values(s)) }
 
 // Main returns the gateway served at /mcp and over stdio.
 func (h *Host) Main() *Server { return h.main }
@@ -215,7 +248,7 @@ func (h *Host) At(path string) *Server {
 		return h.main
 	}
 	if p, ok := strings.CutPrefix(path, "/mcp/"); ok {
-		for _, g := range h.others {
+		for _, g := range h.routes.Load().others {
 			if g.Profile() == p {
 				return g
 			}
@@ -244,9 +277,12 @@ func (h *Host) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var poolErr error
 	wg.Go(func() { poolErr = h.pool.Run(ctx) })
+	h.applyMu.Lock()
+	h.run = ctx
 	for _, g := range h.servers() {
-		wg.Go(func() { g.Run(ctx) })
+		h.startGateway(g)
 	}
+	h.applyMu.Unlock()
 	wg.Go(func() { h.warnProfiles(ctx) })
 	if h.opts.Fleet != nil {
 		wg.Go(func() { h.runFleet(ctx) })
@@ -255,6 +291,9 @@ func (h *Host) Run(ctx context.Context) error {
 		wg.Go(func() { h.opts.Changes.Follow(ctx, h.logger) })
 	}
 	wg.Wait()
+	h.applyMu.Lock() // an Apply under way ends first, and none after starts a gateway
+	h.ran.Wait()
+	h.applyMu.Unlock()
 
 	stopTail()
 	tail.Wait()
@@ -262,7 +301,7 @@ func (h *Host) Run(ctx context.Context) error {
 }
 
 // servers returns every gateway the host runs.
-func (h *Host) servers() []*Server { return append([]*Server{h.main}, h.others...) }
+func (h *Host) servers() []*Server { return append([]*Server{h.main}, h.routes.Load().others...) }
 
 // warnProfiles logs, once the servers have started, the profiles'
 // patterns and load names that match none of their tools: a typo would
@@ -285,9 +324,10 @@ type Route struct {
 	Path, Profile, Access string
 }
 
-// httpOptions are the HTTP surface's options.
-func (h *Host) httpOptions() *HTTPOptions {
-	o := &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: h.tokens, People: h.opts.People}
+// httpOptions are the HTTP surface's options, with the tokens and people
+// of a version of the profiles.
+func (h *Host) httpOptions(tokens map[string]string, people *People) *HTTPOptions {
+	o := &HTTPOptions{AuthToken: h.opts.AuthToken, AdminToken: h.opts.AdminToken, Stateless: h.opts.Stateless, Tokens: tokens, People: people}
 	if f := h.opts.Fleet; f != nil {
 		o.Relay, o.Vouch = f.Handler, f.Vouched
 		if o.People != nil {
@@ -301,24 +341,35 @@ func (h *Host) httpOptions() *HTTPOptions {
 
 // Routes returns the host's MCP paths.
 func (h *Host) Routes() []Route {
-	o := h.httpOptions()
+	rt := h.routes.Load()
+	o := rt.opts
 	out := []Route{{"/mcp", h.main.Profile(), o.Access(h.main.Profile())}}
-	for _, g := range h.others {
+	for _, g := range rt.others {
 		out = append(out, Route{"/mcp/" + g.Profile(), g.Profile(), o.Access(g.Profile())})
 	}
 	return out
 }
 
 // Handler serves the host over streamable HTTP: the main gateway at /mcp,
-// each profile's at /mcp/<profile>, the servers' state at /healthz and
-// every gateway's metrics at /metrics.
+// each profile's at /mcp/<profile> (as the profiles are now: see Apply),
+// the servers' state at /healthz and every gateway's metrics at /metrics.
 func (h *Host) Handler() http.Handler {
-	hd := handler(h.main, h.others, h.httpOptions())
-	if len(h.mounts) == 0 {
-		return hd
-	}
 	mux := http.NewServeMux()
-	mux.Handle("/", hd)
+	paths := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := h.routes.Load().paths[r.URL.Path]
+		if hd == nil {
+			http.NotFound(w, r)
+			return
+		}
+		hd.ServeHTTP(w, r)
+	})
+	mux.Handle("/mcp", paths)
+	mux.Handle("/mcp/", paths)
+	if h.opts.People != nil {
+		mux.Handle(metadataPrefix, paths)
+		mux.Handle(metadataPrefix+"/", paths)
+	}
+	serveRest(mux, h.main, h.routes.Load().opts)
 	for _, m := range h.mounts {
 		mux.Handle(m.prefix, m.handler)
 		mux.Handle(m.prefix+"/", m.handler)

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -82,14 +84,74 @@ func TestHostAppliesProfilesInPlace(t *testing.T) {
 		t.Error("the group added is not served")
 	}
 
-	// Who opens the profile changes: nothing is applied.
-	other := moved
-	other.Servers = []string{"github"}
-	other.Tokens = []string{"new-token-0123456789abcdef"}
-	if left := host.Apply([]config.Profile{other}, Settings{}); len(left) == 0 {
-		t.Error("a profile's new token was applied in place")
+}
+
+// Host.Apply changes who opens each path while sessions are open: a
+// profile's token taken out ends its use (the next request is refused,
+// and the session's open stream is ended), its new token opens it, a
+// profile added is served at its path, one removed is gone from it.
+func TestHostAppliesWhoOpensProfiles(t *testing.T) {
+	pool := upstream.NewPool(standardUpstreams(t), nil)
+	const old, renewed, chat = "ro-token-0123456789abcdef", "ro-token-renewed-0123456789", "chat-token-0123456789abcdef"
+	ro := config.Profile{Name: "ro", Servers: []string{"github"}, Tokens: []string{old}}
+	host, err := NewHost(pool, &HostOptions{Profiles: []config.Profile{ro}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if names := listNames(t, cs); slices.ContainsFunc(names, of("github")) {
-		t.Errorf("a change left for a restart changed the tools: %v", names)
+	background(t, host.Run)
+	srv := httptest.NewServer(host.Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ro", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/ro", HTTPClient: &http.Client{Transport: headerTransport{http.Header{"Authorization": {"Bearer " + old}}}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	// The session's stream (a GET that lasts) is under way.
+	openWith := func(token string) bool {
+		host.open.mu.Lock()
+		defer host.open.mu.Unlock()
+		for q := range host.open.m {
+			if q.bearer == token {
+				return true
+			}
+		}
+		return false
+	}
+	testenv.Eventually(t, time.Minute, "the session's stream to be open", func() bool { return openWith(old) })
+
+	renewedRO := ro
+	renewedRO.Tokens = []string{renewed}
+	if left := host.Apply([]config.Profile{renewedRO, {Name: "chat", Servers: []string{"slack"}, Tokens: []string{chat}}}, Settings{}); len(left) > 0 {
+		t.Fatalf("left for a restart: %v", left)
+	}
+	testenv.Eventually(t, time.Minute, "the stream opened with the token taken out to end", func() bool { return !openWith(old) })
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		path, token string
+		want        int
+	}{
+		{"/mcp/ro", old, http.StatusUnauthorized},
+		{"/mcp/ro", renewed, http.StatusOK},
+		{"/mcp/chat", chat, http.StatusOK},
+		{"/mcp/chat", renewed, http.StatusForbidden},
+	} {
+		if st, body, err := postWith(srv.URL+tc.path, ping, map[string]string{"Authorization": "Bearer " + tc.token}); err != nil || st != tc.want {
+			t.Errorf("%s with %s: %d %v %s, want %d", tc.path, tc.token, st, err, body, tc.want)
+		}
+	}
+	if _, err := cs.ListTools(ctx, nil); err == nil {
+		t.Error("the session opened with the token taken out still lists tools")
+	}
+
+	host.Apply([]config.Profile{renewedRO}, Settings{})
+	if st, _, _ := postWith(srv.URL+"/mcp/chat", ping, map[string]string{"Authorization": "Bearer " + chat}); st != http.StatusNotFound {
+		t.Errorf("the removed profile's path: %d", st)
+	}
+	if host.Gateway("chat") != nil {
+		t.Error("the removed profile's gateway is still the host's")
 	}
 }

@@ -79,10 +79,7 @@ func (s *Server) Handler(opts *HTTPOptions) http.Handler {
 // handler serves main at /mcp and each of others at /mcp/<profile>.
 func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
-	relay := opts.Relay
-	if relay == nil {
-		relay = func(h http.Handler) http.Handler { return h }
-	}
+	relay := opts.relay()
 	// One bound on large messages for every path: the go-sdk's decoding
 	// of a message costs about 25 times its size (screen.go).
 	large := make(chan struct{}, maxLargeMessages)
@@ -96,26 +93,40 @@ func handler(main *Server, others []*Server, opts *HTTPOptions) http.Handler {
 		for _, p := range others {
 			mux.Handle(metadataPrefix+"/mcp/"+p.Profile(), pp.metadata("/mcp/"+p.Profile()))
 		}
-		if pp.Flows != nil {
-			// A person's sign-in link, the check of who opened it, and
-			// the return: each goes (in a fleet) to the replica where
-			// the sign-in waits, by its state.
-			relay := pp.Relay
-			if relay == nil {
-				relay = func(h http.Handler) http.Handler { return h }
-			}
-			c := newConsent(pp, main.logger)
-			mux.Handle(signin.BeginPath, relay(http.HandlerFunc(c.begin)))
-			mux.Handle(ConfirmPath, relay(http.HandlerFunc(c.confirm)))
-			mux.Handle(signin.CallbackPath, relay(c.callback(pp.Flows.Callback())))
-			mux.Handle(SigninsPath, pp.signins())
+	}
+	serveRest(mux, main, opts)
+	return mux
+}
+
+// relay is opts.Relay, or a handler's own self.
+func (o *HTTPOptions) relay() func(http.Handler) http.Handler {
+	if o.Relay == nil {
+		return func(h http.Handler) http.Handler { return h }
+	}
+	return o.Relay
+}
+
+// serveRest serves what is not an MCP path: people's sign-ins to
+// servers, /metrics and /healthz.
+func serveRest(mux *http.ServeMux, main *Server, opts *HTTPOptions) {
+	if pp := opts.People; pp != nil && pp.Flows != nil {
+		// A person's sign-in link, the check of who opened it, and
+		// the return: each goes (in a fleet) to the replica where
+		// the sign-in waits, by its state.
+		relay := pp.Relay
+		if relay == nil {
+			relay = func(h http.Handler) http.Handler { return h }
 		}
+		c := newConsent(pp, main.logger)
+		mux.Handle(signin.BeginPath, relay(http.HandlerFunc(c.begin)))
+		mux.Handle(ConfirmPath, relay(http.HandlerFunc(c.confirm)))
+		mux.Handle(signin.CallbackPath, relay(c.callback(pp.Flows.Callback())))
+		mux.Handle(SigninsPath, pp.signins())
 	}
 	// Every gateway of a host records into the host's one telemetry.
 	admin := opts.admin()
 	mux.Handle("/metrics", adminOnly(admin, main.tel.MetricsHandler()))
 	mux.Handle("/healthz", main.healthz(admin))
-	return mux
 }
 
 // mcpHandler is the streamable HTTP transport of one gateway.

@@ -52,6 +52,15 @@ func (p *Pool) Scope(profile *config.Profile) *Scope {
 	return sc
 }
 
+// Close lets the scope go: it gets no more notices (a profile removed
+// from the configuration).
+func (sc *Scope) Close() {
+	p := sc.pool
+	p.scopesMu.Lock()
+	p.scopes = slices.DeleteFunc(p.scopes, func(x *Scope) bool { return x == sc })
+	p.scopesMu.Unlock()
+}
+
 // Profile returns the name of the scope's profile.
 func (sc *Scope) Profile() string {
 	if p := sc.profile.Load(); p != nil {
