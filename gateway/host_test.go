@@ -48,7 +48,7 @@ func TestHostAppliesProfilesInPlace(t *testing.T) {
 		names := listNames(t, cs)
 		return slices.ContainsFunc(names, of("github")) && !slices.ContainsFunc(names, of("slack"))
 	})
-	drain: // the list_changed of the servers' start
+drain: // the list_changed of the servers' start
 	for {
 		select {
 		case <-changed:

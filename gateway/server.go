@@ -168,11 +168,11 @@ type Server struct {
 	// for servers still connecting.
 	waiting func()
 
-	up        *upstream.Scope
-	opts      Options
+	up   *upstream.Scope
+	opts Options
 	// settings are the options Apply changes in place: read them here,
 	// not in opts.
-	settings atomic.Pointer[Settings]
+	settings  atomic.Pointer[Settings]
 	logger    *slog.Logger
 	sdkLogger *slog.Logger
 	tel       *telemetry.Telemetry
