@@ -335,3 +335,54 @@ func TestTypeScriptClientAcrossEdits(t *testing.T) {
 		}
 	}
 }
+
+// A profile's token taken out of the file ends its use while serve runs:
+// the session opened with it is refused from its next request, and the
+// new token opens the profile; a profile added is served at its path.
+func TestServeFollowsItsProfiles(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(2*time.Minute))
+	defer cancel()
+	const old, renewed, added = "ro-token-old-0123456789abcdef", "ro-token-new-0123456789abcdef", "ops-token-0123456789abcdef"
+	write := func(path string, profiles map[string]any) {
+		b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"a": fixtureServer("alpha")}, "profiles": profiles})
+		os.WriteFile(path+".swp", b, 0o644)
+		os.Rename(path+".swp", path)
+	}
+	src := filepath.Join(t.TempDir(), "first.json")
+	write(src, map[string]any{"ro": map[string]any{"servers": []string{"a"}, "tokens": []string{old}}})
+	g := startLiveGatewayFrom(t, src)
+	base := strings.TrimSuffix(g.url, "/mcp")
+	connect := func(path, token string) (*mcp.ClientSession, error) {
+		return mcp.NewClient(&mcp.Implementation{Name: "profile", Version: "1"}, nil).Connect(ctx,
+			&mcp.StreamableClientTransport{Endpoint: base + path, HTTPClient: &http.Client{Transport: bearer{token}}}, nil)
+	}
+	cs, err := connect("/mcp/ro", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	write(g.cfg, map[string]any{"ro": map[string]any{"servers": []string{"a"}, "tokens": []string{renewed}},
+		"ops": map[string]any{"servers": []string{"a"}, "tokens": []string{added}}})
+	// The old token's next request is refused (the SDK's client, whose
+	// stream was ended, tries that stream again for a while first).
+	testenv.Eventually(t, time.Minute, "the token taken out to be refused", func() bool {
+		st, _, _, err := testenv.PostMCP(ctx, g.url+"/ro", old, cs.ID(), []byte(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+		return err == nil && st == http.StatusUnauthorized
+	})
+	for _, c := range []struct{ path, token string }{{"/mcp/ro", renewed}, {"/mcp/ops", added}} {
+		s, err := connect(c.path, c.token)
+		if err != nil {
+			t.Fatalf("%s with its new token: %v", c.path, err)
+		}
+		if _, err := s.ListTools(ctx, nil); err != nil {
+			t.Errorf("%s: %v", c.path, err)
+		}
+		s.Close()
+	}
+	if strings.Contains(g.stderr.String(), "wait for a restart") || strings.Contains(g.stderr.String(), "take effect when it restarts") {
+		t.Errorf("profiles were left for a restart:\n%s", g.stderr.String())
+	}
+}

@@ -147,6 +147,9 @@ func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.L
 		logger.Info("the configuration changed: servers follow it",
 			"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","), "restarted", strings.Join(ch.Restarted, ","))
 	}
+	if !reflect.DeepEqual(started.Profiles, cfg.Profiles) {
+		logger.Info("the configuration changed: profiles follow it (their tools, tokens and claims)", "profiles", len(cfg.Profiles))
+	}
 	parts := host.Apply(cfg.Profiles, gateway.Settings{Results: shelf.Form(cfg.Search.Results), Groups: cfg.Groups})
 	parts = append(parts, unapplied(started, cfg)...)
 	if len(parts) > 0 {
