@@ -158,7 +158,11 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 		}
 		h.main = g
 	}
-	h.routes.Store(h.makeRoutes(others, h.opts.Profiles))
+	var claims map[string][]string
+	if h.opts.People != nil {
+		claims = h.opts.People.Claims[config.DefaultProfile]
+	}
+	h.routes.Store(h.makeRoutes(others, h.opts.Profiles, claims))
 	return h, nil
 }
 
@@ -169,9 +173,10 @@ func NewHost(pool *upstream.Pool, opts *HostOptions) (*Host, error) {
 // served at its path, one removed gone from it; who opens each (its
 // tokens, its people's claims) from the next request, and every request
 // under way (a session's stream) that the new version would not let in
-// ended. It returns what it left for a restart: serve --profile's
-// profile gone.
-func (h *Host) Apply(profiles []config.Profile, st Settings) (unapplied []string) {
+// ended. claims are who opens /mcp (identity's own "claims"), when
+// people sign in. It returns what it left for a restart: serve
+// --profile's profile gone.
+func (h *Host) Apply(profiles []config.Profile, claims map[string][]string, st Settings) (unapplied []string) {
 	h.applyMu.Lock()
 	defer h.applyMu.Unlock()
 	for _, g := range h.servers() {
@@ -213,7 +218,7 @@ func (h *Host) Apply(profiles []config.Profile, st Settings) (unapplied []string
 			}
 		}
 	}
-	rt := h.makeRoutes(others, profiles)
+	rt := h.makeRoutes(others, profiles, claims)
 	h.routes.Store(rt)
 	h.open.recheck(rt)
 	h.profiles = profiles

@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/upstream"
@@ -65,7 +66,7 @@ drain: // the list_changed of the servers' start
 
 	moved := ro
 	moved.Servers = []string{"slack"}
-	if left := host.Apply([]config.Profile{moved}, Settings{Groups: []config.GroupConfig{{Name: "chat", Description: "Talk in Slack", Tools: []string{"*post_message*"}}}}); len(left) > 0 {
+	if left := host.Apply([]config.Profile{moved}, nil, Settings{Groups: []config.GroupConfig{{Name: "chat", Description: "Talk in Slack", Tools: []string{"*post_message*"}}}}); len(left) > 0 {
 		t.Fatalf("a change of a profile's tools was left for a restart: %v", left)
 	}
 	select {
@@ -125,7 +126,7 @@ func TestHostAppliesWhoOpensProfiles(t *testing.T) {
 
 	renewedRO := ro
 	renewedRO.Tokens = []string{renewed}
-	if left := host.Apply([]config.Profile{renewedRO, {Name: "chat", Servers: []string{"slack"}, Tokens: []string{chat}}}, Settings{}); len(left) > 0 {
+	if left := host.Apply([]config.Profile{renewedRO, {Name: "chat", Servers: []string{"slack"}, Tokens: []string{chat}}}, nil, Settings{}); len(left) > 0 {
 		t.Fatalf("left for a restart: %v", left)
 	}
 	testenv.Eventually(t, time.Minute, "the stream opened with the token taken out to end", func() bool { return !openWith(old) })
@@ -147,11 +148,70 @@ func TestHostAppliesWhoOpensProfiles(t *testing.T) {
 		t.Error("the session opened with the token taken out still lists tools")
 	}
 
-	host.Apply([]config.Profile{renewedRO}, Settings{})
+	host.Apply([]config.Profile{renewedRO}, nil, Settings{})
 	if st, _, _ := postWith(srv.URL+"/mcp/chat", ping, map[string]string{"Authorization": "Bearer " + chat}); st != http.StatusNotFound {
 		t.Errorf("the removed profile's path: %d", st)
 	}
 	if host.Gateway("chat") != nil {
 		t.Error("the removed profile's gateway is still the host's")
+	}
+}
+
+// A change of the claims that open a profile applies to people at once:
+// a person the new claims leave out is refused from the next request and
+// the requests of theirs under way are ended; one they now take in opens
+// it; the default profile's claims (identity's own) change the same way.
+func TestHostAppliesClaims(t *testing.T) {
+	idp := testenv.StartIDP(t, nil)
+	v, err := identity.New(identity.Config{Issuer: idp.Issuer, Audience: "toolshelf", Scopes: []string{"mcp"}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := upstream.NewPool([]config.ServerConfig{inMemory("notes", notesServer())}, nil)
+	ops := config.Profile{Name: "ops", Servers: []string{"notes"}, Claims: map[string][]string{"groups": {"sre"}}}
+	host, err := NewHost(pool, &HostOptions{Profiles: []config.Profile{ops}, AdminToken: testAdmin,
+		People: &People{Verifier: v, Claims: map[string]map[string][]string{"ops": ops.Claims}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, host.Run)
+	srv := httptest.NewServer(host.Handler())
+	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
+	alice, bob := idp.Token(t, "alice"), idp.Token(t, "bob") // sre, dev
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, nil).Connect(context.Background(),
+		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/ops", HTTPClient: bearerClient(alice)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("alice (sre) opening ops: %v", err)
+	}
+	defer cs.Close()
+	underWay := func(token string) bool {
+		host.open.mu.Lock()
+		defer host.open.mu.Unlock()
+		for q := range host.open.m {
+			if q.bearer == token {
+				return true
+			}
+		}
+		return false
+	}
+	testenv.Eventually(t, time.Minute, "alice's stream to be open", func() bool { return underWay(alice) })
+
+	devOps := ops
+	devOps.Claims = map[string][]string{"groups": {"dev"}}
+	host.Apply([]config.Profile{devOps}, map[string][]string{"groups": {"dev"}}, Settings{})
+	testenv.Eventually(t, time.Minute, "alice's stream to end", func() bool { return !underWay(alice) })
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	for _, tc := range []struct {
+		who, path, token string
+		want             int
+	}{
+		{"alice (sre) at ops", "/mcp/ops", alice, http.StatusForbidden},
+		{"bob (dev) at ops", "/mcp/ops", bob, http.StatusOK},
+		{"bob (dev) at the default profile", "/mcp", bob, http.StatusOK},
+		{"alice (sre) at the default profile", "/mcp", alice, http.StatusForbidden},
+	} {
+		if st, body, err := postWith(srv.URL+tc.path, ping, map[string]string{"Authorization": "Bearer " + tc.token}); err != nil || st != tc.want {
+			t.Errorf("%s: %d %v %s, want %d", tc.who, st, err, body, tc.want)
+		}
 	}
 }

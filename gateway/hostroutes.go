@@ -23,10 +23,10 @@ type hostRoutes struct {
 
 // makeRoutes makes the routes of the gateways of profiles (main's at
 // /mcp, others' at /mcp/<profile>): each path's door, of this version's
-// tokens and people, in front of what is behind it, which the host keeps
+// tokens and people (claims open /mcp), in front of what is behind it, which the host keeps
 // across versions (the sessions are there). applyMu is held, or the host
 // is being made.
-func (h *Host) makeRoutes(others []*Server, profiles []config.Profile) *hostRoutes {
+func (h *Host) makeRoutes(others []*Server, profiles []config.Profile, claims map[string][]string) *hostRoutes {
 	tokens := map[string]string{}
 	for _, p := range profiles {
 		for _, t := range p.Tokens {
@@ -36,7 +36,7 @@ func (h *Host) makeRoutes(others []*Server, profiles []config.Profile) *hostRout
 	var people *People
 	if h.opts.People != nil {
 		pp := *h.opts.People
-		pp.Claims = map[string]map[string][]string{config.DefaultProfile: h.opts.People.Claims[config.DefaultProfile]}
+		pp.Claims = map[string]map[string][]string{config.DefaultProfile: claims}
 		for _, p := range profiles {
 			pp.Claims[p.Name] = p.Claims
 		}

@@ -150,12 +150,28 @@ func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.L
 	if !reflect.DeepEqual(started.Profiles, cfg.Profiles) {
 		logger.Info("the configuration changed: profiles follow it (their tools, tokens and claims)", "profiles", len(cfg.Profiles))
 	}
-	parts := host.Apply(cfg.Profiles, gateway.Settings{Results: shelf.Form(cfg.Search.Results), Groups: cfg.Groups})
+	var claims map[string][]string
+	if cfg.Identity != nil {
+		claims = cfg.Identity.Claims
+	}
+	parts := host.Apply(cfg.Profiles, claims, gateway.Settings{Results: shelf.Form(cfg.Search.Results), Groups: cfg.Groups})
 	parts = append(parts, unapplied(started, cfg)...)
 	if len(parts) > 0 {
 		logger.Warn("the configuration changed parts that serve reads at start: they take effect when it restarts", "parts", strings.Join(parts, ", "))
 	}
 	return parts
+}
+
+// providerOf is the identity provider a configuration names and who may
+// use the console with it: what a restart applies of "identity" (its
+// "claims" open /mcp, which Host.Apply applies in place).
+func providerOf(c *config.Config) any {
+	if c.Identity == nil {
+		return nil
+	}
+	id := *c.Identity
+	id.Claims = nil
+	return id
 }
 
 // unapplied names the parts of the configuration, other than its
@@ -170,7 +186,7 @@ func unapplied(started, now *config.Config) []string {
 		was, now any
 	}{
 		{"search budget", started.Search.Budget, now.Search.Budget},
-		{"identity", started.Identity, now.Identity},
+		{"identity", providerOf(started), providerOf(now)},
 		{"trust", started.Trust, now.Trust},
 		{"store", started.Store, now.Store},
 		{"learn", started.NoLearn, now.NoLearn},

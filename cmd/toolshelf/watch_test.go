@@ -285,4 +285,9 @@ func TestUnapplied(t *testing.T) {
 	if got := unapplied(parse(base), parse(changed)); !slices.Equal(got, []string{"identity"}) {
 		t.Errorf("identity changed, and parts applied in place: %v", got)
 	}
+	// identity's own "claims" (who opens /mcp) are applied in place.
+	claims := strings.Replace(base, `"audience": "toolshelf"`, `"audience": "toolshelf", "claims": {"groups": ["sre"]}`, 1)
+	if got := unapplied(parse(base), parse(claims)); len(got) != 0 {
+		t.Errorf("identity's claims changed: %v", got)
+	}
 }
