@@ -5,13 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/toolshelf/toolshelf/config"
@@ -142,7 +140,7 @@ func runningServes(e *env, file string) []serveNote {
 		if err != nil || json.Unmarshal(b, &n) != nil || n.PID <= 0 {
 			continue
 		}
-		if err := syscall.Kill(n.PID, 0); errors.Is(err, syscall.ESRCH) {
+		if processGone(n.PID) {
 			os.Remove(name) // a serve that was killed left it
 			continue
 		}
