@@ -14,6 +14,7 @@ import (
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
+	"github.com/toolshelf/toolshelf/shelf"
 	"github.com/toolshelf/toolshelf/upstream"
 )
 
@@ -213,5 +214,28 @@ func TestHostAppliesClaims(t *testing.T) {
 		if st, body, err := postWith(srv.URL+tc.path, ping, map[string]string{"Authorization": "Bearer " + tc.token}); err != nil || st != tc.want {
 			t.Errorf("%s: %d %v %s, want %d", tc.who, st, err, body, tc.want)
 		}
+	}
+}
+
+// Server.Apply changes a search's answer from the next search on: its
+// budget (an answer cut past it says so) and the form of its matches.
+func TestServerAppliesSearchSettings(t *testing.T) {
+	pool := upstream.NewPool(standardUpstreams(t), nil)
+	background(t, pool.Run)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	pool.Wait(ctx)
+	g := newGateway(t, pool.Scope(nil), &Options{Budget: 5})
+	cs := connect(t, g, nil)
+	search := func() string {
+		return text(call(t, cs, toolSearch, map[string]any{"query": "create an issue or a pull request in github", "limit": 5}))
+	}
+	if got := search(); !strings.Contains(got, "past this answer's budget of 5 tokens") {
+		t.Fatalf("a budget of 5 tokens cut nothing: %s", got)
+	}
+	g.Apply(Settings{Budget: -1, Results: shelf.Full})
+	got := search()
+	if strings.Contains(got, "budget") || !strings.Contains(got, `"input_schema"`) {
+		t.Errorf("after Apply (no budget, whole definitions): %s", got)
 	}
 }

@@ -129,7 +129,8 @@ type Options struct {
 	Proposer Proposer
 	// Groups are the configuration's sets of tools and skills, served as
 	// groups (groups.go) beside one per server and one per skill.
-	// Server.Apply changes them, and Results, while the gateway runs.
+	// Server.Apply changes them, Results and Budget while the gateway
+	// runs.
 	Groups []config.GroupConfig
 	// Results is what each match of a ranked search carries: compact
 	// (name, server, purpose, signature; the default) or the whole
@@ -275,7 +276,7 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 	}
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
-	s.Apply(Settings{Results: s.opts.Results, Groups: s.opts.Groups})
+	s.Apply(Settings{Results: s.opts.Results, Budget: s.opts.Budget, Groups: s.opts.Groups})
 	s.logger = s.opts.Logger
 	if s.logger == nil {
 		s.logger = slog.New(slog.DiscardHandler)
@@ -313,11 +314,17 @@ func New(up *upstream.Scope, opts *Options) (*Server, error) {
 // the gateway serves, sessions going on (see Options).
 type Settings struct {
 	Results shelf.Form
+	Budget  int
 	Groups  []config.GroupConfig
 }
 
 // Apply makes the gateway's settings st from the next request on.
-func (s *Server) Apply(st Settings) { s.settings.Store(&st) }
+func (s *Server) Apply(st Settings) {
+	s.settings.Store(&st)
+	if s.shelf != nil {
+		s.shelf.SetBudget(st.Budget)
+	}
+}
 
 // Profile returns the name of the profile the gateway serves.
 func (s *Server) Profile() string { return s.up.Profile() }

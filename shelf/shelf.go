@@ -77,6 +77,8 @@ type Shelf struct {
 	logger *slog.Logger
 
 	cur     atomic.Pointer[Snapshot]
+	// budget is Options.Budget, which SetBudget changes.
+	budget atomic.Int64
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
 	embed   chan struct{}                 // a snapshot awaits embedding (Run)
 
@@ -111,8 +113,12 @@ func New(opts *Options) (*Shelf, error) {
 	}
 	ch := make(chan struct{})
 	s.changed.Store(&ch)
+	s.SetBudget(s.opts.Budget)
 	return s, nil
 }
+
+// SetBudget changes Options.Budget from the next search on.
+func (s *Shelf) SetBudget(n int) { s.budget.Store(int64(n)) }
 
 // Snapshot is one catalog and what it implies.
 type Snapshot struct {
@@ -263,7 +269,7 @@ func (s *Snapshot) Search(ctx context.Context, r search.Request) (search.Result,
 			found.Hits[i].Companions = s.companions(found.Hits[i].Entry, past)
 		}
 	}
-	budget := s.shelf.opts.Budget
+	budget := int(s.shelf.budget.Load())
 	if budget == 0 {
 		budget = DefaultBudget
 	}

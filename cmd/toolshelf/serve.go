@@ -155,11 +155,10 @@ stops once it has answered its calls under way (up to 30 s), one whose
 plan changed restarts, and the others serve on. A change that does not
 load changes nothing: it is logged at WARN with its file and line, and
 /healthz and the console say it. Profiles (added, removed, their tools,
-tokens and claims), groups and search results change in place, and a
+tokens and claims), groups and search settings change in place, and a
 token taken out ends its sessions' use at once; the identity provider,
-the search budget, trust, store and policy lists follow a restart (said
-at WARN). add, remove and update say whether a running
-serve took their change.
+trust, store and policy lists follow a restart (said at WARN). add,
+remove and update say whether a running serve took their change.
 
 Servers start in the background: the gateway answers at once, with cached
 tool lists where it has them, and search_tools names the servers still

@@ -154,7 +154,7 @@ func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.L
 	if cfg.Identity != nil {
 		claims = cfg.Identity.Claims
 	}
-	parts := host.Apply(cfg.Profiles, claims, gateway.Settings{Results: shelf.Form(cfg.Search.Results), Groups: cfg.Groups})
+	parts := host.Apply(cfg.Profiles, claims, gateway.Settings{Results: shelf.Form(cfg.Search.Results), Budget: cfg.Search.Budget, Groups: cfg.Groups})
 	parts = append(parts, unapplied(started, cfg)...)
 	if len(parts) > 0 {
 		logger.Warn("the configuration changed parts that serve reads at start: they take effect when it restarts", "parts", strings.Join(parts, ", "))
@@ -175,17 +175,16 @@ func providerOf(c *config.Config) any {
 }
 
 // unapplied names the parts of the configuration, other than its
-// servers, profiles, groups and search results, that differ between what
+// servers, profiles, groups and search settings, that differ between what
 // serve started with and now. They are read once, by the parts of serve
 // built at start (the identity provider, the lock file's trust, the store,
-// learning, the rules' files, the search index's budget).
+// learning, the rules' files).
 func unapplied(started, now *config.Config) []string {
 	var parts []string
 	for _, p := range []struct {
 		name     string
 		was, now any
 	}{
-		{"search budget", started.Search.Budget, now.Search.Budget},
 		{"identity", providerOf(started), providerOf(now)},
 		{"trust", started.Trust, now.Trust},
 		{"store", started.Store, now.Store},
