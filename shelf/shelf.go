@@ -76,9 +76,9 @@ type Shelf struct {
 	kind   search.EngineKind
 	logger *slog.Logger
 
-	cur     atomic.Pointer[Snapshot]
+	cur atomic.Pointer[Snapshot]
 	// budget is Options.Budget, which SetBudget changes.
-	budget atomic.Int64
+	budget  atomic.Int64
 	changed atomic.Pointer[chan struct{}] // closed and replaced by every new snapshot
 	embed   chan struct{}                 // a snapshot awaits embedding (Run)
 
