@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
@@ -102,8 +103,9 @@ const lockVersion = 1
 // into the file as it is on disk then: two toolshelf processes that pin
 // different tools lose neither. It is safe for concurrent use.
 type Lock struct {
-	st    storage
-	trust Trust
+	st storage
+	// trust is the configuration's "trust", which SetTrust changes.
+	trust atomic.Pointer[Trust]
 
 	mu      sync.Mutex
 	pins    map[string]map[string]entry
@@ -135,10 +137,8 @@ func Open(path string, trust Trust) (*Lock, error) {
 }
 
 func open(st storage, trust Trust) (*Lock, error) {
-	if trust == "" {
-		trust = TrustOnFirstUse
-	}
-	l := &Lock{st: st, trust: trust, pins: map[string]map[string]entry{}, changes: map[[2]string]*entry{}}
+	l := &Lock{st: st, pins: map[string]map[string]entry{}, changes: map[[2]string]*entry{}}
+	l.SetTrust(trust)
 	pins, version, err := st.load()
 	if err != nil {
 		return nil, err
@@ -219,7 +219,17 @@ func serversOf(pins map[string]map[string]entry) map[string]bool {
 func (l *Lock) Path() string { return l.st.where() }
 
 // Trust returns what happens to new tools.
-func (l *Lock) Trust() Trust { return l.trust }
+func (l *Lock) Trust() Trust { return *l.trust.Load() }
+
+// SetTrust changes the trust that Judge judges new and changed tools by,
+// from its next judgement (a change of the configuration); "" is
+// TrustOnFirstUse.
+func (l *Lock) SetTrust(t Trust) {
+	if t == "" {
+		t = TrustOnFirstUse
+	}
+	l.trust.Store(&t)
+}
 
 // read loads and checks a lock file.
 func read(path string) (map[string]map[string]entry, fileStamp, error) {
@@ -296,7 +306,7 @@ func quote(s string) string {
 // text of the definition and a pool judges every tool at every publish.
 // Under trust on first use a new tool is pinned (in memory until Save).
 func (l *Lock) Judge(server, tool string, def Definition, risk func() string) Verdict {
-	return l.JudgeAs(l.trust, server, tool, def, risk)
+	return l.JudgeAs(l.Trust(), server, tool, def, risk)
 }
 
 // JudgeAs is Judge under a trust setting of the server's own (a server

@@ -212,3 +212,32 @@ func TestServerTrustOfItsOwn(t *testing.T) {
 	p.Rejudge()
 	eventually(t, "the approved tool", func() bool { return slices.Equal(toolNames(p.Catalog(), "added"), []string{"fetch"}) })
 }
+
+// The configuration's "trust" changed while the pool runs: a tool held
+// as new under "approve" is pinned and served once the trust is "on
+// first use", and a tool new after the change back to "approve" is held.
+func TestPoolTrustChanges(t *testing.T) {
+	srv, err := mcptest.NewServer("s", mcptest.SimpleTools("fetch"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock, err := pin.Open(filepath.Join(t.TempDir(), pin.FileName), pin.TrustApprove)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startPool(t, []config.ServerConfig{{Name: "s", Dial: memDial(srv)}}, &Options{Pins: lock})
+	if got := toolNames(p.Catalog(), "s"); len(got) != 0 {
+		t.Fatalf("served before approval under \"approve\": %v", got)
+	}
+	p.SetTrust(pin.TrustOnFirstUse)
+	eventually(t, "the tool served on first use", func() bool { return slices.Equal(toolNames(p.Catalog(), "s"), []string{"fetch"}) })
+	p.SetTrust(pin.TrustApprove)
+	mcptest.AddTool(srv, &mcp.Tool{Name: "later", Description: "Added after the change"})
+	eventually(t, "the tool added after the change back to be held", func() bool {
+		held := p.Quarantined()
+		return len(held) == 1 && held[0].Tool == "later"
+	})
+	if got := toolNames(p.Catalog(), "s"); !slices.Equal(got, []string{"fetch"}) {
+		t.Errorf("served: %v", got)
+	}
+}

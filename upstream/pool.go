@@ -488,6 +488,19 @@ func (p *Pool) Reconfigure(configs []config.ServerConfig) Changes {
 	return ch
 }
 
+// SetTrust changes the lock file's trust (the configuration's "trust"
+// changed while the pool runs) and judges every tool again by it.
+func (p *Pool) SetTrust(t pin.Trust) {
+	if p.opts.Pins == nil {
+		return
+	}
+	was := p.opts.Pins.Trust()
+	p.opts.Pins.SetTrust(t)
+	if p.opts.Pins.Trust() != was {
+		p.publish()
+	}
+}
+
 // ConfigRefused records that the configuration's last change did not load
 // (err; nil once one loads), for /healthz and the console: the servers
 // serve on as they were. Its secrets are cut, as in every status.

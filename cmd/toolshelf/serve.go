@@ -155,9 +155,10 @@ stops once it has answered its calls under way (up to 30 s), one whose
 plan changed restarts, and the others serve on. A change that does not
 load changes nothing: it is logged at WARN with its file and line, and
 /healthz and the console say it. Profiles (added, removed, their tools,
-tokens and claims), groups and search settings change in place, and a
-token taken out ends its sessions' use at once; the identity provider,
-trust, store and policy lists follow a restart (said at WARN). add,
+tokens and claims), groups, search settings and trust change in place,
+and a token taken out ends its sessions' use at once; the identity
+provider, the store, "learn" and the list of policy files follow a
+restart (said at WARN). add,
 remove and update say whether a running serve took their change.
 
 Servers start in the background: the gateway answers at once, with cached

@@ -147,6 +147,7 @@ func applyConfig(host *gateway.Host, started, cfg *config.Config, logger *slog.L
 		logger.Info("the configuration changed: servers follow it",
 			"added", strings.Join(ch.Added, ","), "removed", strings.Join(ch.Removed, ","), "restarted", strings.Join(ch.Restarted, ","))
 	}
+	host.Pool().SetTrust(cfg.Trust) // new and changed tools judged by it at once
 	if !reflect.DeepEqual(started.Profiles, cfg.Profiles) {
 		logger.Info("the configuration changed: profiles follow it (their tools, tokens and claims)", "profiles", len(cfg.Profiles))
 	}
@@ -175,10 +176,10 @@ func providerOf(c *config.Config) any {
 }
 
 // unapplied names the parts of the configuration, other than its
-// servers, profiles, groups and search settings, that differ between what
+// servers, profiles, groups, search settings and trust, that differ between what
 // serve started with and now. They are read once, by the parts of serve
-// built at start (the identity provider, the lock file's trust, the store,
-// learning, the rules' files).
+// built at start (the identity provider, the store, learning, the rules'
+// files).
 func unapplied(started, now *config.Config) []string {
 	var parts []string
 	for _, p := range []struct {
@@ -186,7 +187,6 @@ func unapplied(started, now *config.Config) []string {
 		was, now any
 	}{
 		{"identity", providerOf(started), providerOf(now)},
-		{"trust", started.Trust, now.Trust},
 		{"store", started.Store, now.Store},
 		{"learn", started.NoLearn, now.NoLearn},
 		{"policies", started.Policies, now.Policies},
