@@ -158,8 +158,8 @@ load changes nothing: it is logged at WARN with its file and line, and
 tokens and claims), groups, search settings and trust change in place,
 and a token taken out ends its sessions' use at once; the identity
 provider, the store, "learn" and the list of policy files follow a
-restart (said at WARN). add,
-remove and update say whether a running serve took their change.
+restart (said at WARN). add, remove and update say whether a running
+serve took their change.
 
 Servers start in the background: the gateway answers at once, with cached
 tool lists where it has them, and search_tools names the servers still
