@@ -803,10 +803,10 @@ func clientName(ss *mcp.ServerSession) string {
 // passed. A server that is restarting, or whose tools are cached, has its
 // tools in the catalog already and is not waited for.
 func (s *Server) awaitPending(ctx context.Context, ok func(*served) bool) *served {
-	deadline := time.NewTimer(s.opts.PendingWait)
-	defer deadline.Stop()
-	tick := time.NewTicker(100 * time.Millisecond) // a server that fails changes no catalog
-	defer tick.Stop()
+	// The timers are made when there is something to wait for: most
+	// requests find every server's tools known.
+	var deadline *time.Timer
+	var tick *time.Ticker
 	for {
 		ch := *s.changed.Load()
 		snap := s.state.Load()
@@ -819,6 +819,12 @@ func (s *Server) awaitPending(ctx context.Context, ok func(*served) bool) *serve
 		}
 		if s.waiting != nil {
 			s.waiting()
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(s.opts.PendingWait)
+			defer deadline.Stop()
+			tick = time.NewTicker(100 * time.Millisecond) // a server that fails changes no catalog
+			defer tick.Stop()
 		}
 		select {
 		case <-ch:

@@ -394,8 +394,7 @@ func (s *server) markStale() {
 // waitReady returns the server's connection, waiting up to the server's
 // timeout while it connects or restarts.
 func (s *server) waitReady(ctx context.Context) (*conn, error) {
-	timer := time.NewTimer(s.cfg.StartTimeout())
-	defer timer.Stop()
+	var timer *time.Timer // made when there is something to wait for: most calls find the server ready
 	for {
 		s.mu.Lock()
 		state, c, ready, reason := s.state, s.conn, s.ready, s.err
@@ -413,6 +412,10 @@ func (s *server) waitReady(ctx context.Context) (*conn, error) {
 			return nil, fmt.Errorf("server %s is disabled", s.cfg.Name)
 		case StateFailed, StateNeedsAuth:
 			return nil, fmt.Errorf("server %s is not available: %s", s.cfg.Name, reason)
+		}
+		if timer == nil {
+			timer = time.NewTimer(s.cfg.StartTimeout())
+			defer timer.Stop()
 		}
 		poll := time.After(10 * time.Millisecond) // for a change that closes no channel
 		select {
