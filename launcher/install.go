@@ -156,7 +156,7 @@ func installPackage(ctx context.Context, plan *Plan, spec string, redact func(st
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer removeSettled(tmp)
 	os.Chmod(tmp, 0o755) // the sandbox's user passes it to its cache
 	cfg := *plan
 	cfg.CacheDir = tmp
@@ -203,6 +203,20 @@ func installPackage(ctx context.Context, plan *Plan, spec string, redact func(st
 		return err
 	}
 	return os.Rename(fresh, cache)
+}
+
+// removeSettled removes a folder an install filled, trying again for a
+// moment while it fails: the processes of a sandbox whose install was cut
+// are killed with it, but one may still finish a write into the folder
+// after the sandbox has gone, and the folder must not be left (a next
+// install removes what is left, as a last resort).
+func removeSettled(dir string) {
+	for try := range 20 {
+		if err := os.RemoveAll(dir); err == nil {
+			return
+		}
+		time.Sleep(time.Duration(try+1) * 10 * time.Millisecond)
+	}
 }
 
 // recordedIntegrity is the integrity `add` recorded for the package the
