@@ -105,24 +105,8 @@ func TestHostAppliesWhoOpensProfiles(t *testing.T) {
 	t.Cleanup(srv.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ro", Version: "1"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/ro", HTTPClient: &http.Client{Transport: headerTransport{http.Header{"Authorization": {"Bearer " + old}}}}},
-		&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	// The session's stream (a GET that lasts) is under way.
-	openWith := func(token string) bool {
-		host.open.mu.Lock()
-		defer host.open.mu.Unlock()
-		for q := range host.open.m {
-			if q.bearer == token {
-				return true
-			}
-		}
-		return false
-	}
+	cs := sessionWithStream(t, ctx, srv.URL+"/mcp/ro", old)
+	openWith := func(token string) bool { return host.underWay(token) }
 	testenv.Eventually(t, time.Minute, "the session's stream to be open", func() bool { return openWith(old) })
 
 	renewedRO := ro
@@ -179,22 +163,8 @@ func TestHostAppliesClaims(t *testing.T) {
 	srv := httptest.NewServer(host.Handler())
 	t.Cleanup(func() { srv.CloseClientConnections(); srv.Close() })
 	alice, bob := idp.Token(t, "alice"), idp.Token(t, "bob") // sre, dev
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "alice", Version: "1"}, nil).Connect(context.Background(),
-		&mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp/ops", HTTPClient: bearerClient(alice)}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-	if err != nil {
-		t.Fatalf("alice (sre) opening ops: %v", err)
-	}
-	defer cs.Close()
-	underWay := func(token string) bool {
-		host.open.mu.Lock()
-		defer host.open.mu.Unlock()
-		for q := range host.open.m {
-			if q.bearer == token {
-				return true
-			}
-		}
-		return false
-	}
+	sessionWithStream(t, context.Background(), srv.URL+"/mcp/ops", alice)
+	underWay := host.underWay
 	testenv.Eventually(t, time.Minute, "alice's stream to be open", func() bool { return underWay(alice) })
 
 	devOps := ops
@@ -238,4 +208,61 @@ func TestServerAppliesSearchSettings(t *testing.T) {
 	if strings.Contains(got, "budget") || !strings.Contains(got, `"input_schema"`) {
 		t.Errorf("after Apply (no budget, whole definitions): %s", got)
 	}
+}
+
+// sessionWithStream opens a session (of a revision with sessions, whose
+// client keeps a stream open) at url with a bearer token ("" for none).
+func sessionWithStream(t *testing.T, ctx context.Context, url, token string) *mcp.ClientSession {
+	t.Helper()
+	hc := http.DefaultClient
+	if token != "" {
+		hc = &http.Client{Transport: headerTransport{http.Header{"Authorization": {"Bearer " + token}}}}
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("opening %s: %v", url, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// underWay reports whether a request with the bearer token ("" for
+// none) is under way on the host's MCP paths.
+func (h *Host) underWay(token string) bool {
+	h.open.mu.Lock()
+	defer h.open.mu.Unlock()
+	for q := range h.open.m {
+		if q.bearer == token {
+			return true
+		}
+	}
+	return false
+}
+
+// What the door cannot tell apart it refuses: a stream let in because
+// the gateway was open to anyone is ended once a token closes it, and
+// one of a profile that is removed is ended with its path.
+func TestHostEndsWhatItNoLongerOpens(t *testing.T) {
+	pool := upstream.NewPool(standardUpstreams(t), nil)
+	host, err := NewHost(pool, &HostOptions{Profiles: []config.Profile{{Name: "ro", Servers: []string{"github"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	background(t, host.Run)
+	srv := httptest.NewServer(host.Handler())
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	sessionWithStream(t, ctx, srv.URL+"/mcp", "")
+	testenv.Eventually(t, time.Minute, "the open gateway's stream to be open", func() bool { return host.underWay("") })
+	// A token appears: /mcp is closed to anyone without one.
+	host.Apply([]config.Profile{{Name: "ro", Servers: []string{"github"}, Tokens: []string{"ro-token-0123456789abcdef"}}}, nil, Settings{})
+	testenv.Eventually(t, time.Minute, "the stream let in without a credential to end", func() bool { return !host.underWay("") })
+
+	// A profile's stream ends with the profile.
+	sessionWithStream(t, ctx, srv.URL+"/mcp/ro", "ro-token-0123456789abcdef")
+	testenv.Eventually(t, time.Minute, "ro's stream to be open", func() bool { return host.underWay("ro-token-0123456789abcdef") })
+	host.Apply(nil, nil, Settings{})
+	testenv.Eventually(t, time.Minute, "the removed profile's stream to end", func() bool { return !host.underWay("ro-token-0123456789abcdef") })
 }
