@@ -94,14 +94,7 @@ func TestReconfigureAnswersCallsUnderWay(t *testing.T) {
 		res, err := p.Scope(nil).Call(ctx, "mcp__slow__slow", json.RawMessage(`{"ms": 2000}`))
 		done <- answer{res, err}
 	}()
-	testenv.Eventually(t, time.Minute, "the call to be under way", func() bool {
-		select {
-		case <-s.calls.quiet():
-			return false
-		default:
-			return true
-		}
-	})
+	testenv.Eventually(t, time.Minute, "the call to be under way", s.calls.busy)
 	if ch := p.Reconfigure(nil); !slices.Equal(ch.Removed, []string{"slow"}) {
 		t.Fatalf("changes: %+v", ch)
 	}
@@ -137,14 +130,7 @@ func TestReconfigureEndsACallThatOutlastsTheDrain(t *testing.T) {
 		_, err := p.Scope(nil).Call(context.WithoutCancel(ctx), "mcp__w__wait", json.RawMessage(`{}`))
 		done <- err
 	}()
-	testenv.Eventually(t, time.Minute, "the call to be under way", func() bool {
-		select {
-		case <-s.calls.quiet():
-			return false
-		default:
-			return true
-		}
-	})
+	testenv.Eventually(t, time.Minute, "the call to be under way", s.calls.busy)
 	p.Reconfigure(nil)
 	select {
 	case err := <-done:
@@ -153,5 +139,15 @@ func TestReconfigureEndsACallThatOutlastsTheDrain(t *testing.T) {
 		}
 	case <-ctx.Done():
 		t.Fatal("timed out: the call was not ended with its server")
+	}
+}
+
+// busy reports whether a call is under way.
+func (c *callCount) busy() bool {
+	select {
+	case <-c.quiet():
+		return false
+	default:
+		return true
 	}
 }

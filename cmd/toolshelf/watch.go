@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -62,6 +63,10 @@ func (f *configFollower) run(ctx context.Context) {
 		poll = configPoll
 	}
 	var st followed
+	// The files the configuration names, read again only when its bytes
+	// change: most looks find it as it was.
+	var data []byte
+	var refs []string
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	seen := "" // the fingerprint of the last look, not handled yet
@@ -80,7 +85,10 @@ func (f *configFollower) run(ctx context.Context) {
 		}
 		// Read before the parse: a secret file that changes while it
 		// is parsed is seen changed at the next look.
-		fp := configPrint(b, config.FileRefs(b, f.path))
+		if !bytes.Equal(b, data) {
+			data, refs = b, config.FileRefs(b, f.path)
+		}
+		fp := configPrint(b, refs)
 		if fp == st.Applied {
 			seen = ""
 			if st.Refused != "" {
