@@ -31,6 +31,9 @@ type Report struct {
 	// Subsets maps "all", and "level=2", "category=x" and so on, to the
 	// metrics over the queries with that label.
 	Subsets map[string]*Metrics `json:"subsets"`
+	// Misses are the answerable queries with a step not found in the top
+	// MissDepth, in dataset order, when Options.Misses asks for them.
+	Misses []*Miss `json:"misses,omitempty"`
 }
 
 // Latency holds per-query search latency percentiles in microseconds.
@@ -49,8 +52,11 @@ type Metrics struct {
 	MRR10      float64 `json:"mrr@10"`
 	NDCG10     float64 `json:"ndcg@10"`
 	// Weak counts the queries with relevant tools whose results the
-	// engine flagged weak: wrongly, since a tool fits.
-	Weak int `json:"weak,omitempty"`
+	// engine flagged weak: wrongly, since a tool fits. WeakMissed counts
+	// those of them whose top MissDepth hold no labelled tool: flagged
+	// rightly, in that what was shown missed.
+	Weak       int `json:"weak,omitempty"`
+	WeakMissed int `json:"weak_missed,omitempty"`
 	// Abstain counts the queries that no tool fits, and how many of them
 	// got no hits at all or only hits flagged weak (the right answers).
 	Abstain *Abstain `json:"abstain,omitempty"`
@@ -88,6 +94,8 @@ type Options struct {
 	// Answers, when set, also measures the answers a face would give of
 	// each query's hits: recall within a token budget, and their cost.
 	Answers *Answers
+	// Misses lists the queries with a step not found (Report.Misses).
+	Misses bool
 }
 
 // Run builds an engine over the dataset's catalog with build, searches
@@ -124,10 +132,11 @@ func run(ctx context.Context, ds *Dataset, engine string, opts *Options, prepare
 		Subsets: map[string]*Metrics{},
 	}
 	var answers *Answers
+	misses := false
 	if opts != nil {
-		answers = opts.Answers
+		answers, misses = opts.Answers, opts.Misses
 	}
-	if err := r.score(ctx, opts.pick(ds.Queries), engineFor, limit, answers); err != nil {
+	if err := r.score(ctx, opts.pick(ds.Queries), engineFor, limit, answers, misses); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -149,7 +158,7 @@ func (o *Options) pick(qs []Query) []Query {
 
 // score searches queries, each with engineFor's engine, and fills the
 // report's metrics and latency.
-func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Query) search.Engine, limit int, answers *Answers) error {
+func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Query) search.Engine, limit int, answers *Answers, misses bool) error {
 	sums := map[string]*Metrics{}
 	perQuery := map[string][]Metrics{} // for the intervals
 	latencies := make([]time.Duration, 0, len(queries))
@@ -173,6 +182,11 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 		}
 		weak := len(hits) > 0 && hits[0].Weak
 		s := Score(q.Groups, ids)
+		if misses && len(q.Groups) > 0 {
+			if m := missOf(q, hits); m != nil {
+				r.Misses = append(r.Misses, m)
+			}
+		}
 		var ans answered
 		if answers != nil {
 			ans = answers.answer(hits)
@@ -199,6 +213,9 @@ func (r *Report) score(ctx context.Context, queries []Query, engineFor func(Quer
 			m.Queries++
 			if weak {
 				m.Weak++
+				if s.Recall5 == 0 {
+					m.WeakMissed++
+				}
 			}
 			if answers != nil {
 				if m.Answers == nil {

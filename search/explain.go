@@ -65,8 +65,13 @@ func (x *BM25) explain(doc int, terms []queryTerm) []Match {
 			p := a.ps[i]
 			if v := a.weight * x.termScore(a.idf, p); v > best.Score {
 				term := t.text
-				if a.text != t.text {
+				switch a.kind {
+				case altStem:
 					term = t.text + "~" + a.text
+				case altRelated:
+					term = t.text + "≈" + a.text
+				case altTypo:
+					term = t.text + "?" + a.text
 				}
 				best = Match{Term: term, Fields: p.fields.names(), Score: v}
 			}

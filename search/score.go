@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolshelf/toolshelf/internal/zhdict"
 )
 
 // queryTerm is a distinct query token and the index terms that stand for
@@ -20,10 +22,21 @@ type queryTerm struct {
 
 type alt struct {
 	text   string
+	kind   altKind
 	idf    float64
 	weight float64
 	ps     []posting
 }
+
+// altKind says how an alternative stands for its query word.
+type altKind uint8
+
+const (
+	altSelf    altKind = iota // the word itself
+	altStem                   // a word of the same stem
+	altRelated                // an everyday word related to it (package thesaurus)
+	altTypo                   // a word one edit away, for a word the index lacks
+)
 
 // Search implements Engine. The default limit is 8.
 func (x *BM25) Search(ctx context.Context, query string, limit int) ([]Hit, error) {
@@ -64,7 +77,7 @@ func (x *BM25) part(q Query, required []string, limit int) []Hit {
 	hits := x.rank(terms, required, depth)
 	weak := len(hits) > 0 && (x.strength(hits[0].Score, terms) < x.cfg.weak &&
 		(x.cfg.flat == 0 || standout(hits) < x.cfg.flat) ||
-		x.cfg.reach > 0 && standout(hits) < x.cfg.reachFlat && reach(q, terms) < x.cfg.reach)
+		x.cfg.reach > 0 && standout(hits) < x.cfg.reachFlat && x.reach(q, terms) < x.cfg.reach)
 	hits = hits[:min(limit, len(hits))]
 	x.explainAll(hits, terms)
 	if weak || x.cfg.stemOnly && len(hits) > 0 && stemsOnly(hits[0].Matches) {
@@ -74,29 +87,59 @@ func (x *BM25) part(q Query, required []string, limit int) []Hit {
 }
 
 // stemsOnly reports whether matches are all of words of the same stem as
-// a request's words, none of the words themselves (see bm25Config.stemOnly).
+// a request's words, or related to them, none of the words themselves
+// (see bm25Config.stemOnly).
 func stemsOnly(ms []Match) bool {
 	for _, m := range ms {
-		if !strings.Contains(m.Term, "~") {
+		if !strings.Contains(m.Term, "~") && !strings.Contains(m.Term, "≈") {
 			return false
 		}
 	}
 	return len(ms) > 0
 }
 
-// reach is the share of a request's distinct words, stop words aside,
-// that the catalog has (itself or a word of its stem).
-func reach(q Query, terms []queryTerm) float64 {
+// reach is the share of a request's distinct English words, stop words
+// aside, that the catalog has (itself or a word of its stem). Words the
+// built-in English vocabulary lacks are left out, so that a request in
+// another language is not taken for one the catalog cannot serve.
+func (x *BM25) reach(q Query, terms []queryTerm) float64 {
 	words := map[string]bool{}
 	for _, t := range q.Terms {
 		if !stopWords[t.Text] {
 			words[foldPlural(t.Text)] = true
 		}
 	}
-	if len(words) == 0 {
+	in, all := 0, 0
+	for w := range words {
+		if x.words != nil && !x.words.Knows(w) {
+			continue
+		}
+		all++
+		if x.has(w, terms) {
+			in++
+		}
+	}
+	if all == 0 {
 		return 1
 	}
-	return float64(len(terms)) / float64(len(words))
+	return float64(in) / float64(all)
+}
+
+// has reports whether the catalog has word w of a request, itself or a
+// word of its stem: a word met only through a related word or a typo's
+// correction is not one the catalog has.
+func (x *BM25) has(w string, terms []queryTerm) bool {
+	for _, t := range terms {
+		if t.text != w {
+			continue
+		}
+		for _, a := range t.alts {
+			if a.kind == altSelf || a.kind == altStem {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // standoutDepth is how many hits standout compares.
@@ -292,22 +335,59 @@ func (x *BM25) terms(q Query) []queryTerm {
 	}
 	var terms []queryTerm
 	seen := map[string]bool{}
+	typoWords := 0
 	for _, w := range words {
 		if seen[w] {
 			continue
 		}
 		seen[w] = true
 		qt := queryTerm{text: w}
-		qt.add(x, w, 1)
+		qt.add(x, w, 1, altSelf)
 		if x.cfg.stems > 0 {
-			for _, s := range x.stemmed[stemKey(w)] {
-				if sameStem(w, s) {
-					qt.add(x, s, x.cfg.stems)
+			x.addStems(&qt, w, x.cfg.stems, altStem)
+		}
+		if x.cfg.typos > 0 && len(qt.alts) == 0 && typoWords < maxTypoWords {
+			typoWords++
+			for _, t := range x.typos(w) {
+				qt.add(x, t, x.cfg.typos, altTypo)
+			}
+		}
+		if x.cfg.related > 0 {
+			for _, r := range relatedWords(w) {
+				qt.add(x, r, x.cfg.related, altRelated)
+				if x.cfg.stems > 0 {
+					x.addStems(&qt, r, x.cfg.related*x.cfg.stems, altRelated)
 				}
 			}
-			for _, s := range shortForms(w) {
-				qt.add(x, s, x.cfg.stems)
-			}
+		}
+		if x.words != nil {
+			qt.scale(x.words.Rarity(w))
+		}
+		if len(qt.alts) > 0 {
+			terms = append(terms, qt)
+		}
+	}
+	if x.cfg.fields[fGloss].w > 0 && zhdict.HasHan(q.Text) {
+		terms = x.glossTerms(terms, q.Text, seen)
+	}
+	return terms
+}
+
+// glossTerms adds to terms the English meanings of the Chinese words of
+// a request (package zhdict, as the index glosses Chinese descriptions),
+// each at glossQueryWeight: a request in Chinese (or in Japanese written
+// with the same characters) finds the tools described in English.
+func (x *BM25) glossTerms(terms []queryTerm, text string, seen map[string]bool) []queryTerm {
+	for _, tok := range Tokenize(zhdict.Gloss(text)) {
+		w := foldPlural(tok)
+		if seen[w] || stopWords[w] || isNumber(w) {
+			continue
+		}
+		seen[w] = true
+		qt := queryTerm{text: w}
+		qt.add(x, w, glossQueryWeight, altSelf)
+		if x.cfg.stems > 0 {
+			x.addStems(&qt, w, glossQueryWeight*x.cfg.stems, altStem)
 		}
 		if x.words != nil {
 			qt.scale(x.words.Rarity(w))
@@ -319,9 +399,21 @@ func (x *BM25) terms(q Query) []queryTerm {
 	return terms
 }
 
+// addStems makes the index terms of the same stem as w alternatives of t.
+func (x *BM25) addStems(t *queryTerm, w string, weight float64, kind altKind) {
+	for _, s := range x.stemmed[stemKey(w)] {
+		if sameStem(w, s) {
+			t.add(x, s, weight, kind)
+		}
+	}
+	for _, s := range shortForms(w) {
+		t.add(x, s, weight, kind)
+	}
+}
+
 // add makes an index term an alternative of t, unless it already is one
 // or is not in the index.
-func (t *queryTerm) add(x *BM25, term string, weight float64) {
+func (t *queryTerm) add(x *BM25, term string, weight float64, kind altKind) {
 	ps := x.postings[term]
 	if len(ps) == 0 {
 		return
@@ -334,8 +426,12 @@ func (t *queryTerm) add(x *BM25, term string, weight float64) {
 	n := float64(x.cat.Len())
 	df := float64(len(ps))
 	idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-	t.alts = append(t.alts, alt{text: term, idf: idf, weight: weight, ps: ps})
-	t.idf = max(t.idf, idf*weight)
+	t.alts = append(t.alts, alt{text: term, kind: kind, idf: idf, weight: weight, ps: ps})
+	if kind != altRelated {
+		// A related word may match, but is not what a full match of the
+		// request's word is measured by (strength, coverage).
+		t.idf = max(t.idf, idf*weight)
+	}
 }
 
 // scale multiplies the weight of t and of its alternatives by f.

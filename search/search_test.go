@@ -628,9 +628,9 @@ func TestSearchHintReachesEveryEngine(t *testing.T) {
 }
 
 // A request none of whose words a tool says, only words of the same stem
-// ("person" in "personal"), is flagged weak, however its best hit ranks:
-// on the built-in catalog no memory tool says "remember", "fact" or
-// "person", and the best hit is Heroku's list of apps (for "personal").
+// ("person" in "personal") or related to them ("fact" and "information"),
+// is flagged weak, however its best hit ranks: on the built-in catalog no
+// tool says "remember", "fact" or "person".
 func TestStemOnlyMatchIsWeak(t *testing.T) {
 	e := NewBM25(realCatalog(t))
 	hits, err := e.Search(context.Background(), "remember a fact about a person", 8)

@@ -27,6 +27,8 @@ type Variant struct {
 	Depth       int     // how many candidates are reranked
 	Deprecated  float64 // the share of its score a deprecated tool keeps (0: all)
 	StemOnly    bool    // flag a search whose best hit matched only words of the same stem
+	Typos       float64 // weight of the index words one edit away from a word the index lacks
+	Related     float64 // weight of a word's everyday related words (package thesaurus)
 }
 
 // NamedVariant is a variant with the name eval knows it by.
@@ -37,18 +39,20 @@ type NamedVariant struct {
 
 // the refinements of the default engine, step by step.
 var (
-	stepParams  = Variant{ParamDescs: 0.3}
-	stepNumbers = Variant{ParamDescs: 0.3, DropNumbers: true}
-	stepStems   = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5}
-	stepClauses = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true}
-	stepBoost   = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30}
-	stepRarity  = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true}
-	stepWeak    = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: weakStrength}
-	stepDeprec  = with(stepWeak, func(v *Variant) { v.Deprecated = deprecatedFactor })
-	stepFlat    = with(stepDeprec, func(v *Variant) { v.Flat = flatStandout })
-	stepReach   = with(stepFlat, func(v *Variant) { v.Reach, v.ReachFlat = minReach, reachStandout })
-	stepGloss   = with(stepReach, func(v *Variant) { v.Gloss = glossWeight })
-	stepDefault = with(stepGloss, func(v *Variant) { v.StemOnly = true })
+	stepParams   = Variant{ParamDescs: 0.3}
+	stepNumbers  = Variant{ParamDescs: 0.3, DropNumbers: true}
+	stepStems    = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5}
+	stepClauses  = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true}
+	stepBoost    = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30}
+	stepRarity   = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true}
+	stepWeak     = Variant{ParamDescs: 0.3, DropNumbers: true, Stems: 0.5, Decompose: true, NameBoost: 0.4, Depth: 30, Rarity: true, Weak: 0.30}
+	stepDeprec   = with(stepWeak, func(v *Variant) { v.Deprecated = deprecatedFactor })
+	stepFlat     = with(stepDeprec, func(v *Variant) { v.Flat = flatStandout })
+	stepReach    = with(stepFlat, func(v *Variant) { v.Reach, v.ReachFlat = minReach, reachStandout })
+	stepGloss    = with(stepReach, func(v *Variant) { v.Gloss = glossWeight })
+	stepStemOnly = with(stepGloss, func(v *Variant) { v.StemOnly = true })
+	stepEveryday = with(stepStemOnly, func(v *Variant) { v.Typos, v.Related = typoWeight, relatedWeight })
+	stepDefault  = with(stepEveryday, func(v *Variant) { v.Weak = weakStrength })
 )
 
 func with(v Variant, change func(*Variant)) Variant {
@@ -71,7 +75,9 @@ var Variants = []NamedVariant{
 	{"flat", "+ weak only when the best hit stands out by under 0.34", stepFlat},
 	{"reach", "+ weak when under 0.6 of the words are in the catalog and the best stands out by under 0.3", stepReach},
 	{"gloss", "+ English meanings of Chinese descriptions at 1", stepGloss},
-	{"default", "+ weak when the best hit matched only words of the same stem: the default engine", stepDefault},
+	{"stem-only", "+ weak when the best hit matched only words of the same stem", stepStemOnly},
+	{"everyday", "+ typos one edit away at 0.5, related everyday words at 0.3", stepEveryday},
+	{"default", "+ weak flag at 0.21 (chosen on mcpdev half 0): the default engine", stepDefault},
 	{"param-descs-0.5", "parameter descriptions at 0.5", with(stepClauses, func(v *Variant) { v.ParamDescs = 0.5 })},
 	{"param-descs-1", "parameter descriptions at 1", with(stepClauses, func(v *Variant) { v.ParamDescs = 1 })},
 	{"stems-0.7", "stems at 0.7", with(stepClauses, func(v *Variant) { v.Stems = 0.7 })},
@@ -115,5 +121,6 @@ func (v Variant) config() bm25Config {
 	cfg.nameBoost, cfg.rerankDepth = v.NameBoost, v.Depth
 	cfg.deprecated = v.Deprecated
 	cfg.stemOnly = v.StemOnly
+	cfg.typos, cfg.related = v.Typos, v.Related
 	return cfg
 }

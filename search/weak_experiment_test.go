@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"hash/fnv"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +35,7 @@ func TestWeakFeatures(t *testing.T) {
 		filepath.Join("..", "..", "shared", "datasets", "bfcl_live"),
 		filepath.Join("..", "..", "shared", "datasets", "bfcl_nonlive"),
 		filepath.Join("..", "testdata", "datasets", "zh_maps"),
+		filepath.Join("..", "..", "shared", "datasets", "mcpdev"),
 	} {
 		name := filepath.Base(dir)
 		c := datasetCatalog(t, filepath.Join(dir, "tools.jsonl"))
@@ -72,6 +74,10 @@ type features struct {
 	Weak        bool      // the flag today (after decomposition)
 	Scores      []float64 // the whole request's ten best raw scores
 	TopRelevant bool
+	Top5        bool // a labelled tool in the top 5 of the final ranking
+	Half        int
+	Covered     float64 // the share of the terms' weight (idf) the best hit matched
+	MissedMax   float64 // the largest weight (idf) of a term the best hit did not match, over the largest of all
 }
 
 func weakFeatures(x *BM25, dataset, id, text string, relevant map[string]bool) features {
@@ -95,12 +101,37 @@ func weakFeatures(x *BM25, dataset, id, text string, relevant map[string]bool) f
 		fe.Strength = x.strength(hits[0].Score, terms)
 		fe.Matched = len(hits[0].Matches)
 		fe.TopRelevant = relevant[hits[0].Entry.ID]
+		var all, got, most, missed float64
+		for _, t := range terms {
+			all += t.idf
+			most = max(most, t.idf)
+			hit := false
+			for _, m := range hits[0].Matches {
+				if m.Term == t.text || strings.HasPrefix(m.Term, t.text+"~") || strings.HasPrefix(m.Term, t.text+"≈") || strings.HasPrefix(m.Term, t.text+"?") {
+					hit = true
+				}
+			}
+			if hit {
+				got += t.idf
+			} else {
+				missed = max(missed, t.idf)
+			}
+		}
+		if all > 0 {
+			fe.Covered, fe.MissedMax = got/all, missed/most
+		}
 	}
 	for _, h := range hits {
 		fe.Scores = append(fe.Scores, h.Score)
 	}
 	final, _ := x.Search(context.Background(), text, 10)
 	fe.Weak = len(final) > 0 && final[0].Weak
+	for _, h := range final[:min(5, len(final))] {
+		fe.Top5 = fe.Top5 || relevant[h.Entry.ID]
+	}
+	h := fnv.New32a()
+	h.Write([]byte("half:" + id))
+	fe.Half = int(h.Sum32() % 2)
 	return fe
 }
 

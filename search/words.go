@@ -3,6 +3,7 @@ package search
 import (
 	"strings"
 
+	"github.com/toolshelf/toolshelf/internal/thesaurus"
 	"github.com/toolshelf/toolshelf/internal/wordvec"
 )
 
@@ -12,10 +13,12 @@ import (
 var stopWords = map[string]bool{}
 
 func init() {
-	for _, w := range strings.Fields(`a an and are as at be but by can could do does for from
+	for _, w := range strings.Fields(`a about an and are as at be but by can could do does for from
 		has have how i if in into is it its me my of on or our please so some that the their
 		them then there these this to up us want we what when where which who will with would
-		you your`) {
+		you your
+		s t re ve ll d m`) { // what follows an apostrophe: "who's", "don't", "we're"
+
 		stopWords[w] = true
 	}
 }
@@ -136,3 +139,45 @@ func IsStopWord(w string) bool { return stopWords[w] }
 // weighs query words: near 0 for the commonest words, 1 for rare ones
 // and words the built-in vectors do not know.
 func Rarity(w string) float64 { return wordvec.Builtin().Rarity(w) }
+
+// relatedWords returns the everyday words related to w (package
+// thesaurus), folded as the index folds words; a word the list does not
+// have is looked up as the base form it may be a form of ("saving",
+// "saved", "saves" → "save").
+func relatedWords(w string) []string {
+	rel := thesaurus.Related(w)
+	if rel == nil {
+		for _, b := range baseForms(w) {
+			if rel = thesaurus.Related(b); rel != nil {
+				break
+			}
+		}
+	}
+	out := rel[:0:0]
+	for _, r := range rel {
+		if r = foldPlural(r); r != w {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// baseForms are the words w may be the -ing, -ed or -s form of, likeliest
+// first.
+func baseForms(w string) []string {
+	var out []string
+	for _, suffix := range []string{"ing", "ed", "es", "s"} {
+		stem, ok := strings.CutSuffix(w, suffix)
+		if !ok || len(stem) < 2 {
+			continue
+		}
+		out = append(out, stem)
+		if suffix == "ing" || suffix == "ed" {
+			out = append(out, stem+"e")
+			if n := len(stem); n >= 3 && stem[n-1] == stem[n-2] {
+				out = append(out, stem[:n-1]) // "stopped" → "stop"
+			}
+		}
+	}
+	return out
+}

@@ -75,3 +75,64 @@ func TestSearchQualityAnswersAsDocumented(t *testing.T) {
 		}
 	}
 }
+
+// The mcpdev table of docs/search-quality.md: the default engine on the
+// half of a real MCP catalog's requests no setting was chosen on (half
+// 1), beside half 0, which chose them, per category, and the weak flag's
+// three figures on half 1.
+func TestSearchQualityMcpdevAsDocumented(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short mode")
+	}
+	dir := testenv.Dataset(t, "mcpdev")
+	type metrics struct {
+		Queries    int     `json:"queries"`
+		Recall1    float64 `json:"recall@1"`
+		Recall5    float64 `json:"recall@5"`
+		Recall10   float64 `json:"recall@10"`
+		Complete10 float64 `json:"complete@10"`
+		Weak       int     `json:"weak"`
+		WeakMissed int     `json:"weak_missed"`
+		Abstain    *struct {
+			Queries, Weak int
+			NoHits        int `json:"no_hits"`
+		} `json:"abstain"`
+		CI95 *struct {
+			Recall5 [2]float64 `json:"recall@5"`
+		} `json:"ci95"`
+	}
+	eval := func(half string) map[string]metrics {
+		t.Helper()
+		r := runCLI(t, "eval", "--dataset", dir, "--half", half, "--answers", "none", "--json")
+		if r.code != 0 {
+			t.Fatalf("eval: %s", r.stderr)
+		}
+		var out struct{ Subsets map[string]metrics }
+		if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Subsets
+	}
+	held, in := eval("1"), eval("0")
+	var want []string
+	for _, c := range []string{"explicit", "terse", "implicit", "multistep", "nonenglish", "all"} {
+		key := "category=" + c
+		if c == "all" {
+			key = "all"
+		}
+		h, i := held[key], in[key]
+		ci := "–"
+		if h.CI95 != nil {
+			ci = fmt.Sprintf("%.3f–%.3f", h.CI95.Recall5[0], h.CI95.Recall5[1])
+		}
+		want = append(want, fmt.Sprintf("| %s | %d | %.3f | **%.3f** (%s) | %.3f | %.3f | %.3f | %.3f |",
+			c, h.Queries, h.Recall1, h.Recall5, ci, h.Recall10, h.Complete10, i.Recall5, i.Complete10))
+	}
+	a, no := held["all"], held["category=unanswerable"].Abstain
+	if no == nil {
+		t.Fatal("no abstain figures for the unanswerable requests")
+	}
+	want = append(want, fmt.Sprintf("answerable requests flagged weak: %d of %d; of them, %d had no right tool in the top 5; requests no tool serves flagged or answered with nothing: %d of %d",
+		a.Weak, a.Queries, a.WeakMissed, no.Weak+no.NoHits, no.Queries))
+	testenv.DocSays(t, "docs/search-quality.md", want...)
+}

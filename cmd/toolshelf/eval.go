@@ -31,7 +31,9 @@ length band (words=1-8, words=9-20, words=21+):
   mrr@10       1 / rank of the first hit that covers a group
   ndcg@10      a hit gains 1 when it covers a group not yet covered; the
                ideal is min(groups, 10)
-  flagged weak answerable queries whose results the engine flagged weak
+  flagged weak answerable queries whose results the engine flagged weak,
+               and how many of them had no labelled tool in the top 5
+               (flagged rightly: what was shown missed)
   abstain      queries no tool fits, and how many got no hits or only
                hits flagged weak
 
@@ -59,6 +61,12 @@ figures whose intervals overlap may differ by chance alone.
 A dataset folder holds tools.jsonl and queries.jsonl, and optionally
 servers.jsonl; docs/datasets.md in the source gives the format, the public
 datasets and how to build one from your own servers.
+
+--misses also prints each request one of whose steps had no labelled tool
+in the top 5: the tools ranked above the first labelled one (or the whole
+list, when none was found) with the terms that scored them, as 'toolshelf
+search --explain' names them ("save~saving" a word of the same stem,
+"forget≈omit" a related word); --json puts them under "misses".
 
 --learn-folds K measures search that learns from use (see 'toolshelf
 learned') without leakage: the queries are split into K folds, each fold
@@ -95,6 +103,7 @@ instead of the default engine, so that its experiments can be rerun:
 		depth := fs.String("depth", fmt.Sprintf("%g,%d", search.DefaultDepth.Ratio, search.DefaultDepth.Min), "the answers' depth: `RATIO,MIN` or off")
 		budget := fs.Int("budget", shelf.DefaultBudget, "the answers' budget of compact-match `TOKENS` (0: none)")
 		companions := fs.Bool("companions", true, "the answers name each match's companions, and a companion counts as found")
+		misses := fs.Bool("misses", false, "also print each request with a step not found in the top 5: what ranked above it, and why")
 		return func(ctx context.Context, e *env, args []string) error {
 			if len(args) > 0 {
 				return usagef("unexpected argument %q", args[0])
@@ -127,7 +136,7 @@ instead of the default engine, so that its experiments can be rerun:
 			if *minSim <= 0 || *minSim >= 1 || *weight <= 0 {
 				return usagef("--learn-min-similarity must be between 0 and 1 and --learn-weight positive")
 			}
-			opts := &evaluate.Options{Limit: *limit, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight, MinWords: *minWords}}
+			opts := &evaluate.Options{Limit: *limit, Misses: *misses, Learned: &search.LearnedOptions{MinSimilarity: *minSim, Weight: *weight, MinWords: *minWords}}
 			var err error
 			if opts.Answers, err = answersFor(*answers, *depth, *budget); err != nil {
 				return err
@@ -233,6 +242,7 @@ func runEval(ctx context.Context, e *env, dir, engine string, build func(*catalo
 		return enc.Encode(r)
 	}
 	writeReport(e.stdout, r)
+	writeMisses(e.stdout, r.Misses)
 	if learned != nil {
 		fmt.Fprintln(e.stdout)
 		writeReport(e.stdout, learned)
@@ -276,8 +286,56 @@ func writeReport(w io.Writer, r *evaluate.Report) {
 		if m.CI95 != nil {
 			interval = fmt.Sprintf("%.3f–%.3f", m.CI95.Recall5[0], m.CI95.Recall5[1])
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%d\t%s\t%s\t\n",
-			l, m.Queries, m.Recall1, m.Recall5, interval, m.Recall10, m.Complete10, m.MRR10, m.NDCG10, m.Weak, abstain, answers)
+		weak := fmt.Sprint(m.Weak)
+		if m.Weak > 0 {
+			weak = fmt.Sprintf("%d (%d missed)", m.Weak, m.WeakMissed)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%s\t%.3f\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\t\n",
+			l, m.Queries, m.Recall1, m.Recall5, interval, m.Recall10, m.Complete10, m.MRR10, m.NDCG10, weak, abstain, answers)
 	}
 	tw.Flush()
+}
+
+// writeMisses prints the misses of a report (--misses): each request,
+// the steps missed, and the hits down to the first tool of a missed step,
+// each with the terms that scored it.
+func writeMisses(w io.Writer, misses []*evaluate.Miss) {
+	if len(misses) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\n%d requests with a step not found in the top %d:\n", len(misses), evaluate.MissDepth)
+	for _, m := range misses {
+		fmt.Fprintf(w, "\n%s  %s", m.ID, m.Query)
+		if len(m.Labels) > 0 {
+			fmt.Fprintf(w, "  [%s]", strings.Join(m.Labels, " "))
+		}
+		fmt.Fprintln(w)
+		for _, g := range m.Missed {
+			fmt.Fprintf(w, "  wanted: %s\n", strings.Join(g, " | "))
+		}
+		for _, h := range m.Hits {
+			mark := " "
+			if h.Wanted {
+				mark = "*"
+			}
+			weak := ""
+			if h.Weak {
+				weak = " weak"
+			}
+			fmt.Fprintf(w, " %s%3d. %s  %.2f%s  %s\n", mark, h.Rank, h.ID, h.Score, weak, matchesText(h.Matches))
+		}
+		if m.Found == 0 {
+			fmt.Fprintf(w, "       (no tool of a missed step among the %d hits)\n", len(m.Hits))
+		}
+	}
+}
+
+// matchesText is a hit's matches as --explain prints them: term
+// (fields) score, best first.
+func matchesText(ms []search.Match) string {
+	parts := make([]string, 0, len(ms))
+	for _, m := range ms {
+		parts = append(parts, fmt.Sprintf("%s(%s) %.2f", m.Term, strings.Join(m.Fields, ","), m.Score))
+	}
+	return strings.Join(parts, "  ")
 }

@@ -101,6 +101,12 @@ func (m *Model) Dims() int { return m.dims }
 // Len returns the number of words the model knows.
 func (m *Model) Len() int { return len(m.index) }
 
+// Knows reports whether word (lower case) is one of the model's words.
+func (m *Model) Knows(word string) bool {
+	_, ok := m.index[word]
+	return ok
+}
+
 // Rarity returns the weight Embed gives word: near 0 for the commonest
 // English words ("the" 0.01, rank 100 0.5), near 1 for rare ones, and 1
 // for words the model does not know.
