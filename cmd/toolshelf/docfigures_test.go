@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -135,4 +136,34 @@ func TestSearchQualityMcpdevAsDocumented(t *testing.T) {
 	want = append(want, fmt.Sprintf("answerable requests flagged weak: %d of %d; of them, %d had no right tool in the top 5; requests no tool serves flagged or answered with nothing: %d of %d",
 		a.Weak, a.Queries, a.WeakMissed, no.Weak+no.NoHits, no.Queries))
 	testenv.DocSays(t, "docs/search-quality.md", want...)
+}
+
+// eval --misses prints each request with a step not found, the steps,
+// and the hits down to the first tool of one, each with its terms.
+func TestEvalMisses(t *testing.T) {
+	dir := testenv.Dataset(t, "mcpdev")
+	r := runCLI(t, "eval", "--dataset", dir, "--half", "1", "--answers", "none", "--misses")
+	if r.code != 0 {
+		t.Fatalf("eval: %s", r.stderr)
+	}
+	_, list, ok := strings.Cut(r.stdout, "requests with a step not found in the top 5:")
+	if !ok {
+		t.Fatalf("no misses listed:\n%s", r.stdout)
+	}
+	blocks := strings.Split(strings.TrimSpace(list), "\n\n")
+	var n int
+	fmt.Sscan(r.stdout[strings.LastIndex(r.stdout[:strings.Index(r.stdout, "requests with a step")], "\n")+1:], &n)
+	if n == 0 || len(blocks) != n {
+		t.Fatalf("%d blocks for %d misses", len(blocks), n)
+	}
+	for _, b := range blocks {
+		lines := strings.Split(b, "\n")
+		if !strings.HasPrefix(lines[0], "md-") || !strings.HasPrefix(strings.TrimSpace(lines[1]), "wanted: ") {
+			t.Errorf("a miss without its request or step:\n%s", b)
+		}
+	}
+	// A hit is explained in --explain's terms: a related word as "≈".
+	if !strings.Contains(list, "≈") || !strings.Contains(list, "(description") {
+		t.Errorf("the hits carry no terms:\n%s", list)
+	}
 }
