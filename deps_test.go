@@ -17,7 +17,7 @@ const module = "github.com/toolshelf/toolshelf/"
 // docs/design.md draws the same picture.
 var mayImport = map[string][]string{
 	"catalog":               {"internal/jsonscan", "internal/confusable"},
-	"search":                {"catalog", "internal/wordvec", "internal/zhdict"},
+	"search":                {"catalog", "internal/wordvec", "internal/zhdict", "internal/thesaurus"},
 	"policy":                {"catalog"},
 	"shelf":                 {"catalog", "search", "policy"},
 	"messages":              {"catalog", "search", "policy", "shelf", "internal/jsonscan"},
@@ -44,6 +44,7 @@ var mayImport = map[string][]string{
 	"internal/builtin":      {"catalog"},
 	"internal/wordvec":      {},
 	"internal/zhdict":       {},
+	"internal/thesaurus":    {},
 	"internal/jsonscan":     {},
 	"internal/bigcatalog":   {"catalog"},
 	"internal/fuzzy":        {},
