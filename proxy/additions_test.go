@@ -3,6 +3,7 @@ package proxy
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -46,11 +47,19 @@ func prefixOf(a, b wire) bool {
 // the request's tools or system prompt: recorded at the upstream, every
 // request of every round and turn has the same tools and system prompt,
 // byte for byte, and each request's messages begin with the messages of
-// the one before it in its turn and of the last of the turn before (the
-// hidden search rounds aside), so the prompt cache holds. The tool a
-// turn called is added again, before the message that called it.
+// the one before it, in its turn and across turns: the search rounds
+// hidden from the client are put back where they were, so the prompt
+// cache holds. Another caller sending the same history gets none of
+// them, and a turn sent again sends what it sent the first time.
 // Without tool additions, the tools change as tools are found.
 func TestToolAdditionsKeepThePrefix(t *testing.T) {
+	for _, stream := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) { additionsKeepThePrefix(t, stream) })
+	}
+	withoutAdditions(t)
+}
+
+func additionsKeepThePrefix(t *testing.T, stream bool) {
 	const model = "claude-opus-4-8"
 	const listIssues = "mcp__github__list_issues"
 	api := newFakeAPI(t,
@@ -73,7 +82,11 @@ func TestToolAdditionsKeepThePrefix(t *testing.T) {
 	url := startProxy(t, api, &Options{Native: NativeNever})
 	body := func(history string) []byte {
 		tb, _ := json.Marshal(builtinTools())
-		return []byte(`{"model":"` + model + `","max_tokens":1024,"system":"You are helpful.","tools":` + string(tb) + `,"messages":` + history + `}`)
+		more := ""
+		if stream {
+			more = `,"stream":true`
+		}
+		return []byte(`{"model":"` + model + `","max_tokens":1024,"system":"You are helpful.","tools":` + string(tb) + `,"messages":` + history + more + `}`)
 	}
 	turn1 := `[{"role":"user","content":"Open an issue about the crash."}]`
 	turn2 := `[{"role":"user","content":"Open an issue about the crash."},
@@ -108,8 +121,8 @@ func TestToolAdditionsKeepThePrefix(t *testing.T) {
 		t.Errorf("the request's tools: %v", sent)
 	}
 	// Within a turn, and from a turn's last request to the next turn's
-	// first (no hidden round between): the messages before are kept.
-	for _, pair := range [][2]int{{0, 1}, {2, 3}, {2, 4}} {
+	// first: the messages before are kept, the hidden rounds too.
+	for _, pair := range [][2]int{{0, 1}, {1, 2}, {2, 3}, {3, 4}} {
 		if !prefixOf(ws[pair[0]], ws[pair[1]]) {
 			t.Errorf("request %d's messages do not begin with request %d's", pair[1]+1, pair[0]+1)
 		}
@@ -121,14 +134,38 @@ func TestToolAdditionsKeepThePrefix(t *testing.T) {
 	if !adds(ws[1], 3, createIssue) {
 		t.Errorf("round 2 does not add the tool found after the search's results: %s", ws[1].fields["messages"])
 	}
-	if !adds(ws[2], 1, createIssue) {
-		t.Errorf("turn 2 does not add the tool it called before the call: %s", ws[2].fields["messages"])
+	if !adds(ws[2], 3, createIssue) {
+		t.Errorf("turn 2 does not add the tool where turn 1 found it: %.600s", ws[2].fields["messages"])
+	}
+	if n := strings.Count(string(ws[4].fields["messages"]), `"name":"`+createIssue+`"},"type":"tool_definition"`); n != 1 {
+		t.Errorf("turn 3 adds %s %d times, want once", createIssue, n)
 	}
 	if !adds(ws[3], len(ws[3].messages)-1, listIssues) {
 		t.Errorf("turn 2's search does not add what it found: %.400s", ws[3].messages[len(ws[3].messages)-1])
 	}
 
-	// Without tool additions the found tool joins the tools.
+	// Another caller with the same history: no hidden round of the
+	// first's, so the tool it called is added before the call. And the
+	// first caller's turn 2 sent again is its first sending.
+	api.mu.Lock()
+	for range 2 {
+		api.script = append(api.script, func(req messages.Request) (int, string) { return 200, reply("end_turn", 1500, 5, text("Done.")) })
+	}
+	api.mu.Unlock()
+	post(t, url+"/v1/messages", body(turn2), map[string]string{"X-Api-Key": "sk-another-client"})
+	if w := wireOf(t, api.bodies[5]); len(w.messages) != 4 || !adds(w, 1, createIssue) {
+		t.Errorf("another caller's turn 2: %.600s", w.fields["messages"])
+	}
+	post(t, url+"/v1/messages", body(turn2), nil)
+	if again := wireOf(t, api.bodies[6]); !bytes.Equal(again.fields["messages"], ws[2].fields["messages"]) {
+		t.Errorf("turn 2 sent again differs from its first sending")
+	}
+}
+
+// Without tool additions the found tool joins the tools.
+func withoutAdditions(t *testing.T) {
+	tb, _ := json.Marshal(builtinTools())
+	body := []byte(`{"model":"claude-opus-4-8","max_tokens":1024,"system":"You are helpful.","tools":` + string(tb) + `,"messages":[{"role":"user","content":"Open an issue about the crash."}]}`)
 	api2 := newFakeAPI(t,
 		func(req messages.Request) (int, string) {
 			return 200, reply("tool_use", 1000, 20, toolUse("s1", messages.DefaultSearchTool, `{"query":"create a github issue"}`))
@@ -138,7 +175,7 @@ func TestToolAdditionsKeepThePrefix(t *testing.T) {
 		},
 	)
 	url2 := startProxy(t, api2, &Options{Native: NativeNever, ToolAdditions: ToolAdditionsNever})
-	post(t, url2+"/v1/messages", body(turn1), nil)
+	post(t, url2+"/v1/messages", body, nil)
 	if a, b := wireOf(t, api2.bodies[0]), wireOf(t, api2.bodies[1]); bytes.Equal(a.fields["tools"], b.fields["tools"]) {
 		t.Error("without tool additions the tools did not change as a tool was found")
 	}

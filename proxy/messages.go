@@ -47,7 +47,8 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	msgs := slices.Clone(req.Messages)
+	msgs, turn := s.restoreHidden(r, req, p)
+	history := len(msgs)
 	var total usage
 	rounds := 0
 	for {
@@ -101,6 +102,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: "+err.Error())
 				return
 			}
+			s.keepHidden(p, turn, msgs[history:])
 			copyHeaders(w.Header(), resp.Header)
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(final)
@@ -117,6 +119,24 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 			messages.Message{Role: "assistant", Content: reply.Content},
 			messages.Message{Role: "user", Content: results})
 		msgs = p.afterSearch(req, msgs, was)
+	}
+}
+
+// restoreHidden is the history a turn's rounds start from: with tool
+// additions, the client's history with the hidden rounds of its earlier
+// turns put back (hiddenRounds); turn is its key, for keepHidden.
+func (s *Server) restoreHidden(r *http.Request, req messages.Request, p *plan) (msgs []messages.Message, turn [32]byte) {
+	if !p.additions {
+		return slices.Clone(req.Messages), turn
+	}
+	msgs, turn = s.hidden.restore(conversationSeed(r.Header, req, p.toolsKey), req.Messages)
+	return slices.Clone(msgs), turn
+}
+
+// keepHidden keeps a finished turn's hidden rounds, for the turns after.
+func (s *Server) keepHidden(p *plan, turn [32]byte, rounds []messages.Message) {
+	if p.additions {
+		s.hidden.keep(turn, slices.Clone(rounds))
 	}
 }
 

@@ -32,6 +32,8 @@ type plan struct {
 	// additions: found tools are added in system messages after the
 	// search's results (Options.ToolAdditions), not to the tools.
 	additions bool
+	// toolsKey identifies the request's tools (see toolsKey).
+	toolsKey string
 }
 
 // clientDefers reports whether a request's client does tool search
@@ -106,7 +108,7 @@ func (s *Server) planFor(ctx context.Context, in planInput) *plan {
 	if !d.Enabled || len(d.Deferred) == 0 {
 		return nil
 	}
-	p := &plan{set: set, decision: d, deferred: map[string]bool{}, loaded: map[string]bool{}, searchName: name}
+	p := &plan{set: set, decision: d, deferred: map[string]bool{}, loaded: map[string]bool{}, searchName: name, toolsKey: key}
 	for _, n := range d.Deferred {
 		p.deferred[n] = true
 	}

@@ -131,6 +131,7 @@ type Server struct {
 	logger   *slog.Logger
 	pass     *httputil.ReverseProxy
 	plans    *planCache
+	hidden   *hiddenRounds
 }
 
 // New returns a proxy to opts.Upstream.
@@ -190,6 +191,7 @@ func New(opts *Options) (*Server, error) {
 		},
 	}
 	s.plans = newPlanCache(s.opts.MaxPlanBytes)
+	s.hidden = newHiddenRounds()
 	return s, nil
 }
 
