@@ -159,6 +159,9 @@ func TestClientToldWhatIsNotConnected(t *testing.T) {
 	if len(got.Matches) > 0 && !got.Weak {
 		t.Fatalf("a confident match among the notes server's tools: %s", text(res))
 	}
+	if got.Weak && (got.WeakReason == "" || !strings.Contains(got.Note, got.WeakReason)) {
+		t.Errorf("a weak answer without its reason: %q, note %q", got.WeakReason, got.Note)
+	}
 	if !strings.Contains(got.Note, "memory (failed: ") || !strings.Contains(got.Note, "permission denied") || strings.Contains(got.Note, "Try other words") {
 		t.Errorf("the note of a search that found nothing: %q", got.Note)
 	}

@@ -132,9 +132,10 @@ type searchResult struct {
 	// Activated names the tools added to this session's tool list.
 	Activated []string `json:"activated,omitempty"`
 	// Weak reports that no tool fits the query well: the matches are only
-	// the closest.
-	Weak bool   `json:"weak,omitempty"`
-	Note string `json:"note,omitempty"`
+	// the closest; WeakReason says why (the note says it too).
+	Weak       bool   `json:"weak,omitempty"`
+	WeakReason string `json:"weak_reason,omitempty"`
+	Note       string `json:"note,omitempty"`
 }
 
 func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
@@ -155,7 +156,7 @@ func (s *Server) searchTools(ctx context.Context, x *exposure, ss *mcp.ServerSes
 		return toolError("search_tools: %v", err)
 	}
 	res := searchResult{Query: cut(in.Query, echoLimit), Matches: []shelf.Match{}, ToolsSearched: found.Searched,
-		PendingServers: found.Pending, Weak: found.Weak, Note: found.Note, NotConnected: s.up.Unavailable()}
+		PendingServers: found.Pending, Weak: found.Weak, WeakReason: found.WeakReason, Note: found.Note, NotConnected: s.up.Unavailable()}
 	if len(res.NotConnected) > 0 && !found.Select && (len(found.Hits) == 0 || found.Weak) {
 		names := make([]string, len(res.NotConnected))
 		for i, u := range res.NotConnected {

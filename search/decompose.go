@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -106,17 +107,33 @@ func partLabels(clauses []string) []string {
 // allWeak reports whether none of the rankings of a request's parts has a
 // strong best hit: a long request can be weak as a whole and strong step
 // by step.
-func allWeak(lists [][]Hit) bool {
-	for _, l := range lists {
+// allWeak returns why a request split into lists (the whole request's
+// first) is weak: the first list's reason when every list's best hit is
+// weak, "" when one is not.
+func allWeak(lists [][]Hit) string {
+	reason := ""
+	for i := len(lists) - 1; i >= 0; i-- {
+		l := lists[i]
 		if len(l) > 0 && !l[0].Weak {
-			return false
+			return ""
+		}
+		if len(l) > 0 {
+			reason = l[0].WeakReason
 		}
 	}
-	return true
+	return cmp.Or(reason, WeakLowMatch)
 }
 
-func markWeak(hits []Hit, weak bool) {
+// markWeak flags hits weak for reason, or not weak when it is "".
+func markWeak(hits []Hit, reason string) {
 	for i := range hits {
-		hits[i].Weak = weak
+		hits[i].Weak, hits[i].WeakReason = reason != "", reason
 	}
 }
+
+// Why a search's hits are flagged weak.
+const (
+	WeakLowMatch  = "the best match says little of what was asked"
+	WeakNotHere   = "most of the request's words are in no tool here"
+	WeakOnlyAlike = "the best match says none of the request's own words, only words like them"
+)

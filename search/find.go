@@ -39,6 +39,8 @@ type Result struct {
 	// Weak reports that no tool fits the query well: the hits are only
 	// the closest.
 	Weak bool
+	// WeakReason says why the result is weak (Hit.WeakReason).
+	WeakReason string
 	// Select is set for a select: query. AlreadyLoaded names the tools it
 	// found in Request.Loaded only; Missing the names found nowhere.
 	Select        bool
@@ -153,12 +155,18 @@ func Find(ctx context.Context, eng Engine, c *catalog.Catalog, r Request) (Resul
 		res.Hits = res.Hits[:r.Depth.Keep(res.Hits)]
 	}
 	res.Weak = len(res.Hits) > 0 && res.Hits[0].Weak
+	if res.Weak {
+		res.WeakReason = res.Hits[0].WeakReason
+	}
 	if len(res.Hits) < 3 {
 		res.Pending = r.Pending
 	}
 	switch {
 	case res.Weak:
 		res.Note = NoteWeak
+		if res.WeakReason != "" {
+			res.Note = "No tool fits this request well (" + res.WeakReason + "); " + strings.TrimPrefix(NoteWeak, "No tool fits this request well; ")
+		}
 	case len(res.Hits) == 0 && len(res.Pending) > 0:
 		res.Note = NotePending
 	case len(res.Hits) == 0:

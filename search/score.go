@@ -75,13 +75,21 @@ func (x *BM25) part(q Query, required []string, limit int) []Hit {
 		depth = max(limit, standoutDepth)
 	}
 	hits := x.rank(terms, required, depth)
-	weak := len(hits) > 0 && (x.strength(hits[0].Score, terms) < x.cfg.weak &&
-		(x.cfg.flat == 0 || standout(hits) < x.cfg.flat) ||
-		x.cfg.reach > 0 && standout(hits) < x.cfg.reachFlat && x.reach(q, terms) < x.cfg.reach)
+	reason := ""
+	switch {
+	case len(hits) == 0:
+	case x.strength(hits[0].Score, terms) < x.cfg.weak && (x.cfg.flat == 0 || standout(hits) < x.cfg.flat):
+		reason = WeakLowMatch
+	case x.cfg.reach > 0 && standout(hits) < x.cfg.reachFlat && x.reach(q, terms) < x.cfg.reach:
+		reason = WeakNotHere
+	}
 	hits = hits[:min(limit, len(hits))]
 	x.explainAll(hits, terms)
-	if weak || x.cfg.stemOnly && len(hits) > 0 && stemsOnly(hits[0].Matches) {
-		markWeak(hits, true)
+	if reason == "" && x.cfg.stemOnly && len(hits) > 0 && stemsOnly(hits[0].Matches) {
+		reason = WeakOnlyAlike
+	}
+	if reason != "" {
+		markWeak(hits, reason)
 	}
 	return hits
 }
@@ -91,6 +99,9 @@ func (x *BM25) part(q Query, required []string, limit int) []Hit {
 // (see bm25Config.stemOnly).
 func stemsOnly(ms []Match) bool {
 	for _, m := range ms {
+		if m.Term == TermNameBoost || m.Term == TermDeprecated {
+			continue // what the rerank added for the words matched
+		}
 		if !strings.Contains(m.Term, "~") && !strings.Contains(m.Term, "≈") {
 			return false
 		}
@@ -346,7 +357,9 @@ func (x *BM25) terms(q Query) []queryTerm {
 		if x.cfg.stems > 0 {
 			x.addStems(&qt, w, x.cfg.stems, altStem)
 		}
-		if x.cfg.typos > 0 && len(qt.alts) == 0 && typoWords < maxTypoWords {
+		// A word English has ("bake", "cake") is not a typo of another
+		// ("base", "case") because the catalog lacks it.
+		if x.cfg.typos > 0 && len(qt.alts) == 0 && typoWords < maxTypoWords && (x.words == nil || !x.words.Knows(w)) {
 			typoWords++
 			for _, t := range x.typos(w) {
 				qt.add(x, t, x.cfg.typos, altTypo)
@@ -355,9 +368,6 @@ func (x *BM25) terms(q Query) []queryTerm {
 		if x.cfg.related > 0 {
 			for _, r := range relatedWords(w) {
 				qt.add(x, r, x.cfg.related, altRelated)
-				if x.cfg.stems > 0 {
-					x.addStems(&qt, r, x.cfg.related*x.cfg.stems, altRelated)
-				}
 			}
 		}
 		if x.words != nil {

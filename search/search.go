@@ -46,8 +46,11 @@ type Hit struct {
 	// Matches explains the score: what each query term matched.
 	Matches []Match
 	// Weak marks the hits of a search whose best match is weak: probably
-	// no tool fits the query, and these are only the closest.
-	Weak bool
+	// no tool fits the query, and these are only the closest. WeakReason
+	// says why, in words a person or a model reads (one of the Weak…
+	// reasons).
+	Weak       bool
+	WeakReason string
 	// Companions are the tools that produce what this one needs (see
 	// Companions), when the searcher names them (package shelf does).
 	Companions []*catalog.Entry

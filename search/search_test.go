@@ -632,16 +632,50 @@ func TestSearchHintReachesEveryEngine(t *testing.T) {
 // is flagged weak, however its best hit ranks: on the built-in catalog no
 // tool says "remember", "fact" or "person".
 func TestStemOnlyMatchIsWeak(t *testing.T) {
-	e := NewBM25(realCatalog(t))
+	c := realCatalog(t)
+	e := NewBM25(c)
 	hits, err := e.Search(context.Background(), "remember a fact about a person", 8)
 	if err != nil || len(hits) == 0 {
 		t.Fatal(hits, err)
 	}
-	if !hits[0].Weak {
-		t.Errorf("%s, matched by %+v, is not flagged weak", hits[0].Entry.Name, hits[0].Matches)
+	if !hits[0].Weak || hits[0].WeakReason == "" {
+		t.Errorf("%s, matched by %+v, is not flagged weak, or without a reason (%q)", hits[0].Entry.Name, hits[0].Matches, hits[0].WeakReason)
+	}
+	res, err := Find(context.Background(), e, c, Request{Query: "remember a fact about a person"})
+	if err != nil || !res.Weak || res.WeakReason == "" || !strings.Contains(res.Note, res.WeakReason) {
+		t.Errorf("Find: %v %q %q", err, res.WeakReason, res.Note)
+	}
+	// Each rule gives its own reason.
+	tiny := NewBM25(tinyCatalog(t,
+		[3]string{"mail", "send_mail", "Send mail"},
+		[3]string{"fs", "list_files", "List files"},
+		[3]string{"git", "create_issue", "Create an issue"},
+		[3]string{"git", "delete_branch", "Delete a branch"},
+		[3]string{"git", "merge_request", "Merge a request"},
+		[3]string{"crm", "personal_notes", "Personal notes"},
+		[3]string{"logs", "archive_logs", "Archive the logs"},
+		[3]string{"sms", "send_text", "Send a text message"},
+	))
+	for query, want := range map[string]string{
+		"send list create delete merge archive": WeakLowMatch,
+		"bake a chocolate cake and send it":     WeakNotHere,
+		"personalized":                          WeakOnlyAlike,
+		"send mail":                             "",
+	} {
+		hits, _ := tiny.Search(context.Background(), query, 8)
+		if len(hits) == 0 || hits[0].WeakReason != want || hits[0].Weak != (want != "") {
+			t.Errorf("%q: weak for %q, want %q", query, reasonOf(hits), want)
+		}
 	}
 	// A request whose words a tool says is not.
 	if hits, _ := e.Search(context.Background(), "create a pull request", 8); len(hits) == 0 || hits[0].Weak {
 		t.Errorf("create a pull request: %v", hits)
 	}
+}
+
+func reasonOf(hits []Hit) string {
+	if len(hits) == 0 {
+		return "(no hits)"
+	}
+	return hits[0].WeakReason
 }

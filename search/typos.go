@@ -20,7 +20,8 @@ type typoTerms struct {
 // typos returns the index terms one edit away from w (a letter added,
 // dropped, changed, or two neighbours swapped: "resart" → "restart",
 // "contianer" → "container"), for a word of at least minTypoLen letters
-// that the index does not have. The first letter must be the same: people
+// that the index does not have (and, with the rarity weights loaded, that
+// English does not have either: terms asks only for those). The first letter must be the same: people
 // seldom mistype it, and a word of another language often differs from
 // an English one there ("tarea" is not "area").
 func (x *BM25) typos(w string) []string {

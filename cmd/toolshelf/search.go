@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -148,7 +149,7 @@ func writeHits(w io.Writer, hits []search.Hit, explain bool) {
 		return
 	}
 	if hits[0].Weak {
-		fmt.Fprintln(w, "No tool fits this query well; the closest:")
+		fmt.Fprintf(w, "No tool fits this query well (%s); the closest:\n", cmp.Or(hits[0].WeakReason, search.WeakLowMatch))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for i, h := range hits {
@@ -185,6 +186,7 @@ type hitJSON struct {
 	Description string         `json:"description"`
 	Matches     []search.Match `json:"matches"`
 	Weak        bool           `json:"weak,omitempty"`
+	WeakReason  string         `json:"weak_reason,omitempty"`
 }
 
 func writeHitsJSON(w io.Writer, query, engine string, tools int, hits []search.Hit) error {
@@ -197,7 +199,7 @@ func writeHitsJSON(w io.Writer, query, engine string, tools int, hits []search.H
 	for _, h := range hits {
 		out.Hits = append(out.Hits, hitJSON{
 			Name: h.Entry.Name, Server: h.Entry.Server, Tool: h.Entry.Tool,
-			Score: h.Score, Description: h.Entry.Description, Matches: h.Matches, Weak: h.Weak,
+			Score: h.Score, Description: h.Entry.Description, Matches: h.Matches, Weak: h.Weak, WeakReason: h.WeakReason,
 		})
 	}
 	enc := json.NewEncoder(w)
