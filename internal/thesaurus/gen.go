@@ -9,8 +9,9 @@
 // vocabulary (package wordvec: the 40,000 commonest), it lists the single
 // words WordNet relates to it in its -senses commonest senses of each
 // part of speech: the other words of the same sense (synonyms), the words
-// derived from it or it from them ("remember" and "memory"), and the
-// words of the sense one step more general ("save" → "keep"). A word is
+// of the senses derived from it or it from them ("remember" gives
+// "remembering", a sense whose words include "memory"), and the words of
+// the sense one step more general ("save" → "keep"). A word is
 // kept only when the word vectors, too, find it near (cosine at least
 // -min-cos): WordNet lists rare senses ("fact" as "the deed"), and the
 // vectors, trained on how words are used, drop most of them. The output
@@ -47,7 +48,7 @@ type pointer struct {
 
 func main() {
 	dict := flag.String("dict", "", "WordNet's dict folder (data.* and index.*)")
-	senses := flag.Int("senses", 3, "how many of a word's senses per part of speech to follow")
+	senses := flag.Int("senses", 5, "how many of a word's senses per part of speech to follow")
 	minCos := flag.Float64("min-cos", 0.3, "the least cosine of the word vectors for a related word to be kept")
 	most := flag.Int("most", 8, "the most related words kept for a word")
 	out := flag.String("o", "related.tsv.gz", "output file")
@@ -129,8 +130,13 @@ func main() {
 					continue
 				}
 				switch {
-				case p.symbol == "+" && p.source == me && p.dst > 0 && p.dst <= len(t.words):
-					consider(t.words[p.dst-1])
+				case p.symbol == "+" && p.source == me:
+					// The sense derived from it, all its words: "remember"
+					// is derived into "remembering", whose sense is
+					// also "memory".
+					for _, x := range t.words {
+						consider(x)
+					}
 				case p.symbol == "@" || p.symbol == "@i":
 					for _, x := range t.words {
 						consider(x)

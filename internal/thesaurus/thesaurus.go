@@ -1,8 +1,8 @@
 // Package thesaurus gives the everyday words related to an English word,
-// from WordNet: the other words of its commonest senses, the words derived
-// from it or it from them, and the words of each sense one step more
-// general, each kept only when the built-in word vectors (package
-// wordvec) also find it near. Search reaches with them from the words
+// from WordNet: the other words of its commonest senses, the words of the
+// senses derived from it or it from them, and the words of each sense one
+// step more general, each kept only when the built-in word vectors
+// (package wordvec) also find it near. Search reaches with them from the words
 // people use ("forget", "junk", "soaked") to the words tools are
 // described in ("omit", "trash", "wet").
 //
