@@ -367,7 +367,11 @@ func (x *BM25) terms(q Query) []queryTerm {
 		}
 		if x.cfg.related > 0 {
 			for _, r := range relatedWords(w) {
-				qt.add(x, r, x.cfg.related, altRelated)
+				weight := x.cfg.related
+				if r.Derived {
+					weight = x.cfg.derived
+				}
+				qt.add(x, r.Text, weight, altRelated)
 			}
 		}
 		if x.words != nil {

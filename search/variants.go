@@ -29,6 +29,7 @@ type Variant struct {
 	StemOnly    bool    // flag a search whose best hit matched only words of the same stem
 	Typos       float64 // weight of the index words one edit away from a word the index lacks
 	Related     float64 // weight of a word's everyday related words (package thesaurus)
+	Derived     float64 // weight of those of a derived sense
 }
 
 // NamedVariant is a variant with the name eval knows it by.
@@ -51,7 +52,7 @@ var (
 	stepReach    = with(stepFlat, func(v *Variant) { v.Reach, v.ReachFlat = minReach, reachStandout })
 	stepGloss    = with(stepReach, func(v *Variant) { v.Gloss = glossWeight })
 	stepStemOnly = with(stepGloss, func(v *Variant) { v.StemOnly = true })
-	stepEveryday = with(stepStemOnly, func(v *Variant) { v.Typos, v.Related = typoWeight, relatedWeight })
+	stepEveryday = with(stepStemOnly, func(v *Variant) { v.Typos, v.Related, v.Derived = typoWeight, relatedWeight, derivedWeight })
 	stepDefault  = with(stepEveryday, func(v *Variant) { v.Weak = weakStrength })
 )
 
@@ -76,7 +77,7 @@ var Variants = []NamedVariant{
 	{"reach", "+ weak when under 0.6 of the words are in the catalog and the best stands out by under 0.3", stepReach},
 	{"gloss", "+ English meanings of Chinese descriptions at 1", stepGloss},
 	{"stem-only", "+ weak when the best hit matched only words of the same stem", stepStemOnly},
-	{"everyday", "+ typos one edit away at 0.5, related everyday words at 0.3", stepEveryday},
+	{"everyday", "+ typos one edit away at 0.5, related everyday words at 0.3 (0.4 a derived sense's)", stepEveryday},
 	{"default", "+ weak flag at 0.21 (chosen on mcpdev half 0): the default engine", stepDefault},
 	{"param-descs-0.5", "parameter descriptions at 0.5", with(stepClauses, func(v *Variant) { v.ParamDescs = 0.5 })},
 	{"param-descs-1", "parameter descriptions at 1", with(stepClauses, func(v *Variant) { v.ParamDescs = 1 })},
@@ -121,6 +122,6 @@ func (v Variant) config() bm25Config {
 	cfg.nameBoost, cfg.rerankDepth = v.NameBoost, v.Depth
 	cfg.deprecated = v.Deprecated
 	cfg.stemOnly = v.StemOnly
-	cfg.typos, cfg.related = v.Typos, v.Related
+	cfg.typos, cfg.related, cfg.derived = v.Typos, v.Related, v.Derived
 	return cfg
 }

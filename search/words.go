@@ -144,7 +144,7 @@ func Rarity(w string) float64 { return wordvec.Builtin().Rarity(w) }
 // thesaurus), folded as the index folds words; a word the list does not
 // have is looked up as the base form it may be a form of ("saving",
 // "saved", "saves" → "save").
-func relatedWords(w string) []string {
+func relatedWords(w string) []thesaurus.Word {
 	rel := thesaurus.Related(w)
 	if rel == nil {
 		for _, b := range baseForms(w) {
@@ -155,7 +155,7 @@ func relatedWords(w string) []string {
 	}
 	out := rel[:0:0]
 	for _, r := range rel {
-		if r = foldPlural(r); r != w {
+		if r.Text = foldPlural(r.Text); r.Text != w {
 			out = append(out, r)
 		}
 	}

@@ -97,19 +97,20 @@ func main() {
 	kept := 0
 	for _, w := range words {
 		type near struct {
-			word string
-			cos  float64
+			word    string
+			cos     float64
+			derived bool
 		}
 		seen := map[string]bool{w: true}
 		var rel []near
-		consider := func(r string) {
+		consider := func(r string, derived bool) {
 			r = strings.ToLower(r)
 			if seen[r] || !single(r) || !known(r) {
 				return
 			}
 			seen[r] = true
 			if c := cosine(embed(w), embed(r)); c >= *minCos {
-				rel = append(rel, near{r, c})
+				rel = append(rel, near{r, c, derived})
 			}
 		}
 		for _, id := range index[w] {
@@ -122,7 +123,7 @@ func main() {
 				if strings.ToLower(x) == w {
 					me = i + 1
 				}
-				consider(x)
+				consider(x, false)
 			}
 			for _, p := range s.ptrs {
 				t := synsets[p.target]
@@ -133,13 +134,14 @@ func main() {
 				case p.symbol == "+" && p.source == me:
 					// The sense derived from it, all its words: "remember"
 					// is derived into "remembering", whose sense is
-					// also "memory".
+					// also "memory". Marked, for search weighs them as
+					// it weighs a word's other forms.
 					for _, x := range t.words {
-						consider(x)
+						consider(x, true)
 					}
 				case p.symbol == "@" || p.symbol == "@i":
 					for _, x := range t.words {
-						consider(x)
+						consider(x, false)
 					}
 				}
 			}
@@ -147,7 +149,13 @@ func main() {
 		if len(rel) == 0 {
 			continue
 		}
-		sort.SliceStable(rel, func(i, j int) bool { return rel[i].cos > rel[j].cos })
+		// The words of a derived sense first: they name the same thing.
+		sort.SliceStable(rel, func(i, j int) bool {
+			if rel[i].derived != rel[j].derived {
+				return rel[i].derived
+			}
+			return rel[i].cos > rel[j].cos
+		})
 		if len(rel) > *most {
 			rel = rel[:*most]
 		}
@@ -155,6 +163,9 @@ func main() {
 		for i, r := range rel {
 			if i > 0 {
 				bw.WriteByte(' ')
+			}
+			if r.derived {
+				bw.WriteByte('+')
 			}
 			bw.WriteString(r.word)
 		}

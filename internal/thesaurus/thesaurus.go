@@ -60,9 +60,19 @@ func Len() int {
 	return len(list.starts)
 }
 
-// Related returns the words related to word (lower case), nearest first,
-// or nil when the list has none.
-func Related(word string) []string {
+// Word is a word related to another.
+type Word struct {
+	Text string
+	// Derived is set for a word of a sense derived from the other's, or
+	// the other's from it ("remember" and "memory"): the same thing
+	// named another way, nearer than a synonym of one of its senses.
+	Derived bool
+}
+
+// Related returns the words related to word (lower case), those of
+// derived senses first, then the nearest first, or nil when the list has
+// none.
+func Related(word string) []Word {
 	list.once.Do(load)
 	i := sort.Search(len(list.starts), func(i int) bool { return key(i) >= word })
 	if i == len(list.starts) || key(i) != word {
@@ -73,7 +83,13 @@ func Related(word string) []string {
 	if j := strings.IndexByte(line, '\n'); j >= 0 {
 		line = line[:j]
 	}
-	return strings.Fields(line)
+	fields := strings.Fields(line)
+	out := make([]Word, len(fields))
+	for i, f := range fields {
+		text, derived := strings.CutPrefix(f, "+")
+		out[i] = Word{Text: text, Derived: derived}
+	}
+	return out
 }
 
 // key returns the word of line i.

@@ -12,7 +12,7 @@ func TestRelated(t *testing.T) {
 		"soaked": "wet",
 		"save":   "keep",
 	} {
-		if got := Related(word); !slices.Contains(got, want) {
+		if got := Related(word); !slices.Contains(got, Word{Text: want}) {
 			t.Errorf("Related(%q) = %v, want %q among them", word, got, want)
 		}
 	}
@@ -20,6 +20,9 @@ func TestRelated(t *testing.T) {
 		if got := Related(word); got != nil {
 			t.Errorf("Related(%q) = %v, want nil", word, got)
 		}
+	}
+	if got := Related("remember"); !slices.Contains(got, Word{Text: "memory", Derived: true}) {
+		t.Errorf("Related(remember) = %v, want memory, derived", got)
 	}
 	if n := Len(); n < 10000 {
 		t.Errorf("the list has %d words, want over 10,000", n)
