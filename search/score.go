@@ -413,6 +413,16 @@ func (x *BM25) glossTerms(terms []queryTerm, text string, seen map[string]bool) 
 	return terms
 }
 
+// maxRelatedShare: a related word is left out when more than one in
+// maxRelatedShare tools have it, and more than minRelatedCap: quality on
+// mcpdev half 0 and the older sets is unchanged at 10 (20 and 50 lost),
+// and a search of thousands of tools scores fewer documents; a small
+// catalog, where one tool is a large share, keeps them all.
+const (
+	maxRelatedShare = 10
+	minRelatedCap   = 100
+)
+
 // addStems makes the index terms of the same stem as w alternatives of t.
 func (x *BM25) addStems(t *queryTerm, w string, weight float64, kind altKind) {
 	for _, s := range x.stemmed[stemKey(w)] {
@@ -429,7 +439,9 @@ func (x *BM25) addStems(t *queryTerm, w string, weight float64, kind altKind) {
 // or is not in the index.
 func (t *queryTerm) add(x *BM25, term string, weight float64, kind altKind) {
 	ps := x.postings[term]
-	if len(ps) == 0 {
+	if len(ps) == 0 || kind == altRelated && len(ps) > max(minRelatedCap, x.cat.Len()/maxRelatedShare) {
+		// A related word one tool in ten says would add little to a
+		// score (its idf is low) and much to the documents scored.
 		return
 	}
 	for _, a := range t.alts {
