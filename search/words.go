@@ -153,7 +153,7 @@ func relatedWords(w string) []thesaurus.Word {
 			}
 		}
 	}
-	out := rel[:0:0]
+	out := rel[:0] // Related's slice is ours
 	for _, r := range rel {
 		if r.Text = foldPlural(r.Text); r.Text != w {
 			out = append(out, r)

@@ -83,11 +83,10 @@ func Related(word string) []Word {
 	if j := strings.IndexByte(line, '\n'); j >= 0 {
 		line = line[:j]
 	}
-	fields := strings.Fields(line)
-	out := make([]Word, len(fields))
-	for i, f := range fields {
+	out := make([]Word, 0, strings.Count(line, " ")+1)
+	for f := range strings.FieldsSeq(line) {
 		text, derived := strings.CutPrefix(f, "+")
-		out[i] = Word{Text: text, Derived: derived}
+		out = append(out, Word{Text: text, Derived: derived})
 	}
 	return out
 }
