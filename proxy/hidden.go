@@ -77,13 +77,19 @@ func chain(key [32]byte, m messages.Message) [32]byte {
 // history (for keep). Nothing is put after the last message: a turn
 // sent again sends what it sent the first time.
 func (hr *hiddenRounds) restore(seed [32]byte, history []messages.Message) ([]messages.Message, [32]byte) {
+	// The keys are hashed before the lock is taken: a long history costs
+	// its own request the time, not every other conversation's.
+	keys := make([][32]byte, len(history))
 	key := seed
+	for i, m := range history {
+		key = chain(key, m)
+		keys[i] = key
+	}
 	var out []messages.Message
 	hr.mu.Lock()
 	defer hr.mu.Unlock()
 	for i, m := range history {
-		key = chain(key, m)
-		e, ok := hr.by[key]
+		e, ok := hr.by[keys[i]]
 		if !ok || i == len(history)-1 {
 			if out != nil {
 				out = append(out, m)
