@@ -47,8 +47,13 @@ func newHiddenRounds() *hiddenRounds { return &hiddenRounds{by: map[[32]byte]hid
 
 // conversationSeed is the start of a conversation's chain: who calls
 // (their credential, hashed, never kept), with which model, system
-// prompt and tools (toolsKey).
-func conversationSeed(h http.Header, req messages.Request, toolsKey string) [32]byte {
+// prompt and tools (toolsKey). A request with no credential of its own
+// has no seed: whose conversation it is cannot be told, so nothing of
+// another's is put into it, nor is its rounds kept.
+func conversationSeed(h http.Header, req messages.Request, toolsKey string) (seed [32]byte, ok bool) {
+	if h.Get("Authorization") == "" && h.Get("X-Api-Key") == "" {
+		return seed, false
+	}
 	d := sha256.New()
 	for _, f := range []string{h.Get("Authorization"), h.Get("X-Api-Key"), req.Model, string(req.Extra["system"]), toolsKey} {
 		var n [8]byte
@@ -56,33 +61,39 @@ func conversationSeed(h http.Header, req messages.Request, toolsKey string) [32]
 		d.Write(n[:])
 		d.Write([]byte(f))
 	}
-	var out [32]byte
-	d.Sum(out[:0])
-	return out
+	d.Sum(seed[:0])
+	return seed, true
 }
 
-// chain extends a key by one message.
-func chain(key [32]byte, m messages.Message) [32]byte {
-	b, _ := json.Marshal(m)
+// chain extends a key by one message; false when the message cannot be
+// encoded, and so not told from another.
+func chain(key [32]byte, m messages.Message) ([32]byte, bool) {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return key, false
+	}
 	d := sha256.New()
 	d.Write(key[:])
 	d.Write(b)
 	var out [32]byte
 	d.Sum(out[:0])
-	return out
+	return out, true
 }
 
 // restore returns history with the hidden rounds of earlier turns put
 // back after the messages they followed, and the key of the whole
 // history (for keep). Nothing is put after the last message: a turn
-// sent again sends what it sent the first time.
-func (hr *hiddenRounds) restore(seed [32]byte, history []messages.Message) ([]messages.Message, [32]byte) {
+// sent again sends what it sent the first time. A history with a message
+// that cannot be encoded gets nothing back and no key (ok false).
+func (hr *hiddenRounds) restore(seed [32]byte, history []messages.Message) (msgs []messages.Message, key [32]byte, ok bool) {
 	// The keys are hashed before the lock is taken: a long history costs
 	// its own request the time, not every other conversation's.
 	keys := make([][32]byte, len(history))
-	key := seed
+	key = seed
 	for i, m := range history {
-		key = chain(key, m)
+		if key, ok = chain(key, m); !ok {
+			return history, key, false
+		}
 		keys[i] = key
 	}
 	var out []messages.Message
@@ -104,9 +115,9 @@ func (hr *hiddenRounds) restore(seed [32]byte, history []messages.Message) ([]me
 		out = append(out, e.msgs...)
 	}
 	if out == nil {
-		return history, key
+		return history, key, true
 	}
-	return out, key
+	return out, key, true
 }
 
 // keep records a turn's hidden rounds (the messages the proxy added after

@@ -177,7 +177,7 @@ func (l *liveStream) fail(kind, msg string) {
 func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req messages.Request, p *plan, start time.Time) {
 	flusher, _ := w.(http.Flusher)
 	l := &liveStream{w: w, flusher: flusher}
-	msgs, turn := s.restoreHidden(r, req, p)
+	msgs, turn, keep := s.restoreHidden(r, req, p)
 	history := len(msgs)
 	for rounds := 1; ; rounds++ {
 		round := p.rewrite(req, msgs)
@@ -228,7 +228,7 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			return
 		}
 		if done {
-			s.keepHidden(p, turn, msgs[history:])
+			s.keepHidden(keep, turn, msgs[history:])
 			s.logDone(req, p, rounds, start)
 			return
 		}

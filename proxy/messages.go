@@ -47,7 +47,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	msgs, turn := s.restoreHidden(r, req, p)
+	msgs, turn, keep := s.restoreHidden(r, req, p)
 	history := len(msgs)
 	var total usage
 	rounds := 0
@@ -102,7 +102,7 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 				writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: "+err.Error())
 				return
 			}
-			s.keepHidden(p, turn, msgs[history:])
+			s.keepHidden(keep, turn, msgs[history:])
 			copyHeaders(w.Header(), resp.Header)
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(final)
@@ -124,18 +124,23 @@ func (s *Server) messages(w http.ResponseWriter, r *http.Request) {
 
 // restoreHidden is the history a turn's rounds start from: with tool
 // additions, the client's history with the hidden rounds of its earlier
-// turns put back (hiddenRounds); turn is its key, for keepHidden.
-func (s *Server) restoreHidden(r *http.Request, req messages.Request, p *plan) (msgs []messages.Message, turn [32]byte) {
+// turns put back (hiddenRounds); turn is its key, for keepHidden, and
+// keep whether there is one.
+func (s *Server) restoreHidden(r *http.Request, req messages.Request, p *plan) (msgs []messages.Message, turn [32]byte, keep bool) {
 	if !p.additions {
-		return slices.Clone(req.Messages), turn
+		return slices.Clone(req.Messages), turn, false
 	}
-	msgs, turn = s.hidden.restore(conversationSeed(r.Header, req, p.toolsKey), req.Messages)
-	return slices.Clone(msgs), turn
+	seed, ok := conversationSeed(r.Header, req, p.toolsKey)
+	if !ok {
+		return slices.Clone(req.Messages), turn, false
+	}
+	msgs, turn, keep = s.hidden.restore(seed, req.Messages)
+	return slices.Clone(msgs), turn, keep
 }
 
 // keepHidden keeps a finished turn's hidden rounds, for the turns after.
-func (s *Server) keepHidden(p *plan, turn [32]byte, rounds []messages.Message) {
-	if p.additions {
+func (s *Server) keepHidden(keep bool, turn [32]byte, rounds []messages.Message) {
+	if keep {
 		s.hidden.keep(turn, slices.Clone(rounds))
 	}
 }
