@@ -333,21 +333,23 @@ func (x *BM25) terms(q Query) []queryTerm {
 		}
 		return !x.cfg.dropNumbers || !isNumber(t.Text)
 	}
-	words := make([]string, 0, len(q.Terms))
+	// raw keeps each word as written, for a typo's lookup: folding a
+	// plural off "taks" leaves "tak", too short to correct.
+	words, raw := make([]string, 0, len(q.Terms)), make([]string, 0, len(q.Terms))
 	for _, t := range q.Terms {
 		if keep(t) {
-			words = append(words, foldPlural(t.Text))
+			words, raw = append(words, foldPlural(t.Text)), append(raw, t.Text)
 		}
 	}
 	if len(words) == 0 {
 		for _, t := range q.Terms {
-			words = append(words, foldPlural(t.Text))
+			words, raw = append(words, foldPlural(t.Text)), append(raw, t.Text)
 		}
 	}
 	var terms []queryTerm
 	seen := map[string]bool{}
 	typoWords := 0
-	for _, w := range words {
+	for i, w := range words {
 		if seen[w] {
 			continue
 		}
@@ -359,10 +361,10 @@ func (x *BM25) terms(q Query) []queryTerm {
 		}
 		// A word English has ("bake", "cake") is not a typo of another
 		// ("base", "case") because the catalog lacks it.
-		if x.cfg.typos > 0 && len(qt.alts) == 0 && typoWords < maxTypoWords && (x.words == nil || !x.words.Knows(w)) {
+		if x.cfg.typos > 0 && len(qt.alts) == 0 && typoWords < maxTypoWords && (x.words == nil || !x.words.Knows(raw[i])) {
 			typoWords++
-			for _, t := range x.typos(w) {
-				qt.add(x, t, x.cfg.typos, altTypo)
+			for _, t := range x.typos(raw[i]) {
+				qt.add(x, foldPlural(t), x.cfg.typos, altTypo)
 			}
 		}
 		if x.cfg.related > 0 {

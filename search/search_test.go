@@ -655,12 +655,18 @@ func TestStemOnlyMatchIsWeak(t *testing.T) {
 		[3]string{"crm", "personal_notes", "Personal notes"},
 		[3]string{"logs", "archive_logs", "Archive the logs"},
 		[3]string{"sms", "send_text", "Send a text message"},
+		[3]string{"notes", "omit_notes", "Omit notes"},
+		[3]string{"todoist", "todoist_tasks", "Todoist tasks"},
+		[3]string{"todoist", "todoist_projects", "Todoist projects"},
 	))
 	for query, want := range map[string]string{
 		"send list create delete merge archive": WeakLowMatch,
 		"bake a chocolate cake and send it":     WeakNotHere,
 		"personalized":                          WeakOnlyAlike,
-		"send mail":                             "",
+		"forget":                                WeakOnlyAlike,
+		// Words English lacks are not counted against the catalog.
+		"zqxv wvzq jxqz todoist": "",
+		"send mail":              "",
 	} {
 		hits, _ := tiny.Search(context.Background(), query, 8)
 		if len(hits) == 0 || hits[0].WeakReason != want || hits[0].Weak != (want != "") {

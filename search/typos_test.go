@@ -2,6 +2,7 @@ package search
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -72,4 +73,69 @@ func matchTerms(h Hit) string {
 		b.WriteString(" " + m.Term + " ")
 	}
 	return b.String()
+}
+
+// What a typo's lookup will not do: a word of under four letters, a
+// first letter changed, an English word the catalog lacks ("bake" is no
+// typo of "base"), or more than maxTypoWords words of one request.
+func TestTyposRefuse(t *testing.T) {
+	x := NewBM25(tinyCatalog(t,
+		[3]string{"docker", "restart_container", "Restart a running container"},
+		[3]string{"geo", "area_size", "The area of a region"},
+		[3]string{"git", "base_branch", "The base branch"},
+		[3]string{"todo", "task_list", "List each task"},
+	))
+	for _, q := range []string{"tarea", "bake", "tsk"} {
+		hits, _ := x.Search(context.Background(), q, 5)
+		if len(hits) > 0 {
+			t.Errorf("%q found %s by %s", q, hits[0].Entry.Tool, matchTerms(hits[0]))
+		}
+	}
+	if hits, _ := x.Search(context.Background(), "taks", 5); len(hits) == 0 || hits[0].Entry.Tool != "task_list" {
+		t.Errorf("taks: %v", hits)
+	}
+	unknown := func(n int) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, "qwxzv%c ", 'a'+i)
+		}
+		return b.String()
+	}
+	if hits, _ := x.Search(context.Background(), unknown(maxTypoWords)+"resart", 5); len(hits) > 0 {
+		t.Errorf("a typo past the first %d unknown words was looked up: %s", maxTypoWords, matchTerms(hits[0]))
+	}
+	if hits, _ := x.Search(context.Background(), unknown(maxTypoWords-1)+"resart", 5); len(hits) == 0 {
+		t.Errorf("the %dth unknown word was not looked up", maxTypoWords)
+	}
+}
+
+// A word of a sense derived from the request's word's ("remember" →
+// "recollection") weighs more than a synonym of one of its senses
+// ("recall"); a related word a large share of a large catalog has is
+// left out, and kept in a small one.
+func TestRelatedWeights(t *testing.T) {
+	x := NewBM25(tinyCatalog(t,
+		[3]string{"notes", "recall_note", "A note"},
+		[3]string{"notes", "recollection_note", "A note"},
+	))
+	hits, _ := x.Search(context.Background(), "remember note", 5)
+	if len(hits) < 2 || hits[0].Entry.Tool != "recollection_note" {
+		t.Errorf("remember note: %v", hits)
+	}
+
+	var tools [][3]string
+	for i := range 150 {
+		tools = append(tools, [3]string{"s", fmt.Sprintf("tool_%d", i), "Omit the entry " + fmt.Sprint(i)})
+	}
+	for i := range 50 {
+		tools = append(tools, [3]string{"s", fmt.Sprintf("other_%d", i), "Keep the record " + fmt.Sprint(i)})
+	}
+	big := NewBM25(tinyCatalog(t, tools...))
+	if hits, _ := big.Search(context.Background(), "forget", 5); len(hits) > 0 {
+		t.Errorf("a related word 150 of 200 tools have was kept: %s", matchTerms(hits[0]))
+	}
+	small := NewBM25(tinyCatalog(t, tools[:20]...))
+	if hits, _ := small.Search(context.Background(), "forget", 5); len(hits) == 0 {
+		t.Error("a small catalog lost its related word")
+	}
 }
