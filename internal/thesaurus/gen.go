@@ -210,9 +210,11 @@ func cosine(a, b []float32) float64 {
 	return ab / math.Sqrt(aa*bb)
 }
 
-// readData reads a data.POS file: offset lex_filenum ss_type w_cnt
-// (word lex_id)… p_cnt (symbol offset pos source/target)… | gloss.
-func readData(path string, into map[string]*synset) {
+// eachLine calls fn with each line of a WordNet file but its licence
+// (the lines that start with two spaces), and stops the program at the
+// first line fn cannot read, naming the file and the line: a list built
+// from a half-read database would be wrong without saying so.
+func eachLine(path string, fn func(line string) error) {
 	f, err := os.Open(path)
 	if err != nil {
 		log.Fatal(err)
@@ -220,21 +222,34 @@ func readData(path string, into map[string]*synset) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "  ") {
-			continue // the licence
+	for n := 1; sc.Scan(); n++ {
+		if line := sc.Text(); !strings.HasPrefix(line, "  ") {
+			if err := fn(line); err != nil {
+				log.Fatalf("%s:%d: %v", path, n, err)
+			}
 		}
+	}
+	if err := sc.Err(); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// readData reads a data.POS file: offset lex_filenum ss_type w_cnt
+// (word lex_id)… p_cnt (symbol offset pos source/target)… | gloss.
+func readData(path string, into map[string]*synset) {
+	eachLine(path, func(line string) error {
 		body, _, _ := strings.Cut(line, " | ")
 		fs := strings.Fields(body)
 		if len(fs) < 4 {
-			continue
+			return fmt.Errorf("%d fields, want at least 4", len(fs))
 		}
-		pos := posLetter(fs[2])
-		n, _ := strconv.ParseInt(fs[3], 16, 32)
+		n, err := strconv.ParseInt(fs[3], 16, 32)
+		if err != nil || len(fs) < 5+2*int(n) {
+			return fmt.Errorf("word count %q: %v", fs[3], err)
+		}
 		s := &synset{}
 		i := 4
-		for k := 0; k < int(n); k++ {
+		for range n {
 			w := fs[i]
 			if j := strings.IndexByte(w, '('); j > 0 {
 				w = w[:j] // an adjective's marker: "(a)", "(p)"
@@ -242,54 +257,46 @@ func readData(path string, into map[string]*synset) {
 			s.words = append(s.words, w)
 			i += 2
 		}
-		np, _ := strconv.Atoi(fs[i])
+		np, err := strconv.Atoi(fs[i])
+		if err != nil || len(fs) < i+1+4*np {
+			return fmt.Errorf("pointer count %q: %v", fs[i], err)
+		}
 		i++
-		for k := 0; k < np; k++ {
+		for range np {
 			st := fs[i+3]
-			src, _ := strconv.ParseInt(st[:2], 16, 32)
-			dst, _ := strconv.ParseInt(st[2:], 16, 32)
+			src, err1 := strconv.ParseUint(st[:min(2, len(st))], 16, 8)
+			dst, err2 := strconv.ParseUint(st[min(2, len(st)):], 16, 8)
+			if len(st) != 4 || err1 != nil || err2 != nil {
+				return fmt.Errorf("pointer source/target %q", st)
+			}
 			s.ptrs = append(s.ptrs, pointer{symbol: fs[i], target: posLetter(fs[i+2]) + fs[i+1], source: int(src), dst: int(dst)})
 			i += 4
 		}
-		into[pos+fs[0]] = s
-	}
-	if err := sc.Err(); err != nil {
-		log.Fatal(err)
-	}
+		into[posLetter(fs[2])+fs[0]] = s
+		return nil
+	})
 }
 
 // readIndex reads an index.POS file: lemma pos synset_cnt p_cnt
 // symbol… sense_cnt tagsense_cnt offset…, the offsets commonest first.
 func readIndex(path string, senses int, into map[string][]string) {
-	f, err := os.Open(path)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "  ") {
-			continue
-		}
+	eachLine(path, func(line string) error {
 		fs := strings.Fields(line)
 		if len(fs) < 6 {
-			continue
+			return fmt.Errorf("%d fields, want at least 6", len(fs))
 		}
-		pos := posLetter(fs[1])
-		np, _ := strconv.Atoi(fs[3])
-		offsets := fs[4+np+2:]
-		for i, o := range offsets {
+		np, err := strconv.Atoi(fs[3])
+		if err != nil || len(fs) < 4+np+2 {
+			return fmt.Errorf("pointer count %q: %v", fs[3], err)
+		}
+		for i, o := range fs[4+np+2:] {
 			if i == senses {
 				break
 			}
-			into[fs[0]] = append(into[fs[0]], pos+o)
+			into[fs[0]] = append(into[fs[0]], posLetter(fs[1])+o)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		log.Fatal(err)
-	}
+		return nil
+	})
 }
 
 // posLetter folds an adjective satellite (s) into adjectives (a).
