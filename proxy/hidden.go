@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"net/http"
 	"sync"
@@ -56,10 +55,7 @@ func conversationSeed(h http.Header, req messages.Request, toolsKey string) (see
 	}
 	d := sha256.New()
 	for _, f := range []string{h.Get("Authorization"), h.Get("X-Api-Key"), req.Model, string(req.Extra["system"]), toolsKey} {
-		var n [8]byte
-		binary.BigEndian.PutUint64(n[:], uint64(len(f)))
-		d.Write(n[:])
-		d.Write([]byte(f))
+		writeField(d, []byte(f))
 	}
 	d.Sum(seed[:0])
 	return seed, true

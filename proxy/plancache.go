@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
+	"hash"
 	"runtime"
 	"slices"
 	"sync"
@@ -136,11 +137,8 @@ func (c *planCache) held() (int, int64) {
 // it holds, can make two tool sets one key.
 func toolsKey(searchName string, deferAll bool, tools []messages.Tool) (key string, size int64) {
 	h := sha256.New()
-	var n [8]byte
 	field := func(s []byte) {
-		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
-		h.Write(n[:])
-		h.Write(s)
+		writeField(h, s)
 		size += int64(len(s))
 	}
 	field([]byte(searchName))
@@ -157,6 +155,15 @@ func toolsKey(searchName string, deferAll bool, tools []messages.Tool) (key stri
 		}
 	}
 	return string(h.Sum(nil)), setSize(size, len(tools))
+}
+
+// writeField writes b to h after its length, so that no run of fields
+// hashes like another ("ab","c" and "a","bc" differ).
+func writeField(h hash.Hash, b []byte) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+	h.Write(n[:])
+	h.Write(b)
 }
 
 // bytesPerTool is what a built set keeps for each tool beside its text:
