@@ -354,11 +354,7 @@ func (x *BM25) terms(q Query) []queryTerm {
 			continue
 		}
 		seen[w] = true
-		qt := queryTerm{text: w}
-		qt.add(x, w, 1, altSelf)
-		if x.cfg.stems > 0 {
-			x.addStems(&qt, w, x.cfg.stems, altStem)
-		}
+		qt := x.wordTerm(w, 1)
 		// A word English has ("bake", "cake") is not a typo of another
 		// ("base", "case") because the catalog lacks it.
 		if x.cfg.typos > 0 && len(qt.alts) == 0 && typoWords < maxTypoWords && (x.words == nil || !x.words.Knows(raw[i])) {
@@ -376,12 +372,7 @@ func (x *BM25) terms(q Query) []queryTerm {
 				qt.add(x, r.Text, weight, altRelated)
 			}
 		}
-		if x.words != nil {
-			qt.scale(x.words.Rarity(w))
-		}
-		if len(qt.alts) > 0 {
-			terms = append(terms, qt)
-		}
+		terms = x.appendTerm(terms, qt)
 	}
 	if x.cfg.fields[fGloss].w > 0 && zhdict.HasHan(q.Text) {
 		terms = x.glossTerms(terms, q.Text, seen)
@@ -400,19 +391,33 @@ func (x *BM25) glossTerms(terms []queryTerm, text string, seen map[string]bool) 
 			continue
 		}
 		seen[w] = true
-		qt := queryTerm{text: w}
-		qt.add(x, w, glossQueryWeight, altSelf)
-		if x.cfg.stems > 0 {
-			x.addStems(&qt, w, glossQueryWeight*x.cfg.stems, altStem)
-		}
-		if x.words != nil {
-			qt.scale(x.words.Rarity(w))
-		}
-		if len(qt.alts) > 0 {
-			terms = append(terms, qt)
-		}
+		terms = x.appendTerm(terms, x.wordTerm(w, glossQueryWeight))
 	}
 	return terms
+}
+
+// wordTerm is the query term of w at weight: the word and, when stems are
+// on, the index words of its stem.
+func (x *BM25) wordTerm(w string, weight float64) queryTerm {
+	qt := queryTerm{text: w}
+	qt.add(x, w, weight, altSelf)
+	if x.cfg.stems > 0 {
+		x.addStems(&qt, w, weight*x.cfg.stems, altStem)
+	}
+	return qt
+}
+
+// appendTerm appends qt to terms, weighed by its word's rarity in
+// English when the configuration weighs by it, unless the index has none
+// of its alternatives.
+func (x *BM25) appendTerm(terms []queryTerm, qt queryTerm) []queryTerm {
+	if len(qt.alts) == 0 {
+		return terms
+	}
+	if x.words != nil {
+		qt.scale(x.words.Rarity(qt.text))
+	}
+	return append(terms, qt)
 }
 
 // maxRelatedShare: a related word is left out when more than one in
