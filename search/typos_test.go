@@ -139,3 +139,27 @@ func TestRelatedWeights(t *testing.T) {
 		t.Error("a small catalog lost its related word")
 	}
 }
+
+// A request of several clauses is weak only when every clause's best hit
+// is, and then for the whole request's reason.
+func TestClausesWeakTogether(t *testing.T) {
+	tiny := NewBM25(tinyCatalog(t,
+		[3]string{"mail", "send_mail", "Send mail"},
+		[3]string{"fs", "list_files", "List files"},
+		[3]string{"git", "create_issue", "Create an issue"},
+		[3]string{"crm", "personal_notes", "Personal notes"},
+		[3]string{"sms", "send_text", "Send a text message"},
+	))
+	for query, want := range map[string]string{
+		"send mail and then bake a chocolate cake":                                     "",
+		"bake a chocolate cake and send it, then water the garden plants with grandma": WeakNotHere,
+	} {
+		if clauses(query) == nil {
+			t.Fatalf("%q is not split into clauses", query)
+		}
+		hits, _ := tiny.Search(context.Background(), query, 5)
+		if len(hits) == 0 || hits[0].WeakReason != want || hits[0].Weak != (want != "") {
+			t.Errorf("%q: weak for %q, want %q", query, reasonOf(hits), want)
+		}
+	}
+}
