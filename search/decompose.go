@@ -104,12 +104,10 @@ func partLabels(clauses []string) []string {
 	return labels
 }
 
-// allWeak reports whether none of the rankings of a request's parts has a
-// strong best hit: a long request can be weak as a whole and strong step
-// by step.
 // allWeak returns why a request split into lists (the whole request's
-// first) is weak: the first list's reason when every list's best hit is
-// weak, "" when one is not.
+// first) is weak: the first list's reason when no list has a strong best
+// hit, "" when one has — a long request can be weak as a whole and strong
+// step by step.
 func allWeak(lists [][]Hit) string {
 	reason := ""
 	for i := len(lists) - 1; i >= 0; i-- {
