@@ -64,10 +64,16 @@ const MaxSelect = 50
 // sentences. A longer query is cut, and the result says so.
 const MaxQuery = 2000
 
+// The weak note's two halves, between which its reason goes.
+const (
+	noteWeakHead   = "No tool fits this request well"
+	noteWeakAdvice = "these are only the closest matches. Check that one fits before using it, " +
+		"or search again naming the action and its object (\"send an email\"), a server (mcp__server lists its tools), or +word for a word a tool must have."
+)
+
 // The notes of a Result.
 const (
-	NoteWeak = "No tool fits this request well; these are only the closest matches. Check that one fits before using it, " +
-		"or search again naming the action and its object (\"send an email\"), a server (mcp__server lists its tools), or +word for a word a tool must have."
+	NoteWeak    = noteWeakHead + "; " + noteWeakAdvice
 	NotePending = "No match yet; some servers are still connecting. Search again shortly."
 	NoteNone    = "No match. Try other words, or mcp__<server> to list a server's tools."
 	NoteCut     = "The query was cut to its first 2,000 bytes."
@@ -165,7 +171,7 @@ func Find(ctx context.Context, eng Engine, c *catalog.Catalog, r Request) (Resul
 	case res.Weak:
 		res.Note = NoteWeak
 		if res.WeakReason != "" {
-			res.Note = "No tool fits this request well (" + res.WeakReason + "); " + strings.TrimPrefix(NoteWeak, "No tool fits this request well; ")
+			res.Note = noteWeakHead + " (" + res.WeakReason + "); " + noteWeakAdvice
 		}
 	case len(res.Hits) == 0 && len(res.Pending) > 0:
 		res.Note = NotePending
