@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/pin"
 )
 
@@ -301,6 +302,11 @@ type Config struct {
 	// Registries are "registry": the MCP Registries toolshelf add reads,
 	// in order (a team's own first); none means the official one.
 	Registries []string
+	// Budgets are "budgets": limits on what people, profiles and groups
+	// spend (package ledger).
+	Budgets []ledger.Budget
+	// Prices are "prices": models' prices over the built-in table.
+	Prices ledger.Prices
 }
 
 // GroupConfig is one of "groups": a set of tools (qualified names or

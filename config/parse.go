@@ -48,7 +48,7 @@ func ParseConfig(data []byte, file string, getenv func(string) string) ([]Server
 }
 
 // configKeys are the keys a configuration may have at its top.
-var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity", "search", "groups", "registry"}
+var configKeys = []string{"mcpServers", "trust", "profiles", "learn", "store", "policies", "identity", "search", "groups", "registry", "budgets", "prices"}
 
 // Load reads a whole configuration file (see LoadConfig).
 func Load(file string, getenv func(string) string) (*Config, error) {
@@ -79,7 +79,7 @@ func Parse(data []byte, file string, getenv func(string) string) (*Config, error
 		return nil, p.errAt(-1, "%v", err)
 	}
 	p.dir = dir
-	for _, section := range []func() error{p.trust, p.learn, p.store, p.search, p.policies, p.servers, p.profiles, p.identity, p.signins, p.groups, p.registries} {
+	for _, section := range []func() error{p.trust, p.learn, p.store, p.search, p.policies, p.servers, p.profiles, p.identity, p.signins, p.groups, p.registries, p.budgets, p.prices} {
 		if err := section(); err != nil {
 			return nil, err
 		}
@@ -146,7 +146,7 @@ func (p *configParser) top() error {
 	}
 	for k := range p.sections {
 		if !slices.Contains(configKeys, k) {
-			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\", \"search\", \"groups\" and \"registry\")", k, didYouMean(k, configKeys))
+			return p.errAt(p.at(k), "unknown key %q%s (a configuration has \"mcpServers\", \"trust\", \"profiles\", \"learn\", \"store\", \"policies\", \"identity\", \"search\", \"groups\", \"registry\", \"budgets\" and \"prices\")", k, didYouMean(k, configKeys))
 		}
 	}
 	return nil

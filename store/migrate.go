@@ -122,6 +122,22 @@ var migrations = []string{
 	// and query with the fleet key; package learn refuses a pair whose
 	// signature does not hold).
 	`ALTER TABLE learned_pairs ADD COLUMN sig text NOT NULL DEFAULT ''`,
+	// 15: the ledger of model rounds and tool calls (package ledger):
+	// the columns budgets sum, and the whole entry.
+	`CREATE TABLE ledger (
+		id      text PRIMARY KEY,
+		at      timestamptz NOT NULL,
+		kind    text NOT NULL,
+		person  text NOT NULL,
+		groups  text[] NOT NULL,
+		profile text NOT NULL,
+		own     boolean NOT NULL,
+		void    boolean NOT NULL,
+		tokens  bigint NOT NULL,
+		nanos   bigint NOT NULL,
+		entry   jsonb NOT NULL
+	);
+	CREATE INDEX ledger_at ON ledger (at)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a
