@@ -36,6 +36,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/search"
@@ -88,6 +89,9 @@ type Options struct {
 	// Audit, when set, gets one record per tools/call request (a search
 	// or a call); the caller runs it (audit.Log.Run).
 	Audit *audit.Log
+	// Ledger counts every tool call and holds calls to its tool-call
+	// budgets (package ledger); nil counts nothing.
+	Ledger *ledger.Ledger
 	// AuditArgs adds the arguments' values to each audit record, with
 	// the servers' secrets removed and cut at 64 KB.
 	AuditArgs bool
@@ -742,6 +746,10 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 	if c.Client == "" {
 		c.Client = clientName(ss)
 	}
+	entry, refused := s.countCall(ctx, c)
+	if refused != nil {
+		return refused
+	}
 	start := time.Now()
 	res, err := s.up.Reach(ctx, c)
 	var needs *upstream.SignInError
@@ -759,6 +767,7 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 		outcome = "tool_error"
 	}
 	s.met.observeCall(ctx, c.Tool.Server, outcome, took)
+	s.settleCall(ctx, entry, outcome, took)
 	// Per call at debug: the audit log is the record of calls, and a busy
 	// gateway's log must not grow with its traffic.
 	s.logger.Debug("call", "tool", c.Tool.Name, "server", c.Tool.Server, "via", c.Via, "duration", took.Round(time.Microsecond), "outcome", outcome)

@@ -36,6 +36,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/messages"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/telemetry"
@@ -108,6 +109,14 @@ type Options struct {
 	// ToolAdditionsAlways, or ToolAdditionsNever (the found tools join the
 	// request's tools, as before).
 	ToolAdditions string
+	// Ledger counts every model request (see admit and meter) and holds
+	// them to its budgets; nil counts nothing.
+	Ledger *ledger.Ledger
+	// Callers, when set, are who may call with a token of their own; the
+	// proxy then sends APIKey upstream in place of the caller's token.
+	Callers *Callers
+	// APIKey is the upstream's key, sent when Callers is set.
+	APIKey string
 }
 
 // Values of Options.ToolAdditions.
@@ -190,6 +199,15 @@ func New(opts *Options) (*Server, error) {
 			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
 		},
 	}
+	if s.opts.Callers != nil && s.opts.APIKey == "" {
+		return nil, errors.New("callers with tokens of their own need the proxy's own API key for the upstream")
+	}
+	if s.opts.Ledger != nil {
+		c := *s.opts.Client
+		c.Transport = &meter{next: orDefault(c.Transport), logger: s.logger}
+		s.opts.Client = &c
+		s.pass.Transport = &meter{next: http.DefaultTransport, logger: s.logger}
+	}
 	s.plans = newPlanCache(s.opts.MaxPlanBytes)
 	s.hidden = newHiddenRounds()
 	return s, nil
@@ -209,6 +227,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.opts.Token)) != 1 {
 		writeError(w, http.StatusUnauthorized, "authentication_error", "toolshelf proxy: missing or wrong "+TokenHeader)
 		return
+	}
+	r, a, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	if a != nil {
+		defer func() {
+			if err := a.finish(r.Context()); err != nil {
+				s.logger.Error("the ledger did not take a request that was not sent; it stays counted at its most", "error", err)
+			}
+		}()
 	}
 	if s.opts.Telemetry.Tracing() {
 		var span trace.Span
@@ -261,6 +290,9 @@ type bodyError struct {
 
 // readLimited reads a request body within max bytes.
 func readLimited(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *bodyError) {
+	if body, ok := r.Context().Value(bodyKey{}).([]byte); ok {
+		return body, nil // read by admit
+	}
 	// Room for the body its length announces, up to presize: growing the
 	// buffer a megabyte body needs was a tenth of a cached request's
 	// time, and a client that announces more than it sends gets no more.
@@ -381,6 +413,14 @@ func (s *Server) readAnswer(resp *http.Response) ([]byte, error) {
 		return nil, fmt.Errorf("the upstream's answer is over %d bytes", s.opts.MaxResponseBytes)
 	}
 	return raw, err
+}
+
+// orDefault is t, or the default transport.
+func orDefault(t http.RoundTripper) http.RoundTripper {
+	if t == nil {
+		return http.DefaultTransport
+	}
+	return t
 }
 
 // copyHeaders copies an upstream response's headers that a client may

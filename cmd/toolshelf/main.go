@@ -71,6 +71,7 @@ var commands = byName([]*command{
 	doctorCommand,
 	serveCommand,
 	proxyCommand,
+	usageCommand,
 	importCommand,
 	addCommand,
 	removeCommand,

@@ -6,6 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/identity"
 
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/proxy"
@@ -17,7 +23,7 @@ const envProxyToken = "TOOLSHELF_PROXY_TOKEN"
 var proxyCommand = &command{
 	name:    "proxy",
 	summary: "tool search for any client: a proxy in front of the model API",
-	usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--tool-additions auto|always|never] [--max-rounds N] [--max-tools N] [--token TOKEN] [flags]",
+	usage:   "[--listen ADDR] [--upstream URL] [--mode search|all|auto[:N]] [--native auto|always|never] [--tool-additions auto|always|never] [--max-rounds N] [--max-tools N] [--token TOKEN] [--config FILE --api-key-file FILE] [flags]",
 	help: `
 Serves the Anthropic Messages API (POST /v1/messages and
 /v1/messages/count_tokens) and passes every other request to --upstream
@@ -67,6 +73,21 @@ $TOOLSHELF_PROXY_TOKEN_FILE naming a file that holds it: a flag is
 readable by every local user, and is warned about), which clients send in
 X-Toolshelf-Token.
 
+Every model request is counted in the ledger ('toolshelf help usage'):
+its tokens by kind and their cost, under the caller, with the proxy's own
+search rounds marked; an answer whose usage cannot be read is counted at
+the most it could have cost. With --config, the proxy knows who calls:
+the configuration's "profiles" tokens and its "identity" people's access
+tokens are what clients send as their API key (x-api-key, or
+Authorization: Bearer), and a person counts under the first profile whose
+claims they carry. The proxy then sends its own key upstream
+(--api-key-file, or $TOOLSHELF_UPSTREAM_API_KEY), never the caller's
+token. The configuration's "budgets" refuse a request past one before it
+is sent: 429 in the API's own error shape, naming the budget, what was
+spent and when it frees, with retry-after; past 80% of a budget answers
+carry a Toolshelf-Budget-Warning header. Its "store" keeps the ledger in
+PostgreSQL, where budgets hold across replicas.
+
 With OTEL_EXPORTER_OTLP_ENDPOINT set (see 'toolshelf help serve'), each
 request is a trace: the request's span (its parent the client's
 traceparent header), one "chat MODEL" span per round with its token
@@ -82,6 +103,8 @@ a traceparent header, and one span per search the proxy answered.`,
 		native := fs.String("native", proxy.NativeAuto, "use the API's own tool search (`WHEN`): auto (in front of api.anthropic.com, for models that take it), always or never")
 		additions := fs.String("tool-additions", proxy.ToolAdditionsAuto, "add found tools mid-conversation, keeping the cached prefix (`WHEN`): auto (for models that take it), always or never")
 		token := fs.String("token", "", "require this `TOKEN` in X-Toolshelf-Token (default $"+envProxyToken+")")
+		configFlag := fs.String("config", "", "configuration `FILE` whose \"identity\", \"profiles\", \"budgets\", \"prices\" and \"store\" the proxy reads")
+		apiKeyFile := fs.String("api-key-file", "", "with --config: the `FILE` holding the upstream's API key (default $"+envUpstreamKey+")")
 		var engine engineFlags
 		engine.register(fs)
 		logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn, error")
@@ -125,16 +148,88 @@ a traceparent header, and one span per search the proxy answered.`,
 				return badInput(err)
 			}
 			defer shutdownTelemetry(tel, logger)
-			p, err := proxy.New(&proxy.Options{
+			opts := &proxy.Options{
 				Upstream: *upstream, Logger: logger, Settings: settings, ContextWindow: *window,
 				MaxRounds: *rounds, MaxTools: *maxTools, Engine: engine.kind, Token: *token, Native: *native, ToolAdditions: *additions, Telemetry: tel,
-			})
+			}
+			closeLedger, err := proxyCallers(e, *configFlag, *apiKeyFile, opts, logger)
+			if err != nil {
+				return err
+			}
+			defer closeLedger()
+			p, err := proxy.New(opts)
 			if err != nil {
 				return usagef("%v", err)
 			}
 			return serveProxy(ctx, p, *listen, logger)
 		}
 	},
+}
+
+// envUpstreamKey holds the upstream's API key for a proxy whose callers
+// send tokens of their own.
+const envUpstreamKey = "TOOLSHELF_UPSTREAM_API_KEY"
+
+// proxyCallers sets up the proxy's ledger and, with a configuration, who
+// may call it (its profiles' tokens and its people) and the upstream key
+// it sends instead of theirs.
+func proxyCallers(e *env, configFlag, keyFile string, opts *proxy.Options, logger *slog.Logger) (closeLedger func(), err error) {
+	var cfg *config.Config
+	if configFlag != "" {
+		if cfg, err = loadConfig(e, configFlag); err != nil {
+			return nil, err
+		}
+	}
+	db, err := openStore(e, "", cfg)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ledgerFor(e, db, cfg, logger)
+	if err != nil {
+		return nil, err
+	}
+	opts.Ledger = l
+	closeLedger = func() {
+		if l != nil {
+			l.Close()
+		}
+		if db != nil {
+			db.Close()
+		}
+	}
+	if cfg == nil || (cfg.Identity == nil && !slices.ContainsFunc(cfg.Profiles, func(p config.Profile) bool { return len(p.Tokens) > 0 })) {
+		return closeLedger, nil
+	}
+	c := &proxy.Callers{}
+	if cfg.Identity != nil {
+		if c.People, err = identity.New(cfg.Identity.Config, nil); err != nil {
+			closeLedger()
+			return nil, fmt.Errorf("identity: %w", err)
+		}
+	}
+	for _, p := range cfg.Profiles {
+		c.Profiles = append(c.Profiles, proxy.CallerProfile{Name: p.Name, Tokens: p.Tokens, Claims: p.Claims})
+	}
+	if cfg.Identity != nil {
+		// The default profile last: a person counts under the narrowest
+		// profile they open.
+		c.Profiles = append(c.Profiles, proxy.CallerProfile{Name: config.DefaultProfile, Claims: cfg.Identity.Claims})
+	}
+	opts.Callers = c
+	opts.APIKey = e.getenv(envUpstreamKey)
+	if keyFile != "" {
+		b, err := os.ReadFile(keyFile)
+		if err != nil {
+			closeLedger()
+			return nil, usagef("--api-key-file: %v", err)
+		}
+		opts.APIKey = strings.TrimSpace(string(b))
+	}
+	if opts.APIKey == "" {
+		closeLedger()
+		return nil, usagef("--config %s lets callers in with tokens of their own: the proxy needs its own API key for the upstream (--api-key-file, or $%s)", configFlag, envUpstreamKey)
+	}
+	return closeLedger, nil
 }
 
 // serveProxy serves p until ctx is done.

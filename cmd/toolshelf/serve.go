@@ -718,6 +718,11 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 			gopts.Tasks = o.fleet.SealTasks(src.db)
 		}
 	}
+	l, err := ledgerFor(e, src.db, src.config, logger)
+	if err != nil {
+		return err
+	}
+	gopts.Ledger = l
 	switch {
 	case o.audit == auditStore && src.db == nil:
 		return usagef("--audit %s needs a shared store (--store, $%s or the configuration's \"store\")", auditStore, envStore)

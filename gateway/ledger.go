@@ -1,0 +1,58 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/ledger"
+	"github.com/toolshelf/toolshelf/upstream"
+)
+
+// whoOf is whom a call is counted for: the person the request carries
+// (its email, else its subject, and its groups) and the profile served.
+func (s *Server) whoOf(ctx context.Context) ledger.Who {
+	w := ledger.Who{Profile: s.up.Profile()}
+	if p := identity.PersonOf(ctx); p != nil {
+		w.Person, w.Groups = cut(p.String(), echoLimit), p.Groups
+	}
+	return w
+}
+
+// countCall admits a call into the ledger before it runs: a call past a
+// tool-call budget, or one the ledger cannot count, is refused (the
+// result to answer with), and nothing runs.
+func (s *Server) countCall(ctx context.Context, c *upstream.Call) (*ledger.Entry, *mcp.CallToolResult) {
+	l := s.opts.Ledger
+	if l == nil {
+		return nil, nil
+	}
+	e := &ledger.Entry{Kind: ledger.KindCall, Who: s.whoOf(ctx), Server: c.Tool.Server, Tool: c.Tool.Name}
+	warnings, err := l.Admit(ctx, e)
+	var over *ledger.OverError
+	switch {
+	case errors.As(err, &over):
+		s.logger.Info("call refused by a budget", "tool", c.Tool.Name, "person", e.Person, "profile", e.Profile, "budget", over.Budget.Name())
+		return nil, toolError("call_tool %s: refused: %v. Nothing ran.", c.Tool.Name, over)
+	case err != nil:
+		s.logger.Error("the ledger cannot count a call; refused", "tool", c.Tool.Name, "error", err)
+		return nil, toolError("call_tool %s: refused: toolshelf cannot count this call in its ledger (%v). Nothing ran.", c.Tool.Name, err)
+	}
+	for _, w := range warnings {
+		s.logger.Warn("budget nearly spent", "person", e.Person, "profile", e.Profile, "warning", w)
+	}
+	return e, nil
+}
+
+// settleCall writes how a counted call went.
+func (s *Server) settleCall(ctx context.Context, e *ledger.Entry, outcome string, took time.Duration) {
+	if e == nil {
+		return
+	}
+	e.Outcome, e.DurationMS = outcome, float64(took.Microseconds())/1000
+	if err := s.opts.Ledger.Settle(context.WithoutCancel(ctx), e); err != nil {
+		s.logger.Error("the ledger did not take a call's outcome; it stays held", "tool", e.Tool, "error", err)
+	}
+}
