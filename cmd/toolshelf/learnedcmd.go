@@ -22,7 +22,6 @@ const (
 
 var learnedCommand = &command{
 	name:    "learned",
-	aliases: []string{"usage"},
 	summary: "show or clear what search has learned from use",
 	usage:   "show [--tool NAME] [--json] | forget (--all | --tool NAME | --query TEXT | --older-than DURATION)  [--store URL | --config FILE]",
 	help: `
@@ -42,7 +41,8 @@ The pairs are kept in toolshelf/learned.db in the user's state folder
 file; with --store, $TOOLSHELF_STORE or the configuration's "store", the
 PostgreSQL store that serve --store replicas share), at most 20,000 and for 180 days. 'serve
 --no-learn', or "learn": false in the configuration, turns learning off.
-('toolshelf usage' is this command's earlier name.)`,
+('toolshelf usage show' and 'usage forget' were this command's earlier
+names; 'toolshelf usage' is now the ledger of what was spent.)`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		tool := fs.String("tool", "", "only the pairs of the tool `NAME` (qualified)")
 		query := fs.String("query", "", "forget: the pairs of the query `TEXT`")

@@ -84,8 +84,13 @@ func TestServeLearnsFromUse(t *testing.T) {
 	if f := runCLI(t, "learned", "forget", "--all"); f.code != 0 || !strings.Contains(f.stdout, "forgot 1") {
 		t.Errorf("learned forget: %d %s%s", f.code, f.stdout, f.stderr)
 	}
-	if show := runCLI(t, "usage", "show"); !strings.Contains(show.stdout, "nothing learned yet") {
+	if show := runCLI(t, "learned", "show"); !strings.Contains(show.stdout, "nothing learned yet") {
 		t.Errorf("after forget: %s", show.stdout)
+	}
+	// 'usage' was the former name of 'learned': its subcommands are
+	// pointed there.
+	if old := runCLI(t, "usage", "show"); old.code != exitUsage || !strings.Contains(old.stderr, "toolshelf learned show") {
+		t.Errorf("usage show: %d %s", old.code, old.stderr)
 	}
 	if bad := runCLI(t, "learned", "forget"); bad.code != exitUsage {
 		t.Errorf("forget without a filter: %d", bad.code)

@@ -39,6 +39,9 @@ JSON list.`,
 		storeURL := storeFlag(fs)
 		configFlag := fs.String("config", "", "servers configuration `FILE`, for its \"store\"")
 		return func(ctx context.Context, e *env, args []string) error {
+			if len(args) > 0 && (args[0] == "show" || args[0] == "forget") {
+				return usagef("'toolshelf usage %s' is now 'toolshelf learned %s': 'usage' is the ledger of what was spent", args[0], args[0])
+			}
 			if len(args) > 0 {
 				return usagef("unexpected arguments: %v", args)
 			}

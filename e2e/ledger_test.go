@@ -1,0 +1,246 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshelf/toolshelf/internal/testenv"
+)
+
+// usageAPI is a model API that reports usage as the real ones do, whole
+// or streamed (the Messages API's and Chat Completions'), and keeps the
+// keys it was sent. A request for noUsageModel gets an answer without
+// usage.
+type usageAPI struct {
+	mu   sync.Mutex
+	keys []string
+}
+
+const noUsageModel = "claude-haiku-4-5"
+
+func (a *usageAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Model  string `json:"model"`
+		Stream bool   `json:"stream"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	json.Unmarshal(body, &req)
+	a.mu.Lock()
+	a.keys = append(a.keys, r.Header.Get("X-Api-Key")+r.Header.Get("Authorization"))
+	a.mu.Unlock()
+	ev := func(name, data string) {
+		if name != "" {
+			fmt.Fprintf(w, "event: %s\n", name)
+		}
+		fmt.Fprintf(w, "data: %s\n\n", data)
+	}
+	switch {
+	case r.URL.Path == "/v1/messages" && !req.Stream:
+		usage := `,"usage":{"input_tokens":120,"output_tokens":15,"cache_read_input_tokens":30,"cache_creation_input_tokens":10}`
+		if req.Model == noUsageModel {
+			usage = ""
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn","stop_sequence":null%s}`, req.Model, usage)
+	case r.URL.Path == "/v1/messages":
+		w.Header().Set("Content-Type", "text/event-stream")
+		ev("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":1,"cache_read_input_tokens":30,"cache_creation_input_tokens":10}}}`, req.Model))
+		ev("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		ev("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello."}}`)
+		ev("content_block_stop", `{"type":"content_block_stop","index":0}`)
+		ev("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}`)
+		ev("message_stop", `{"type":"message_stop"}`)
+	case r.URL.Path == "/v1/chat/completions" && !req.Stream:
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-5.5","choices":[{"index":0,"message":{"role":"assistant","content":"Hello."},"finish_reason":"stop"}],"usage":{"prompt_tokens":200,"completion_tokens":20,"total_tokens":220,"prompt_tokens_details":{"cached_tokens":50}}}`)
+	case r.URL.Path == "/v1/chat/completions":
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := `{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1,"model":"gpt-5.5","choices":[%s]%s}`
+		ev("", fmt.Sprintf(chunk, `{"index":0,"delta":{"role":"assistant","content":"Hello."},"finish_reason":null}`, ""))
+		ev("", fmt.Sprintf(chunk, `{"index":0,"delta":{},"finish_reason":"stop"}`, ""))
+		ev("", fmt.Sprintf(chunk, "", `,"usage":{"prompt_tokens":200,"completion_tokens":20,"total_tokens":220,"prompt_tokens_details":{"cached_tokens":50}}`))
+		ev("", "[DONE]")
+	default:
+		http.Error(w, "not found", 404)
+	}
+}
+
+// ledgerRow is a row of 'toolshelf usage --json'.
+type ledgerRow struct {
+	Key                                                       string
+	Requests, OwnRounds, Input, Output, CacheRead, CacheWrite int64
+	USD                                                       float64
+	ToolCalls, Held                                           int64
+}
+
+// usageRows runs 'toolshelf usage --json' over the ledger in state.
+func usageRows(t *testing.T, state string, by string) map[string]ledgerRow {
+	t.Helper()
+	cmd := exec.Command(toolshelf, "usage", "--json", "--by", by)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "TOOLSHELF_STORE=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("toolshelf usage: %v\n%s", err, out)
+	}
+	var rows []ledgerRow
+	if err := json.Unmarshal(out, &rows); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	m := map[string]ledgerRow{}
+	for _, r := range rows {
+		m[r.Key] = r
+	}
+	return m
+}
+
+// clientSteps are ledger-client.mjs's lines.
+type clientStep struct {
+	Step    string
+	OK      bool
+	Status  int
+	Message string
+}
+
+func runLedgerClient(t *testing.T, url, token, steps string, model ...string) []clientStep {
+	t.Helper()
+	out, err := node(t, "node", append([]string{"ledger-client.mjs", url, token, steps}, model...)...)
+	if err != nil {
+		t.Fatalf("ledger-client: %v\n%s", err, out)
+	}
+	var got []clientStep
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var s clientStep
+		if json.Unmarshal([]byte(line), &s) == nil && s.Step != "" {
+			got = append(got, s)
+		}
+	}
+	return got
+}
+
+// TestOneLedgerForModelsAndTools: two people of the team's identity
+// provider (a real oidc-provider) call a model through 'toolshelf proxy'
+// with the official Anthropic and OpenAI SDKs for Node, whole and
+// streamed, their access tokens as API keys; one of them also calls tools
+// through 'toolshelf serve'. One ledger counts it all: the usage rows
+// equal what the fake API reported (a round without usage at its most),
+// the tool calls are in the same person's row, the upstream got only the
+// proxy's own key, the budgeted person is refused with 429 at the exact
+// request and the SDK surfaces why, and a tool-call budget refuses the
+// call.
+func TestOneLedgerForModelsAndTools(t *testing.T) {
+	t.Parallel()
+	requireClients(t)
+	idp := testenv.StartIDP(t, nil)
+	api := &usageAPI{}
+	upstream := httptest.NewServer(api)
+	defer upstream.Close()
+	state := t.TempDir()
+	memory, _ := filepath.Abs("../testdata/servers/node_modules/@modelcontextprotocol/server-memory/dist/index.js")
+	profile := func(group string) map[string]any {
+		return map[string]any{"servers": []string{"memory"}, "claims": map[string]any{"groups": []string{group}}}
+	}
+	cfg := map[string]any{
+		"mcpServers": map[string]any{"memory": map[string]any{
+			"command": "node", "args": []string{memory},
+			"env":     map[string]string{"MEMORY_FILE_PATH": filepath.Join(testenv.WritableDir(t), "memory.jsonl")},
+			"timeout": testenv.Timeout(30 * time.Second).String(),
+		}},
+		"identity": map[string]any{"issuer": idp.Issuer, "audience": "toolshelf", "scopes": []string{"mcp"}},
+		"profiles": map[string]any{"ops": profile("sre"), "dev": profile("dev")},
+		"budgets": []any{
+			map[string]any{"for": "person:bob@example.com", "requests": 3, "per": "day"},
+			map[string]any{"for": "group:sre", "toolCalls": 2, "per": "day"},
+		},
+	}
+	b, _ := json.Marshal(cfg)
+	cfgPath := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfgPath, b, 0o644)
+
+	cmd := exec.Command(toolshelf, "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream.URL, "--config", cfgPath)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "TOOLSHELF_UPSTREAM_API_KEY=sk-proxy-own", "TOOLSHELF_STORE=")
+	proxy := testenv.Listening(t, cmd, "the proxy", proxyURL)
+	alice, bob := idp.Token(t, "alice"), idp.Token(t, "bob")
+
+	for _, s := range runLedgerClient(t, proxy, alice, "anthropic,anthropic-stream,openai,openai-stream") {
+		if !s.OK {
+			t.Errorf("alice's %s: %+v", s.Step, s)
+		}
+	}
+	if s := runLedgerClient(t, proxy, alice, "anthropic", noUsageModel); len(s) != 1 || !s[0].OK {
+		t.Errorf("alice's request of an answer without usage: %+v", s)
+	}
+	steps := runLedgerClient(t, proxy, bob, "anthropic,openai-stream,anthropic-stream,anthropic,openai")
+	for i, s := range steps {
+		refused := s.Status == 429 && strings.Contains(s.Message, "person:bob@example.com/day") && strings.Contains(s.Message, "3 requests")
+		if (i < 3 && !s.OK) || (i >= 3 && !refused) {
+			t.Errorf("bob's request %d (%s): %+v; want the first 3 through and the rest refused by his budget", i+1, s.Step, s)
+		}
+	}
+	if s := runLedgerClient(t, proxy, "not-a-token", "anthropic"); len(s) != 1 || s[0].Status != 401 {
+		t.Errorf("a token of no one: %+v", s)
+	}
+
+	// alice's tool calls, through the gateway, into the same ledger.
+	script := testenv.ServeScript(t, toolshelf, map[string]string{"XDG_STATE_HOME": state, "TOOLSHELF_STORE": ""}, cfgPath, "--http", "127.0.0.1:0")
+	gateway := testenv.RunHTTPScript(t, script) + "/ops"
+	ctx, cancel := context.WithTimeout(context.Background(), testenv.Timeout(time.Minute))
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "ledger-test", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: gateway, HTTPClient: &http.Client{Transport: bearer{alice}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 3 {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "mcp__memory__read_graph", "arguments": map[string]any{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := ""
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				text += tc.Text
+			}
+		}
+		if refused := res.IsError && strings.Contains(text, "group:sre/day"); refused != (i == 2) {
+			t.Errorf("alice's call %d: %s", i+1, text)
+		}
+	}
+
+	rows := usageRows(t, state, "person")
+	a, bo := rows["alice@example.com"], rows["bob@example.com"]
+	// Reported: Messages 120 in, 15 out, 30 cache read, 10 written;
+	// Chat Completions 200 prompt (50 cached), 20 out. The round
+	// without usage: max_tokens (256) out, its body's bytes in.
+	if a.Requests != 5 || a.ToolCalls != 2 || a.CacheRead != 2*30+2*50 || a.CacheWrite != 2*10 || a.Output != 2*15+2*20+256 || a.Input <= 2*120+2*150 || a.Held != 0 || a.USD <= 0 {
+		t.Errorf("alice's row %+v", a)
+	}
+	if bo.Requests != 3 || bo.Input != 2*120+150 || bo.Output != 2*15+20 || bo.ToolCalls != 0 {
+		t.Errorf("bob's row %+v", bo)
+	}
+	if p := usageRows(t, state, "profile"); p["ops"].Requests != 5 || p["dev"].Requests != 3 {
+		t.Errorf("by profile: %+v", p)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.keys) != 8 {
+		t.Errorf("the upstream got %d requests, want 8 (5 of alice's, 3 of bob's)", len(api.keys))
+	}
+	for _, k := range api.keys {
+		if k != "sk-proxy-own" && k != "Bearer sk-proxy-own" {
+			t.Errorf("the upstream got the key %q, not the proxy's own", k)
+		}
+	}
+}
