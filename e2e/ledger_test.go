@@ -244,3 +244,46 @@ func TestOneLedgerForModelsAndTools(t *testing.T) {
 		}
 	}
 }
+
+// TestClaudeCodeWithAPersonsToken: Claude Code through 'toolshelf proxy'
+// with a person's access token as its API key. Its requests (the search
+// round the proxy made by itself among them) are counted under the
+// person, and the upstream gets the proxy's own key.
+func TestClaudeCodeWithAPersonsToken(t *testing.T) {
+	t.Parallel()
+	requireClients(t)
+	idp := testenv.StartIDP(t, nil)
+	api := &claudeAPI{}
+	var mu sync.Mutex
+	var keys []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		keys = append(keys, r.Header.Get("X-Api-Key")+r.Header.Get("Authorization"))
+		mu.Unlock()
+		api.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {}, "identity": {"issuer": %q, "audience": "toolshelf", "scopes": ["mcp"], "claims": {"groups": ["sre"]}}}`, idp.Issuer)), 0o644)
+	state := t.TempDir()
+	cmd := exec.Command(toolshelf, "proxy", "--listen", "127.0.0.1:0", "--upstream", srv.URL, "--mode", "search", "--config", cfg)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state, "XDG_CACHE_HOME="+filepath.Join(t.TempDir(), "cache"), "TOOLSHELF_UPSTREAM_API_KEY=sk-proxy-own", "TOOLSHELF_STORE=")
+	url := testenv.Listening(t, cmd, "the proxy", proxyURL)
+
+	out, err := claude(t, url, filepath.Join(t.TempDir(), "memory.jsonl"), "ENABLE_TOOL_SEARCH=false", "ANTHROPIC_API_KEY="+idp.Token(t, "alice"))
+	if err != nil || !strings.Contains(out, "Created the entity.") {
+		t.Fatalf("Claude Code: %v\n%s", err, out)
+	}
+	rows := usageRows(t, state, "person")
+	a := rows["alice@example.com"]
+	if a.Requests < 2 || a.OwnRounds < 1 || a.Input == 0 || len(rows) != 1 {
+		t.Errorf("rows %+v: want alice's requests, the proxy's own search round among them", rows)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, k := range keys {
+		if k != "sk-proxy-own" {
+			t.Errorf("the upstream got the key %q", k)
+		}
+	}
+}
