@@ -287,3 +287,120 @@ func TestClaudeCodeWithAPersonsToken(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetAcrossReplicas: proxies on one PostgreSQL store hold a
+// budget of N requests exactly, 16 clients sending through two of them at
+// once; a replica killed in the middle of a stream loses no record of it
+// and counts it once, at its most.
+func TestBudgetAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	store := testenv.Postgres(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	answered := 0
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if req.Stream {
+			// The stream a replica is killed in the middle of.
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"type\":\"message\",\"role\":\"assistant\",\"model\":%q,\"content\":[],\"usage\":{\"input_tokens\":70,\"output_tokens\":1}}}\n\n", req.Model)
+			w.(http.Flusher).Flush()
+			once.Do(func() { close(started) })
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		mu.Lock()
+		answered++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"m","type":"message","role":"assistant","model":%q,"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":50,"output_tokens":5}}`, req.Model)
+	}))
+	defer upstream.Close()
+	defer close(release)
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	os.WriteFile(cfg, []byte(fmt.Sprintf(`{"mcpServers": {}, "store": %q, "budgets": [{"for": "everyone", "requests": 20, "per": "hour"}]}`, store)), 0o600)
+	replica := func() (*exec.Cmd, string) {
+		cmd := exec.Command(toolshelf, "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream.URL, "--config", cfg)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir(), "TOOLSHELF_STORE=")
+		return cmd, testenv.Listening(t, cmd, "a proxy replica", proxyURL)
+	}
+	send := func(url, body string) (int, error) {
+		req, _ := http.NewRequest("POST", url+"/v1/messages", strings.NewReader(body))
+		req.Header.Set("X-Api-Key", "sk-client")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+
+	doomed, doomedURL := replica()
+	go send(doomedURL, `{"model":"claude-sonnet-4-5","max_tokens":4000,"stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	select {
+	case <-started:
+	case <-time.After(testenv.Timeout(30 * time.Second)):
+		t.Fatal("the stream did not start")
+	}
+	doomed.Process.Kill()
+	doomed.Wait()
+
+	_, a := replica()
+	_, b := replica()
+	var wg sync.WaitGroup
+	var codes sync.Map
+	for i := range 16 {
+		wg.Go(func() {
+			url := a
+			if i%2 == 1 {
+				url = b
+			}
+			for range 3 {
+				status, err := send(url, `{"model":"claude-sonnet-4-5","max_tokens":100,"messages":[{"role":"user","content":"hi"}]}`)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				n, _ := codes.LoadOrStore(status, new(int64))
+				mu.Lock()
+				*n.(*int64)++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	count := func(status int) int64 {
+		if n, ok := codes.Load(status); ok {
+			return *n.(*int64)
+		}
+		return 0
+	}
+	// 20 in the budget: the killed stream's request holds one.
+	mu.Lock()
+	up := answered
+	mu.Unlock()
+	if count(200) != 19 || count(429) != 29 || up != 19 {
+		t.Errorf("%d answered and %d refused (the upstream answered %d); want exactly 19 and 29", count(200), count(429), up)
+	}
+	cmd := exec.Command(toolshelf, "usage", "--json", "--by", "model", "--store", store)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+t.TempDir())
+	out, err := cmd.Output()
+	var rows []ledgerRow
+	if err != nil || json.Unmarshal(out, &rows) != nil || len(rows) != 1 {
+		t.Fatalf("usage: %v\n%s", err, out)
+	}
+	// The killed stream: held, at its most (4,000 out); the rest as
+	// reported (50 in, 5 out).
+	if r := rows[0]; r.Requests != 20 || r.Held != 1 || r.Output != 19*5+4000 || r.Input < 19*50 {
+		t.Errorf("the ledger's row %+v", r)
+	}
+}
