@@ -233,6 +233,32 @@ func TestOneLedgerForModelsAndTools(t *testing.T) {
 	if p := usageRows(t, state, "profile"); p["ops"].Requests != 5 || p["dev"].Requests != 3 {
 		t.Errorf("by profile: %+v", p)
 	}
+	// What each person sees of it with their own token: the gateway's
+	// /usage shows alice her model requests and tool calls, the
+	// proxy's shows bob his and his spent budget.
+	own := func(url, token string) (rep struct {
+		Rows    []ledgerRow
+		Budgets []struct {
+			Name  string
+			Share float64
+		}
+	}) {
+		req, _ := http.NewRequest("GET", url+"/usage?by=person", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		json.NewDecoder(resp.Body).Decode(&rep)
+		return rep
+	}
+	if rep := own(strings.TrimSuffix(gateway, "/mcp/ops"), alice); len(rep.Rows) != 1 || rep.Rows[0].Requests != 5 || rep.Rows[0].ToolCalls != 2 || len(rep.Budgets) != 1 || rep.Budgets[0].Share != 1 {
+		t.Errorf("alice's /usage on the gateway: %+v", rep)
+	}
+	if rep := own(proxy, bob); len(rep.Rows) != 1 || rep.Rows[0].Key != "bob@example.com" || rep.Rows[0].Requests != 3 || len(rep.Budgets) != 1 || rep.Budgets[0].Name != "person:bob@example.com/day" {
+		t.Errorf("bob's /usage on the proxy: %+v", rep)
+	}
 	api.mu.Lock()
 	defer api.mu.Unlock()
 	if len(api.keys) != 8 {

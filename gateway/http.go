@@ -127,6 +127,7 @@ func serveRest(mux *http.ServeMux, main *Server, opts *HTTPOptions) {
 	admin := opts.admin()
 	mux.Handle("/metrics", adminOnly(admin, main.tel.MetricsHandler()))
 	mux.Handle("/healthz", main.healthz(admin))
+	mux.Handle(UsagePath, main.usageHandler(opts))
 }
 
 // mcpHandler is the streamable HTTP transport of one gateway.

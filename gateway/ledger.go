@@ -2,7 +2,11 @@ package gateway
 
 import (
 	"context"
+	"crypto/subtle"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -55,4 +59,55 @@ func (s *Server) settleCall(ctx context.Context, e *ledger.Entry, outcome string
 	if err := s.opts.Ledger.Settle(context.WithoutCancel(ctx), e); err != nil {
 		s.logger.Error("the ledger did not take a call's outcome; it stays held", "tool", e.Tool, "error", err)
 	}
+}
+
+// UsagePath is where a caller reads the ledger: their own usage with
+// their token (a person's, or a profile's), everyone's with the admin
+// token.
+const UsagePath = "/usage"
+
+// usageHandler answers GET /usage (see ledger.Ledger.Report).
+func (s *Server) usageHandler(o *HTTPOptions) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l := s.opts.Ledger
+		if l == nil {
+			http.Error(w, "this gateway keeps no ledger", http.StatusNotFound)
+			return
+		}
+		if r.Method != http.MethodGet {
+			http.Error(w, "GET only", http.StatusMethodNotAllowed)
+			return
+		}
+		token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		token = strings.TrimSpace(token)
+		who, all, ok := ledger.Who{}, false, false
+		same := func(a string) bool { return a != "" && subtle.ConstantTimeCompare([]byte(token), []byte(a)) == 1 }
+		if token != "" {
+			if same(o.admin()) {
+				all, ok = true, true
+			}
+			for t, profile := range o.Tokens {
+				if !ok && same(t) {
+					who.Profile, ok = profile, true
+				}
+			}
+			if pp := o.People; !ok && pp != nil && pp.Verifier != nil {
+				if p, err := pp.Verifier.Verify(r.Context(), token); err == nil {
+					who.Person, who.Groups, ok = cut(p.String(), echoLimit), p.Groups, true
+				}
+			}
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshelf"`)
+			http.Error(w, "missing or wrong bearer token: your own token shows your usage, the admin token everyone's", http.StatusUnauthorized)
+			return
+		}
+		rep, err := l.Report(r.Context(), r.URL.Query(), who, all)
+		if err != nil {
+			http.Error(w, "usage: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(rep)
+	})
 }

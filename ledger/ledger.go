@@ -217,6 +217,27 @@ func (l *Ledger) Price(model string, t Tokens) (nanos int64, ok bool) {
 	return p.Cost(t), true
 }
 
+// ModelName is the price table's name for model, or "other": a bounded
+// set of names, for metrics' labels.
+func (l *Ledger) ModelName(model string) string {
+	if name, ok := l.prices.Name(model); ok {
+		return name
+	}
+	return "other"
+}
+
+// Mine returns the entries of a person (by their name), or else of a
+// profile: what a caller may see of the ledger.
+func Mine(entries []Entry, person, profile string) []Entry {
+	var out []Entry
+	for _, e := range entries {
+		if (person != "" && e.Person == person) || (person == "" && profile != "" && e.Person == "" && e.Profile == profile) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // OverError is a request refused because a budget is spent.
 type OverError struct {
 	Budget Budget

@@ -68,12 +68,20 @@ var dated = regexp.MustCompile(`-(\d{8}|\d{4}-\d{2}-\d{2})$`)
 
 // Of returns the price of model.
 func (ps Prices) Of(model string) (Price, bool) {
-	if p, ok := ps[model]; ok {
-		return p, true
+	name, ok := ps.Name(model)
+	return ps[name], ok
+}
+
+// Name returns the table's name for model: the row Of prices it by.
+// Metrics label a model by it, so that a client's made-up names add no
+// series.
+func (ps Prices) Name(model string) (string, bool) {
+	if _, ok := ps[model]; ok {
+		return model, true
 	}
 	model = dated.ReplaceAllString(model, "")
-	if p, ok := ps[model]; ok {
-		return p, true
+	if _, ok := ps[model]; ok {
+		return model, true
 	}
 	best := ""
 	for name := range ps {
@@ -84,8 +92,5 @@ func (ps Prices) Of(model string) (Price, bool) {
 			best = name
 		}
 	}
-	if best == "" {
-		return Price{}, false
-	}
-	return ps[best], true
+	return best, best != ""
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -250,4 +251,26 @@ func (a *account) finish(ctx context.Context) error {
 	}
 	e.Void, e.Outcome = true, "not sent"
 	return a.l.Settle(context.WithoutCancel(ctx), e)
+}
+
+// usage answers GET /usage: the caller's own usage (a person's, or a
+// profile token's) and the budgets that apply to them. Without callers
+// of its own, the proxy's clients are one, and see it all.
+func (s *Server) usage(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Ledger == nil {
+		writeError(w, http.StatusNotFound, "not_found_error", "toolshelf proxy: this proxy keeps no ledger")
+		return
+	}
+	who, status, msg := s.caller(r)
+	if status != 0 {
+		writeError(w, status, "authentication_error", msg)
+		return
+	}
+	rep, err := s.opts.Ledger.Report(r.Context(), r.URL.Query(), who, s.opts.Callers == nil)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: /usage: "+err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(rep)
 }

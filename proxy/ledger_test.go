@@ -3,7 +3,8 @@ package proxy
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/messages"
+	"github.com/toolshelf/toolshelf/telemetry"
 )
 
 func tempLedger(t *testing.T, budgets ...ledger.Budget) *ledger.Ledger {
@@ -174,7 +176,74 @@ func TestBudgetRefusesAtTheExactRequest(t *testing.T) {
 		t.Errorf("the upstream got keys %s: want the proxy's own, 4 times", keys)
 	}
 	rows, _ := ledger.Group(entries(t, l), "profile")
-	if fmt.Sprint(rows) != fmt.Sprint([]ledger.Usage{rows[0], rows[1]}) || rows[0].Key != "ci" || rows[0].Requests != 3 || rows[1].Key != "dev" || rows[1].Requests != 1 {
+	if len(rows) != 2 || rows[0].Key != "ci" || rows[0].Requests != 3 || rows[1].Key != "dev" || rows[1].Requests != 1 {
 		t.Errorf("rows %+v", rows)
+	}
+
+	// GET /usage: a caller sees their own, and their budget's state.
+	get := func(path, token string) (int, []byte) {
+		req, _ := http.NewRequest("GET", url+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	var rep ledger.Report
+	status, b = get("/usage?by=profile", "tok-ci")
+	if json.Unmarshal(b, &rep) != nil || status != 200 || len(rep.Rows) != 1 || rep.Rows[0].Key != "ci" || rep.Rows[0].Requests != 3 ||
+		len(rep.Budgets) != 1 || rep.Budgets[0].Share != 1 || rep.Budgets[0].Spent.Requests != 3 {
+		t.Errorf("ci's /usage: %d %s", status, b)
+	}
+	status, b = get("/usage?by=profile", "tok-dev")
+	rep = ledger.Report{}
+	if json.Unmarshal(b, &rep) != nil || status != 200 || len(rep.Rows) != 1 || rep.Rows[0].Key != "dev" || len(rep.Budgets) != 0 {
+		t.Errorf("dev's /usage: %d %s", status, b)
+	}
+	for _, bad := range []string{"", "tok-nobody"} {
+		if status, _ := get("/usage", bad); status != 401 {
+			t.Errorf("/usage with %q: %d", bad, status)
+		}
+	}
+	if status, _ := get("/usage?by=colour", "tok-ci"); status != 400 {
+		t.Errorf("/usage?by=colour: %d", status)
+	}
+}
+
+// /metrics counts tokens and cost by profile and model; a model the
+// price table lacks is "other", so that made-up names add no series.
+func TestLedgerMetrics(t *testing.T) {
+	answer := func(messages.Request) (int, string) { return 200, reply("end_turn", 100, 10, text("hi")) }
+	api := newFakeAPI(t, answer, answer)
+	tel, err := telemetry.New(context.Background(), &telemetry.Options{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := startProxy(t, api, &Options{Ledger: tempLedger(t), Telemetry: tel})
+	post(t, url+"/v1/messages", request(t, nil, `[{"role":"user","content":"hi"}]`, ""), nil)
+	post(t, url+"/v1/messages", []byte(`{"model":"made-up-model-1234","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`), nil)
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(b)
+	for _, want := range []string{
+		`toolshelf_proxy_tokens_total{kind="input",model="claude-sonnet-4-5",`,
+		`toolshelf_proxy_tokens_total{kind="output",model="other",`,
+		`toolshelf_proxy_cost_USD_total{model="claude-sonnet-4-5",`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(body, "made-up-model") {
+		t.Error("a client's model name became a label")
 	}
 }

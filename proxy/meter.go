@@ -22,8 +22,9 @@ import (
 // passed untouched, the API's own tool search, streamed or whole) goes
 // through here, so none is missed and none counted twice.
 type meter struct {
-	next   http.RoundTripper
-	logger *slog.Logger
+	next    http.RoundTripper
+	logger  *slog.Logger
+	metrics *ledgerMetrics
 }
 
 func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -65,6 +66,7 @@ func (m *meter) settle(a *account, e *ledger.Entry) {
 		// The held entry stays: counted at its most.
 		m.logger.Error("the ledger did not take a round's usage; it stays counted at its most", "error", err)
 	}
+	m.metrics.observe(a.l, e)
 }
 
 func ms(start time.Time) float64 { return float64(time.Since(start).Microseconds()) / 1000 }

@@ -203,10 +203,14 @@ func New(opts *Options) (*Server, error) {
 		return nil, errors.New("callers with tokens of their own need the proxy's own API key for the upstream")
 	}
 	if s.opts.Ledger != nil {
+		m, err := newLedgerMetrics(s.opts.Telemetry)
+		if err != nil {
+			return nil, err
+		}
 		c := *s.opts.Client
-		c.Transport = &meter{next: orDefault(c.Transport), logger: s.logger}
+		c.Transport = &meter{next: orDefault(c.Transport), logger: s.logger, metrics: m}
 		s.opts.Client = &c
-		s.pass.Transport = &meter{next: http.DefaultTransport, logger: s.logger}
+		s.pass.Transport = &meter{next: http.DefaultTransport, logger: s.logger, metrics: m}
 	}
 	s.plans = newPlanCache(s.opts.MaxPlanBytes)
 	s.hidden = newHiddenRounds()
@@ -226,6 +230,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.opts.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(TokenHeader)), []byte(s.opts.Token)) != 1 {
 		writeError(w, http.StatusUnauthorized, "authentication_error", "toolshelf proxy: missing or wrong "+TokenHeader)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/metrics" {
+		s.opts.Telemetry.MetricsHandler().ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/usage" {
+		s.usage(w, r)
 		return
 	}
 	r, a, ok := s.admit(w, r)
