@@ -41,7 +41,7 @@ var mayImport = map[string][]string{
 	"telemetry":             {},
 	"proxy":                 {"catalog", "identity", "internal/jsonscan", "ledger", "messages", "policy", "search", "shelf", "telemetry"},
 	"audit":                 {"journal", "store"},
-	"console":               {"audit", "catalog", "gateway", "identity", "learn", "pin", "search", "upstream"},
+	"console":               {"audit", "catalog", "gateway", "identity", "learn", "ledger", "pin", "search", "upstream"},
 	"internal/builtin":      {"catalog"},
 	"internal/wordvec":      {},
 	"internal/zhdict":       {},

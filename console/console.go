@@ -32,6 +32,7 @@ import (
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/pin"
 )
 
@@ -73,6 +74,9 @@ type Options struct {
 	// of the version it runs, when that is deprecated or deleted
 	// (toolshelf outdated): the servers page flags them.
 	RegistryNotes func() map[string]string
+	// Ledger, when set, is what the Usage page reads: model spend per
+	// person, the budgets, the most-used tools.
+	Ledger *ledger.Ledger
 }
 
 // Attempts count failed sign-ins by client address over a window, for
@@ -145,6 +149,7 @@ func (c *Console) Handler() http.Handler {
 	mux.Handle("POST "+Prefix+"/quarantine", c.auth(c.changing(c.judge)))
 	mux.Handle("GET "+Prefix+"/activity", c.auth(c.activityPage))
 	mux.Handle("GET "+Prefix+"/learned", c.auth(c.learnedPage))
+	mux.Handle("GET "+Prefix+"/usage", c.auth(c.usagePage))
 	mux.Handle("POST "+Prefix+"/learned", c.auth(c.changing(c.forget)))
 	mux.Handle("POST "+Prefix+"/servers/retry", c.auth(c.changing(c.retry)))
 	mux.Handle(Prefix+"/", c.auth(c.notFound))

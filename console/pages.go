@@ -22,17 +22,22 @@ import (
 )
 
 var funcs = template.FuncMap{
-	"pct": func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
-	"num": func(n int) string {
-		s := strconv.Itoa(n)
-		for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-			s = s[:i] + "," + s[i:]
-		}
-		return s
-	},
+	"pct":   func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) },
+	"num":   func(n int) string { return thousands(int64(n)) },
+	"count": thousands,
 	"score": func(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) },
 	"join":  strings.Join,
 	"time":  func(t time.Time) string { return t.Local().Format(time.DateTime) },
+	"usd":   usd,
+}
+
+// thousands writes n with its thousands apart: 1,980,000.
+func thousands(n int64) string {
+	s := strconv.FormatInt(n, 10)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // serverRow is one server on the servers page.

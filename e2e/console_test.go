@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/ledger"
 )
 
 // hostileText is a tool description that would run script if a page
@@ -78,7 +79,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	cfg := config(hostileText)
 	// No --auth-token: serve makes one and prints the sign-in link, which
 	// the browser opens first, as a person would.
-	signIn := testenv.Listening(t, exec.Command(testenv.ServeScript(t, toolshelf, nil, cfg, "--http", "127.0.0.1:0", "--console", "--audit", filepath.Join(dir, "audit.jsonl"))),
+	signIn := testenv.Listening(t, exec.Command(testenv.ServeScript(t, toolshelf, map[string]string{"XDG_STATE_HOME": filepath.Join(dir, "state")}, cfg, "--http", "127.0.0.1:0", "--console", "--audit", filepath.Join(dir, "audit.jsonl"))),
 		"the gateway", regexp.MustCompile(`^\s+(http://\S+/console/login\?token=[0-9a-f]{64})$`))
 	base := signIn[:strings.Index(signIn, "/console/")] + "/console"
 	url := strings.TrimSuffix(base, "/console") + "/mcp"
@@ -259,6 +260,18 @@ func TestConsoleInBrowser(t *testing.T) {
 	do("the server added to the file", chromedp.WaitVisible(chromedp.CSS(`tr[data-server="notes"].ok`)))
 	do("the activity page", chromedp.Navigate(base+"/activity"), chromedp.WaitVisible(chromedp.CSS(`table.activity`)))
 	shot("activity")
+	// Usage: a proxy's model requests of two weeks (written into the
+	// same ledger file, as a proxy on this machine writes them), the
+	// gateway's own calls, a budget.
+	fillLedger(t, filepath.Join(dir, "state"))
+	do("the usage page", chromedp.Navigate(base+"/usage"), chromedp.WaitVisible(chromedp.CSS(`table.people`)))
+	if tools := pageText(`ol.tools`); !strings.Contains(tools, "mcp__tracker__create_ticket: 1 call") {
+		t.Errorf("the usage page's tools: %q", tools)
+	}
+	if n, err := chromedp.Run(browser, chromedp.Evaluate[int](`document.querySelectorAll("svg.chart rect").length`)); err != nil || n < 14 {
+		t.Errorf("the usage chart has %d bars' parts (%v)", n, err)
+	}
+	shot("usage")
 	do("a page the console does not have", chromedp.Navigate(base+"/servers"), chromedp.WaitVisible(chromedp.CSS(`nav`)))
 	if h := pageText(`h1`); h != "No such page" {
 		t.Errorf("an unknown page: %q", h)
@@ -310,5 +323,32 @@ func TestConsoleSignInOutlivesARestart(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("the console after a restart, with the earlier sign-in: %s", resp.Status)
+	}
+}
+
+// fillLedger writes two weeks of three people's model requests into the
+// ledger file of the state folder state.
+func fillLedger(t *testing.T, state string) {
+	t.Helper()
+	book, err := ledger.OpenFile(filepath.Join(state, "toolshelf", ledger.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer book.Close()
+	now := time.Now().UTC()
+	at := now
+	l := ledger.New(book, &ledger.Options{Now: func() time.Time { return at }})
+	for day := range 14 {
+		for i, person := range []string{"alice@example.com", "bob@example.com", "carol@example.com"} {
+			at = now.AddDate(0, 0, -day)
+			e := &ledger.Entry{Kind: ledger.KindRound, Who: ledger.Who{Person: person, Profile: "everything"}, Model: "claude-sonnet-4-5",
+				Tokens: ledger.Tokens{Input: int64(20_000 * (i + 1) * (1 + day%4)), Output: int64(2_000 * (3 - i)), CacheRead: 50_000}}
+			if _, err := l.Admit(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Settle(context.Background(), e); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }

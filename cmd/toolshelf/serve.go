@@ -25,6 +25,7 @@ import (
 	"github.com/toolshelf/toolshelf/gateway"
 	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/learn"
+	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/sandbox"
 	"github.com/toolshelf/toolshelf/shelf"
@@ -347,6 +348,7 @@ type serveOptions struct {
 	config, catalog, http, token, mode, logLevel string
 	tokenFile, fleetKeyFile, fleetKey, journal   string
 	journalOpen                                  *journal.Journal // with a store
+	ledger                                       *ledger.Ledger   // what calls cost, for the console
 	allowedHosts                                 []string
 	adminToken                                   string   // the admin token, given or made (see serveHTTP)
 	madeToken                                    bool     // adminToken was made for this run
@@ -568,7 +570,7 @@ func (o *serveOptions) newConsole(e *env, host *gateway.Host, src *toolSource, l
 		return nil
 	}
 	co := &console.Options{Host: host, AuthToken: o.adminToken, Pins: src.pins, Learn: learned, Logger: logger.With("component", "console"),
-		RegistryNotes: func() map[string]string { return registryNotes(e) }}
+		RegistryNotes: func() map[string]string { return registryNotes(e) }, Ledger: o.ledger}
 	if o.fleet != nil {
 		// A sign-in holds on every replica, and guesses count for all.
 		co.Key, co.Attempts = o.fleet.Key("console"), o.fleet
@@ -722,7 +724,7 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 	if err != nil {
 		return err
 	}
-	gopts.Ledger = l
+	gopts.Ledger, o.ledger = l, l
 	switch {
 	case o.audit == auditStore && src.db == nil:
 		return usagef("--audit %s needs a shared store (--store, $%s or the configuration's \"store\")", auditStore, envStore)
