@@ -21,10 +21,10 @@ const chartPeople = 5
 type chart struct {
 	Width, Height int
 	// Axis is where the days' names stand, below the bars.
-	Axis int
-	Bars          []chartBar
-	Legend        []chartKey
-	Max           float64
+	Axis   int
+	Bars   []chartBar
+	Legend []chartKey
+	Max    float64
 }
 
 type chartBar struct {
