@@ -36,7 +36,7 @@ var mayImport = map[string][]string{
 	"gateway":               {"audit", "catalog", "config", "identity", "signin", "search", "policy", "shelf", "telemetry", "upstream", "learn", "internal/fuzzy", "internal/jsonscan", "ledger", "sandbox"},
 	"learn":                 {"journal", "search", "store"},
 	"journal":               {},
-	"ledger":                {"store"},
+	"ledger":                {"journal", "store"},
 	"store":                 {},
 	"telemetry":             {},
 	"proxy":                 {"catalog", "identity", "internal/jsonscan", "ledger", "messages", "policy", "search", "shelf", "telemetry"},

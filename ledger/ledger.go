@@ -11,7 +11,10 @@
 // (sum the budgets' windows, refuse or write the held entry) is one step
 // under one lock, so that concurrent requests cannot all slip under a
 // budget: a file lock for the ledger file in the state folder, an
-// advisory lock in PostgreSQL for a fleet (package store).
+// advisory lock in PostgreSQL for a fleet (package store). In a fleet,
+// what needs no decision waits in the replica's journal and lands behind
+// the answer (SharedBook), so that a store away refuses only what a
+// budget must decide.
 package ledger
 
 import (

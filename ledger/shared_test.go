@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/internal/testenv"
+	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/store"
 )
 
@@ -32,7 +33,7 @@ func TestSharedBudgetIsExactAcrossReplicas(t *testing.T) {
 		dbs[i] = db
 	}
 	budgets := []Budget{{For: "profile:ci", Requests: 40, Per: "hour"}, {For: "group:sre", ToolCalls: 5, Per: "day"}}
-	replicas := [2]*Ledger{New(OnStore(dbs[0]), &Options{Budgets: budgets}), New(OnStore(dbs[1]), &Options{Budgets: budgets})}
+	replicas := [2]*Ledger{New(OnStore(dbs[0], nil, nil), &Options{Budgets: budgets}), New(OnStore(dbs[1], nil, nil), &Options{Budgets: budgets})}
 	var admitted, refused atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 16 {
@@ -96,5 +97,81 @@ func TestSharedBudgetIsExactAcrossReplicas(t *testing.T) {
 	var over *OverError
 	if _, err := replicas[1].Admit(ctx, &Entry{Kind: KindCall, Who: Who{Person: "g", Groups: []string{"ops", "sre"}}, Tool: "t"}); !errors.As(err, &over) {
 		t.Fatalf("a sixth call of group sre: %v", err)
+	}
+}
+
+// flakyStore is a store whose writes of what needs no decision fail
+// while down is set: a store restarting.
+type flakyStore struct {
+	*store.DB
+	down atomic.Bool
+}
+
+func (f *flakyStore) PutLedger(ctx context.Context, rows []store.LedgerRow) error {
+	if f.down.Load() {
+		return errors.New("the store is away")
+	}
+	return f.DB.PutLedger(ctx, rows)
+}
+
+// With a journal, what needs no decision costs no call while the store is
+// away: it waits in the journal and lands once the store is back; a
+// process that stops before landing leaves it for the next run; a held
+// entry landed late never replaces its settlement.
+func TestSharedBookWaitsInTheJournal(t *testing.T) {
+	url := testenv.Postgres(t)
+	ctx := context.Background()
+	db, err := store.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &flakyStore{DB: db}
+	dir := t.TempDir()
+	j, err := journal.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.down.Store(true)
+	book := OnStore(st, j, nil)
+	l := New(book, nil)
+	e := &Entry{Kind: KindCall, Who: Who{Person: "p"}, Server: "s", Tool: "t"}
+	if _, err := l.Admit(ctx, e); err != nil {
+		t.Fatalf("a call while the store is away: %v", err)
+	}
+	e.Outcome = "ok"
+	if err := l.Settle(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	// Stopped before the store came back: the entries stay in the
+	// journal.
+	book.Close()
+	if n := j.Undone(); n != 2 {
+		t.Fatalf("%d entries wait in the journal, want 2", n)
+	}
+	j.Close()
+
+	// The next run lands them.
+	st.down.Store(false)
+	j2, err := journal.Open(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	book2 := OnStore(st, j2, nil)
+	defer book2.Close()
+	testenv.Eventually(t, 30*time.Second, "the journal's entries to land", func() bool {
+		es, err := book2.Entries(ctx, time.Time{})
+		return err == nil && len(es) == 1 && !es[0].Held && es[0].Outcome == "ok"
+	})
+	// A held row landed after its settlement leaves the settlement.
+	held := e
+	held.Held, held.Outcome = true, ""
+	row, _ := rowOf(held)
+	if err := db.PutLedger(ctx, []store.LedgerRow{row}); err != nil {
+		t.Fatal(err)
+	}
+	if es, _ := book2.Entries(ctx, time.Time{}); len(es) != 1 || es[0].Held {
+		t.Errorf("a held row replaced its settlement: %+v", es)
 	}
 }

@@ -19,9 +19,11 @@ type LedgerRow struct {
 	Profile string
 	Own     bool
 	Void    bool
-	Tokens  int64
-	Nanos   int64
-	Entry   []byte
+	// Held is an entry not settled: it never replaces a settled one.
+	Held   bool
+	Tokens int64
+	Nanos  int64
+	Entry  []byte
 }
 
 // LedgerScope is what one budget counts: rows from Since on of a person,
@@ -45,8 +47,9 @@ type Ledger interface {
 	// row, in one transaction under one lock across the fleet: budgets
 	// hold exactly however many replicas admit at once.
 	AdmitLedger(ctx context.Context, row LedgerRow, scopes []LedgerScope, decide func([]LedgerSums) error) error
-	// SettleLedger writes row over the row of its id (or adds it).
-	SettleLedger(ctx context.Context, row LedgerRow) error
+	// PutLedger writes rows, in order and all or none, each over the
+	// row of its id (or added); a held row never replaces a settled one.
+	PutLedger(ctx context.Context, rows []LedgerRow) error
 	// LedgerEntries returns the entries from since on, oldest first.
 	LedgerEntries(ctx context.Context, since time.Time) ([][]byte, error)
 }
@@ -107,16 +110,24 @@ func insertLedger(ctx context.Context, tx pgx.Tx, r LedgerRow) error {
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
 		ON CONFLICT (id) DO UPDATE SET kind = excluded.kind, person = excluded.person, groups = excluded.groups,
 		profile = excluded.profile, own = excluded.own, void = excluded.void, tokens = excluded.tokens,
-		nanos = excluded.nanos, entry = excluded.entry`,
-		r.ID, r.At, r.Kind, r.Person, groups, r.Profile, r.Own, r.Void, r.Tokens, r.Nanos, string(r.Entry))
+		nanos = excluded.nanos, entry = excluded.entry
+		WHERE NOT $12 OR coalesce(ledger.entry->'held', 'false'::jsonb) = 'true'::jsonb`,
+		r.ID, r.At, r.Kind, r.Person, groups, r.Profile, r.Own, r.Void, r.Tokens, r.Nanos, string(r.Entry), r.Held)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	return nil
 }
 
-func (d *DB) SettleLedger(ctx context.Context, row LedgerRow) error {
-	return d.inTx(ctx, func(tx pgx.Tx) error { return insertLedger(ctx, tx, row) })
+func (d *DB) PutLedger(ctx context.Context, rows []LedgerRow) error {
+	return d.inTx(ctx, func(tx pgx.Tx) error {
+		for _, r := range rows {
+			if err := insertLedger(ctx, tx, r); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func (d *DB) LedgerEntries(ctx context.Context, since time.Time) ([][]byte, error) {

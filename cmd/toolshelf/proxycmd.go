@@ -7,11 +7,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/journal"
+	"github.com/toolshelf/toolshelf/learn"
 
 	"github.com/toolshelf/toolshelf/policy"
 	"github.com/toolshelf/toolshelf/proxy"
@@ -184,7 +187,17 @@ func proxyCallers(e *env, configFlag, keyFile string, opts *proxy.Options, logge
 	if err != nil {
 		return nil, err
 	}
-	l, err := ledgerFor(e, db, cfg, logger)
+	var j *journal.Journal
+	if db != nil {
+		// What the store is to keep waits here while it is away: the
+		// proxy's own journal, beside serve's.
+		dir := filepath.Join(filepath.Dir(learn.DefaultPath(e.getenv)), "proxy-journal")
+		if j, err = journal.Open(dir, logger.With("component", "journal")); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("the proxy's journal: %w", err)
+		}
+	}
+	l, err := ledgerFor(e, db, j, cfg, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +205,9 @@ func proxyCallers(e *env, configFlag, keyFile string, opts *proxy.Options, logge
 	closeLedger = func() {
 		if l != nil {
 			l.Close()
+		}
+		if j != nil {
+			j.Close()
 		}
 		if db != nil {
 			db.Close()

@@ -720,7 +720,7 @@ func (o *serveOptions) openStores(e *env, src *toolSource, logger *slog.Logger, 
 			gopts.Tasks = o.fleet.SealTasks(src.db)
 		}
 	}
-	l, err := ledgerFor(e, src.db, src.config, logger)
+	l, err := ledgerFor(e, src.db, o.journalOpen, src.config, logger)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/store"
 )
@@ -59,7 +60,7 @@ JSON list.`,
 			var entries []ledger.Entry
 			if db != nil {
 				defer db.Close()
-				entries, err = ledger.OnStore(db).Entries(ctx, from)
+				entries, err = ledger.OnStore(db, nil, nil).Entries(ctx, from)
 			} else {
 				path := ledger.DefaultPath(e.getenv)
 				if path == "" {
@@ -96,14 +97,15 @@ JSON list.`,
 }
 
 // openLedger opens the ledger that cfg's budgets and prices answer by:
-// in the shared store db when there is one, else the state folder's file.
-func openLedger(e *env, db *store.DB, cfg *config.Config) (*ledger.Ledger, error) {
+// in the shared store db when there is one (what needs no decision
+// waiting in j while the store is away), else the state folder's file.
+func openLedger(e *env, db *store.DB, j *journal.Journal, cfg *config.Config, logger *slog.Logger) (*ledger.Ledger, error) {
 	opts := &ledger.Options{}
 	if cfg != nil {
 		opts.Budgets, opts.Prices = cfg.Budgets, cfg.Prices
 	}
 	if db != nil {
-		return ledger.New(ledger.OnStore(db), opts), nil
+		return ledger.New(ledger.OnStore(db, j, logger.With("component", "ledger")), opts), nil
 	}
 	path := ledger.DefaultPath(e.getenv)
 	if path == "" {
@@ -119,8 +121,8 @@ func openLedger(e *env, db *store.DB, cfg *config.Config) (*ledger.Ledger, error
 // ledgerFor is the ledger of a serving command: without budgets, a ledger
 // that cannot be opened is logged and left out (nothing is counted);
 // with budgets it is an error, as they could not hold.
-func ledgerFor(e *env, db *store.DB, cfg *config.Config, logger *slog.Logger) (*ledger.Ledger, error) {
-	l, err := openLedger(e, db, cfg)
+func ledgerFor(e *env, db *store.DB, j *journal.Journal, cfg *config.Config, logger *slog.Logger) (*ledger.Ledger, error) {
+	l, err := openLedger(e, db, j, cfg, logger)
 	if err == nil {
 		return l, nil
 	}
