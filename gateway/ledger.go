@@ -42,7 +42,8 @@ func (s *Server) countCall(ctx context.Context, c *upstream.Call) (*ledger.Entry
 		return nil, toolError("call_tool %s: refused: %v. Nothing ran.", c.Tool.Name, over)
 	case err != nil:
 		s.logger.Error("the ledger cannot count a call; refused", "tool", c.Tool.Name, "error", err)
-		return nil, toolError("call_tool %s: refused: toolshelf cannot count this call in its ledger (%v). Nothing ran.", c.Tool.Name, err)
+		// The why is the operator's (it names the store): the log has it.
+		return nil, toolError("call_tool %s: refused: toolshelf cannot count this call in its ledger just now. Nothing ran; try again later.", c.Tool.Name)
 	}
 	for _, w := range warnings {
 		s.logger.Warn("budget nearly spent", "person", e.Person, "profile", e.Profile, "warning", w)

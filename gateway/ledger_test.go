@@ -47,7 +47,7 @@ func TestCallsCountedAndBudgeted(t *testing.T) {
 		}
 	}
 	l.Close()
-	if res := call(t, cs, toolCall, args); !res.IsError || !strings.Contains(text(res), "cannot count this call") {
+	if res := call(t, cs, toolCall, args); !res.IsError || !strings.Contains(text(res), "cannot count this call in its ledger just now") {
 		t.Fatalf("a call the ledger cannot count: %s", text(res))
 	}
 }

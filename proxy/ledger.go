@@ -161,7 +161,9 @@ func (s *Server) admit(w http.ResponseWriter, r *http.Request) (*http.Request, *
 		return r, nil, false
 	case err != nil:
 		s.logger.Error("the ledger cannot count a request; refused", "error", err)
-		fail(http.StatusServiceUnavailable, "api_error", "toolshelf proxy: the ledger cannot count this request, so it is not sent ("+err.Error()+")")
+		// The why is the operator's (it names the store): the log has it.
+		w.Header().Set("Retry-After", "10")
+		fail(http.StatusServiceUnavailable, "api_error", "toolshelf proxy: the ledger cannot count this request just now, so it is not sent; try again later")
 		return r, nil, false
 	}
 	a.first = e
