@@ -22,6 +22,7 @@ import (
 	"github.com/toolshelf/toolshelf/audit"
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/ledger"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
 	"github.com/toolshelf/toolshelf/policy"
@@ -76,13 +77,13 @@ func TestTokenSaving(t *testing.T) {
 // callPair returns a client session connected to an in-memory upstream
 // directly, and one connected to the same upstream through the gateway.
 func callPair(b testing.TB) (direct, viaGateway *mcp.ClientSession) {
-	return callPairWith(b, nil, nil)
+	return callPairWith(b, nil, nil, nil)
 }
 
 // callPairWith is callPair with the gateway and its pool recording into
-// tel (nil: the defaults, which trace nothing), and asking the rules of
-// live about every call (nil: none).
-func callPairWith(b testing.TB, tel *telemetry.Telemetry, live *rules.Live) (direct, viaGateway *mcp.ClientSession) {
+// tel (nil: the defaults, which trace nothing), asking the rules of live
+// about every call (nil: none), and counting every call in l (nil: none).
+func callPairWith(b testing.TB, tel *telemetry.Telemetry, live *rules.Live, l *ledger.Ledger) (direct, viaGateway *mcp.ClientSession) {
 	srv, err := mcptest.NewServer("echo", mcptest.SimpleTools("echo"), nil)
 	if err != nil {
 		b.Fatal(err)
@@ -101,7 +102,7 @@ func callPairWith(b testing.TB, tel *telemetry.Telemetry, live *rules.Live) (dir
 	pool := upstream.NewPool([]config.ServerConfig{cfg}, &upstream.Options{Telemetry: tel, Policies: live})
 	background(b, pool.Run)
 	pool.Wait(context.Background())
-	g := newGateway(b, pool.Scope(nil), &Options{Telemetry: tel})
+	g := newGateway(b, pool.Scope(nil), &Options{Telemetry: tel, Ledger: l})
 	st2, ct2 := mcp.NewInMemoryTransports()
 	go g.MCPServer().Run(context.Background(), st2)
 	viaGateway, err = mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), ct2, nil)
@@ -210,8 +211,42 @@ func BenchmarkCallRules(b *testing.B) {
 		name string
 		live *rules.Live
 	}{{"rules=none", nil}, {"rules=10", live}} {
-		_, via := callPairWith(b, nil, c.live)
+		_, via := callPairWith(b, nil, c.live, nil)
 		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatal(err, res)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCallLedger is call_tool through the gateway without a ledger,
+// with the ledger file (every call admitted, then settled: two appends
+// under the file's lock), and with a tool-call budget that applies (the
+// window summed at each admission).
+func BenchmarkCallLedger(b *testing.B) {
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	args := map[string]any{"name": "mcp__echo__echo", "arguments": map[string]any{"text": "hello"}}
+	for _, c := range []struct {
+		name    string
+		ledger  bool
+		budgets []ledger.Budget
+	}{{"ledger=none", false, nil}, {"ledger=file", true, nil}, {"ledger=file+budget", true, []ledger.Budget{{For: "everyone", ToolCalls: 1 << 40, Per: "day"}}}} {
+		var l *ledger.Ledger
+		if c.ledger {
+			book, err := ledger.OpenFile(filepath.Join(b.TempDir(), ledger.FileName))
+			if err != nil {
+				b.Fatal(err)
+			}
+			l = ledger.New(book, &ledger.Options{Budgets: c.budgets})
+			defer l.Close()
+		}
+		_, via := callPairWith(b, nil, nil, l)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
 			for b.Loop() {
 				res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: args})
 				if err != nil || res.IsError {
@@ -253,7 +288,7 @@ func BenchmarkCallTracing(b *testing.B) {
 			if tel != nil {
 				defer tel.Shutdown(context.Background())
 			}
-			_, via := callPairWith(b, tel, nil)
+			_, via := callPairWith(b, tel, nil, nil)
 			b.ReportAllocs()
 			for b.Loop() {
 				res, err := via.CallTool(context.Background(), &mcp.CallToolParams{Name: toolCall, Arguments: args})

@@ -78,7 +78,7 @@ func (b *Budget) Counts(kind string) bool {
 func (b *Budget) Scope(now time.Time) Scope {
 	kind, name, _ := strings.Cut(b.For, ":")
 	start, _ := b.window(now)
-	return Scope{Kind: kind, Name: name, Since: start}
+	return Scope{Kind: kind, Name: name, Since: start, Key: b.Name()}
 }
 
 // window is the budget's window at now: its start, and its end for a

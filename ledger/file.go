@@ -35,9 +35,10 @@ type File struct {
 
 	mu      sync.Mutex
 	f       *os.File
-	off     int64             // how far the file has been read
-	partial bool              // the file ends inside a line
-	entries map[string]*Entry // recent entries by id
+	off     int64               // how far the file has been read
+	partial bool                // the file ends inside a line
+	entries map[string]*Entry   // recent entries by id
+	rolls   map[string]*rolling // budgets' windows, by Scope.Key
 	pruned  time.Time
 }
 
@@ -50,7 +51,7 @@ func OpenFile(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	return &File{path: path, f: f, entries: map[string]*Entry{}}, nil
+	return &File{path: path, f: f, entries: map[string]*Entry{}, rolls: map[string]*rolling{}}, nil
 }
 
 // DefaultPath is toolshelf/ledger.jsonl in the user's state folder
@@ -111,32 +112,47 @@ func (b *File) catchUp() error {
 	}
 	if info.Size() < b.off {
 		// Cut short by hand: read it again from the start.
-		b.off, b.entries = 0, map[string]*Entry{}
+		b.off, b.entries, b.rolls = 0, map[string]*Entry{}, map[string]*rolling{}
 	}
 	if info.Size() == b.off {
 		return nil
 	}
 	r := io.NewSectionReader(b.f, b.off, info.Size()-b.off)
-	n, partial, err := eachLine(r, func(e *Entry) {
-		if old, ok := b.entries[e.ID]; ok && e.Held && !old.Held {
-			return // a held line after its settlement (two writers' order)
-		}
-		b.entries[e.ID] = e
-	})
+	n, partial, err := eachLine(r, b.keep)
 	if err != nil {
 		return fmt.Errorf("ledger %s: %w", b.path, err)
 	}
 	b.off += n
 	b.partial = partial
 	if now := time.Now(); now.Sub(b.pruned) > time.Hour {
+		// Past every window: the running sums let go of them first.
+		cutoff := now.Add(-keepInMemory)
+		for _, r := range b.rolls {
+			if r.scope.Since.Before(cutoff) {
+				r.advance(cutoff, b.entries)
+			}
+		}
 		for id, e := range b.entries {
-			if now.Sub(e.Time) > keepInMemory {
+			if e.Time.Before(cutoff) {
 				delete(b.entries, id)
 			}
 		}
 		b.pruned = now
 	}
 	return nil
+}
+
+// keep takes e (a new entry, or a settlement of one) into memory and the
+// running sums.
+func (b *File) keep(e *Entry) {
+	old := b.entries[e.ID]
+	if old != nil && e.Held && !old.Held {
+		return // a held line after its settlement (two writers' order)
+	}
+	b.entries[e.ID] = e
+	for _, r := range b.rolls {
+		r.change(old, e)
+	}
 }
 
 // maxLine bounds a line: an entry is a few hundred bytes.
@@ -193,7 +209,7 @@ func (b *File) write(e *Entry) error {
 	b.off += int64(len(line))
 	b.partial = false
 	c := *e
-	b.entries[e.ID] = &c
+	b.keep(&c)
 	return nil
 }
 
@@ -201,14 +217,19 @@ func (b *File) write(e *Entry) error {
 func (b *File) Admit(ctx context.Context, e *Entry, scopes []Scope, decide func([]Sums) error) error {
 	return b.locked(func() error {
 		sums := make([]Sums, len(scopes))
-		if len(scopes) > 0 {
-			for _, x := range b.entries {
-				for i, s := range scopes {
-					if !x.Time.Before(s.Since) && s.Holds(x) {
-						sums[i].add(x)
-					}
+		for i, s := range scopes {
+			r := b.rolls[s.Key]
+			switch {
+			case r == nil || s.Key == "" || s.Since.Before(r.scope.Since) || r.scope.Kind != s.Kind || r.scope.Name != s.Name:
+				// New, or a clock set back: summed again.
+				r = newRolling(s, b.entries)
+				if s.Key != "" {
+					b.rolls[s.Key] = r
 				}
+			default:
+				r.advance(s.Since, b.entries)
 			}
+			sums[i] = r.current(b.entries)
 		}
 		if err := decide(sums); err != nil {
 			return err

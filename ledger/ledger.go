@@ -120,12 +120,32 @@ func (s *Sums) add(e *Entry) {
 	}
 }
 
+// sub takes e out of s (see add); Oldest is left as it was.
+func (s *Sums) sub(e *Entry) {
+	if e.Void {
+		return
+	}
+	switch e.Kind {
+	case KindRound:
+		if !e.Own {
+			s.Requests--
+		}
+		s.Tokens -= e.Total()
+		s.Nanos -= e.Nanos
+	case KindCall:
+		s.Calls--
+	}
+}
+
 // Scope is the part of the ledger a budget counts: entries from Since on,
 // for one person, profile or group, or everyone.
 type Scope struct {
 	Kind  string // "person", "profile", "group" or "everyone"
 	Name  string
 	Since time.Time
+	// Key names the window for a book that keeps running sums (its
+	// budget's name): the same key's Since only moves forward.
+	Key string
 }
 
 // Holds reports whether e is in the scope (its time aside).

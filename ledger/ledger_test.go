@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -261,5 +262,83 @@ func TestBudgetCheck(t *testing.T) {
 	start, end := b.window(time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)) // a Sunday
 	if start != time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC) || end != time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC) {
 		t.Errorf("week %v – %v", start, end)
+	}
+}
+
+// The file book's running sums equal the window summed afresh, through
+// admissions, settlements, voids, another process's entries (some older
+// than this one's), a clock that moves on, and windows rolling and of the
+// calendar.
+func TestRunningSumsMatchTheWindow(t *testing.T) {
+	b1, path := openTemp(t)
+	b2, err := OpenFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b2.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	budgets := []Budget{
+		{For: "person:a", Requests: 1 << 40, Per: "hour"},
+		{For: "group:g", USD: 1e9, Per: "day", Calendar: true},
+		{For: "everyone", ToolCalls: 1 << 40, Per: "hour", Calendar: true},
+		{For: "profile:p", Tokens: 1 << 50, Per: "hour"},
+	}
+	now := time.Date(2026, 11, 28, 22, 0, 0, 0, time.UTC)
+	people := []Who{{Person: "a", Groups: []string{"g"}, Profile: "p"}, {Person: "b", Profile: "p"}, {Person: "c", Groups: []string{"g", "h"}}}
+	var open []*Entry
+	ctx := context.Background()
+	checked := 0
+	for step := range 1500 {
+		now = now.Add(time.Duration(rng.IntN(90)) * time.Second)
+		book := b1
+		at := now
+		if rng.IntN(4) == 0 {
+			book = b2
+			at = now.Add(-time.Duration(rng.IntN(600)) * time.Second) // another process's clock, behind
+		}
+		switch op := rng.IntN(10); {
+		case op < 6:
+			b := budgets[rng.IntN(len(budgets))]
+			who := people[rng.IntN(len(people))]
+			e := &Entry{ID: NewID(), Time: at, Kind: KindRound, Who: who, Model: "m", Tokens: Tokens{Input: int64(rng.IntN(1000)), Output: 50}, Nanos: int64(rng.IntN(1e6)), Held: true, Own: rng.IntN(5) == 0}
+			if b.ToolCalls > 0 {
+				e.Kind = KindCall
+			}
+			scope := b.Scope(now)
+			var got Sums
+			if err := book.Admit(ctx, e, []Scope{scope}, func(s []Sums) error { got = s[0]; return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if book != b1 || step%5 != 0 {
+				open = append(open, e)
+				continue
+			}
+			checked++
+			// What the window holds, read afresh (before e).
+			all, _ := ReadFile(path, time.Time{})
+			var want Sums
+			for i := range all {
+				if x := &all[i]; x.ID != e.ID && !x.Time.Before(scope.Since) && scope.Holds(x) {
+					want.add(x)
+				}
+			}
+			if got != want {
+				t.Fatalf("step %d, %s: running sums %+v, the window afresh %+v", step, b.Name(), got, want)
+			}
+			open = append(open, e)
+		case len(open) > 0:
+			i := rng.IntN(len(open))
+			e := open[i]
+			open = append(open[:i], open[i+1:]...)
+			s := *e
+			s.Held, s.Tokens, s.Nanos = false, Tokens{Input: s.Input / 2, Output: 7}, s.Nanos/3
+			s.Void = rng.IntN(6) == 0
+			if err := book.Settle(ctx, &s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("only %d admissions checked", checked)
 	}
 }

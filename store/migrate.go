@@ -137,7 +137,10 @@ var migrations = []string{
 		nanos   bigint NOT NULL,
 		entry   jsonb NOT NULL
 	);
-	CREATE INDEX ledger_at ON ledger (at)`,
+	CREATE INDEX ledger_at ON ledger (at);
+	CREATE INDEX ledger_person ON ledger (person, at);
+	CREATE INDEX ledger_profile ON ledger (profile, at);
+	CREATE INDEX ledger_groups ON ledger USING gin (groups)`,
 }
 
 // migrationLock is the advisory lock that lets one replica migrate at a
