@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/ledger"
@@ -19,6 +20,7 @@ type budgetJSON struct {
 	ToolCalls int64   `json:"toolCalls"`
 	Per       string  `json:"per"`
 	Calendar  bool    `json:"calendar"`
+	WarnAt    float64 `json:"warnAt"`
 }
 
 // budgets reads "budgets": a list of limits on what a person, profile,
@@ -33,16 +35,36 @@ func (p *configParser) budgets() error {
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return p.errAt(at, `"budgets" must be a list of budgets, each {"for": "person:alice@example.com", "usd": 5, "per": "day"}`)
 	}
+	// Each budget's place in the file, for its errors' lines.
+	starts := make([]int, len(list))
+	if at >= 0 {
+		if open := bytes.IndexByte(p.data[at:], '['); open >= 0 {
+			dec := json.NewDecoder(bytes.NewReader(p.data[at+open:]))
+			dec.Token()
+			for i := range starts {
+				off := at + open + int(dec.InputOffset())
+				for off < len(p.data) && strings.IndexByte(", \t\r\n", p.data[off]) >= 0 {
+					off++ // the comma before, and spaces
+				}
+				starts[i] = off
+				var skip json.RawMessage
+				if dec.Decode(&skip) != nil {
+					break
+				}
+			}
+		}
+	}
 	for i, one := range list {
+		where := max(starts[i], at)
 		var j budgetJSON
 		dec := json.NewDecoder(bytes.NewReader(one))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&j); err != nil {
-			return p.errAt(at, `budget %d: %v: a budget is {"for": ..., "usd"/"tokens"/"requests"/"toolCalls": N, "per": "hour"|"day"|"week"|"month", "calendar": true|false}`, i+1, err)
+			return p.errAt(where, `budget %d: %v: a budget is {"for": ..., "usd"/"tokens"/"requests"/"toolCalls": N, "per": "hour"|"day"|"week"|"month", "calendar": true|false, "warnAt": 0.8}`, i+1, err)
 		}
-		b := ledger.Budget{For: j.For, USD: j.USD, Tokens: j.Tokens, Requests: j.Requests, ToolCalls: j.ToolCalls, Per: j.Per, Calendar: j.Calendar}
+		b := ledger.Budget{For: j.For, USD: j.USD, Tokens: j.Tokens, Requests: j.Requests, ToolCalls: j.ToolCalls, Per: j.Per, Calendar: j.Calendar, WarnAt: j.WarnAt}
 		if err := b.Check(); err != nil {
-			return p.errAt(at, "budget %d: %v", i+1, err)
+			return p.errAt(where, "budget %d: %v", i+1, err)
 		}
 		p.cfg.Budgets = append(p.cfg.Budgets, b)
 	}

@@ -107,6 +107,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"search results", "{\"mcpServers\": {},\n \"search\": {\"results\": \"short\"}}", `servers.json:2: "search": "results" is "short": want "compact"`},
 		{"search unknown key", `{"mcpServers": {}, "search": {"result": "full"}}`, `"search" must be an object with "results"`},
 		{"search budget", `{"mcpServers": {}, "search": {"budget": -5}}`, `"budget" must be a number of tokens`},
+		{"budgets not a list", "{\"mcpServers\": {},\n \"budgets\": {\"usd\": 5}}", `servers.json:2: "budgets" must be a list of budgets`},
+		{"budget unknown key", "{\"mcpServers\": {},\n \"budgets\": [\n {\"for\": \"everyone\", \"usd\": 5, \"per\": \"day\"},\n {\"for\": \"everyone\", \"limit\": 5, \"per\": \"day\"}]}", `servers.json:4: budget 2: json: unknown field "limit"`},
+		{"budget for whom", "{\"mcpServers\": {},\n \"budgets\": [{\"for\": \"alice\", \"usd\": 5, \"per\": \"day\"}]}", `servers.json:2: budget 1: "for" is "alice": want "person:NAME"`},
+		{"budget per", "{\"mcpServers\": {},\n \"budgets\": [{\"for\": \"everyone\", \"usd\": 5, \"per\": \"fortnight\"}]}", `budget 1: "per" is "fortnight"`},
+		{"budget of nothing", "{\"mcpServers\": {},\n \"budgets\": [{\"for\": \"everyone\", \"per\": \"day\"}]}", `budget 1: it limits nothing`},
+		{"budget warnAt", "{\"mcpServers\": {},\n \"budgets\": [{\"for\": \"everyone\", \"usd\": 1, \"per\": \"day\", \"warnAt\": 80}]}", `budget 1: "warnAt" is 80`},
+		{"budget usd a string", "{\"mcpServers\": {},\n \"budgets\": [{\"for\": \"everyone\", \"usd\": \"5\", \"per\": \"day\"}]}", `budget 1: json: cannot unmarshal string`},
+		{"price negative", "{\"mcpServers\": {},\n \"prices\": {\n \"m\": {\"input\": -1}}}", `servers.json:3: price of "m": a price is negative`},
+		{"price unknown key", "{\"mcpServers\": {},\n \"prices\": {\"m\": {\"in\": 1}}}", `price of "m": json: unknown field "in"`},
 		{"group name", "{\"mcpServers\": {},\n \"groups\": {\n \"Release_Notes\": {\"description\": \"x\", \"tools\": [\"*\"]}}}", `servers.json:3: group "Release_Notes": a name is 1 to 64 lowercase letters`},
 		{"group without description", `{"mcpServers": {}, "groups": {"ops": {"tools": ["mcp__k8s__*"]}}}`, `group "ops" has no description`},
 		{"group empty", `{"mcpServers": {}, "groups": {"ops": {"description": "Run things"}}}`, `group "ops" names no tools and no skills`},
@@ -378,4 +387,20 @@ func TestGrantsRefusedAtLoad(t *testing.T) {
 		t.Errorf("~ not expanded: %v %v", cfgs, err)
 	}
 	// Uncontained, "paths" are refused as before; nothing to check.
+}
+
+func TestParseBudgetsAndPrices(t *testing.T) {
+	c, err := Parse([]byte(`{"mcpServers": {},
+ "budgets": [{"for": "group:sre", "tokens": 2000000, "per": "month", "calendar": true, "warnAt": 0.9},
+             {"for": "profile:ci", "requests": 500, "toolCalls": 1000, "per": "hour"}],
+ "prices": {"my-model": {"input": 3, "output": 15, "cacheRead": 0.3, "cacheWrite": 3.75}}}`), "servers.json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Budgets) != 2 || c.Budgets[0].Tokens != 2_000_000 || !c.Budgets[0].Calendar || c.Budgets[0].WarnAt != 0.9 || c.Budgets[1].ToolCalls != 1000 {
+		t.Errorf("budgets %+v", c.Budgets)
+	}
+	if p := c.Prices["my-model"]; p.Output != 15 || p.CacheWrite != 3.75 {
+		t.Errorf("prices %+v", c.Prices)
+	}
 }

@@ -24,6 +24,9 @@ type Budget struct {
 	// (UTC); otherwise the window is the last hour, day, 7 days or 30
 	// days.
 	Calendar bool
+	// WarnAt is the share spent past which answers carry a warning (0:
+	// the ledger's, 0.8 by default).
+	WarnAt float64
 }
 
 // Pers are the windows a budget may have.
@@ -43,6 +46,9 @@ func (b *Budget) Check() error {
 	}
 	if b.USD == 0 && b.Tokens == 0 && b.Requests == 0 && b.ToolCalls == 0 {
 		return errors.New(`it limits nothing: give "usd", "tokens", "requests" or "toolCalls"`)
+	}
+	if b.WarnAt < 0 || b.WarnAt > 1 {
+		return fmt.Errorf(`"warnAt" is %v: want a share between 0 and 1, such as 0.9`, b.WarnAt)
 	}
 	if !contains(Pers, b.Per) {
 		return fmt.Errorf(`"per" is %q: want "hour", "day", "week" or "month"`, b.Per)

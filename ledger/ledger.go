@@ -324,7 +324,11 @@ func (l *Ledger) Admit(ctx context.Context, e *Entry) (warnings []string, err er
 			if over := b.over(sums[i], e, now); over != nil {
 				return over
 			}
-			if share := b.share(sums[i], e); share >= l.warnAt {
+			warnAt := l.warnAt
+			if b.WarnAt > 0 {
+				warnAt = b.WarnAt
+			}
+			if share := b.share(sums[i], e); share >= warnAt {
 				warnings = append(warnings, fmt.Sprintf("budget %s is %.0f%% spent", b.Name(), 100*min(share, 1)))
 			}
 		}

@@ -342,3 +342,28 @@ func TestRunningSumsMatchTheWindow(t *testing.T) {
 		t.Fatalf("only %d admissions checked", checked)
 	}
 }
+
+// A budget's own warnAt, and the default 0.8.
+func TestWarnings(t *testing.T) {
+	b, _ := openTemp(t)
+	l := New(b, &Options{Budgets: []Budget{{For: "everyone", Requests: 10, Per: "day", WarnAt: 0.5}, {For: "profile:p", Requests: 10, Per: "day"}}})
+	var first [2]int
+	for i := 1; i <= 10; i++ {
+		warnings, err := l.Admit(context.Background(), &Entry{Kind: KindRound, Who: Who{Profile: "p"}, Model: "gpt-5.5"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range warnings {
+			k := 0
+			if strings.Contains(w, "profile:p") {
+				k = 1
+			}
+			if first[k] == 0 {
+				first[k] = i
+			}
+		}
+	}
+	if first != [2]int{5, 8} {
+		t.Errorf("first warned at requests %v, want 5 (warnAt 0.5) and 8 (0.8)", first)
+	}
+}
