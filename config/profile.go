@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +40,12 @@ type Profile struct {
 	// token ("identity"): for every claim named, one of the values
 	// listed ({"groups": ["sre"]}).
 	Claims map[string][]string
-	// tokenVars are the variables the tokens were read from.
+	// UpstreamKey is the model API key 'toolshelf proxy' sends upstream
+	// for the profile's callers ("upstreamKey", a secret: give it as
+	// ${file:PATH} or ${VAR}); "" sends the proxy's own.
+	UpstreamKey string
+	// tokenVars are the variables the tokens (and the upstream key) were
+	// read from.
 	tokenVars []string
 	// tokenFiles are the files ${file:PATH} read them from.
 	tokenFiles []string
@@ -134,12 +140,13 @@ type profileJSON struct {
 		Allow []string `json:"allow"`
 		Deny  []string `json:"deny"`
 	} `json:"tools"`
-	Load   []string            `json:"load"`
-	Tokens []string            `json:"tokens"`
-	Claims map[string][]string `json:"claims"`
+	Load        []string            `json:"load"`
+	Tokens      []string            `json:"tokens"`
+	Claims      map[string][]string `json:"claims"`
+	UpstreamKey string              `json:"upstreamKey"`
 }
 
-var profileKeys = []string{"servers", "tools", "load", "tokens", "claims"}
+var profileKeys = []string{"servers", "tools", "load", "tokens", "claims", "upstreamKey"}
 
 // keyedError is an error about a key of the configuration, so that the
 // caller can name its line.
@@ -225,6 +232,12 @@ func parseProfiles(raw json.RawMessage, servers []ServerConfig, getenv func(stri
 			}
 			tokenOwner[v] = name
 			p.Tokens = append(p.Tokens, v)
+		}
+		if j.UpstreamKey != "" {
+			p.UpstreamKey = x.expand(j.UpstreamKey, "upstreamKey")
+			if x.err != nil || p.UpstreamKey == "" {
+				return nil, perr("upstreamKey: %v", cmp.Or(x.err, errors.New("it is empty")))
+			}
 		}
 		p.tokenVars, p.tokenFiles = x.vars, x.files
 		var err error

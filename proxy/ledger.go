@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -38,6 +39,9 @@ type CallerProfile struct {
 	Name   string
 	Tokens []string
 	Claims map[string][]string
+	// APIKey, when set, is the upstream's key for the profile's callers,
+	// in place of the proxy's own (Options.APIKey).
+	APIKey string
 }
 
 // WarningHeader carries, on an answer, the budgets past their warning
@@ -58,19 +62,26 @@ func (s *Server) caller(r *http.Request) (ledger.Who, int, string) {
 			token = strings.TrimSpace(v)
 		}
 	}
+	// The caller's token never goes upstream, whoever they turn out to
+	// be.
 	r.Header.Del("X-Api-Key")
 	r.Header.Del("Authorization")
-	if strings.HasSuffix(r.URL.Path, "/chat/completions") {
-		r.Header.Set("Authorization", "Bearer "+s.opts.APIKey)
-	} else {
-		r.Header.Set("X-Api-Key", s.opts.APIKey)
-	}
 	if token == "" {
 		return ledger.Who{}, http.StatusUnauthorized, "toolshelf proxy: no token: send yours as the API key (x-api-key, or Authorization: Bearer)"
 	}
-	for _, p := range c.Profiles {
+	key := func(p *CallerProfile) {
+		k := cmp.Or(p.APIKey, s.opts.APIKey)
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") {
+			r.Header.Set("Authorization", "Bearer "+k)
+		} else {
+			r.Header.Set("X-Api-Key", k)
+		}
+	}
+	for i := range c.Profiles {
+		p := &c.Profiles[i]
 		for _, t := range p.Tokens {
 			if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+				key(p)
 				return ledger.Who{Profile: p.Name}, 0, ""
 			}
 		}
@@ -82,8 +93,9 @@ func (s *Server) caller(r *http.Request) (ledger.Who, int, string) {
 	if err != nil {
 		return ledger.Who{}, http.StatusUnauthorized, "toolshelf proxy: " + err.Error()
 	}
-	for _, p := range c.Profiles {
-		if person.Matches(p.Claims) {
+	for i := range c.Profiles {
+		if p := &c.Profiles[i]; person.Matches(p.Claims) {
+			key(p)
 			*r = *r.WithContext(identity.WithPerson(r.Context(), person))
 			return ledger.Who{Person: person.String(), Groups: person.Groups, Profile: p.Name}, 0, ""
 		}

@@ -133,7 +133,7 @@ func TestBudgetRefusesAtTheExactRequest(t *testing.T) {
 	api := newFakeAPI(t, answer, answer, answer, answer)
 	l := tempLedger(t, ledger.Budget{For: "profile:ci", Requests: 3, Per: "hour"})
 	url := startProxy(t, api, &Options{Ledger: l, APIKey: "sk-proxy-own", Callers: &Callers{Profiles: []CallerProfile{
-		{Name: "ci", Tokens: []string{"tok-ci"}}, {Name: "dev", Tokens: []string{"tok-dev"}},
+		{Name: "ci", Tokens: []string{"tok-ci"}}, {Name: "dev", Tokens: []string{"tok-dev"}, APIKey: "sk-dev-own"},
 	}}})
 	body := request(t, nil, `[{"role":"user","content":"hi"}]`, "")
 	for i := range 3 {
@@ -172,8 +172,8 @@ func TestBudgetRefusesAtTheExactRequest(t *testing.T) {
 	api.mu.Lock()
 	keys := strings.Join(api.keys, ",")
 	api.mu.Unlock()
-	if len(api.keys) != 4 || strings.Contains(keys, "tok-") || strings.Count(keys, "sk-proxy-own") != 4 {
-		t.Errorf("the upstream got keys %s: want the proxy's own, 4 times", keys)
+	if len(api.keys) != 4 || strings.Contains(keys, "tok-") || strings.Count(keys, "sk-proxy-own") != 3 || strings.Count(keys, "sk-dev-own") != 1 {
+		t.Errorf("the upstream got keys %s: want the proxy's own 3 times, and dev's own once", keys)
 	}
 	rows, _ := ledger.Group(entries(t, l), "profile")
 	if len(rows) != 2 || rows[0].Key != "ci" || rows[0].Requests != 3 || rows[1].Key != "dev" || rows[1].Requests != 1 {

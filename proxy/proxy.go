@@ -33,6 +33,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -199,8 +200,8 @@ func New(opts *Options) (*Server, error) {
 			writeError(w, http.StatusBadGateway, "api_error", "toolshelf proxy: the upstream cannot be reached: "+err.Error())
 		},
 	}
-	if s.opts.Callers != nil && s.opts.APIKey == "" {
-		return nil, errors.New("callers with tokens of their own need the proxy's own API key for the upstream")
+	if c := s.opts.Callers; c != nil && s.opts.APIKey == "" && (len(c.Profiles) == 0 || slices.ContainsFunc(c.Profiles, func(p CallerProfile) bool { return p.APIKey == "" })) {
+		return nil, errors.New("callers with tokens of their own need the proxy's own API key for the upstream (or one for each of their profiles)")
 	}
 	if s.opts.Ledger != nil {
 		m, err := newLedgerMetrics(s.opts.Telemetry)

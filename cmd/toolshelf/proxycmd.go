@@ -84,8 +84,8 @@ the configuration's "profiles" tokens and its "identity" people's access
 tokens are what clients send as their API key (x-api-key, or
 Authorization: Bearer), and a person counts under the first profile whose
 claims they carry. The proxy then sends its own key upstream
-(--api-key-file, or $TOOLSHELF_UPSTREAM_API_KEY), never the caller's
-token. The configuration's "budgets" refuse a request past one before it
+(--api-key-file, or $TOOLSHELF_UPSTREAM_API_KEY; a profile's
+"upstreamKey" for its callers), never the caller's token. The configuration's "budgets" refuse a request past one before it
 is sent: 429 in the API's own error shape, naming the budget, what was
 spent and when it frees, with retry-after; past 80% of a budget answers
 carry a Toolshelf-Budget-Warning header. Its "store" keeps the ledger in
@@ -224,7 +224,7 @@ func proxyCallers(e *env, configFlag, keyFile string, opts *proxy.Options, logge
 		}
 	}
 	for _, p := range cfg.Profiles {
-		c.Profiles = append(c.Profiles, proxy.CallerProfile{Name: p.Name, Tokens: p.Tokens, Claims: p.Claims})
+		c.Profiles = append(c.Profiles, proxy.CallerProfile{Name: p.Name, Tokens: p.Tokens, Claims: p.Claims, APIKey: p.UpstreamKey})
 	}
 	if cfg.Identity != nil {
 		// The default profile last: a person counts under the narrowest
@@ -241,11 +241,16 @@ func proxyCallers(e *env, configFlag, keyFile string, opts *proxy.Options, logge
 		}
 		opts.APIKey = strings.TrimSpace(string(b))
 	}
-	if opts.APIKey == "" {
+	if opts.APIKey == "" && !allKeyed(c.Profiles) {
 		closeLedger()
 		return nil, usagef("--config %s lets callers in with tokens of their own: the proxy needs its own API key for the upstream (--api-key-file, or $%s)", configFlag, envUpstreamKey)
 	}
 	return closeLedger, nil
+}
+
+// allKeyed reports whether every profile has an upstream key of its own.
+func allKeyed(ps []proxy.CallerProfile) bool {
+	return len(ps) > 0 && !slices.ContainsFunc(ps, func(p proxy.CallerProfile) bool { return p.APIKey == "" })
 }
 
 // serveProxy serves p until ctx is done.
