@@ -17,6 +17,7 @@ import (
 )
 
 func TestDoctorBuiltin(t *testing.T) {
+	t.Parallel() // in-process, and sets no process variable
 	r := runCLI(t, "doctor", "--model", "claude-sonnet-4-5")
 	if r.code != 0 {
 		t.Fatalf("code %d: %s", r.code, r.stderr)
@@ -36,7 +37,13 @@ func TestDoctorBuiltin(t *testing.T) {
 
 func doctorJSON(t *testing.T, args ...string) doctorReport {
 	t.Helper()
-	r := runCLI(t, append([]string{"doctor", "--json"}, args...)...)
+	return doctorJSONWith(t, nil, args...)
+}
+
+// doctorJSONWith is doctorJSON with vars over the environment.
+func doctorJSONWith(t *testing.T, vars map[string]string, args ...string) doctorReport {
+	t.Helper()
+	r := runCLIWith(t, vars, append([]string{"doctor", "--json"}, args...)...)
 	if r.code != 0 {
 		t.Fatalf("code %d: %s", r.code, r.stderr)
 	}
@@ -48,6 +55,7 @@ func doctorJSON(t *testing.T, args ...string) doctorReport {
 }
 
 func TestDoctorDecisions(t *testing.T) {
+	t.Parallel() // the built-in catalog's doctor, nine times: no process variable is set
 	rep := doctorJSON(t)
 	if !rep.Decision.Enabled || rep.PerTurn.SavedPercent < 95 || rep.PerTurn.With.Tools != 2 || rep.PerTurn.Without.Tools != 519 || len(rep.Servers) != 20 {
 		t.Errorf("report: decision %+v, per turn %+v", rep.Decision, rep.PerTurn)
@@ -67,22 +75,20 @@ func TestDoctorDecisions(t *testing.T) {
 		{map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000", "ENABLE_TOOL_SEARCH": "true"}, nil, true, "tst_enabled"},
 		{map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:4000", "CLAUDE_CODE_USE_BEDROCK": "1"}, nil, true, "tst_enabled"},
 	} {
+		// The variables the decision reads, unset but for the case's.
+		vars := map[string]string{"ENABLE_TOOL_SEARCH": "", "DISABLE_EXPERIMENTAL_BETAS": "", "ANTHROPIC_BASE_URL": "", "CLAUDE_CODE_USE_BEDROCK": ""}
 		for k, v := range tt.env {
-			t.Setenv(k, v)
+			vars[k] = v
 		}
-		rep := doctorJSON(t, tt.args...)
+		rep := doctorJSONWith(t, vars, tt.args...)
 		if rep.Decision.Enabled != tt.enabled || rep.Decision.Reason != tt.reason {
 			t.Errorf("%v %v: %s", tt.env, tt.args, rep.Summary)
 		}
 		if !tt.enabled && rep.PerTurn.Saved != 0 {
 			t.Errorf("%v: nothing is deferred, yet it reports a saving: %+v", tt.env, rep.PerTurn)
 		}
-		for k := range tt.env {
-			t.Setenv(k, "")
-		}
 	}
-	t.Setenv("ENABLE_TOOL_SEARCH", "auto:150")
-	if r := runCLI(t, "doctor"); r.code != 2 || !strings.Contains(r.stderr, `ENABLE_TOOL_SEARCH="auto:150"`) {
+	if r := runCLIWith(t, map[string]string{"ENABLE_TOOL_SEARCH": "auto:150"}, "doctor"); r.code != 2 || !strings.Contains(r.stderr, `ENABLE_TOOL_SEARCH="auto:150"`) {
 		t.Errorf("malformed setting: %d %s", r.code, r.stderr)
 	}
 }

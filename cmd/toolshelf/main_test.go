@@ -39,6 +39,22 @@ func runCLI(t *testing.T, args ...string) result {
 	return result{code, stdout.String(), stderr.String()}
 }
 
+// runCLIWith is runCLI with vars over the process's environment, as the
+// command reads it: a test that sets no process variable may run in
+// parallel with others.
+func runCLIWith(t *testing.T, vars map[string]string, args ...string) result {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string {
+		if v, ok := vars[k]; ok {
+			return v
+		}
+		return os.Getenv(k)
+	}
+	code := runEnv(context.Background(), &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: getenv}, args)
+	return result{code, stdout.String(), stderr.String()}
+}
+
 func TestCLI(t *testing.T) {
 	tests := []struct {
 		name   string

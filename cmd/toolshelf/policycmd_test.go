@@ -39,6 +39,7 @@ forbid (principal, action, resource) when { resource.name == "remove" };
 `
 
 func TestPolicyCheck(t *testing.T) {
+	t.Parallel() // in-process, and sets no process variable
 	cfg := policyConfig(t, ciRules)
 	for _, c := range []struct {
 		args []string
