@@ -155,6 +155,10 @@ func (b *File) keep(e *Entry) {
 	}
 }
 
+// skew is how far an admission's window start may lag the running
+// window's before the window is summed again.
+const skew = time.Minute
+
 // maxLine bounds a line: an entry is a few hundred bytes.
 const maxLine = 64 << 10
 
@@ -220,8 +224,12 @@ func (b *File) Admit(ctx context.Context, e *Entry, scopes []Scope, decide func(
 		for i, s := range scopes {
 			r := b.rolls[s.Key]
 			switch {
-			case r == nil || s.Key == "" || s.Since.Before(r.scope.Since) || r.scope.Kind != s.Kind || r.scope.Name != s.Name:
-				// New, or a clock set back: summed again.
+			case r == nil || s.Key == "" || s.Since.Before(r.scope.Since.Add(-skew)) || r.scope.Kind != s.Kind || r.scope.Name != s.Name:
+				// New, or a clock set back: summed again. Concurrent
+				// admissions reach the lock out of the order of their
+				// clocks: a start up to skew earlier than the window's
+				// keeps the window (what it leaves out is the window's
+				// oldest instant).
 				r = newRolling(s, b.entries)
 				if s.Key != "" {
 					b.rolls[s.Key] = r

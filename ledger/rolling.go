@@ -37,6 +37,9 @@ func newRolling(s Scope, entries map[string]*Entry) *rolling {
 // advance moves the window's start to since, taking out what fell out of
 // it.
 func (r *rolling) advance(since time.Time, entries map[string]*Entry) {
+	if since.Before(r.scope.Since) {
+		return // an admission that reached the lock late (see skew)
+	}
 	n := 0
 	for n < len(r.items) && r.items[n].t.Before(since) {
 		if e, ok := entries[r.items[n].id]; ok {
