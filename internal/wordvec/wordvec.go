@@ -22,20 +22,27 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"sync"
+	"unsafe"
 )
 
 //go:embed vectors.bin
 var vectorsBin []byte
 
 // Model is a table of word vectors. It is immutable and safe for
-// concurrent use.
+// concurrent use. It keeps next to nothing of its own: its words and
+// vectors are read where the file has them (the binary's own data, for
+// the built-in model), so that an engine that never embeds pays a few
+// hundred kilobytes for knowing English words, not megabytes.
 type Model struct {
-	dims    int
-	index   map[string]int32
-	weights []float32 // smooth inverse frequency of each word
-	vecs    []int8    // len(index) × dims
-	scales  []float32 // per dimension
+	dims   int
+	words  []byte    // the file's words: a length byte, then the word
+	start  []int32   // where word i starts in words, by frequency rank
+	sorted []int32   // ranks, in the words' order, for lookups
+	vecs   []int8    // len(start) × dims, a view of the file's bytes
+	scales []float32 // per dimension
 }
 
 // Builtin returns the built-in model, decoded on first use.
@@ -56,7 +63,8 @@ const magic = "TSWV1\n"
 // 0.01, rank 100 weighs 0.5 and rank 10,000 0.99.
 const sifA = 1e-3
 
-// decode reads a vectors file (see gen.go for the format).
+// decode reads a vectors file (see gen.go for the format). The model
+// refers to b, which must not change.
 func decode(b []byte) (*Model, error) {
 	if len(b) < len(magic)+8 || string(b[:len(magic)]) != magic {
 		return nil, errors.New("not a word vectors file")
@@ -67,43 +75,63 @@ func decode(b []byte) (*Model, error) {
 	if dims <= 0 || n <= 0 || len(b) < 4*dims {
 		return nil, fmt.Errorf("bad header: %d words of %d dimensions", n, dims)
 	}
-	m := &Model{dims: dims, index: make(map[string]int32, n), weights: make([]float32, n), scales: make([]float32, dims)}
+	m := &Model{dims: dims, start: make([]int32, n), sorted: make([]int32, n), scales: make([]float32, dims)}
 	for i := range m.scales {
 		m.scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	b = b[4*dims:]
+	at := 0
 	for i := range n {
-		if len(b) < 1 || len(b) < 1+int(b[0]) {
+		if len(b) < at+1 || len(b) < at+1+int(b[at]) {
 			return nil, fmt.Errorf("truncated at word %d", i)
 		}
-		w := string(b[1 : 1+int(b[0])])
-		b = b[1+int(b[0]):]
-		m.index[w] = int32(i)
-		p := 0.1 / float64(i+1)
-		m.weights[i] = float32(sifA / (sifA + p))
+		m.start[i], m.sorted[i] = int32(at), int32(i)
+		at += 1 + int(b[at])
 	}
-	if len(m.index) != n {
-		return nil, errors.New("a word is listed twice")
+	m.words, b = b[:at], b[at:]
+	slices.SortFunc(m.sorted, func(x, y int32) int { return strings.Compare(m.word(x), m.word(y)) })
+	for i := 1; i < n; i++ {
+		if m.word(m.sorted[i]) == m.word(m.sorted[i-1]) {
+			return nil, fmt.Errorf("the word %q is listed twice", m.word(m.sorted[i]))
+		}
 	}
 	if len(b) != n*dims {
 		return nil, fmt.Errorf("%d bytes of vectors, want %d", len(b), n*dims)
 	}
-	m.vecs = make([]int8, len(b))
-	for i, x := range b {
-		m.vecs[i] = int8(x)
-	}
+	m.vecs = unsafe.Slice((*int8)(unsafe.Pointer(unsafe.SliceData(b))), len(b))
 	return m, nil
+}
+
+// word is the word of rank i, a view of the file's bytes.
+func (m *Model) word(i int32) string {
+	at := m.start[i]
+	return unsafe.String(&m.words[at+1], int(m.words[at]))
+}
+
+// rank finds a word's frequency rank.
+func (m *Model) rank(w string) (int32, bool) {
+	k, ok := slices.BinarySearchFunc(m.sorted, w, func(i int32, w string) int { return strings.Compare(m.word(i), w) })
+	if !ok {
+		return 0, false
+	}
+	return m.sorted[k], true
+}
+
+// weight is the smooth inverse frequency of the word of rank i.
+func weight(i int32) float32 {
+	p := 0.1 / float64(i+1)
+	return float32(sifA / (sifA + p))
 }
 
 // Dims returns the length of the model's vectors.
 func (m *Model) Dims() int { return m.dims }
 
 // Len returns the number of words the model knows.
-func (m *Model) Len() int { return len(m.index) }
+func (m *Model) Len() int { return len(m.start) }
 
 // Knows reports whether word (lower case) is one of the model's words.
 func (m *Model) Knows(word string) bool {
-	_, ok := m.index[word]
+	_, ok := m.rank(word)
 	return ok
 }
 
@@ -111,8 +139,8 @@ func (m *Model) Knows(word string) bool {
 // English words ("the" 0.01, rank 100 0.5), near 1 for rare ones, and 1
 // for words the model does not know.
 func (m *Model) Rarity(word string) float64 {
-	if i, ok := m.index[word]; ok {
-		return float64(m.weights[i])
+	if i, ok := m.rank(word); ok {
+		return float64(weight(i))
 	}
 	return 1
 }
@@ -123,11 +151,11 @@ func (m *Model) Embed(words []string) []float32 {
 	out := make([]float32, m.dims)
 	var total float32
 	for _, w := range words {
-		i, ok := m.index[w]
+		i, ok := m.rank(w)
 		if !ok {
 			continue
 		}
-		wt := m.weights[i]
+		wt := weight(i)
 		total += wt
 		for d, x := range m.vecs[int(i)*m.dims : int(i+1)*m.dims] {
 			out[d] += wt * float32(x)
