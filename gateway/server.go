@@ -752,9 +752,13 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 	}
 	start := time.Now()
 	res, err := s.up.Reach(ctx, c)
-	var needs *upstream.SignInError
-	if errors.As(err, &needs) && signInFirst(ctx, ss, needs) {
-		res, err = s.up.Reach(ctx, c)
+	if err != nil {
+		// Declared here: errors.As takes its address, which puts it on
+		// the heap, and most calls have no error.
+		var needs *upstream.SignInError
+		if errors.As(err, &needs) && signInFirst(ctx, ss, needs) {
+			res, err = s.up.Reach(ctx, c)
+		}
 	}
 	took := time.Since(start)
 	outcome := "ok"
@@ -769,8 +773,11 @@ func (s *Server) reach(ctx context.Context, ss *mcp.ServerSession, c *upstream.C
 	s.met.observeCall(ctx, c.Tool.Server, outcome, took)
 	s.settleCall(ctx, entry, outcome, took)
 	// Per call at debug: the audit log is the record of calls, and a busy
-	// gateway's log must not grow with its traffic.
-	s.logger.Debug("call", "tool", c.Tool.Name, "server", c.Tool.Server, "via", c.Via, "duration", took.Round(time.Microsecond), "outcome", outcome)
+	// gateway's log must not grow with its traffic. Asked first: the
+	// arguments of a line not written cost four allocations a call.
+	if s.logger.Enabled(ctx, slog.LevelDebug) {
+		s.logger.Debug("call", "tool", c.Tool.Name, "server", c.Tool.Server, "via", c.Via, "duration", took.Round(time.Microsecond), "outcome", outcome)
+	}
 	if n, ok := ctx.Value(callNoteKey{}).(*callNote); ok && c.Canonical() {
 		n.args = c.Args // the record holds what the server got
 	}
