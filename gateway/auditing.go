@@ -107,12 +107,3 @@ type callNoteKey struct{}
 
 // maxAuditArgs bounds the argument values kept in one audit record.
 const maxAuditArgs = 64 << 10
-
-// calledName reads the tool name call_tool was given, for the record.
-func calledName(raw json.RawMessage) string {
-	var in struct {
-		Name string `json:"name"`
-	}
-	_ = json.Unmarshal(raw, &in)
-	return cut(in.Name, echoLimit)
-}

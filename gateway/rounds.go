@@ -84,7 +84,7 @@ func (s *Server) callRounds(ctx context.Context, req *mcp.CallToolRequest, run f
 		rt.answer(req.Params.InputResponses)
 		return s.awaitRound(ctx, rt)
 	}
-	rt := &pendingCall{ss: req.Session, asks: make(chan *ask), done: make(chan *mcp.CallToolResult, 1), waiting: map[string]*ask{}}
+	rt := &pendingCall{ss: req.Session, asks: make(chan *ask), done: make(chan *mcp.CallToolResult, 1)}
 	// The call outlives this request: the client comes back with answers
 	// in another. Its HTTP request, if any, must not end it.
 	callCtx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), requestContextKey{}, nil))
@@ -102,6 +102,9 @@ func (s *Server) awaitRound(ctx context.Context, rt *pendingCall) *mcp.CallToolR
 		rt.cancel()
 		return res
 	case a := <-rt.asks:
+		if rt.waiting == nil {
+			rt.waiting = map[string]*ask{} // made when the server asks: most calls never do
+		}
 		reqs := mcp.InputRequestMap{}
 		for a != nil {
 			id := randomID()[:8]

@@ -98,9 +98,11 @@ func (s *Server) addMetaTools(x *exposure, servers string) {
 	})
 	x.server.AddTool(metaTools[1], func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx, bad := withBadArgs(ctx)
-		res := s.audited(ctx, req, "call", calledName(req.Params.Arguments), func(ctx context.Context) *mcp.CallToolResult {
+		// Read once: the audit record's name and the call are the same.
+		call, err := readCall(req.Params.Arguments)
+		res := s.audited(ctx, req, "call", call.auditName(), func(ctx context.Context) *mcp.CallToolResult {
 			return s.forClient(ctx, req, func(ctx context.Context) *mcp.CallToolResult {
-				return s.callTool(ctx, req.Session, req.Params.Arguments)
+				return s.callRead(ctx, req.Session, call, err)
 			})
 		})
 		return bad.answer(toolCall, res)
@@ -266,12 +268,36 @@ func (s *Server) Reactivate(session string, names []string) bool {
 	return found != nil
 }
 
-func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
-	var in struct {
-		Name      *string         `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
+// callParams are call_tool's arguments.
+type callParams struct {
+	Name      *string         `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// readCall reads call_tool's arguments.
+func readCall(raw json.RawMessage) (callParams, error) {
+	var in callParams
+	err := json.Unmarshal(orEmpty(raw), &in)
+	return in, err
+}
+
+// auditName is the name a call's audit record gives, cut.
+func (c callParams) auditName() string {
+	if c.Name == nil {
+		return ""
 	}
-	if err := json.Unmarshal(orEmpty(raw), &in); err != nil {
+	return cut(*c.Name, echoLimit)
+}
+
+func (s *Server) callTool(ctx context.Context, ss *mcp.ServerSession, raw json.RawMessage) *mcp.CallToolResult {
+	in, err := readCall(raw)
+	return s.callRead(ctx, ss, in, err)
+}
+
+// callRead is call_tool with its arguments read (err: why they could not
+// be).
+func (s *Server) callRead(ctx context.Context, ss *mcp.ServerSession, in callParams, err error) *mcp.CallToolResult {
+	if err != nil {
 		return toolError("call_tool: arguments must be an object with \"name\" and \"arguments\": %v", err)
 	}
 	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
@@ -454,8 +480,13 @@ func normalizeArgs(raw json.RawMessage, e *catalog.Entry) (json.RawMessage, map[
 				inner = obj[e.Tool]
 			}
 		}
+		if inner == nil {
+			break
+		}
+		// Declared past the check: Unmarshal takes its address, which
+		// puts it on the heap, and most calls are not wrapped.
 		var next map[string]json.RawMessage
-		if inner == nil || json.Unmarshal(inner, &next) != nil || next == nil {
+		if json.Unmarshal(inner, &next) != nil || next == nil {
 			break
 		}
 		obj, raw = next, inner
