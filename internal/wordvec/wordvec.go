@@ -22,8 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
-	"strings"
 	"sync"
 	"unsafe"
 )
@@ -34,13 +32,14 @@ var vectorsBin []byte
 // Model is a table of word vectors. It is immutable and safe for
 // concurrent use. It keeps next to nothing of its own: its words and
 // vectors are read where the file has them (the binary's own data, for
-// the built-in model), so that an engine that never embeds pays a few
-// hundred kilobytes for knowing English words, not megabytes.
+// the built-in model) through a table of ranks by hash, so that an engine
+// that never embeds pays a few hundred kilobytes for knowing English
+// words, not megabytes.
 type Model struct {
 	dims   int
 	words  []byte    // the file's words: a length byte, then the word
 	start  []int32   // where word i starts in words, by frequency rank
-	sorted []int32   // ranks, in the words' order, for lookups
+	slots  []int32   // an open-addressing table of rank+1 by the word's hash (0: empty)
 	vecs   []int8    // len(start) × dims, a view of the file's bytes
 	scales []float32 // per dimension
 }
@@ -75,7 +74,7 @@ func decode(b []byte) (*Model, error) {
 	if dims <= 0 || n <= 0 || len(b) < 4*dims {
 		return nil, fmt.Errorf("bad header: %d words of %d dimensions", n, dims)
 	}
-	m := &Model{dims: dims, start: make([]int32, n), sorted: make([]int32, n), scales: make([]float32, dims)}
+	m := &Model{dims: dims, start: make([]int32, n), scales: make([]float32, dims)}
 	for i := range m.scales {
 		m.scales[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
@@ -85,15 +84,26 @@ func decode(b []byte) (*Model, error) {
 		if len(b) < at+1 || len(b) < at+1+int(b[at]) {
 			return nil, fmt.Errorf("truncated at word %d", i)
 		}
-		m.start[i], m.sorted[i] = int32(at), int32(i)
+		m.start[i] = int32(at)
 		at += 1 + int(b[at])
 	}
 	m.words, b = b[:at], b[at:]
-	slices.SortFunc(m.sorted, func(x, y int32) int { return strings.Compare(m.word(x), m.word(y)) })
-	for i := 1; i < n; i++ {
-		if m.word(m.sorted[i]) == m.word(m.sorted[i-1]) {
-			return nil, fmt.Errorf("the word %q is listed twice", m.word(m.sorted[i]))
+	// A table at most half full: a lookup reads one or two slots.
+	size := 1
+	for size < 2*n {
+		size <<= 1
+	}
+	m.slots = make([]int32, size)
+	for i := range int32(n) {
+		w := m.word(i)
+		if _, dup := m.rank(w); dup {
+			return nil, fmt.Errorf("the word %q is listed twice", w)
 		}
+		j := hash(w) & uint32(size-1)
+		for m.slots[j] != 0 {
+			j = (j + 1) & uint32(size-1)
+		}
+		m.slots[j] = i + 1
 	}
 	if len(b) != n*dims {
 		return nil, fmt.Errorf("%d bytes of vectors, want %d", len(b), n*dims)
@@ -110,11 +120,22 @@ func (m *Model) word(i int32) string {
 
 // rank finds a word's frequency rank.
 func (m *Model) rank(w string) (int32, bool) {
-	k, ok := slices.BinarySearchFunc(m.sorted, w, func(i int32, w string) int { return strings.Compare(m.word(i), w) })
-	if !ok {
-		return 0, false
+	mask := uint32(len(m.slots) - 1)
+	for j := hash(w) & mask; m.slots[j] != 0; j = (j + 1) & mask {
+		if i := m.slots[j] - 1; m.word(i) == w {
+			return i, true
+		}
 	}
-	return m.sorted[k], true
+	return 0, false
+}
+
+// hash is FNV-1a of w.
+func hash(w string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(w); i++ {
+		h = (h ^ uint32(w[i])) * 16777619
+	}
+	return h
 }
 
 // weight is the smooth inverse frequency of the word of rank i.

@@ -72,9 +72,10 @@ func TestDecodeErrors(t *testing.T) {
 	}
 }
 
-// The model keeps next to nothing of its own: its words and vectors are
-// read where the binary has them. (It held 4.7 MB of heap when it copied
-// them into a map, a weight table and a vector table.)
+// The model keeps little of its own: its words and vectors are read
+// where the binary has them, through a table of ranks. (It held 4.7 MB of
+// heap when it copied them into a map, a weight table and a vector
+// table.)
 func TestModelKeepsLittle(t *testing.T) {
 	runtime.GC()
 	var before, after runtime.MemStats
