@@ -97,7 +97,7 @@ func (s *Server) caller(r *http.Request) (ledger.Who, int, string) {
 		if p := &c.Profiles[i]; person.Matches(p.Claims) {
 			key(p)
 			*r = *r.WithContext(identity.WithPerson(r.Context(), person))
-			return ledger.Who{Person: person.String(), Groups: person.Groups, Profile: p.Name}, 0, ""
+			return ledger.Who{Person: cutString(person.String(), 200), Groups: person.Groups, Profile: p.Name}, 0, ""
 		}
 	}
 	return ledger.Who{}, http.StatusForbidden, fmt.Sprintf("toolshelf proxy: %s carries the claims of no profile here", person)
