@@ -115,11 +115,30 @@ func (r Request) MarshalJSON() ([]byte, error) {
 // request is validated once and copied once, and its members and tools
 // are slices of that copy.
 func (r *Request) UnmarshalJSON(data []byte) error {
+	return r.decode(data, true)
+}
+
+// DecodeRequest reads a request from data without a copy of it: the
+// request's fields are slices of data, which must not change while the
+// request is in use. For a body read once and only read after (the
+// proxy's), where UnmarshalJSON would copy it whole.
+func DecodeRequest(data []byte) (Request, error) {
+	var r Request
+	err := r.decode(data, false)
+	return r, err
+}
+
+// decode reads data into r, splitting a copy of it when clone is set.
+func (r *Request) decode(data []byte, clone bool) error {
 	var o object
 	if !jsonscan.Valid(data) {
 		return json.Unmarshal(data, &o) // its error names the problem
 	}
-	o, ok := splitObject(bytes.Clone(data))
+	kept := data
+	if clone {
+		kept = bytes.Clone(data)
+	}
+	o, ok := splitObject(kept)
 	if !ok {
 		if err := json.Unmarshal(data, &o); err != nil {
 			return err

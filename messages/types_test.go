@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -77,5 +78,33 @@ func TestBoundaryAnnotationsRoundTrip(t *testing.T) {
 	w, _ := json.Marshal(back.wire())
 	if string(w) != `{"content":[{"text":"Summary of earlier work.","type":"text"}],"role":"user"}` {
 		t.Errorf("wire form keeps the annotation: %s", w)
+	}
+}
+
+// DecodeRequest reads what UnmarshalJSON reads, without a copy: its
+// fields are slices of the data; UnmarshalJSON's are not.
+func TestDecodeRequestKeepsTheData(t *testing.T) {
+	data := []byte(`{"model":"claude-sonnet-4-5","max_tokens":5,"tools":[{"name":"t","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hi"}]}`)
+	var copied Request
+	if err := copied.UnmarshalJSON(data); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := DecodeRequest(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept.Model != copied.Model || len(kept.Tools) != 1 || string(kept.Tools[0].InputSchema) != string(copied.Tools[0].InputSchema) {
+		t.Fatalf("decoded %+v, want %+v", kept, copied)
+	}
+	at := bytes.Index(data, []byte(`"object"`))
+	data[at+1] = 'O' // the caller writes to its buffer
+	if string(copied.Tools[0].InputSchema) != `{"type":"object"}` {
+		t.Errorf("UnmarshalJSON kept the caller's buffer: %s", copied.Tools[0].InputSchema)
+	}
+	if string(kept.Tools[0].InputSchema) != `{"type":"Object"}` {
+		t.Errorf("DecodeRequest copied the data: %s", kept.Tools[0].InputSchema)
+	}
+	if _, err := DecodeRequest([]byte(`{"model":`)); err == nil {
+		t.Error("a request cut short decodes")
 	}
 }

@@ -336,15 +336,16 @@ const presize = 4 << 20
 // readRequest reads a Messages API request, answering the client itself
 // when it cannot.
 func (s *Server) readRequest(w http.ResponseWriter, r *http.Request) ([]byte, messages.Request, bool) {
-	var req messages.Request
 	body, berr := readLimited(w, r, s.opts.MaxRequestBytes)
 	if berr != nil {
 		writeError(w, berr.status, berr.kind, "toolshelf proxy: "+berr.msg)
-		return nil, req, false
+		return nil, messages.Request{}, false
 	}
 	// Not json.Unmarshal, which would validate the body before the
-	// request's own decoder validates it again.
-	if err := req.UnmarshalJSON(body); err != nil {
+	// request's own decoder validates it again; and without a copy: the
+	// body is this request's own and nothing writes to it.
+	req, err := messages.DecodeRequest(body)
+	if err != nil {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "toolshelf proxy: the request is not valid JSON: "+err.Error())
 		return nil, req, false
 	}
