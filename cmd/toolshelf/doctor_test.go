@@ -96,6 +96,7 @@ func TestDoctorDecisions(t *testing.T) {
 // --count-tokens uses the API's count_tokens, and falls back to the
 // heuristic, saying so, when the API fails.
 func TestDoctorCountTokens(t *testing.T) {
+	t.Parallel() // its variables go through the command's environment
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var body struct {
 			Tools []json.RawMessage `json:"tools"`
@@ -108,10 +109,9 @@ func TestDoctorCountTokens(t *testing.T) {
 		json.NewEncoder(w).Encode(map[string]int{"input_tokens": n})
 	}))
 	defer api.Close()
-	t.Setenv("ANTHROPIC_API_KEY", "sk-test")
-	t.Setenv("ENABLE_TOOL_SEARCH", "auto")
-	t.Setenv("ANTHROPIC_BASE_URL", api.URL)
-	rep := doctorJSON(t, "--count-tokens")
+	vars := map[string]string{"ANTHROPIC_API_KEY": "sk-test", "ENABLE_TOOL_SEARCH": "auto", "ANTHROPIC_BASE_URL": api.URL,
+		"DISABLE_EXPERIMENTAL_BETAS": "", "CLAUDE_CODE_USE_BEDROCK": ""}
+	rep := doctorJSONWith(t, vars, "--count-tokens")
 	if rep.Decision.TokenSource != "count_tokens" || rep.Decision.Tokens != 100*519 || rep.Decision.Reason != "auto_above_threshold" {
 		t.Errorf("decision: %s (%+v)", rep.Summary, rep.Decision)
 	}
@@ -121,14 +121,14 @@ func TestDoctorCountTokens(t *testing.T) {
 		io.WriteString(w, `{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}`)
 	}))
 	defer down.Close()
-	t.Setenv("ANTHROPIC_BASE_URL", down.URL)
-	rep = doctorJSON(t, "--count-tokens")
+	vars["ANTHROPIC_BASE_URL"] = down.URL
+	rep = doctorJSONWith(t, vars, "--count-tokens")
 	if rep.Decision.TokenSource != "heuristic" || !strings.Contains(rep.Summary, "token count failed (anthropic API: 529 overloaded_error: Overloaded), used the character heuristic") {
 		t.Errorf("fallback: %s", rep.Summary)
 	}
-	t.Setenv("ANTHROPIC_API_KEY", "")
+	vars["ANTHROPIC_API_KEY"] = ""
 	// Without a key the report is made with the offline count, and says so.
-	r := runCLI(t, "doctor", "--count-tokens", "--json")
+	r := runCLIWith(t, vars, "doctor", "--count-tokens", "--json")
 	var noKey doctorReport
 	if err := json.Unmarshal([]byte(r.stdout), &noKey); err != nil || r.code != 0 || noKey.Decision.TokenSource != "tokenizer" || !strings.Contains(r.stderr, "needs ANTHROPIC_API_KEY; counting offline") {
 		t.Errorf("no key: %d %v %q %s", r.code, err, noKey.Decision.TokenSource, r.stderr)
