@@ -21,7 +21,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,6 +48,12 @@ type figures struct {
 	P99US    float64 `json:"p99_us"`
 	HeapMiB  float64 `json:"heap_mib"` // live heap after the searches
 	Searches int     `json:"searches"`
+	// PeakMiB is the process's own peak resident memory (VmHWM), 0 where
+	// /proc does not say. Not the parent's rusage of it: on exec Linux
+	// keeps the peak of the memory the child started in, which is its
+	// parent's (the clone before exec), so a parent that peaked higher
+	// (one that had just made a catalog) would be counted.
+	PeakMiB float64 `json:"peak_mib"`
 }
 
 func main() {
@@ -107,7 +115,7 @@ func run(sizes string, searches int, dir string) error {
 		if f.Tools != n {
 			return fmt.Errorf("the catalog file %s holds %d tools, not %d", file, f.Tools, n)
 		}
-		rss := float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KiB on Linux
+		rss := peakOf(f, cmd)
 		fmt.Printf("| %d | %.0f MB | %.0f ms | %.0f ms | %.0f µs | %.0f µs | %.0f MiB | %.0f MiB |\n",
 			n, float64(fi.Size())/1e6, f.LoadMS, f.BuildMS, f.P50US, f.P99US, f.HeapMiB, rss)
 	}
@@ -138,6 +146,13 @@ func catalogFile(dir string, n int) (string, error) {
 	if err := f.Close(); err != nil {
 		return "", err
 	}
+	// The catalog made is garbage now; give its memory back. A child
+	// started while this process holds it would count it in its own peak:
+	// Linux starts a child in its parent's memory (the clone before exec),
+	// and its peak RSS is of that moment too.
+	c = nil
+	runtime.GC()
+	debug.FreeOSMemory()
 	return file, os.Rename(tmp, file)
 }
 
@@ -181,7 +196,35 @@ func measure(file string, searches int) (figures, error) {
 		P99US:    float64(took[len(took)*99/100].Microseconds()),
 		HeapMiB:  float64(ms.HeapAlloc) / (1 << 20),
 		Searches: searches,
+		PeakMiB:  ownPeak(),
 	}, nil
+}
+
+// vmHWM is /proc/self/status's line of the process's peak RSS.
+var vmHWM = regexp.MustCompile(`(?m)^VmHWM:\s+(\d+) kB$`)
+
+// ownPeak is the process's peak resident memory in MiB, 0 where /proc
+// does not say.
+func ownPeak() float64 {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	m := vmHWM.FindSubmatch(st)
+	if m == nil {
+		return 0
+	}
+	kb, _ := strconv.ParseFloat(string(m[1]), 64)
+	return kb / 1024
+}
+
+// peakOf is a measured child's peak RSS in MiB: its own word, else its
+// rusage.
+func peakOf(f figures, cmd *exec.Cmd) float64 {
+	if f.PeakMiB > 0 {
+		return f.PeakMiB
+	}
+	return float64(cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024 // KiB on Linux
 }
 
 func ms64(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
