@@ -191,6 +191,10 @@ func TestOneLedgerForModelsAndTools(t *testing.T) {
 	if s := runLedgerClient(t, proxy, "not-a-token", "anthropic"); len(s) != 1 || s[0].Status != 401 {
 		t.Errorf("a token of no one: %+v", s)
 	}
+	// carol is a person of the provider, in no profile's group: refused.
+	if s := runLedgerClient(t, proxy, idp.Token(t, "carol"), "openai"); len(s) != 1 || s[0].Status != 403 || !strings.Contains(s[0].Message, "claims of no profile") {
+		t.Errorf("a person of no profile: %+v", s)
+	}
 
 	// alice's tool calls, through the gateway, into the same ledger.
 	script := testenv.ServeScript(t, toolshelf, map[string]string{"XDG_STATE_HOME": state, "TOOLSHELF_STORE": ""}, cfgPath, "--http", "127.0.0.1:0")

@@ -3,6 +3,7 @@ package ledger
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -50,7 +51,7 @@ func (b *Budget) Check() error {
 	if b.WarnAt < 0 || b.WarnAt > 1 {
 		return fmt.Errorf(`"warnAt" is %v: want a share between 0 and 1, such as 0.9`, b.WarnAt)
 	}
-	if !contains(Pers, b.Per) {
+	if !slices.Contains(Pers, b.Per) {
 		return fmt.Errorf(`"per" is %q: want "hour", "day", "week" or "month"`, b.Per)
 	}
 	return nil
@@ -177,13 +178,4 @@ func (b *Budget) share(s Sums, e *Entry) float64 {
 	ratio(float64(s.Nanos+e.Nanos)/1e9, b.USD)
 	ratio(float64(s.Tokens+e.Total()), float64(b.Tokens))
 	return share
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -367,3 +367,27 @@ func TestWarnings(t *testing.T) {
 		t.Errorf("first warned at requests %v, want 5 (warnAt 0.5) and 8 (0.8)", first)
 	}
 }
+
+// A token budget refuses once its window holds the limit; a request
+// budget's and a dollar budget's sums do not stand in for it.
+func TestTokenBudget(t *testing.T) {
+	b, _ := openTemp(t)
+	l := New(b, &Options{Budgets: []Budget{{For: "person:t", Tokens: 1000, Per: "hour"}}})
+	ctx := context.Background()
+	e := &Entry{Kind: KindRound, Who: Who{Person: "t"}, Model: "claude-haiku-4-5", Tokens: Tokens{Input: 10, Output: 10}}
+	if _, err := l.Admit(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	e.Tokens = Tokens{Input: 600, Output: 399} // 999: one short
+	l.Settle(ctx, e)
+	e2 := &Entry{Kind: KindRound, Who: Who{Person: "t"}, Model: "claude-haiku-4-5", Tokens: Tokens{Output: 1}}
+	if _, err := l.Admit(ctx, e2); err != nil {
+		t.Fatalf("999 of 1000 tokens spent: %v", err)
+	}
+	l.Settle(ctx, e2) // held at 1 out: 1000 now
+	_, err := l.Admit(ctx, &Entry{Kind: KindRound, Who: Who{Person: "t"}, Model: "claude-haiku-4-5"})
+	var over *OverError
+	if !errors.As(err, &over) || !strings.Contains(err.Error(), "1000 tokens") {
+		t.Fatalf("1000 of 1000 tokens spent: %v", err)
+	}
+}

@@ -247,3 +247,24 @@ func TestLedgerMetrics(t *testing.T) {
 		t.Error("a client's model name became a label")
 	}
 }
+
+// A ledger that cannot count refuses the request before it is sent: 503
+// in the API's shape, without naming why (the log has it), and the
+// upstream is not asked.
+func TestLedgerThatCannotCountRefuses(t *testing.T) {
+	api := newFakeAPI(t)
+	l := tempLedger(t)
+	url := startProxy(t, api, &Options{Ledger: l})
+	l.Close()
+	status, hdr, b := post(t, url+"/v1/messages", request(t, nil, `[{"role":"user","content":"hi"}]`, ""), nil)
+	var e errorBody
+	json.Unmarshal(b, &e)
+	if status != 503 || e.Error.Type != "api_error" || !strings.Contains(e.Error.Message, "cannot count this request") || hdr.Get("Retry-After") == "" || strings.Contains(e.Error.Message, "closed") {
+		t.Fatalf("%d %v %s", status, hdr, b)
+	}
+	api.mu.Lock()
+	defer api.mu.Unlock()
+	if len(api.reqs) != 0 {
+		t.Errorf("the upstream was asked %d times", len(api.reqs))
+	}
+}
