@@ -30,6 +30,7 @@ func addEnv(t *testing.T, dir string, stdin string, args ...string) (code int, s
 // names, never written into it; a deleted entry, a name taken and a rule
 // forbidding the install are refused; search-registry lists with status.
 func TestAdd(t *testing.T) {
+	t.Parallel()
 	if !hasOnPath("npx") {
 		t.Skip("add chooses the npm package only where npx is")
 	}
@@ -152,6 +153,7 @@ func hasOnPath(name string) bool {
 // list; update moves a server to the latest version, its inputs kept,
 // still held until approved; a deleted latest version is not taken.
 func TestOutdatedAndUpdate(t *testing.T) {
+	t.Parallel()
 	if !hasOnPath("npx") {
 		t.Skip("add chooses the npm package only where npx is")
 	}
@@ -219,6 +221,7 @@ func TestOutdatedAndUpdate(t *testing.T) {
 // without a person's inputs (not deleted, no required value or secret);
 // installing one writes it as add does, held.
 func TestRegistryProposer(t *testing.T) {
+	t.Parallel()
 	if !hasOnPath("npx") {
 		t.Skip("the candidates are npm packages, run where npx is")
 	}
@@ -302,6 +305,7 @@ func TestKeepSecretRefusesWhatItCannotKeepPrivate(t *testing.T) {
 // nothing; "y" adds; a name given twice asks to replace; remove takes
 // the server and the secrets kept for it away.
 func TestAddAsksAndRemove(t *testing.T) {
+	t.Parallel()
 	if !hasOnPath("npx") {
 		t.Skip("add chooses the npm package only where npx is")
 	}

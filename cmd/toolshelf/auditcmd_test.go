@@ -16,9 +16,11 @@ import (
 // called tool had in the session's search), and audit summary and tail
 // read them.
 func TestServeAudit(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	testenv.RequireNPM(t, "testdata/servers")
 	file := filepath.Join(t.TempDir(), "audit.jsonl")
-	s := startServe(t, "--config", realServersConfig(t, "memory"), "--audit", file)
+	s := startServeWith(t, vars, "--config", realServersConfig(t, "memory"), "--audit", file)
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"auditor","version":"7"}}}`)
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"read the knowledge graph"}}}`)
@@ -32,7 +34,7 @@ func TestServeAudit(t *testing.T) {
 		t.Fatal("serve did not return")
 	}
 
-	r := runCLI(t, "audit", "summary", "--json", file)
+	r := runCLIWith(t, vars, "audit", "summary", "--json", file)
 	var sum auditSummary
 	if err := json.Unmarshal([]byte(r.stdout), &sum); err != nil || r.code != 0 {
 		t.Fatalf("audit summary: %v %s %s", err, r.stdout, r.stderr)
@@ -50,10 +52,10 @@ func TestServeAudit(t *testing.T) {
 	if len(sum.Quality) != 1 || sum.Quality[0].Server != "memory" || sum.Quality[0].Ranked != 1 || sum.Quality[0].RecallAt1 != 1 {
 		t.Errorf("search quality: %+v", sum.Quality)
 	}
-	if r := runCLI(t, "audit", "summary", file); !strings.Contains(r.stdout, "RECALL@1") || !strings.Contains(r.stdout, "100%") {
+	if r := runCLIWith(t, vars, "audit", "summary", file); !strings.Contains(r.stdout, "RECALL@1") || !strings.Contains(r.stdout, "100%") {
 		t.Errorf("audit summary: %s", r.stdout)
 	}
-	r = runCLI(t, "audit", "tail", "-n", "1", file)
+	r = runCLIWith(t, vars, "audit", "tail", "-n", "1", file)
 	if !strings.Contains(r.stdout, "mcp__memory__nope") || !strings.Contains(r.stdout, "auditor 7") {
 		t.Errorf("audit tail: %s", r.stdout)
 	}

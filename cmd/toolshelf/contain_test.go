@@ -162,6 +162,8 @@ func TestPortGrantLeadsNotToTheGateway(t *testing.T) {
 // folder its arguments name that it is not granted, with the exact
 // "paths" line.
 func TestGrantHintsSaid(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	if _, err := exec.LookPath("bwrap"); err != nil {
 		t.Skip("needs bubblewrap: only a contained server is told")
 	}
@@ -174,7 +176,7 @@ func TestGrantHintsSaid(t *testing.T) {
 	os.WriteFile(cfg, b, 0o644)
 	want := fmt.Sprintf(`its argument %s names a path the contained server is not granted, so it will not find it: add "paths": {"write": [%q]}`, folder, folder)
 	for _, c := range []string{"list", "doctor"} {
-		r := runCLI(t, c, "--config", cfg)
+		r := runCLIWith(t, vars, c, "--config", cfg)
 		if !strings.Contains(r.stdout, want) || strings.Contains(r.stdout, "No warnings") {
 			t.Errorf("%s: code %d\n%s%s", c, r.code, r.stdout, r.stderr)
 		}

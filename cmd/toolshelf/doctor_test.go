@@ -138,14 +138,16 @@ func TestDoctorCountTokens(t *testing.T) {
 // list, doctor and the gateway's auto mode count the built-in catalog
 // with one function and print one total.
 func TestOneTokenTotal(t *testing.T) {
-	r := runCLI(t, "list", "--json")
+	t.Parallel()
+	vars := ownFolders(t)
+	r := runCLIWith(t, vars, "list", "--json")
 	var list listReport
 	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || r.code != 0 {
 		t.Fatalf("list: code %d, %v\n%s", r.code, err, r.stderr)
 	}
-	rep := doctorJSON(t)
+	rep := doctorJSONWith(t, vars)
 
-	s := startServe(t, "--mode", "auto")
+	s := startServeWith(t, vars, "--mode", "auto")
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	m := regexp.MustCompile(`msg="auto mode decision".* tokens=(\d+) `).FindStringSubmatch(s.stderr.String())
 	if m == nil {
@@ -184,6 +186,8 @@ func TestDoctorCountsPromptsAndResources(t *testing.T) {
 // On a few small tools search costs more than it saves: doctor says so in
 // words, with what to do, and without the mode's jargon.
 func TestDoctorSaysWhenSearchDoesNotPay(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	var c struct {
 		Servers []map[string]any `json:"servers"`
 	}
@@ -204,7 +208,7 @@ func TestDoctorSaysWhenSearchDoesNotPay(t *testing.T) {
 	tiny := filepath.Join(t.TempDir(), "tiny.json")
 	b, _ = json.Marshal(c)
 	os.WriteFile(tiny, b, 0o644)
-	r := runCLI(t, "doctor", "--catalog", tiny)
+	r := runCLIWith(t, vars, "doctor", "--catalog", tiny)
 	if r.code != 0 {
 		t.Fatalf("code %d: %s", r.code, r.stderr)
 	}
@@ -216,7 +220,7 @@ func TestDoctorSaysWhenSearchDoesNotPay(t *testing.T) {
 	if strings.Contains(r.stdout, "mode tst") {
 		t.Errorf("doctor speaks of mode tst:\n%s", r.stdout)
 	}
-	if r := runCLI(t, "doctor"); strings.Contains(r.stdout, "does not pay") {
+	if r := runCLIWith(t, vars, "doctor"); strings.Contains(r.stdout, "does not pay") {
 		t.Errorf("the built-in catalog, which search pays for, is told it does not:\n%s", r.stdout)
 	}
 }

@@ -15,7 +15,9 @@ import (
 // moves no ranking; once a second session has shown the pair, a later
 // search in similar words ranks the tool first. learned forget clears it; usage, its earlier name, still works.
 func TestServeLearnsFromUse(t *testing.T) {
-	t.Setenv(envLearned, filepath.Join(t.TempDir(), "learned.db"))
+	t.Parallel()
+	vars := ownFolders(t)
+	vars[envLearned] = filepath.Join(t.TempDir(), "learned.db")
 	cfg := fakeConfig(t, map[string][2]string{"notes": {"serve", "append_entry,list_entries,archive_book"}})
 	const query = `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"search_tools","arguments":{"query":"keep an entry for later"}}}`
 	names := func(r map[string]any) []string {
@@ -30,7 +32,7 @@ func TestServeLearnsFromUse(t *testing.T) {
 		return out
 	}
 	session := func() *stdioSession {
-		s := startServe(t, "--config", cfg)
+		s := startServeWith(t, vars, "--config", cfg)
 		s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 		s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 		return s
@@ -62,7 +64,7 @@ func TestServeLearnsFromUse(t *testing.T) {
 		<-s.done // serve writes what it learned before it returns
 		s.done <- 0
 
-		show := runCLI(t, "learned", "show", "--json")
+		show := runCLIWith(t, vars, "learned", "show", "--json")
 		var pairs []learn.Pair
 		if err := json.Unmarshal([]byte(show.stdout), &pairs); err != nil || len(pairs) != 1 {
 			t.Fatalf("learned show: %v\n%s%s", err, show.stdout, show.stderr)
@@ -81,18 +83,18 @@ func TestServeLearnsFromUse(t *testing.T) {
 		t.Errorf("a similar query after two sessions' use: %v", again)
 	}
 
-	if f := runCLI(t, "learned", "forget", "--all"); f.code != 0 || !strings.Contains(f.stdout, "forgot 1") {
+	if f := runCLIWith(t, vars, "learned", "forget", "--all"); f.code != 0 || !strings.Contains(f.stdout, "forgot 1") {
 		t.Errorf("learned forget: %d %s%s", f.code, f.stdout, f.stderr)
 	}
-	if show := runCLI(t, "learned", "show"); !strings.Contains(show.stdout, "nothing learned yet") {
+	if show := runCLIWith(t, vars, "learned", "show"); !strings.Contains(show.stdout, "nothing learned yet") {
 		t.Errorf("after forget: %s", show.stdout)
 	}
 	// 'usage' was the former name of 'learned': its subcommands are
 	// pointed there.
-	if old := runCLI(t, "usage", "show"); old.code != exitUsage || !strings.Contains(old.stderr, "toolshelf learned show") {
+	if old := runCLIWith(t, vars, "usage", "show"); old.code != exitUsage || !strings.Contains(old.stderr, "toolshelf learned show") {
 		t.Errorf("usage show: %d %s", old.code, old.stderr)
 	}
-	if bad := runCLI(t, "learned", "forget"); bad.code != exitUsage {
+	if bad := runCLIWith(t, vars, "learned", "forget"); bad.code != exitUsage {
 		t.Errorf("forget without a filter: %d", bad.code)
 	}
 }

@@ -45,14 +45,32 @@ func runCLI(t *testing.T, args ...string) result {
 func runCLIWith(t *testing.T, vars map[string]string, args ...string) result {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	getenv := func(k string) string {
+	code := runEnv(context.Background(), &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: getenvWith(vars)}, args)
+	return result{code, stdout.String(), stderr.String()}
+}
+
+// getenvWith is the process's environment with vars over it.
+func getenvWith(vars map[string]string) func(string) string {
+	return func(k string) string {
 		if v, ok := vars[k]; ok {
 			return v
 		}
 		return os.Getenv(k)
 	}
-	code := runEnv(context.Background(), &env{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr, getenv: getenv}, args)
-	return result{code, stdout.String(), stderr.String()}
+}
+
+// ownFolders are configuration, cache and state folders of the test's
+// own, as variables for runCLIWith and startServeWith: commands that
+// keep state (learned.db, whose lock a serving gateway holds; the tool
+// lists' cache, which every test server's command shares) run apart
+// from other tests', so the test may run in parallel.
+func ownFolders(t *testing.T) map[string]string {
+	dir := t.TempDir()
+	return map[string]string{
+		"XDG_CONFIG_HOME": filepath.Join(dir, "config"),
+		"XDG_CACHE_HOME":  filepath.Join(dir, "cache"),
+		"XDG_STATE_HOME":  filepath.Join(dir, "state"),
+	}
 }
 
 func TestCLI(t *testing.T) {

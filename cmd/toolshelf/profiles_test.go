@@ -186,9 +186,11 @@ func TestProfilesOverHTTP(t *testing.T) {
 // serve --profile over stdio serves that profile alone, enforced at call
 // time; doctor --profile reports on it.
 func TestServeAndDoctorProfile(t *testing.T) {
-	t.Setenv("READONLY_TOKEN", readonlyToken)
+	t.Parallel()
+	vars := ownFolders(t)
+	vars["READONLY_TOKEN"] = readonlyToken
 	cfg := profilesConfig(t)
-	s := startServe(t, "--config", cfg, "--profile", "ops")
+	s := startServeWith(t, vars, "--config", cfg, "--profile", "ops")
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	r := s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__tracker__create_issue","arguments":{"text":"x"}}}}`)
@@ -200,7 +202,7 @@ func TestServeAndDoctorProfile(t *testing.T) {
 		t.Errorf("ops called a tool outside its profile: %v", r)
 	}
 
-	d := runCLI(t, "doctor", "--config", cfg, "--profile", "readonly", "--json")
+	d := runCLIWith(t, vars, "doctor", "--config", cfg, "--profile", "readonly", "--json")
 	var rep doctorReport
 	if err := json.Unmarshal([]byte(d.stdout), &rep); err != nil {
 		t.Fatalf("doctor --profile: %v\n%s%s", err, d.stdout, d.stderr)
@@ -208,7 +210,7 @@ func TestServeAndDoctorProfile(t *testing.T) {
 	if rep.Profile != "readonly" || rep.PerTurn.Without.Tools != 2 || len(rep.Servers) != 2 {
 		t.Errorf("doctor --profile readonly: profile %q, %d tools, %d servers", rep.Profile, rep.PerTurn.Without.Tools, len(rep.Servers))
 	}
-	if d := runCLI(t, "doctor", "--config", cfg, "--profile", "nope"); d.code != exitUsage || !strings.Contains(d.stderr, "has no such profile (it has ops, readonly)") {
+	if d := runCLIWith(t, vars, "doctor", "--config", cfg, "--profile", "nope"); d.code != exitUsage || !strings.Contains(d.stderr, "has no such profile (it has ops, readonly)") {
 		t.Errorf("an unknown profile: %d %s", d.code, d.stderr)
 	}
 }

@@ -18,7 +18,9 @@ import (
 // server still connecting (a slow one does not hold every search up), and
 // says which; --wait waits for it.
 func TestSearchFromCache(t *testing.T) {
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Parallel()
+	vars := ownFolders(t)
+	vars["XDG_CACHE_HOME"] = t.TempDir()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
 	write := func(mode string) {
@@ -35,25 +37,25 @@ func TestSearchFromCache(t *testing.T) {
 		os.WriteFile(cfg, b, 0o644)
 	}
 	write("serve")
-	if r := runCLI(t, "search", "--config", cfg, "create an issue"); r.code != 0 || !strings.Contains(r.stdout, "mcp__tracker__create_issue") {
+	if r := runCLIWith(t, vars, "search", "--config", cfg, "create an issue"); r.code != 0 || !strings.Contains(r.stdout, "mcp__tracker__create_issue") {
 		t.Fatalf("a first search, the server up: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// The same server, now hanging before it answers: its cached tools
 	// are searched while it connects.
 	write("hang")
-	r := runCLI(t, "search", "--config", cfg, "create an issue")
+	r := runCLIWith(t, vars, "search", "--config", cfg, "create an issue")
 	if r.code != 0 || !strings.Contains(r.stdout, "mcp__tracker__create_issue") || !strings.Contains(r.stderr, "still connecting, searched from their cached tool lists: tracker") {
 		t.Errorf("a search while the server hangs: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	// --wait waits for its answer (here: its timeout, then its cache),
 	// and, as list and doctor, exits 1 for the server that failed.
-	r = runCLI(t, "search", "--wait", "--config", cfg, "create an issue")
+	r = runCLIWith(t, vars, "search", "--wait", "--config", cfg, "create an issue")
 	if strings.Contains(r.stderr, "still connecting") || !strings.Contains(r.stdout, "mcp__tracker__create_issue") ||
 		r.code != 1 || !strings.Contains(r.stderr, "1 of 1 servers failed: [tracker]") {
 		t.Errorf("--wait: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	for _, c := range []string{"list", "doctor"} {
-		if r := runCLI(t, c, "--config", cfg); r.code != 1 {
+		if r := runCLIWith(t, vars, c, "--config", cfg); r.code != 1 {
 			t.Errorf("%s with the server failing: exit %d, search's is 1\n%s", c, r.code, r.stderr)
 		}
 	}

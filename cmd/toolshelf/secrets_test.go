@@ -24,7 +24,9 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		"header": "plantedHeaderTok1",
 		"shape":  "ghp_plantedPlantedPlanted0123",
 	}
-	t.Setenv("PLANTED_TOKEN", planted["env"])
+	t.Parallel()
+	vars := ownFolders(t)
+	vars["PLANTED_TOKEN"] = planted["env"]
 	command, env := mcptest.Command("leak", nil)
 	env["LEAK_TOKEN"] = "${PLANTED_TOKEN}"
 	env["LEAK_URL"] = "https://bot:" + planted["url"] + "@api.example/v1?key=" + planted["query"] + " " + planted["shape"]
@@ -49,16 +51,16 @@ func TestNoSecretInAnyOutput(t *testing.T) {
 		{"search", "--config", path, "echo"},
 		{"catalog", "export", "--config", path},
 	} {
-		r := runCLI(t, args...)
+		r := runCLIWith(t, vars, args...)
 		outputs = append(outputs, strings.Join(args, " ")+"\n"+r.stdout+r.stderr)
 	}
-	s := startServe(t, "--config", path, "--log-level", "debug")
+	s := startServeWith(t, vars, "--config", path, "--log-level", "debug")
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	r := s.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"call_tool","arguments":{"name":"mcp__leaky__anything"}}}`)
 	rb, _ := json.Marshal(r)
 	outputs = append(outputs, "serve call_tool\n"+string(rb))
-	url := startServeHTTP(t, "--config", path, "--auth-token", "tok-for-healthz")
+	url := startServeHTTPWith(t, vars, "--config", path, "--auth-token", "tok-for-healthz")
 	base := strings.TrimSuffix(url, "/mcp")
 	outputs = append(outputs, "healthz\n"+httpGet(t, base+"/healthz", "Bearer tok-for-healthz"))
 	outputs = append(outputs, "serve logs\n"+s.stderr.String())

@@ -54,13 +54,21 @@ func (s *stdioSession) hangUp() {
 
 func startServe(t *testing.T, args ...string) *stdioSession {
 	t.Helper()
+	return startServeWith(t, nil, args...)
+}
+
+// startServeWith is startServe with vars over the process's environment,
+// as runCLIWith.
+func startServeWith(t *testing.T, vars map[string]string, args ...string) *stdioSession {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	s := &stdioSession{t: t, in: inW, out: bufio.NewScanner(outR), done: make(chan int, 1), stderr: &testenv.Buffer{}}
 	s.out.Buffer(make([]byte, 1<<20), 16<<20)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		s.done <- run(ctx, append([]string{"serve"}, args...), inR, outW, s.stderr)
+		e := &env{stdin: inR, stdout: outW, stderr: s.stderr, getenv: getenvWith(vars)}
+		s.done <- runEnv(ctx, e, append([]string{"serve"}, args...))
 		outW.Close()
 	}()
 	t.Cleanup(func() {
@@ -99,8 +107,10 @@ func (s *stdioSession) send(line string) map[string]any {
 }
 
 func TestServeStdio(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	cfg := fakeConfig(t, map[string][2]string{"tracker": {"serve", "create_issue,list_issues"}})
-	s := startServe(t, "--config", cfg, "--log-level", "debug")
+	s := startServeWith(t, vars, "--config", cfg, "--log-level", "debug")
 	r := s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	if r["result"] == nil {
 		t.Fatalf("initialize: %v", r)
@@ -337,11 +347,19 @@ func TestServeHTTPSlowClient(t *testing.T) {
 // and returns its /mcp URL.
 func startServeHTTP(t *testing.T, args ...string) string {
 	t.Helper()
+	return startServeHTTPWith(t, nil, args...)
+}
+
+// startServeHTTPWith is startServeHTTP with vars over the process's
+// environment, as runCLIWith.
+func startServeHTTPWith(t *testing.T, vars map[string]string, args ...string) string {
+	t.Helper()
 	stderr := &testenv.Buffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, append([]string{"serve", "--http", "127.0.0.1:0"}, args...), strings.NewReader(""), io.Discard, stderr)
+		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: stderr, getenv: getenvWith(vars)}
+		done <- runEnv(ctx, e, append([]string{"serve", "--http", "127.0.0.1:0"}, args...))
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	var url string

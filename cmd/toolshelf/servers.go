@@ -183,7 +183,7 @@ func newPool(e *env, cfgs []config.ServerConfig, o connectOptions) *upstream.Poo
 	opts := &upstream.Options{Logger: o.logger, Tokens: tokens, Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry,
 		Policies: o.policies, Hide: slices.Concat(o.hide, e.held.list()), Identity: o.identity, Flows: o.flows}
 	if o.useCache {
-		opts.CacheDir = upstream.DefaultCacheDir()
+		opts.CacheDir = upstream.DefaultCacheDir(e.getenv)
 	}
 	return upstream.NewPool(cfgs, opts)
 }

@@ -36,11 +36,13 @@ func fakeConfig(t *testing.T, servers map[string][2]string) string {
 }
 
 func TestList(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	cfg := fakeConfig(t, map[string][2]string{
 		"tracker": {"serve", "create_issue,list_issues"},
 		"broken":  {"exit", ""},
 	})
-	r := runCLI(t, "list", "--config", cfg, "--json")
+	r := runCLIWith(t, vars, "list", "--config", cfg, "--json")
 	if r.code != 1 || !strings.Contains(r.stderr, "1 of 2 servers failed: [broken]") {
 		t.Fatalf("code %d, stderr %q", r.code, r.stderr)
 	}
@@ -69,7 +71,7 @@ func TestList(t *testing.T) {
 		t.Errorf("tracker: %+v", tracker.Status)
 	}
 
-	r = runCLI(t, "list", "--config", cfg)
+	r = runCLIWith(t, vars, "list", "--config", cfg)
 	for _, want := range []string{"SERVER", "TOKENS", "tracker", "mcp__tracker__create_issue", "error: ", "API token is not valid"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("plain list lacks %q:\n%s", want, r.stdout)
@@ -123,14 +125,16 @@ func TestCatalogExportBuiltin(t *testing.T) {
 }
 
 func TestCatalogExport(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	cfg := fakeConfig(t, map[string][2]string{"docs": {"serve", "search_docs,fetch_page"}})
-	r := runCLI(t, "catalog", "export", "--config", cfg)
+	r := runCLIWith(t, vars, "catalog", "export", "--config", cfg)
 	if r.code != 0 {
 		t.Fatalf("export: %d %s", r.code, r.stderr)
 	}
 	file := filepath.Join(t.TempDir(), "catalog.json")
 	os.WriteFile(file, []byte(r.stdout), 0o644)
-	r = runCLI(t, "search", "--catalog", file, "fetch", "page")
+	r = runCLIWith(t, vars, "search", "--catalog", file, "fetch", "page")
 	if r.code != 0 || !strings.HasPrefix(strings.TrimSpace(r.stdout), "1  mcp__docs__fetch_page") {
 		t.Errorf("search of the export: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}

@@ -34,9 +34,11 @@ func pinnedConfig(t *testing.T, path, describe, extra string) {
 // other tool works, tools diff shows the change, and tools approve lets
 // the tool in again, in the gateway that is running.
 func TestRugPullQuarantined(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	pinnedConfig(t, cfg, "", "")
-	if r := runCLI(t, "list", "--config", cfg); r.code != 0 {
+	if r := runCLIWith(t, vars, "list", "--config", cfg); r.code != 0 {
 		t.Fatalf("list: %d\n%s", r.code, r.stderr)
 	}
 	lock := mustRead(t, pin.Beside(cfg))
@@ -45,7 +47,7 @@ func TestRugPullQuarantined(t *testing.T) {
 	}
 
 	pinnedConfig(t, cfg, "read=Test tool read. Also uploads the file to a backup service.", "")
-	s := startServe(t, "--config", cfg)
+	s := startServeWith(t, vars, "--config", cfg)
 	s.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	s.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	call := func(id int, tool string) map[string]any {
@@ -71,19 +73,19 @@ func TestRugPullQuarantined(t *testing.T) {
 		t.Errorf("the quarantine was not logged:\n%s", s.stderr)
 	}
 
-	d := runCLI(t, "tools", "diff", "--config", cfg)
+	d := runCLIWith(t, vars, "tools", "diff", "--config", cfg)
 	if d.code != 0 || !strings.Contains(d.stdout, "files/read: changed") ||
 		!strings.Contains(d.stdout, "description: Test tool read. {+Also uploads the file to a backup service.+}") {
 		t.Errorf("tools diff: %d\n%s%s", d.code, d.stdout, d.stderr)
 	}
-	if st := runCLI(t, "doctor", "--config", cfg); !strings.Contains(st.stdout, "Quarantined by toolshelf.lock (1;") {
+	if st := runCLIWith(t, vars, "doctor", "--config", cfg); !strings.Contains(st.stdout, "Quarantined by toolshelf.lock (1;") {
 		t.Errorf("doctor does not count the quarantined tool:\n%s", st.stdout)
 	}
-	if l := runCLI(t, "list", "--config", cfg); !strings.Contains(l.stdout, "1 more tool is quarantined by toolshelf.lock") || !strings.Contains(l.stdout, "1 quarantined") {
+	if l := runCLIWith(t, vars, "list", "--config", cfg); !strings.Contains(l.stdout, "1 more tool is quarantined by toolshelf.lock") || !strings.Contains(l.stdout, "1 quarantined") {
 		t.Errorf("list does not say a tool is quarantined:\n%s", l.stdout)
 	}
 
-	a := runCLI(t, "tools", "approve", "files/read", "--config", cfg)
+	a := runCLIWith(t, vars, "tools", "approve", "files/read", "--config", cfg)
 	if a.code != 0 || !strings.Contains(a.stdout, "approved 1") {
 		t.Fatalf("tools approve: %d\n%s%s", a.code, a.stdout, a.stderr)
 	}
@@ -91,19 +93,19 @@ func TestRugPullQuarantined(t *testing.T) {
 	testenv.Eventually(t, 3*time.Minute, "the approved tool to be callable", func() bool {
 		return strings.Contains(resultText(call(5, "mcp__files__read")), `"tool":"read"`)
 	})
-	if d := runCLI(t, "tools", "diff", "--config", cfg); !strings.Contains(d.stdout, "no tool is quarantined") {
+	if d := runCLIWith(t, vars, "tools", "diff", "--config", cfg); !strings.Contains(d.stdout, "no tool is quarantined") {
 		t.Errorf("after approval: %s", d.stdout)
 	}
 
 	// A denied tool stays out, whatever its definition.
-	if r := runCLI(t, "tools", "deny", "files/write", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "denied 1") {
+	if r := runCLIWith(t, vars, "tools", "deny", "files/write", "--config", cfg); r.code != 0 || !strings.Contains(r.stdout, "denied 1") {
 		t.Fatalf("tools deny: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if r := runCLI(t, "list", "--config", cfg); strings.Contains(r.stdout, "mcp__files__write") {
+	if r := runCLIWith(t, vars, "list", "--config", cfg); strings.Contains(r.stdout, "mcp__files__write") {
 		t.Errorf("a denied tool is listed:\n%s", r.stdout)
 	}
 	// /healthz counts it, for the token holder.
-	url := startServeHTTP(t, "--config", cfg, "--auth-token", adminToken)
+	url := startServeHTTPWith(t, vars, "--config", cfg, "--auth-token", adminToken)
 	health := strings.TrimSuffix(url, "/mcp") + "/healthz"
 	testenv.Eventually(t, time.Minute, "/healthz to count the denied tool", func() bool {
 		return strings.Contains(httpGet(t, health, "Bearer "+adminToken), `"quarantined": 1,`)
@@ -115,19 +117,21 @@ func TestRugPullQuarantined(t *testing.T) {
 
 // With "trust": "approve" a new tool waits for a person.
 func TestTrustApproveHoldsNewTools(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	pinnedConfig(t, cfg, "", `, "trust": "approve"`)
-	r := runCLI(t, "list", "--config", cfg)
+	r := runCLIWith(t, vars, "list", "--config", cfg)
 	if strings.Contains(r.stdout, "mcp__files__read") {
 		t.Errorf("an unapproved tool is listed:\n%s", r.stdout)
 	}
-	if d := runCLI(t, "tools", "diff", "files", "--config", cfg); !strings.Contains(d.stdout, "files/read: new") {
+	if d := runCLIWith(t, vars, "tools", "diff", "files", "--config", cfg); !strings.Contains(d.stdout, "files/read: new") {
 		t.Errorf("tools diff: %s%s", d.stdout, d.stderr)
 	}
-	if a := runCLI(t, "tools", "approve", "files", "--config", cfg); !strings.Contains(a.stdout, "approved 2") {
+	if a := runCLIWith(t, vars, "tools", "approve", "files", "--config", cfg); !strings.Contains(a.stdout, "approved 2") {
 		t.Errorf("tools approve files: %s%s", a.stdout, a.stderr)
 	}
-	if r := runCLI(t, "list", "--config", cfg); !strings.Contains(r.stdout, "mcp__files__read") {
+	if r := runCLIWith(t, vars, "list", "--config", cfg); !strings.Contains(r.stdout, "mcp__files__read") {
 		t.Errorf("an approved tool is not listed:\n%s", r.stdout)
 	}
 }
@@ -153,6 +157,8 @@ func TestMalformedLockFile(t *testing.T) {
 // name is pinned but shown as new and unreviewed by doctor and tools
 // diff until approved; under "trust": "server-first-use" it is held.
 func TestRenamedToolIsShownAndHeld(t *testing.T) {
+	t.Parallel()
+	vars := ownFolders(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "servers.json")
 	write := func(tools []string, extra string) {
@@ -163,32 +169,32 @@ func TestRenamedToolIsShownAndHeld(t *testing.T) {
 		}
 	}
 	write([]string{"read", "write"}, "")
-	if r := runCLI(t, "list", "--config", cfg); r.code != 0 {
+	if r := runCLIWith(t, vars, "list", "--config", cfg); r.code != 0 {
 		t.Fatalf("list: %d\n%s", r.code, r.stderr)
 	}
 	write([]string{"read", "save"}, "")
-	doc := runCLI(t, "doctor", "--config", cfg)
+	doc := runCLIWith(t, vars, "doctor", "--config", cfg)
 	if !strings.Contains(doc.stdout, "save of files appeared after the server's tools were pinned") {
 		t.Errorf("doctor does not show the renamed tool:\n%s", doc.stdout)
 	}
-	d := runCLI(t, "tools", "diff", "--config", cfg)
+	d := runCLIWith(t, vars, "tools", "diff", "--config", cfg)
 	if !strings.Contains(d.stdout, "files/save: new: appeared after the server's tools were pinned") || !strings.Contains(d.stdout, "Keep a copy") {
 		t.Errorf("tools diff:\n%s%s", d.stdout, d.stderr)
 	}
-	if a := runCLI(t, "tools", "approve", "files/save", "--config", cfg); a.code != 0 || !strings.Contains(a.stdout, "approved 1") {
+	if a := runCLIWith(t, vars, "tools", "approve", "files/save", "--config", cfg); a.code != 0 || !strings.Contains(a.stdout, "approved 1") {
 		t.Errorf("tools approve: %d %s%s", a.code, a.stdout, a.stderr)
 	}
-	if doc := runCLI(t, "doctor", "--config", cfg); strings.Contains(doc.stdout, "appeared after") {
+	if doc := runCLIWith(t, vars, "doctor", "--config", cfg); strings.Contains(doc.stdout, "appeared after") {
 		t.Errorf("after approval doctor still warns:\n%s", doc.stdout)
 	}
 
 	// Under server-first-use, the next renamed tool waits for approval.
 	write([]string{"read", "save", "store"}, `, "trust": "server-first-use"`)
-	d = runCLI(t, "tools", "diff", "--config", cfg)
+	d = runCLIWith(t, vars, "tools", "diff", "--config", cfg)
 	if !strings.Contains(d.stdout, "files/store: new: new on a server whose tools were pinned before") {
 		t.Errorf("tools diff under server-first-use:\n%s%s", d.stdout, d.stderr)
 	}
-	if l := runCLI(t, "list", "--config", cfg); strings.Contains(l.stdout, "mcp__files__store") {
+	if l := runCLIWith(t, vars, "list", "--config", cfg); strings.Contains(l.stdout, "mcp__files__store") {
 		t.Errorf("the held tool is listed:\n%s", l.stdout)
 	}
 }
