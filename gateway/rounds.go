@@ -29,14 +29,25 @@ import (
 // answers before it is cancelled.
 const inputWait = 5 * time.Minute
 
-// pendingCall is one upstream call of a 2026-07-28 client.
+// pendingCall is one upstream call of a 2026-07-28 client, and the
+// client the pool sends the server's questions to: it asks them as
+// results; progress and log messages go to the session as they are.
 type pendingCall struct {
-	ss      *mcp.ServerSession
-	asks    chan *ask                // the server's questions
-	done    chan *mcp.CallToolResult // the call's result; buffered
+	*mcp.ServerSession
+	// events are the server's questions and, last, the call's result,
+	// each waiting for the client's request to take it: one unbuffered
+	// channel, which is one allocation where a buffered one of pointers
+	// is two and a channel each was three.
+	events  chan roundEvent
 	cancel  context.CancelFunc
 	waiting map[string]*ask // asked of the client, by input request id
 	expiry  *time.Timer
+}
+
+// roundEvent is a question of the server (ask) or the call's result.
+type roundEvent struct {
+	ask *ask
+	res *mcp.CallToolResult
 }
 
 type ask struct {
@@ -84,13 +95,19 @@ func (s *Server) callRounds(ctx context.Context, req *mcp.CallToolRequest, run f
 		rt.answer(req.Params.InputResponses)
 		return s.awaitRound(ctx, rt)
 	}
-	rt := &pendingCall{ss: req.Session, asks: make(chan *ask), done: make(chan *mcp.CallToolResult, 1)}
+	rt := &pendingCall{ServerSession: req.Session, events: make(chan roundEvent)}
 	// The call outlives this request: the client comes back with answers
 	// in another. Its HTTP request, if any, must not end it.
 	callCtx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), requestContextKey{}, nil))
 	rt.cancel = cancel
-	callCtx = upstream.WithClient(callCtx, roundClient{req.Session, rt}, req.Params.GetProgressToken())
-	go func() { rt.done <- run(callCtx) }()
+	callCtx = upstream.WithClient(callCtx, rt, req.Params.GetProgressToken())
+	go func() {
+		res := run(callCtx)
+		select {
+		case rt.events <- roundEvent{res: res}:
+		case <-callCtx.Done(): // no one waits for it any more
+		}
+	}()
 	return s.awaitRound(ctx, rt)
 }
 
@@ -98,20 +115,30 @@ func (s *Server) callRounds(ctx context.Context, req *mcp.CallToolRequest, run f
 // returns to the client as an input-required result.
 func (s *Server) awaitRound(ctx context.Context, rt *pendingCall) *mcp.CallToolResult {
 	select {
-	case res := <-rt.done:
-		rt.cancel()
-		return res
-	case a := <-rt.asks:
+	case ev := <-rt.events:
+		if ev.ask == nil {
+			rt.answer(nil) // questions of a call that ended go unanswered
+			rt.cancel()
+			return ev.res
+		}
 		if rt.waiting == nil {
 			rt.waiting = map[string]*ask{} // made when the server asks: most calls never do
 		}
 		reqs := mcp.InputRequestMap{}
-		for a != nil {
+		for a := ev.ask; a != nil; {
 			id := randomID()[:8]
 			rt.waiting[id] = a
 			reqs[id] = a.req
 			select {
-			case a = <-rt.asks:
+			case ev = <-rt.events:
+				if ev.ask == nil {
+					// The call ended while it asked: its result is
+					// the answer, and the questions go unanswered.
+					rt.answer(nil)
+					rt.cancel()
+					return ev.res
+				}
+				a = ev.ask
 			default:
 				a = nil
 			}
@@ -183,7 +210,7 @@ func (rt *pendingCall) answer(responses mcp.InputResponseMap) {
 func (rt *pendingCall) ask(ctx context.Context, req mcp.InputRequest) (mcp.InputResponse, error) {
 	a := &ask{req: req, reply: make(chan answer, 1)}
 	select {
-	case rt.asks <- a:
+	case rt.events <- roundEvent{ask: a}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -201,20 +228,12 @@ func randomID() string {
 	return hex.EncodeToString(b)
 }
 
-// roundClient is the client the pool sends a 2026-07-28 client's
-// questions to: it asks them as results; progress and log messages go to
-// the session as they are.
-type roundClient struct {
-	*mcp.ServerSession
-	rt *pendingCall
+func (rt *pendingCall) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	return askAs[*mcp.ElicitResult](ctx, rt, p, "elicitation/create")
 }
 
-func (c roundClient) Elicit(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	return askAs[*mcp.ElicitResult](ctx, c.rt, p, "elicitation/create")
-}
-
-func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
-	r, err := askAs[*mcp.CreateMessageWithToolsResult](ctx, c.rt, p, "sampling/createMessage")
+func (rt *pendingCall) CreateMessage(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	r, err := askAs[*mcp.CreateMessageWithToolsResult](ctx, rt, p, "sampling/createMessage")
 	if err != nil {
 		return nil, err
 	}
@@ -224,11 +243,11 @@ func (c roundClient) CreateMessage(ctx context.Context, p *mcp.CreateMessagePara
 	return &mcp.CreateMessageResult{Content: r.Content[0], Model: r.Model, Role: r.Role, StopReason: r.StopReason}, nil
 }
 
-func (c roundClient) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
+func (rt *pendingCall) ListRoots(ctx context.Context, p *mcp.ListRootsParams) (*mcp.ListRootsResult, error) {
 	if p == nil {
 		p = &mcp.ListRootsParams{}
 	}
-	return askAs[*mcp.ListRootsResult](ctx, c.rt, p, "roots/list")
+	return askAs[*mcp.ListRootsResult](ctx, rt, p, "roots/list")
 }
 
 // askAs asks the client and checks that the answer is of the type the

@@ -47,7 +47,7 @@ func (s *Server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 		if op.Target != "" && method == "tools/call" {
 			tool = s.knownTool(op.Target)
 		}
-		s.met.serverOp.Record(ctx, time.Since(start).Seconds(), s.met.attrs.Get(telemetry.AttrKey{method, tool, errType}, func() []attribute.KeyValue {
+		s.met.serverOp.Record(ctx, time.Since(start).Seconds(), s.met.attrs.Record(telemetry.AttrKey{method, tool, errType}, func() []attribute.KeyValue {
 			kv := []attribute.KeyValue{semconv.McpMethodNameKey.String(method)}
 			if tool != "" {
 				kv = append(kv, semconv.GenAIToolNameKey.String(tool))
@@ -56,7 +56,7 @@ func (s *Server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 				kv = append(kv, semconv.ErrorTypeKey.String(errType))
 			}
 			return kv
-		}))
+		})...)
 		return res, err
 	}
 }

@@ -218,30 +218,50 @@ type AttrKey [4]string
 // NewAttrs. It is safe for concurrent use.
 type Attrs struct {
 	mu   sync.RWMutex
-	sets map[AttrKey]metric.MeasurementOption
+	sets map[AttrKey]*attrSet
 	max  int
+}
+
+// attrSet is a set's option, and the option alone as the argument list
+// of a histogram's Record: a list made for each measurement (Record
+// takes its options variadic, through an interface) was an allocation
+// of every call.
+type attrSet struct {
+	opt metric.MeasurementOption
+	rec []metric.RecordOption
 }
 
 // NewAttrs returns a cache of at most max attribute sets.
 func NewAttrs(max int) *Attrs {
-	return &Attrs{sets: map[AttrKey]metric.MeasurementOption{}, max: max}
+	return &Attrs{sets: map[AttrKey]*attrSet{}, max: max}
 }
 
 // Get returns the option of the set under key, made by kv the first time.
 func (a *Attrs) Get(key AttrKey, kv func() []attribute.KeyValue) metric.MeasurementOption {
+	return a.set(key, kv).opt
+}
+
+// Record returns the set under key as a histogram's Record options:
+// h.Record(ctx, v, a.Record(key, kv)...).
+func (a *Attrs) Record(key AttrKey, kv func() []attribute.KeyValue) []metric.RecordOption {
+	return a.set(key, kv).rec
+}
+
+func (a *Attrs) set(key AttrKey, kv func() []attribute.KeyValue) *attrSet {
 	a.mu.RLock()
-	o, ok := a.sets[key]
+	set, ok := a.sets[key]
 	a.mu.RUnlock()
 	if ok {
-		return o
+		return set
 	}
-	o = metric.WithAttributeSet(attribute.NewSet(kv()...))
+	o := metric.WithAttributeSet(attribute.NewSet(kv()...))
+	set = &attrSet{opt: o, rec: []metric.RecordOption{o}}
 	a.mu.Lock()
 	if len(a.sets) < a.max {
-		a.sets[key] = o
+		a.sets[key] = set
 	}
 	a.mu.Unlock()
-	return o
+	return set
 }
 
 // CodeLabel is error.type for a JSON-RPC error code: the code for one in

@@ -59,7 +59,7 @@ func (s *server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 			telemetry.End(span, errType)
 		}
 		ops := s.pool.ops
-		ops.duration.Record(ctx, time.Since(start).Seconds(), ops.attrs.Get(telemetry.AttrKey{s.cfg.Name, method, op.Target, errType}, func() []attribute.KeyValue {
+		ops.duration.Record(ctx, time.Since(start).Seconds(), ops.attrs.Record(telemetry.AttrKey{s.cfg.Name, method, op.Target, errType}, func() []attribute.KeyValue {
 			kv := []attribute.KeyValue{attribute.String("server", s.cfg.Name), semconv.McpMethodNameKey.String(method)}
 			if op.Target != "" {
 				kv = append(kv, semconv.GenAIToolNameKey.String(op.Target))
@@ -68,7 +68,7 @@ func (s *server) traceRequests(next mcp.MethodHandler) mcp.MethodHandler {
 				kv = append(kv, semconv.ErrorTypeKey.String(errType))
 			}
 			return kv
-		}))
+		})...)
 		return res, err
 	}
 }
