@@ -195,8 +195,10 @@ func TestPoolKeepsRawTools(t *testing.T) {
 func TestPoolFaults(t *testing.T) {
 	refused := refusedURL(t)
 	// Short timeouts, for servers that never answer; scaled, because the
-	// printer must have printed its tools within its timeout.
-	short := testenv.Timeout(500 * time.Millisecond)
+	// printer must have printed its tools within its timeout. Not 500 ms:
+	// the printer is this test binary started again, and a binary just
+	// built (-race) took longer than that to start, idle.
+	short := testenv.Timeout(2 * time.Second)
 	hang := fake("hang", "hang", nil)
 	hang.Timeout = short
 	approved := fake("approved", "exit", nil)
