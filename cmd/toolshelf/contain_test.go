@@ -12,7 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -24,7 +23,7 @@ func TestUncontainedSaid(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"echo"})
 	servers := map[string]any{}
 	for _, name := range []string{"open1", "open2"} {
-		servers[name] = map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String()}
+		servers[name] = map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(serverTimeout).String()}
 	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": servers})
 	cfg := filepath.Join(t.TempDir(), "servers.json")
@@ -47,7 +46,7 @@ func TestLoopbackClosedWhenAServerSharesTheNetwork(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", state)
 	cmd, env := mcptest.Command("serve", []string{"echo"})
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"open": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String()},
+		"open": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(serverTimeout).String()},
 	}})
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	os.WriteFile(cfg, b, 0o644)
@@ -144,7 +143,7 @@ func TestPortGrantLeadsNotToTheGateway(t *testing.T) {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"ported": map[string]any{"command": cmd, "env": env, "network": map[string]any{"hostPorts": []int{port}}, "timeout": testenv.Timeout(5 * time.Second).String()},
+		"ported": map[string]any{"command": cmd, "env": env, "network": map[string]any{"hostPorts": []int{port}}, "timeout": testenv.Timeout(serverTimeout).String()},
 	}})
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	os.WriteFile(cfg, b, 0o644)
@@ -170,7 +169,7 @@ func TestGrantHintsSaid(t *testing.T) {
 	cmd, env := mcptest.Command("serve", []string{"echo"})
 	folder := t.TempDir()
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"fs": map[string]any{"command": cmd, "args": []string{folder}, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()},
+		"fs": map[string]any{"command": cmd, "args": []string{folder}, "env": env, "timeout": testenv.Timeout(serverTimeout).String()},
 	}})
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	os.WriteFile(cfg, b, 0o644)

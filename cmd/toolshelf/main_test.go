@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/internal/mcptest"
@@ -26,6 +27,13 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // realCatalog is the catalog of the real npm servers used by the search
 // package's tests.
 var realCatalog = filepath.Join("..", "..", "internal", "builtin", "catalog.json")
+
+// serverTimeout is how long the tests' servers (this test binary started
+// again, in a sandbox, under -race) may take to answer: a bound for one
+// that hangs, never a wait for one that answers. 5 s was too little with
+// the package's tests in parallel: a server's sandbox and start took 6.3
+// s while other tests worked beside it.
+const serverTimeout = 30 * time.Second
 
 type result struct {
 	code           int

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/toolshelf/toolshelf/internal/mcptest"
 	"github.com/toolshelf/toolshelf/internal/testenv"
@@ -19,7 +18,7 @@ func policyConfig(t *testing.T, rules string) string {
 	dir := t.TempDir()
 	cmd, env := mcptest.Command("serve", []string{"write", "remove"})
 	b, _ := json.Marshal(map[string]any{
-		"mcpServers": map[string]any{"files": map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()}},
+		"mcpServers": map[string]any{"files": map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(serverTimeout).String()}},
 		"profiles":   map[string]any{"ci": map[string]any{"servers": []string{"files"}}},
 		"policies":   []string{"rules"},
 	})

@@ -32,7 +32,7 @@ func profilesConfig(t *testing.T) string {
 	servers := map[string]any{}
 	for name, tools := range map[string][]string{"tracker": {"create_issue", "list_issues"}, "files": {"read", "write"}} {
 		cmd, env := mcptest.Command("serve", tools)
-		servers[name] = map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()}
+		servers[name] = map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(serverTimeout).String()}
 	}
 	cfg := map[string]any{
 		"mcpServers": servers,
@@ -237,7 +237,7 @@ func TestServerEnvironmentHoldsNoSecrets(t *testing.T) {
 				"inheritEnv": []string{"EXTRA_OK", "OTHER_KEY", "OPS_TOKEN"},
 				"timeout":    testenv.Timeout(10 * time.Second).String(),
 			},
-			"creds": map[string]any{"command": command, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()},
+			"creds": map[string]any{"command": command, "env": env, "timeout": testenv.Timeout(serverTimeout).String()},
 		},
 		"profiles": map[string]any{
 			"ops":      map[string]any{"servers": []string{"everything"}, "tokens": []string{"${OPS_TOKEN}"}},

@@ -27,7 +27,7 @@ func TestSearchFromCache(t *testing.T) {
 		cmd, env := mcptest.Command(mode, []string{"create_issue", "list_issues"})
 		// A hanging server only ever times out: its timeout is short, so
 		// that the commands below that wait for it do not wait long.
-		timeout := testenv.Timeout(5 * time.Second)
+		timeout := testenv.Timeout(serverTimeout)
 		if mode == "hang" {
 			timeout = testenv.Timeout(time.Second)
 		}
@@ -68,7 +68,7 @@ func TestSearchWordsOfTheConfiguration(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	cmd, env := mcptest.Command("serve", []string{"create_issue", "list_issues"})
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String(),
+		"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(serverTimeout).String(),
 			"describe": map[string]any{"list_issues": map[string]any{"searchWords": "zebrafinch backlog"}}},
 	}})
 	os.WriteFile(cfg, b, 0o644)
@@ -91,7 +91,7 @@ func TestSearchRanksByWhatWasLearned(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "servers.json")
 	cmd, env := mcptest.Command("serve", []string{"create_issue", "list_issues"})
 	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(5 * time.Second).String()},
+		"tracker": map[string]any{"command": cmd, "env": env, "contain": false, "timeout": testenv.Timeout(serverTimeout).String()},
 	}})
 	os.WriteFile(cfg, b, 0o644)
 	st := learn.Open(learn.DefaultPath(os.Getenv), nil)

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/catalog"
@@ -25,7 +24,7 @@ func fakeConfig(t *testing.T, servers map[string][2]string) string {
 		cmd, env := mcptest.Command(spec[0], strings.Split(spec[1], ","))
 		// The start timeout scales with the machine's load: a test binary
 		// built with -race starts slowly on a busy machine.
-		m[name] = map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(5 * time.Second).String()}
+		m[name] = map[string]any{"command": cmd, "env": env, "timeout": testenv.Timeout(serverTimeout).String()}
 	}
 	b, _ := json.Marshal(map[string]any{"mcpServers": m})
 	path := filepath.Join(t.TempDir(), "servers.json")
