@@ -215,6 +215,14 @@ func (s *Server) streamMessages(w http.ResponseWriter, r *http.Request, req mess
 			w.WriteHeader(http.StatusOK)
 		}
 		blocks, done, err := s.streamRound(rr.Context(), l, resp.Body, p, rounds > s.opts.MaxRounds)
+		if !done && err == nil {
+			// A hidden search round is left at its message_delta; the
+			// rest (message_stop) is read, a little at most, so that the
+			// round's meter sees it end as it should rather than cut
+			// short — whether it had already come with the delta
+			// depended on how the bytes arrived.
+			io.CopyN(io.Discard, resp.Body, roundTail)
+		}
 		resp.Body.Close()
 		status := http.StatusOK
 		if err != nil {
@@ -395,6 +403,10 @@ func (s *Server) streamRound(ctx context.Context, l *liveStream, body io.Reader,
 		}
 	}
 }
+
+// roundTail bounds what is read of a search round after its
+// message_delta: its message_stop is a few dozen bytes.
+const roundTail = 64 << 10
 
 func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
