@@ -226,5 +226,6 @@ const deprecatedFactor = 0.6
 
 var _ Engine = (*BM25)(nil)
 
-// NewBM25 builds a BM25 engine over c.
+// NewBM25 builds a BM25 engine over c, which holds at most [MaxDocs]
+// tools (it panics on more; [New] returns an error).
 func NewBM25(c *catalog.Catalog) *BM25 { return newBM25(c, defaultBM25) }

@@ -58,8 +58,8 @@ func (x *BM25) explain(doc int, terms []queryTerm) []Match {
 	for _, t := range terms {
 		var best Match
 		for _, a := range t.alts {
-			i := sort.Search(len(a.ps), func(i int) bool { return int(a.ps[i].doc) >= doc })
-			if i == len(a.ps) || int(a.ps[i].doc) != doc {
+			i := sort.Search(len(a.ps), func(i int) bool { return int(a.ps[i].doc()) >= doc })
+			if i == len(a.ps) || int(a.ps[i].doc()) != doc {
 				continue
 			}
 			p := a.ps[i]
@@ -73,7 +73,7 @@ func (x *BM25) explain(doc int, terms []queryTerm) []Match {
 				case altTypo:
 					term = t.text + "?" + a.text
 				}
-				best = Match{Term: term, Fields: p.fields.names(), Score: v}
+				best = Match{Term: term, Fields: p.fields().names(), Score: v}
 			}
 		}
 		if best.Score > 0 {

@@ -10,11 +10,26 @@ import (
 	"github.com/toolshelf/toolshelf/internal/zhdict"
 )
 
+// posting is one document in a term's list: the document's number and
+// the fields it has the term in, packed in one word, and the term's
+// weighted frequency there. Packed, a posting is 8 bytes, not 12 (most
+// of the index's memory is its postings).
 type posting struct {
-	doc    int32
-	tf     float32
-	fields fieldSet
+	docFields uint32 // doc<<numFields | fields
+	tf        float32
 }
+
+// MaxDocs is the most tools a BM25 index holds: a document's number
+// has the bits of a posting's word that its fields leave.
+const MaxDocs = 1 << (32 - numFields)
+
+func newPosting(doc int, tf float32, fields fieldSet) posting {
+	return posting{docFields: uint32(doc)<<numFields | uint32(fields), tf: tf}
+}
+
+func (p posting) doc() int32 { return int32(p.docFields >> numFields) }
+
+func (p posting) fields() fieldSet { return fieldSet(p.docFields & (1<<numFields - 1)) }
 
 // fieldSet is a set of indexed fields, for explanations.
 type fieldSet uint16
@@ -91,6 +106,9 @@ func fieldTexts(c *catalog.Catalog, e *catalog.Entry, text func(f int, s string)
 // shards indexed in parallel, each writing its part of every list.
 func newBM25(c *catalog.Catalog, cfg bm25Config) *BM25 {
 	n := c.Len()
+	if n > MaxDocs {
+		panic(checkSize(n)) // New returns the error; NewBM25 says it holds MaxDocs
+	}
 	x := &BM25{cfg: cfg, cat: c, scratch: make(chan *scratch, 4)}
 	if cfg.rarity {
 		x.words = wordvec.Builtin()
@@ -291,7 +309,7 @@ func indexRange(cfg bm25Config, v *shardTerms, next []int32, all []posting, lens
 			pos += k
 		}
 		for k, id := range inDoc {
-			all[next[id]] = posting{doc: int32(i), tf: float32(doc[k].tf), fields: doc[k].fields}
+			all[next[id]] = newPosting(i, float32(doc[k].tf), doc[k].fields)
 			next[id]++
 		}
 	}

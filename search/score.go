@@ -195,10 +195,11 @@ func (x *BM25) rank(terms []queryTerm, required []string, limit int) []Hit {
 		for _, a := range t.alts {
 			for _, p := range a.ps {
 				v := a.weight * x.termScore(a.idf, p)
-				if sc.best[p.doc] == 0 {
-					mine = append(mine, p.doc)
+				d := p.doc()
+				if sc.best[d] == 0 {
+					mine = append(mine, d)
 				}
-				sc.best[p.doc] = max(sc.best[p.doc], v)
+				sc.best[d] = max(sc.best[d], v)
 			}
 		}
 		for _, d := range mine {

@@ -151,6 +151,9 @@ func New(kind string, c *catalog.Catalog) (Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSize(c.Len()); err != nil {
+		return nil, err
+	}
 	return k.build(c), nil
 }
 
@@ -162,10 +165,21 @@ func NewEmbedded(ctx context.Context, kind string, c *catalog.Catalog, emb Embed
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSize(c.Len()); err != nil {
+		return nil, err
+	}
 	if k.embedded == nil || emb == nil {
 		return k.build(c), nil
 	}
 	return k.embedded(ctx, c, emb)
+}
+
+// checkSize refuses a catalog larger than an index holds ([MaxDocs]).
+func checkSize(tools int) error {
+	if tools > MaxDocs {
+		return fmt.Errorf("a catalog of %d tools is more than a search index holds (%d)", tools, MaxDocs)
+	}
+	return nil
 }
 
 // checkLimit applies an engine's default limit and rejects negative ones.

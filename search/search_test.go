@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/toolshelf/toolshelf/catalog"
@@ -684,4 +685,33 @@ func reasonOf(hits []Hit) string {
 		return "(no hits)"
 	}
 	return hits[0].WeakReason
+}
+
+// A posting keeps a document's number and its fields apart, up to the
+// largest number an index holds; a catalog past that is refused.
+func TestPostingPacksDocAndFields(t *testing.T) {
+	all := fieldSet(1<<numFields - 1)
+	for _, tt := range []struct {
+		doc    int
+		fields fieldSet
+	}{{0, inName}, {1, all}, {MaxDocs - 1, all}, {MaxDocs - 1, inGloss}, {12345, inParams | inHint}} {
+		p := newPosting(tt.doc, 1.5, tt.fields)
+		if int(p.doc()) != tt.doc || p.fields() != tt.fields || p.tf != 1.5 {
+			t.Errorf("newPosting(%d, 1.5, %b) = doc %d, fields %b, tf %v", tt.doc, tt.fields, p.doc(), p.fields(), p.tf)
+		}
+	}
+	for _, bit := range fieldBits {
+		if bit >= 1<<numFields {
+			t.Errorf("a field's bit (%b) is past the %d bits a posting keeps for fields", bit, numFields)
+		}
+	}
+	if err := checkSize(MaxDocs); err != nil {
+		t.Errorf("checkSize(MaxDocs) = %v", err)
+	}
+	if err := checkSize(MaxDocs + 1); err == nil || !strings.Contains(err.Error(), "more than a search index holds") {
+		t.Errorf("checkSize(MaxDocs+1) = %v, want a refusal", err)
+	}
+	if unsafe.Sizeof(posting{}) != 8 {
+		t.Errorf("a posting is %d bytes, want 8", unsafe.Sizeof(posting{}))
+	}
 }
