@@ -142,6 +142,12 @@ type Snapshot struct {
 
 type engineBox struct{ search.Engine }
 
+// unsearchable is the engine of a catalog that could not be indexed:
+// every search fails with the reason.
+type unsearchable struct{ err error }
+
+func (u unsearchable) Search(context.Context, string, int) ([]search.Hit, error) { return nil, u.err }
+
 // Update makes c the current catalog and returns its snapshot: the
 // current one when c's version is the same. The lexical engine is built
 // here; embeddings by a model are left to Run.
@@ -181,12 +187,14 @@ func (s *Shelf) update(c *catalog.Catalog) *Snapshot {
 	if s.skills != nil {
 		snap.searched = catalog.Join(c, s.skills)
 	}
-	var eng search.Engine
+	kind := s.kind.Name
 	if s.kind.Embeds && s.opts.Embedder != nil {
-		eng = search.NewBM25(snap.searched) // until Run has the model's embeddings
+		kind = "bm25" // until Run has the model's embeddings
 		snap.embedded = true
-	} else {
-		eng, _ = search.New(s.kind.Name, snap.searched) // the kind is known
+	}
+	eng, err := search.New(kind, snap.searched) // the kind is known
+	if err != nil {
+		eng = unsearchable{err} // a catalog too large to index
 	}
 	snap.engine.Store(&engineBox{eng})
 	s.cur.Store(snap)
