@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,10 +33,6 @@ import (
 )
 
 const envAuthToken = "TOOLSHELF_AUTH_TOKEN"
-
-// serveGCPercent is the garbage collector's target while serving, unless
-// GOGC is set.
-const serveGCPercent = 400
 
 var serveCommand = &command{
 	name:    "serve",
@@ -625,9 +620,7 @@ func serveHost(ctx context.Context, e *env, host *gateway.Host, o serveOptions, 
 	limited := make(chan struct{})
 	go func() {
 		defer close(limited)
-		if host.Pool().Wait(ctx) == nil && e.getenv("GOMEMLIMIT") == "" {
-			setMemoryLimit() // now that the catalog is in memory
-		}
+		followLiveHeap(ctx, e, host.Pool().Wait)
 	}()
 	defer func() { <-limited }()
 	var err error
@@ -661,16 +654,6 @@ func (o *serveOptions) gatewayOptions(e *env) (*slog.Logger, gateway.Options, er
 		}
 	} else if o.console {
 		return nil, gateway.Options{}, usagef("--console needs --http: the console is a web page on the same listener")
-	}
-	if e.getenv("GOGC") == "" {
-		// The go-sdk allocates a 32 KB decode buffer for every JSON value
-		// it unmarshals, about 400 KB per forwarded call, while the
-		// gateway's live heap is a few MB: collecting less often takes a
-		// third off a call's time (docs/benchmarks.md).
-		debug.SetGCPercent(serveGCPercent)
-	}
-	if e.getenv("GOMEMLIMIT") == "" {
-		setMemoryLimit()
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
 	gopts := gateway.Options{
