@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"github.com/toolshelf/toolshelf/internal/hostpath"
 )
 
@@ -14,9 +15,9 @@ import (
 // link to what no server is given: the system's folders (to write, or
 // its private ones at all), the home folder, a folder that holds it, a
 // hidden folder of it outside the configuration's folder (dir), or
-// toolshelf's own state and cache (hostpath.Policy.Risk).
+// toolshelf's own state and cache (folders.Kept; hostpath.Policy.Risk).
 func checkGrants(sc *ServerConfig, dir string, getenv func(string) string) error {
-	pol := hostpath.Policy{Home: getenv("HOME"), ConfigDir: dir, Own: OwnFolders(getenv)}
+	pol := hostpath.Policy{Home: getenv("HOME"), ConfigDir: dir, Own: folders.Kept(getenv)}
 	for _, g := range []struct {
 		paths []string
 		key   string
@@ -38,23 +39,6 @@ func checkGrants(sc *ServerConfig, dir string, getenv func(string) string) error
 		}
 	}
 	return nil
-}
-
-// OwnFolders are toolshelf's state and cache folders: its keys, tokens,
-// journals and servers' caches, never granted to a server.
-func OwnFolders(getenv func(string) string) []string {
-	home := getenv("HOME")
-	var own []string
-	for _, d := range []struct{ env, rel string }{{"XDG_STATE_HOME", ".local/state"}, {"XDG_CACHE_HOME", ".cache"}} {
-		base := getenv(d.env)
-		if base == "" && home != "" {
-			base = filepath.Join(home, d.rel)
-		}
-		if base != "" {
-			own = append(own, filepath.Join(base, "toolshelf"))
-		}
-	}
-	return own
 }
 
 // maxGrantEntries bounds what of a granted folder is looked at.

@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/toolshelf/toolshelf/search"
 	"math"
 	"os"
 	"path/filepath"
+
+	"github.com/toolshelf/toolshelf/internal/folders"
+	"github.com/toolshelf/toolshelf/search"
 )
 
 // Cache keeps embeddings on disk, one small file per text, named by the
@@ -28,11 +30,11 @@ func NewCache(dir, model string, inner search.Embedder) *Cache {
 // DefaultDir is where embeddings are cached unless configured otherwise:
 // toolshelf/embeddings under the user's cache folder.
 func DefaultDir() string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
+	dir := folders.Cache(nil)
+	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, "toolshelf", "embeddings")
+	return filepath.Join(dir, "embeddings")
 }
 
 func (c *Cache) path(text string) string {

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/internal/folders"
 )
 
 // A contained stdio server runs inside bubblewrap (bwrap), the sandbox
@@ -505,28 +506,6 @@ func exists(p string) bool { _, err := os.Stat(p); return err == nil }
 
 func isDir(p string) bool { st, err := os.Stat(p); return err == nil && st.IsDir() }
 
-// ownPlaces are toolshelf's folders, which no server sees: its
-// configuration, cache and state, wherever the user's system puts them.
-func OwnPlaces() []string {
-	var out []string
-	if d, err := os.UserConfigDir(); err == nil {
-		out = append(out, filepath.Join(d, "toolshelf"))
-	}
-	if d, err := os.UserCacheDir(); err == nil {
-		out = append(out, filepath.Join(d, "toolshelf"))
-	}
-	state := os.Getenv("XDG_STATE_HOME")
-	if state == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			state = filepath.Join(home, ".local", "state")
-		}
-	}
-	if state != "" {
-		out = append(out, filepath.Join(state, "toolshelf"))
-	}
-	return out
-}
-
 // containment says how the server runs, or would run once started.
 func (c *Plan) Containment() Containment {
 	switch {
@@ -736,12 +715,13 @@ func makeCache(dir string, asNobody bool) error {
 	return nil
 }
 
-// serverCacheDir is the folder of a server's own package caches: under
-// toolshelf's cache folder (which no server sees), by a name safe as a
-// path that no two servers share; "" without a cache folder.
-func CacheDir(server string) string {
-	dir, err := os.UserCacheDir()
-	if err != nil {
+// CacheDir is the folder of a server's own package caches: under
+// toolshelf's cache folder as getenv places it (which no server sees), by
+// a name safe as a path that no two servers share; "" without a cache
+// folder.
+func CacheDir(getenv func(string) string, server string) string {
+	dir := folders.Cache(getenv)
+	if dir == "" {
 		return ""
 	}
 	safe := []byte(server)
@@ -751,7 +731,7 @@ func CacheDir(server string) string {
 		}
 	}
 	sum := sha256.Sum256([]byte(server))
-	return filepath.Join(dir, "toolshelf", "servers", fmt.Sprintf("%.40s-%x", safe, sum[:4]))
+	return filepath.Join(dir, "servers", fmt.Sprintf("%.40s-%x", safe, sum[:4]))
 }
 
 // findCommand finds a command as exec.LookPath would on the server's

@@ -39,7 +39,7 @@ func TestNPXPackage(t *testing.T) {
 // caches of their own: one cannot change what the other runs.
 func TestServerCachesApart(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
-	if a, b := CacheDir("a.b"), CacheDir("a_b"); a == b || a == "" {
+	if a, b := CacheDir(nil, "a.b"), CacheDir(nil, "a_b"); a == b || a == "" {
 		t.Errorf("one cache for two servers: %s", a)
 	}
 }

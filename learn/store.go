@@ -25,6 +25,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"github.com/toolshelf/toolshelf/journal"
 	"github.com/toolshelf/toolshelf/search"
 	bolt "go.etcd.io/bbolt"
@@ -56,21 +57,15 @@ const (
 )
 
 // DefaultPath is toolshelf/learned.db in the user's state folder
-// ($XDG_STATE_HOME, else ~/.local/state), or "" when there is none.
+// ($XDG_STATE_HOME, else ~/.local/state; package folders), or "" when
+// getenv (os.Getenv when nil) places none.
 func DefaultPath(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	dir := getenv("XDG_STATE_HOME")
+	dir := folders.State(getenv)
 	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return ""
-		}
-		dir = filepath.Join(home, ".local", "state")
+		return ""
 	}
-	path := filepath.Join(dir, "toolshelf", FileName)
-	old := filepath.Join(dir, "toolshelf", oldFileName)
+	path := filepath.Join(dir, FileName)
+	old := filepath.Join(dir, oldFileName)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		if _, err := os.Stat(old); err == nil {
 			return old

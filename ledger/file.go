@@ -13,6 +13,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/toolshelf/toolshelf/internal/folders"
 )
 
 // FileName is the ledger's file in the state folder.
@@ -55,20 +57,14 @@ func OpenFile(path string) (*File, error) {
 }
 
 // DefaultPath is toolshelf/ledger.jsonl in the user's state folder
-// ($XDG_STATE_HOME, else ~/.local/state), or "" when there is none.
+// ($XDG_STATE_HOME, else ~/.local/state; package folders), or "" when
+// getenv (os.Getenv when nil) places none.
 func DefaultPath(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	dir := getenv("XDG_STATE_HOME")
+	dir := folders.State(getenv)
 	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil || home == "" {
-			return ""
-		}
-		dir = filepath.Join(home, ".local", "state")
+		return ""
 	}
-	return filepath.Join(dir, "toolshelf", FileName)
+	return filepath.Join(dir, FileName)
 }
 
 // Where is the file's path.

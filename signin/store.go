@@ -27,6 +27,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"golang.org/x/oauth2"
 )
 
@@ -118,13 +119,13 @@ func removes(r *Record, server, subject string, all bool) bool {
 }
 
 // DefaultPath is toolshelf/tokens.json under the user's configuration
-// folder.
+// folder (package folders), "" when the environment places none.
 func DefaultPath() string {
-	dir, err := os.UserConfigDir()
-	if err != nil {
+	dir := folders.Config(nil)
+	if dir == "" {
 		return ""
 	}
-	return filepath.Join(dir, "toolshelf", "tokens.json")
+	return filepath.Join(dir, "tokens.json")
 }
 
 // Open returns the store in the file at path (DefaultPath when empty).

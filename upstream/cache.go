@@ -6,29 +6,21 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
+	"github.com/toolshelf/toolshelf/internal/folders"
 )
 
 // DefaultCacheDir is where tool lists are cached unless Options says
 // otherwise: toolshelf/tools under the user's cache folder, as getenv
 // (the command's environment; os.Getenv when nil) places it.
 func DefaultCacheDir(getenv func(string) string) string {
-	if getenv == nil {
-		getenv = os.Getenv
+	dir := folders.Cache(getenv)
+	if dir == "" {
+		return ""
 	}
-	dir := getenv("XDG_CACHE_HOME")
-	if runtime.GOOS == "windows" || runtime.GOOS == "darwin" || !filepath.IsAbs(dir) {
-		// os.UserCacheDir reads no XDG_CACHE_HOME there, and one that
-		// is not absolute is to be ignored.
-		var err error
-		if dir, err = os.UserCacheDir(); err != nil {
-			return ""
-		}
-	}
-	return filepath.Join(dir, "toolshelf", "tools")
+	return filepath.Join(dir, "tools")
 }
 
 // cacheFile is what is cached for one server: its last good tool list

@@ -235,3 +235,27 @@ func TestContainedHostPorts(t *testing.T) {
 		t.Errorf("with a way out, none:\n%.400s", got)
 	}
 }
+
+// TestOwnFoldersCoveredNotTheirParent: toolshelf's own folders, placed by
+// the command's environment beside a contained server's program and not
+// made yet, are made (private) and covered themselves: covering the
+// nearest folder that exists instead covered the program, and the server
+// never started.
+func TestOwnFoldersCoveredNotTheirParent(t *testing.T) {
+	needSandbox(t)
+	cfg := contained("beside", "serve", []string{"echo"})
+	beside := filepath.Join(filepath.Dir(cfg.Command), "own-"+strconv.Itoa(os.Getpid()))
+	t.Cleanup(func() { os.RemoveAll(beside) })
+	vars := map[string]string{"HOME": os.Getenv("HOME"), "XDG_CONFIG_HOME": filepath.Join(beside, "config"),
+		"XDG_CACHE_HOME": filepath.Join(beside, "cache"), "XDG_STATE_HOME": filepath.Join(beside, "state")}
+	p := startPool(t, []config.ServerConfig{cfg}, &Options{Getenv: func(k string) string { return vars[k] }})
+	if st := p.Status()[0]; st.State != StateReady || !st.Contained {
+		t.Fatalf("a contained server beside toolshelf's folders: %+v", st)
+	}
+	for _, k := range []string{"XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_STATE_HOME"} {
+		fi, err := os.Stat(filepath.Join(vars[k], "toolshelf"))
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Errorf("%s/toolshelf: %v %v, want a folder of mode 700", k, fi, err)
+		}
+	}
+}

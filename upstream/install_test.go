@@ -41,7 +41,7 @@ func TestInstallBeforeFirstStart(t *testing.T) {
 		Env: map[string]string{"npm_config_registry": reg.URL + "/npm"}, HostPorts: []int{port}, Timeout: testenv.Timeout(10 * time.Second)}
 	// The server's npm cache, and the mark of a complete install in it
 	// (launcher/install.go).
-	cache := filepath.Join(launcher.CacheDir("memory"), ".npm")
+	cache := filepath.Join(launcher.CacheDir(nil, "memory"), ".npm")
 	const installedMark = ".toolshelf-installed"
 	nothingLeft := func(when string) {
 		t.Helper()

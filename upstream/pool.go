@@ -36,6 +36,7 @@ import (
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"github.com/toolshelf/toolshelf/launcher"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/rules"
@@ -137,9 +138,13 @@ type Options struct {
 	Telemetry *telemetry.Telemetry
 	// Hide are toolshelf's own files and folders (its configuration,
 	// lock file, token files, state): no contained server sees them, even
-	// inside a path it was given. Secrets.Files and toolshelf's default
+	// inside a path it was given. Secrets.Files and toolshelf's
 	// configuration, cache and state folders are hidden too.
 	Hide []string
+	// Getenv is the environment of the program running toolshelf, which
+	// places toolshelf's own folders (package folders) and servers'
+	// package caches; os.Getenv when nil.
+	Getenv func(string) string
 	// Policies are the operators' rules (configuration "policies"), in
 	// Cedar: asked about every call after the profile, the server's tool
 	// filter and the lock file (see [Scope.Reach]); nil permits all.
@@ -306,13 +311,20 @@ func (p *Pool) plans(configs []config.ServerConfig) []serverConfig {
 		all = append(all, configs[i].SecretValues()...)
 	}
 	p.redact.Store(NewRedactor(all...))
-	hide := slices.Concat(p.opts.Hide, p.opts.Secrets.Files, launcher.OwnPlaces())
+	own := folders.Own(p.opts.Getenv)
+	for _, d := range own {
+		// Made now, private, so that the sandbox covers the folder
+		// itself: one not made yet is covered by the nearest folder that
+		// is, which may hold the server's own program.
+		os.MkdirAll(d, 0o700)
+	}
+	hide := slices.Concat(p.opts.Hide, p.opts.Secrets.Files, own)
 	out := make([]serverConfig, 0, len(configs))
 	for _, sc := range configs {
 		cfg := serverConfig{Plan: launcher.Plan{ServerConfig: sc}}
 		if cfg.TransportName() == "stdio" {
 			cfg.Environ = serverEnv(&cfg.ServerConfig, environ, kept, p.logger.With("server", cfg.Name))
-			cfg.Hide, cfg.CacheDir = hide, launcher.CacheDir(cfg.Name)
+			cfg.Hide, cfg.CacheDir = hide, launcher.CacheDir(p.opts.Getenv, cfg.Name)
 			if p.opts.NoContain {
 				cfg.Uncontained = "the program running toolshelf turned containment off (upstream.Options.NoContain)"
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/gateway"
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"github.com/toolshelf/toolshelf/learn"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/registry"
@@ -209,11 +210,9 @@ func runAdd(ctx context.Context, e *env, arg string, regs []string, ch addChoice
 	}
 	path := configPath(e, configFlag)
 	if path == "" {
-		dir, err := os.UserConfigDir()
-		if err != nil {
+		if path = defaultConfigPath(e); path == "" {
 			return usagef("no configuration folder: give --config FILE")
 		}
-		path = filepath.Join(dir, "toolshelf", "servers.json")
 	}
 	if ch.npmRegistry == "" {
 		ch.npmRegistry = e.getenv(envNPMRegistry)
@@ -506,7 +505,7 @@ func keepSecret(dir, server, input, value string) (string, error) {
 func runtimesHere(e *env) registry.Runtimes {
 	_, node := exec.LookPath("npx")
 	_, uvx := exec.LookPath("uvx")
-	return registry.Runtimes{Node: node == nil, Uvx: uvx == nil, Home: e.getenv("HOME"), Own: config.OwnFolders(e.getenv), NPMRegistry: e.getenv(envNPMRegistry)}
+	return registry.Runtimes{Node: node == nil, Uvx: uvx == nil, Home: e.getenv("HOME"), Own: folders.Kept(e.getenv), NPMRegistry: e.getenv(envNPMRegistry)}
 }
 
 // packageIntegrity is the npm registry's integrity of an npm package's

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"github.com/toolshelf/toolshelf/signin"
 	"github.com/toolshelf/toolshelf/store"
 )
@@ -31,12 +33,24 @@ const envStoreOldKey = "TOOLSHELF_STORE_OLD_KEY"
 // envFleetKey is the key the replicas of a fleet prove themselves with.
 const envFleetKey = "TOOLSHELF_FLEET_KEY"
 
+// tokenFile is the sign-ins' file: $TOOLSHELF_TOKENS, else tokens.json
+// in toolshelf's configuration folder.
+func tokenFile(e *env) string {
+	if p := e.getenv(envTokens); p != "" {
+		return p
+	}
+	if dir := folders.Config(e.getenv); dir != "" {
+		return filepath.Join(dir, "tokens.json")
+	}
+	return ""
+}
+
 // openTokens is where sign-ins are kept: sealed in the shared store db
 // when there is one and $TOOLSHELF_STORE_KEY is set, else the token file.
 func openTokens(e *env, db *store.DB) (*signin.Store, error) {
 	raw := e.getenv(envStoreKey)
 	if db == nil || raw == "" {
-		return signin.Open(e.getenv(envTokens)), nil
+		return signin.Open(tokenFile(e)), nil
 	}
 	key, err := signin.ParseKey(raw)
 	if err != nil {

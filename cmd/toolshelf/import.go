@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/toolshelf/toolshelf/config"
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"github.com/toolshelf/toolshelf/internal/hostpath"
 )
 
@@ -267,7 +268,7 @@ func argGrants(e *env, name string, conv map[string]any) []string {
 	}
 	args, _ := conv["args"].([]any)
 	home := e.getenv("HOME")
-	pol := hostpath.Policy{Home: home, Own: config.OwnFolders(e.getenv)}
+	pol := hostpath.Policy{Home: home, Own: folders.Kept(e.getenv)}
 	var grants []string
 	for _, a := range args {
 		arg, ok := a.(string)

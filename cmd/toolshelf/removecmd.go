@@ -29,11 +29,9 @@ user's configuration folder.`,
 			}
 			path := configPath(e, *config)
 			if path == "" {
-				dir, err := os.UserConfigDir()
-				if err != nil {
+				if path = defaultConfigPath(e); path == "" {
 					return usagef("no configuration folder: give --config FILE")
 				}
-				path = filepath.Join(dir, "toolshelf", "servers.json")
 			}
 			said, err := removeServer(e, path, args[0])
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/toolshelf/toolshelf/config"
 	"github.com/toolshelf/toolshelf/identity"
 	"github.com/toolshelf/toolshelf/internal/builtin"
+	"github.com/toolshelf/toolshelf/internal/folders"
 	"github.com/toolshelf/toolshelf/pin"
 	"github.com/toolshelf/toolshelf/rules"
 	"github.com/toolshelf/toolshelf/signin"
@@ -44,11 +45,19 @@ func configPath(e *env, flagValue string) string {
 	if p := e.getenv(envConfig); p != "" {
 		return p
 	}
-	if dir, err := os.UserConfigDir(); err == nil {
-		p := filepath.Join(dir, "toolshelf", "servers.json")
+	if p := defaultConfigPath(e); p != "" {
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
+	}
+	return ""
+}
+
+// defaultConfigPath is servers.json in toolshelf's configuration folder,
+// "" when the environment places none.
+func defaultConfigPath(e *env) string {
+	if dir := folders.Config(e.getenv); dir != "" {
+		return filepath.Join(dir, "servers.json")
 	}
 	return ""
 }
@@ -178,10 +187,10 @@ type connectOptions struct {
 func newPool(e *env, cfgs []config.ServerConfig, o connectOptions) *upstream.Pool {
 	tokens := o.tokens
 	if tokens == nil {
-		tokens = signin.Open(e.getenv(envTokens))
+		tokens = signin.Open(tokenFile(e))
 	}
 	opts := &upstream.Options{Logger: o.logger, Tokens: tokens, Pins: o.pins, Secrets: o.secrets, Version: version(), Telemetry: o.telemetry,
-		Policies: o.policies, Hide: slices.Concat(o.hide, e.held.list()), Identity: o.identity, Flows: o.flows}
+		Policies: o.policies, Hide: slices.Concat(o.hide, e.held.list()), Identity: o.identity, Flows: o.flows, Getenv: e.getenv}
 	if o.useCache {
 		opts.CacheDir = upstream.DefaultCacheDir(e.getenv)
 	}
