@@ -212,7 +212,15 @@ func instructionFindings(e *Entry) []Finding {
 		return out
 	}
 	seen := map[string]bool{}
+	read := make(map[string]bool, len(texts))
 	for _, text := range texts {
+		// The JSON's strings repeat the parsed fields (a description,
+		// each parameter's): what a text says is found in its first
+		// reading, and the expressions are most of a doctor's time.
+		if read[text] {
+			continue
+		}
+		read[text] = true
 		for _, r := range text {
 			if hiddenRune(r) && !seen["hidden"] {
 				seen["hidden"] = true
