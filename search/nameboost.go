@@ -56,6 +56,11 @@ func (x *BM25) rerankFacts() {
 	x.nameAt = make([]int32, n+1)
 	x.deprecated = make([]bool, n)
 	var toks []string
+	words := 0 // counted first: grown by doubling, the list was four times what it kept
+	for i := range n {
+		words += len(appendTokens(toks[:0], x.cat.Entry(i).Tool))
+	}
+	x.nameWords = make([]nameWord, 0, words)
 	for i := range n {
 		e := x.cat.Entry(i)
 		toks = appendTokens(toks[:0], e.Tool)
