@@ -202,7 +202,7 @@ func Decode(r io.Reader) (*Catalog, error) {
 			entries = append(entries, e)
 		}
 	}
-	return New(entries, servers), nil
+	return newCatalog(entries[:0], entries, servers), nil // entries are Decode's own
 }
 
 // decodeValid reads a catalog file of the usual shape in one walk, after
