@@ -122,6 +122,34 @@ func TestLedgerCountsEveryRound(t *testing.T) {
 	})
 }
 
+// A hidden search round's message_stop that comes on its own, after the
+// proxy read the round through its message_delta (as a stream's last
+// bytes may), is read before the round is closed: the round is counted
+// ended, not cut short. The fake API holds the message_stop back until
+// the next round arrives or half a second passes; a proxy that closed
+// the round at its message_delta sent the next round first (and failed
+// the streamed case above now and then, as the bytes happened to come).
+func TestLedgerReadsAHiddenRoundsTail(t *testing.T) {
+	search := func(messages.Request) (int, string) {
+		return 200, reply("tool_use", 1000, 20, toolUse("s1", messages.DefaultSearchTool, `{"query":"create a github issue"}`))
+	}
+	call := func(messages.Request) (int, string) {
+		return 200, reply("tool_use", 1500, 30, toolUse("c1", createIssue, `{"title":"crash"}`))
+	}
+	l := tempLedger(t)
+	api := newFakeAPI(t, search, call)
+	api.holdStop = 500 * time.Millisecond
+	url := startProxy(t, api, &Options{Ledger: l})
+	body := request(t, builtinTools(), `[{"role":"user","content":"Open an issue."}]`, `,"stream":true`)
+	if status, _, _ := post(t, url+"/v1/messages", body, nil); status != 200 {
+		t.Fatalf("status %d", status)
+	}
+	got := entries(t, l)
+	if len(got) != 2 || got[0].Outcome != "ok" || got[1].Outcome != "ok" {
+		t.Fatalf("rounds %+v, want two ended ok", got)
+	}
+}
+
 // With callers of its own, the proxy counts each request under the
 // caller's profile, sends its own key upstream (never the caller's
 // token), and refuses the request past a budget before it is sent, with

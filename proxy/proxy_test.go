@@ -10,7 +10,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolshelf/toolshelf/catalog"
 	"github.com/toolshelf/toolshelf/internal/builtin"
@@ -33,11 +35,22 @@ type fakeAPI struct {
 	counts [][]byte
 	// traceparents are the traceparent headers of the requests.
 	traceparents []string
+	// holdStop, when set, holds a streamed answer's message_stop back
+	// until the next request arrives or that long has passed: a stream's
+	// last event arriving on its own, after the proxy read the rest.
+	holdStop time.Duration
+	arrived  chan struct{} // a request arrived (seq counts them)
+	seq      atomic.Int64
 }
 
 func newFakeAPI(t *testing.T, script ...func(req messages.Request) (int, string)) *fakeAPI {
-	f := &fakeAPI{t: t, script: script}
+	f := &fakeAPI{t: t, script: script, arrived: make(chan struct{}, 1)}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seq := f.seq.Add(1)
+		select {
+		case f.arrived <- struct{}{}:
+		default:
+		}
 		body, _ := io.ReadAll(r.Body)
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -79,7 +92,20 @@ func newFakeAPI(t *testing.T, script ...func(req messages.Request) (int, string)
 			return
 		}
 		if stream && status == 200 {
-			writeStream(w, []byte(answer))
+			var hold func()
+			if f.holdStop > 0 {
+				hold = func() {
+					bound := time.After(f.holdStop)
+					for f.seq.Load() == seq {
+						select {
+						case <-f.arrived:
+						case <-bound:
+							return
+						}
+					}
+				}
+			}
+			writeStream(w, []byte(answer), hold)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -9,8 +9,9 @@ import (
 // writeStream sends a whole message as the Messages API's server-sent
 // events, as the API streams it: message_start, each content block's
 // start, delta and stop, message_delta with the stop reason and usage,
-// message_stop. The fake API streams its scripted answers with it.
-func writeStream(w http.ResponseWriter, final []byte) {
+// message_stop. The fake API streams its scripted answers with it;
+// beforeStop, when set, runs between the last two.
+func writeStream(w http.ResponseWriter, final []byte, beforeStop func()) {
 	var msg map[string]json.RawMessage
 	_ = json.Unmarshal(final, &msg)
 	var content []map[string]json.RawMessage
@@ -92,6 +93,9 @@ func writeStream(w http.ResponseWriter, final []byte) {
 		"delta": map[string]json.RawMessage{"stop_reason": orNull(msg["stop_reason"]), "stop_sequence": orNull(msg["stop_sequence"])},
 		"usage": use,
 	})
+	if beforeStop != nil {
+		beforeStop()
+	}
 	send("message_stop", map[string]any{"type": "message_stop"})
 }
 
