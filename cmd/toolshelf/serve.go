@@ -247,10 +247,11 @@ embeddings are ready, and again if the endpoint fails.
 Without servers, the built-in catalog is served: it can be searched, and
 calls to it fail with a message saying why.
 
-Unless GOGC is set, the garbage collector runs at GOGC=400: the MCP SDK
-allocates about 400 KB per forwarded call. Unless GOMEMLIMIT is set, a soft
-memory limit of 96 MiB (or twice the live heap and 64 MiB more, once the
-servers have started) makes it collect earlier when large requests arrive.`,
+Once the servers have started (or the catalog file is read), the garbage
+collector runs at GOGC=400 unless GOGC is set: the MCP SDK allocates about
+400 KB per forwarded call. Unless GOMEMLIMIT is set, a soft memory limit
+32 MiB above the live heap, set again every 30 s, makes it collect
+earlier when large requests arrive.`,
 	flags: func(fs *flag.FlagSet) func(context.Context, *env, []string) error {
 		var o serveOptions
 		fs.StringVar(&o.config, "config", "", "servers configuration `FILE` (mcpServers JSON)")
